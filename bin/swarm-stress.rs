@@ -1,0 +1,108 @@
+//! swarm-stress: one process of load for the concurrency tests and `scripts/bench`.
+//!
+//! Each mode loops over swarm's library calls (not the CLI), so many of these processes
+//! together exercise the cross-process locking the way teammates do.
+//!
+//!   swarm-stress send     ROOT TEAM FROM TO COUNT [ACKED_LOG]   send COUNT messages "FROM-i"
+//!   swarm-stress drain    ROOT TEAM AGENT EXPECT OUT            read+ack until EXPECT seen
+//!   swarm-stress next     ROOT TEAM AGENT                       claim until none is ready
+//!   swarm-stress hold     ROOT TEAM AGENT                       lock AGENT's inbox forever
+//!   swarm-stress mkinbox  ROOT TEAM AGENT BYTES                 send one message of BYTES
+//!
+//! Output is one line per event on stdout: the key or id it handled.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use swarm::mailbox::{self, Envelope};
+use swarm::names::{AgentName, TeamName};
+use swarm::root::Root;
+use swarm::tasks::TaskList;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| -> &str { args.get(i).map(String::as_str).unwrap_or_else(|| usage()) };
+    let root = Root::new(arg(1));
+    let team = TeamName::new(arg(2)).expect("team name");
+    let mut out = std::io::stdout().lock();
+    match arg(0) {
+        "send" => {
+            let from = arg(3);
+            let to = AgentName::parse_any(arg(4)).expect("agent name");
+            let count: usize = arg(5).parse().expect("count");
+            let mut acked = args.get(6).map(|p| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .expect("acked log")
+            });
+            for i in 0..count {
+                let text = format!("{from}-{i}");
+                mailbox::deliver(&root, &team, &to, Envelope::new(from, text.clone()))
+                    .unwrap_or_else(|e| fail(&e));
+                if let Some(f) = acked.as_mut() {
+                    writeln!(f, "{text}").expect("write acked log");
+                }
+            }
+        }
+        "drain" => {
+            let agent = AgentName::parse_any(arg(3)).expect("agent name");
+            let expect: usize = arg(4).parse().expect("count");
+            let mut log = std::fs::File::create(arg(5)).expect("out file");
+            let mut seen = 0;
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while seen < expect && Instant::now() < deadline {
+                let batch = mailbox::read_unread(&root, &team, &agent).unwrap_or_else(|e| fail(&e));
+                let keys: Vec<String> = batch.iter().map(|d| d.key.clone()).collect();
+                for d in &batch {
+                    writeln!(log, "{}", d.envelope.text).expect("write");
+                }
+                log.flush().expect("flush");
+                mailbox::ack(&root, &team, &agent, &keys).unwrap_or_else(|e| fail(&e));
+                seen += batch.len();
+                if batch.is_empty() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+        "next" => {
+            let agent = arg(3);
+            let list = TaskList::new(&root, &team);
+            while let Some(task) = list.next(agent).unwrap_or_else(|e| fail(&e)) {
+                writeln!(out, "{}", task.id).expect("write");
+            }
+        }
+        "hold" => {
+            let agent = AgentName::parse_any(arg(3)).expect("agent name");
+            let _guard =
+                swarm::lock::lock(&root.inbox_path(&team, &agent)).unwrap_or_else(|e| fail(&e));
+            writeln!(out, "locked").expect("write");
+            out.flush().expect("flush");
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+        "mkinbox" => {
+            let agent = AgentName::parse_any(arg(3)).expect("agent name");
+            let bytes: usize = arg(4).parse().expect("bytes");
+            let key = mailbox::deliver(
+                &root,
+                &team,
+                &agent,
+                Envelope::new("team-lead", "x".repeat(bytes)),
+            )
+            .unwrap_or_else(|e| fail(&e));
+            writeln!(out, "{key}").expect("write");
+        }
+        _ => usage(),
+    }
+}
+
+fn fail(e: &swarm::error::Error) -> ! {
+    eprintln!("swarm-stress: {e}");
+    std::process::exit(i32::from(e.exit_code()));
+}
+
+fn usage() -> ! {
+    eprintln!("usage: swarm-stress send|drain|next|hold|mkinbox ROOT TEAM ... (see the source)");
+    std::process::exit(2);
+}

@@ -1,0 +1,209 @@
+//! The command line: every subcommand and flag, as clap derive types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Run teams of AI coding agents side by side in tmux.
+///
+/// A team lives on disk in Claude Code's own layout: a roster (teams/<team>/config.json),
+/// one mailbox per agent (teams/<team>/inboxes/<agent>.json) and a shared task list
+/// (tasks/<team>/<id>.json) under the root directory.
+#[derive(Debug, Parser)]
+#[command(name = "swarm", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOpts,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GlobalOpts {
+    /// Directory holding teams/ and tasks/ [default: $SWARM_ROOT, else $CLAUDE_CONFIG_DIR, else ~/.claude]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// The team to act on [default: the only team, if there is exactly one]
+    #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
+    pub team: Option<String>,
+
+    /// Print machine-readable JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, inspect and delete teams
+    #[command(subcommand)]
+    Team(TeamCommand),
+
+    /// Send a message to one member
+    Send(SendArgs),
+
+    /// Send a message to every member but the sender
+    Broadcast(BroadcastArgs),
+
+    /// Read an agent's inbox
+    Inbox(InboxArgs),
+
+    /// Work with the shared task list
+    #[command(subcommand)]
+    Task(TaskCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Create a team with the lead as its first member
+    Create {
+        team: String,
+        #[arg(long, short)]
+        description: Option<String>,
+    },
+    /// List teams
+    List,
+    /// Show a team's members
+    Show { team: Option<String> },
+    /// Add a member to the roster (without starting it)
+    Add {
+        agent: String,
+        /// One of red, blue, green, yellow, purple, orange, pink, cyan [default: next in turn]
+        #[arg(long)]
+        color: Option<String>,
+        #[arg(long)]
+        agent_type: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
+    /// Remove a member from the roster, returning its open tasks to pending
+    Remove { agent: String },
+    /// Delete a team's roster, inboxes and task list
+    Delete {
+        team: String,
+        /// Delete even if teammates are still running
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// A member's name, or '*' for everyone but the sender
+    pub to: String,
+    /// The message; '-' reads it from stdin
+    #[arg(required_unless_present = "file")]
+    pub text: Option<String>,
+    /// Read the message from a file
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    /// Sender name
+    #[arg(long, default_value = "team-lead")]
+    pub from: String,
+    /// A 5-10 word preview shown in feeds
+    #[arg(long)]
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BroadcastArgs {
+    /// The message; '-' reads it from stdin
+    #[arg(required_unless_present = "file")]
+    pub text: Option<String>,
+    /// Read the message from a file
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    #[arg(long, default_value = "team-lead")]
+    pub from: String,
+    #[arg(long)]
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    pub agent: String,
+    /// Only messages not yet delivered
+    #[arg(long)]
+    pub unread: bool,
+    /// Acknowledge the messages printed: they move to the delivered log
+    #[arg(long)]
+    pub ack: bool,
+    /// Keep printing messages as they arrive, until interrupted
+    #[arg(long, short)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Create a task
+    Add {
+        subject: String,
+        #[arg(long, short, default_value = "")]
+        description: String,
+        /// Present-continuous text shown while the task runs ("Writing tests")
+        #[arg(long)]
+        active_form: Option<String>,
+        /// A task that must be completed first (repeatable)
+        #[arg(long = "blocked-by", value_name = "ID")]
+        blocked_by: Vec<String>,
+    },
+    /// List tasks
+    List {
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        owner: Option<String>,
+        /// Include internal tasks
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one task
+    Show { id: String },
+    /// Change fields of a task
+    Update {
+        id: String,
+        #[arg(long)]
+        subject: Option<String>,
+        #[arg(long, short)]
+        description: Option<String>,
+        #[arg(long)]
+        active_form: Option<String>,
+        /// pending, in_progress or completed
+        #[arg(long)]
+        status: Option<String>,
+        /// New owner; an empty string clears it
+        #[arg(long)]
+        owner: Option<String>,
+        /// Add a blocker (repeatable)
+        #[arg(long = "blocked-by", value_name = "ID")]
+        blocked_by: Vec<String>,
+        /// Add a task this one blocks (repeatable)
+        #[arg(long = "blocks", value_name = "ID")]
+        blocks: Vec<String>,
+    },
+    /// Claim a task for an agent (compare-and-set)
+    Claim {
+        id: String,
+        #[arg(long = "as", value_name = "AGENT")]
+        agent: String,
+        /// Refuse if the agent already owns an open task
+        #[arg(long)]
+        busy_check: bool,
+    },
+    /// Claim the first ready task for an agent
+    Next {
+        #[arg(long = "as", value_name = "AGENT")]
+        agent: String,
+    },
+    /// Mark a task completed
+    Done { id: String },
+    /// Return every open task of an agent to pending with no owner
+    Release {
+        #[arg(long, value_name = "AGENT")]
+        owner: String,
+    },
+    /// Delete a task
+    Delete { id: String },
+}

@@ -1,0 +1,51 @@
+//! What every command needs: the resolved root, the team, and the output mode.
+
+use crate::cli::args::GlobalOpts;
+use crate::error::{Error, Result};
+use crate::names::TeamName;
+use crate::root::Root;
+use crate::roster;
+
+pub struct Ctx {
+    pub root: Root,
+    pub global: GlobalOpts,
+}
+
+impl Ctx {
+    pub fn new(global: GlobalOpts) -> Result<Ctx> {
+        Ok(Ctx {
+            root: Root::resolve(global.root.as_deref())?,
+            global,
+        })
+    }
+
+    pub fn json(&self) -> bool {
+        self.global.json
+    }
+
+    /// The team named on the command line, else `--team`/`SWARM_TEAM`, else the only team.
+    pub fn team_or(&self, explicit: Option<&str>) -> Result<TeamName> {
+        if let Some(t) = explicit.or(self.global.team.as_deref()) {
+            return TeamName::new(t);
+        }
+        let teams = roster::list(&self.root)?;
+        match teams.as_slice() {
+            [only] => TeamName::new(&only.name),
+            [] => Err(Error::not_found(format!(
+                "no team exists under {}; create one with `swarm team create NAME`",
+                self.root.path().display()
+            ))),
+            many => Err(Error::usage(format!(
+                "several teams exist ({}); pick one with --team NAME or SWARM_TEAM",
+                many.iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    pub fn team(&self) -> Result<TeamName> {
+        self.team_or(None)
+    }
+}

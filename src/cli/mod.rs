@@ -1,0 +1,11 @@
+//! The `swarm` command line: argument types, the dispatcher, and one file per command group.
+
+pub mod args;
+mod context;
+mod dispatch;
+mod message;
+mod output;
+mod task;
+mod team;
+
+pub use dispatch::main;

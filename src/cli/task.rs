@@ -1,0 +1,140 @@
+//! `swarm task ...`: the shared task list by hand.
+
+use serde_json::json;
+
+use crate::cli::args::TaskCommand;
+use crate::cli::context::Ctx;
+use crate::cli::output::{print_json, status_mark, task_detail, task_line};
+use crate::error::Result;
+use crate::roster;
+use crate::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
+
+pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
+    let team = ctx.team()?;
+    // The team must exist: a task list without a roster would be nobody's.
+    let config = roster::load(&ctx.root, &team)?;
+    let list = TaskList::new(&ctx.root, &team);
+    let show = |t: &Task| {
+        if ctx.json() {
+            print_json(t);
+        } else {
+            println!("{}", task_line(t));
+        }
+    };
+    match cmd {
+        TaskCommand::Add {
+            subject,
+            description,
+            active_form,
+            blocked_by,
+        } => {
+            let task = list.create(NewTask {
+                subject,
+                description,
+                active_form,
+                blocked_by,
+                metadata: None,
+            })?;
+            show(&task);
+        }
+        TaskCommand::List { status, owner, all } => {
+            let status = status.as_deref().map(Status::parse).transpose()?;
+            let tasks: Vec<Task> = list
+                .list()?
+                .into_iter()
+                .filter(|t| all || !t.is_internal())
+                .filter(|t| status.is_none_or(|s| t.status == s))
+                .filter(|t| owner.as_deref().is_none_or(|o| t.owned_by(o)))
+                .collect();
+            if ctx.json() {
+                print_json(&tasks);
+            } else if tasks.is_empty() {
+                println!("no tasks");
+            } else {
+                for t in &tasks {
+                    println!("[{}] {}", status_mark(t.status), task_line(t));
+                }
+            }
+        }
+        TaskCommand::Show { id } => {
+            let task = list.get(&id)?;
+            if ctx.json() {
+                print_json(&task);
+            } else {
+                println!("{}", task_detail(&task));
+            }
+        }
+        TaskCommand::Update {
+            id,
+            subject,
+            description,
+            active_form,
+            status,
+            owner,
+            blocked_by,
+            blocks,
+        } => {
+            if let Some(o) = owner.as_deref().filter(|o| !o.is_empty()) {
+                config.require(o)?;
+            }
+            let patch = TaskPatch {
+                subject,
+                description,
+                active_form,
+                status: status.as_deref().map(Status::parse).transpose()?,
+                owner: owner.map(Some),
+                add_blocked_by: blocked_by,
+                add_blocks: blocks,
+                metadata: None,
+            };
+            show(&list.update(&id, patch)?);
+        }
+        TaskCommand::Claim {
+            id,
+            agent,
+            busy_check,
+        } => {
+            config.require(&agent)?;
+            let task = list
+                .claim(&id, &agent, busy_check)?
+                .map_err(|r| r.into_error(&id, &agent))?;
+            show(&task);
+        }
+        TaskCommand::Next { agent } => {
+            config.require(&agent)?;
+            match list.next(&agent)? {
+                Some(task) => show(&task),
+                None if ctx.json() => println!("null"),
+                None => println!("no ready task for {agent}"),
+            }
+        }
+        TaskCommand::Done { id } => {
+            let patch = TaskPatch {
+                status: Some(Status::Completed),
+                ..TaskPatch::default()
+            };
+            show(&list.update(&id, patch)?);
+        }
+        TaskCommand::Release { owner } => {
+            let released = list.release(&owner)?;
+            if ctx.json() {
+                print_json(&released);
+            } else if released.is_empty() {
+                println!("{owner} owns no open tasks");
+            } else {
+                for t in &released {
+                    println!("released {}", task_line(t));
+                }
+            }
+        }
+        TaskCommand::Delete { id } => {
+            let task = list.delete(&id)?;
+            if ctx.json() {
+                print_json(&json!({"deleted": task.id}));
+            } else {
+                println!("deleted task #{}", task.id);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! `swarm team ...`: the roster by hand.
+
+use serde_json::json;
+
+use crate::cli::args::TeamCommand;
+use crate::cli::context::Ctx;
+use crate::cli::output::print_json;
+use crate::error::{Error, Result};
+use crate::names::{AgentName, TeamName};
+use crate::process;
+use crate::roster::{self, NewMember, TeamConfig};
+use crate::tasks::TaskList;
+
+pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
+    match cmd {
+        TeamCommand::Create { team, description } => {
+            let team = TeamName::new(&team)?;
+            let cwd = std::env::current_dir().map_err(|e| Error::io("read", ".", e))?;
+            let config = roster::create(&ctx.root, &team, description, &cwd)?;
+            if ctx.json() {
+                print_json(&config);
+            } else {
+                println!(
+                    "created team {team} at {}",
+                    ctx.root.team_dir(&team).display()
+                );
+            }
+            Ok(())
+        }
+        TeamCommand::List => {
+            let teams = roster::list(&ctx.root)?;
+            if ctx.json() {
+                print_json(&teams);
+            } else if teams.is_empty() {
+                println!("no teams under {}", ctx.root.path().display());
+            } else {
+                for t in teams {
+                    println!(
+                        "{}  {} member(s){}",
+                        t.name,
+                        t.members.len(),
+                        t.description.map(|d| format!("  {d}")).unwrap_or_default()
+                    );
+                }
+            }
+            Ok(())
+        }
+        TeamCommand::Show { team } => {
+            let team = ctx.team_or(team.as_deref())?;
+            let config = roster::load(&ctx.root, &team)?;
+            if ctx.json() {
+                print_json(&config);
+            } else {
+                print_roster(&config);
+            }
+            Ok(())
+        }
+        TeamCommand::Add {
+            agent,
+            color,
+            agent_type,
+            model,
+            cwd,
+        } => {
+            let team = ctx.team()?;
+            let name = AgentName::new(&agent)?;
+            let cwd = match cwd {
+                Some(c) => std::path::absolute(&c).map_err(|e| Error::io("resolve", &c, e))?,
+                None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
+            };
+            let member = roster::add_member(
+                &ctx.root,
+                &team,
+                NewMember {
+                    name,
+                    color,
+                    agent_type,
+                    model,
+                    prompt: None,
+                    plan_mode_required: false,
+                    cwd: cwd.display().to_string(),
+                },
+            )?;
+            if ctx.json() {
+                print_json(&member);
+            } else {
+                println!("added {} to team {team}", member.name);
+            }
+            Ok(())
+        }
+        TeamCommand::Remove { agent } => {
+            let team = ctx.team()?;
+            let member = roster::remove_member(&ctx.root, &team, &agent)?;
+            let released = TaskList::new(&ctx.root, &team).release(&member.name)?;
+            let ids: Vec<&str> = released.iter().map(|t| t.id.as_str()).collect();
+            if ctx.json() {
+                print_json(&json!({"removed": member.name, "releasedTasks": ids}));
+            } else {
+                println!("removed {} from team {team}", member.name);
+                if !ids.is_empty() {
+                    println!("returned task(s) #{} to pending", ids.join(", #"));
+                }
+            }
+            Ok(())
+        }
+        TeamCommand::Delete { team, force } => {
+            let team = TeamName::new(&team)?;
+            let config = roster::load(&ctx.root, &team)?;
+            let alive: Vec<String> = config
+                .teammates()
+                .filter(|m| m.pid.is_some_and(process::is_alive))
+                .map(|m| format!("{} (pid {})", m.name, m.pid.unwrap_or_default()))
+                .collect();
+            if !alive.is_empty() && !force {
+                return Err(Error::conflict(format!(
+                    "team '{team}' still has running teammates: {}; shut them down first, or pass --force",
+                    alive.join(", ")
+                )));
+            }
+            roster::delete_files(&ctx.root, &team)?;
+            if ctx.json() {
+                print_json(&json!({"deleted": team.as_str()}));
+            } else {
+                println!("deleted team {team}");
+            }
+            Ok(())
+        }
+    }
+}
+
+fn print_roster(config: &TeamConfig) {
+    println!(
+        "team {}{}",
+        config.name,
+        config
+            .description
+            .as_deref()
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default()
+    );
+    println!(
+        "  {:<20} {:<18} {:<8} {:<6} {:<8} CWD",
+        "NAME", "TYPE", "COLOR", "PANE", "PID"
+    );
+    for m in &config.members {
+        let dash = || "-".to_owned();
+        println!(
+            "  {:<20} {:<18} {:<8} {:<6} {:<8} {}",
+            m.name,
+            m.agent_type.clone().unwrap_or_else(dash),
+            m.color.clone().unwrap_or_else(dash),
+            if m.tmux_pane_id.is_empty() {
+                dash()
+            } else {
+                m.tmux_pane_id.clone()
+            },
+            m.pid.map(|p| p.to_string()).unwrap_or_else(dash),
+            m.cwd
+        );
+    }
+}

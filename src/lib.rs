@@ -1,0 +1,17 @@
+//! swarm: teams of AI coding agents side by side in tmux, coordinating through Claude
+//! Code's own on-disk formats. See CONTRIBUTING.md for the architecture.
+
+pub mod atomic;
+pub mod cli;
+pub mod clock;
+pub mod error;
+pub mod json;
+pub mod lock;
+pub mod mailbox;
+pub mod names;
+pub mod process;
+pub mod protocol;
+pub mod root;
+pub mod roster;
+pub mod tasks;
+pub mod watch;

@@ -1,0 +1,563 @@
+//! The shared task list: one JSON file per task, `tasks/<team>/<id>.json`, in Claude Code's
+//! schema, plus `.highwatermark` (the highest id ever used) and `.lock` (the list lock's
+//! anchor).
+//!
+//! Invariants:
+//! - every mutation holds the list lock ([`lock::lock`] on `.lock`: flock on `.lock.flock`
+//!   and Claude Code's `.lock.lock/`), and also Claude Code's per-task lock `<id>.json.lock/`
+//!   of each task it rewrites, because Claude Code updates single tasks under that lock only;
+//! - ids are `1 + max(file ids, high-water mark)` and are never reused: deleting a task
+//!   first raises the mark;
+//! - dependencies are symmetric (`A.blockedBy ∋ B` ⇔ `B.blocks ∋ A`), refer to existing
+//!   tasks, and never form a cycle;
+//! - a claim is a compare-and-set under the lock, so a task has at most one owner.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, IoContext, Result};
+use crate::names::TeamName;
+use crate::root::Root;
+use crate::{atomic, json, lock};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::InProgress => "in_progress",
+            Status::Completed => "completed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Status> {
+        match s {
+            "pending" => Ok(Status::Pending),
+            "in_progress" | "in-progress" => Ok(Status::InProgress),
+            "completed" | "done" => Ok(Status::Completed),
+            other => Err(Error::usage(format!(
+                "unknown task status '{other}'; use pending, in_progress or completed"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: String,
+    pub subject: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+    pub status: Status,
+    #[serde(default)]
+    pub blocks: Vec<String>,
+    #[serde(default)]
+    pub blocked_by: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Task {
+    /// Hidden from listings, as Claude Code hides `metadata._internal` tasks.
+    pub fn is_internal(&self) -> bool {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.get("_internal"))
+            .is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false)))
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.status != Status::Completed
+    }
+
+    /// Owned by `agent`, given as a name or as `<name>@<team>`.
+    pub fn owned_by(&self, agent: &str) -> bool {
+        self.owner
+            .as_deref()
+            .is_some_and(|o| o == agent || o.split('@').next() == Some(agent))
+    }
+
+    fn numeric_id(&self) -> u64 {
+        self.id.parse().unwrap_or(u64::MAX)
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct NewTask {
+    pub subject: String,
+    pub description: String,
+    pub active_form: Option<String>,
+    pub blocked_by: Vec<String>,
+    pub metadata: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct TaskPatch {
+    pub subject: Option<String>,
+    pub description: Option<String>,
+    pub active_form: Option<String>,
+    pub status: Option<Status>,
+    /// `Some(None)` clears the owner.
+    pub owner: Option<Option<String>>,
+    pub add_blocked_by: Vec<String>,
+    pub add_blocks: Vec<String>,
+    /// Merged into `metadata`; a `null` value removes the key.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Why a claim was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClaimRefusal {
+    NotFound,
+    AlreadyClaimed { owner: String },
+    AlreadyCompleted,
+    Blocked { blockers: Vec<String> },
+    Busy { tasks: Vec<String> },
+}
+
+impl ClaimRefusal {
+    pub fn into_error(self, id: &str, agent: &str) -> Error {
+        match self {
+            ClaimRefusal::NotFound => {
+                Error::not_found(format!("task #{id} does not exist; see `swarm task list`"))
+            }
+            ClaimRefusal::AlreadyClaimed { owner } => {
+                Error::conflict(format!("task #{id} is already claimed by {owner}"))
+            }
+            ClaimRefusal::AlreadyCompleted => {
+                Error::conflict(format!("task #{id} is already completed"))
+            }
+            ClaimRefusal::Blocked { blockers } => Error::conflict(format!(
+                "task #{id} is blocked by open task(s) {}",
+                blockers
+                    .iter()
+                    .map(|b| format!("#{b}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            ClaimRefusal::Busy { tasks } => Error::conflict(format!(
+                "{agent} is busy with open task(s) {}; finish or release them first",
+                tasks
+                    .iter()
+                    .map(|b| format!("#{b}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}
+
+/// A team's task list.
+#[derive(Debug, Clone)]
+pub struct TaskList {
+    dir: PathBuf,
+}
+
+impl TaskList {
+    pub fn new(root: &Root, team: &TeamName) -> TaskList {
+        TaskList {
+            dir: root.tasks_dir(team),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn task_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn mark_path(&self) -> PathBuf {
+        self.dir.join(".highwatermark")
+    }
+
+    fn lock(&self) -> Result<lock::Locked> {
+        if !self.dir.is_dir() {
+            std::fs::create_dir_all(&self.dir).ctx("create directory", &self.dir)?;
+        }
+        let anchor = self.dir.join(".lock");
+        if !anchor.exists() {
+            // Claude Code creates it with exclusive create and ignores EEXIST; so do we.
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&anchor);
+        }
+        lock::lock(&anchor)
+    }
+
+    /// Writes a task while holding its per-task lock too.
+    fn write_task(&self, guard: &mut lock::Locked, task: &Task) -> Result<()> {
+        let path = self.task_path(&task.id);
+        guard.also_lock_dir(&path)?;
+        atomic::write(&path, &json::to_pretty(task))
+    }
+
+    fn read_task(&self, id: &str) -> Result<Option<Task>> {
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(None);
+        }
+        let path = self.task_path(id);
+        match std::fs::read(&path) {
+            Ok(bytes) => match json::parse::<Task>(&bytes) {
+                Ok(t) => Ok(Some(t)),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "skipping a task file that does not parse: {e}");
+                    Ok(None)
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("read", &path, e)),
+        }
+    }
+
+    fn ids_on_disk(&self) -> Result<Vec<u64>> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("read directory", &self.dir, e)),
+        };
+        let mut ids: Vec<u64> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let stem = name.to_str()?.strip_suffix(".json")?;
+                if stem.bytes().all(|b| b.is_ascii_digit()) {
+                    stem.parse().ok()
+                } else {
+                    None
+                }
+            })
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn high_water_mark(&self) -> u64 {
+        std::fs::read_to_string(self.mark_path())
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Every task, in numeric id order (files that do not parse are skipped with a warning).
+    pub fn list(&self) -> Result<Vec<Task>> {
+        let mut tasks = Vec::new();
+        for id in self.ids_on_disk()? {
+            if let Some(t) = self.read_task(&id.to_string())? {
+                tasks.push(t);
+            }
+        }
+        Ok(tasks)
+    }
+
+    pub fn get(&self, id: &str) -> Result<Task> {
+        self.read_task(id)?.ok_or_else(|| missing(id))
+    }
+
+    pub fn create(&self, new: NewTask) -> Result<Task> {
+        if new.subject.trim().is_empty() {
+            return Err(Error::usage("a task needs a subject"));
+        }
+        let mut guard = self.lock()?;
+        let max_file = self.ids_on_disk()?.last().copied().unwrap_or(0);
+        let id = (max_file.max(self.high_water_mark()) + 1).to_string();
+        let mut blockers = Vec::new();
+        for b in dedup(&new.blocked_by) {
+            blockers.push(self.read_task(&b)?.ok_or_else(|| missing_dependency(&b))?);
+        }
+        let task = Task {
+            id: id.clone(),
+            subject: new.subject,
+            description: new.description,
+            active_form: new.active_form,
+            status: Status::Pending,
+            blocks: Vec::new(),
+            blocked_by: blockers.iter().map(|b| b.id.clone()).collect(),
+            metadata: new.metadata,
+            owner: None,
+            extra: Map::new(),
+        };
+        self.write_task(&mut guard, &task)?;
+        for mut b in blockers {
+            b.blocks.push(id.clone());
+            self.write_task(&mut guard, &b)?;
+        }
+        Ok(task)
+    }
+
+    pub fn update(&self, id: &str, patch: TaskPatch) -> Result<Task> {
+        let mut guard = self.lock()?;
+        let mut task = self.read_task(id)?.ok_or_else(|| missing(id))?;
+        let mut touched: HashMap<String, Task> = HashMap::new();
+        let graph = self.graph()?;
+        for b in dedup(&patch.add_blocked_by) {
+            self.check_edge(&graph, id, &b)?;
+        }
+        for c in dedup(&patch.add_blocks) {
+            self.check_edge(&graph, &c, id)?;
+        }
+        if let Some(s) = patch.subject {
+            task.subject = s;
+        }
+        if let Some(d) = patch.description {
+            task.description = d;
+        }
+        if let Some(a) = patch.active_form {
+            task.active_form = Some(a);
+        }
+        if let Some(s) = patch.status {
+            task.status = s;
+        }
+        if let Some(o) = patch.owner {
+            task.owner = o.filter(|o| !o.is_empty());
+        }
+        if let Some(m) = patch.metadata {
+            let meta = task.metadata.get_or_insert_with(Map::new);
+            for (k, v) in m {
+                if v.is_null() {
+                    meta.remove(&k);
+                } else {
+                    meta.insert(k, v);
+                }
+            }
+        }
+        for b in dedup(&patch.add_blocked_by) {
+            push_unique(&mut task.blocked_by, &b);
+            let mut other = match touched.remove(&b) {
+                Some(t) => t,
+                None => self.read_task(&b)?.ok_or_else(|| missing_dependency(&b))?,
+            };
+            push_unique(&mut other.blocks, id);
+            touched.insert(b, other);
+        }
+        for c in dedup(&patch.add_blocks) {
+            push_unique(&mut task.blocks, &c);
+            let mut other = match touched.remove(&c) {
+                Some(t) => t,
+                None => self.read_task(&c)?.ok_or_else(|| missing_dependency(&c))?,
+            };
+            push_unique(&mut other.blocked_by, id);
+            touched.insert(c, other);
+        }
+        self.write_task(&mut guard, &task)?;
+        for other in touched.values() {
+            self.write_task(&mut guard, other)?;
+        }
+        Ok(task)
+    }
+
+    /// Refuses `task blockedBy blocker` if it is a self-dependency, names a missing task,
+    /// or closes a cycle.
+    fn check_edge(
+        &self,
+        graph: &HashMap<String, Vec<String>>,
+        task: &str,
+        blocker: &str,
+    ) -> Result<()> {
+        if task == blocker {
+            return Err(Error::usage(format!(
+                "task #{task} cannot depend on itself"
+            )));
+        }
+        if !graph.contains_key(blocker) {
+            return Err(missing_dependency(blocker));
+        }
+        if !graph.contains_key(task) {
+            return Err(missing_dependency(task));
+        }
+        // A cycle exists if `task` is already (transitively) a blocker of `blocker`.
+        let mut stack = vec![blocker.to_owned()];
+        let mut seen = BTreeSet::new();
+        while let Some(t) = stack.pop() {
+            if t == task {
+                return Err(Error::usage(format!(
+                    "making task #{task} depend on #{blocker} would create a dependency cycle"
+                )));
+            }
+            if seen.insert(t.clone()) {
+                stack.extend(graph.get(&t).cloned().unwrap_or_default());
+            }
+        }
+        Ok(())
+    }
+
+    /// id → blockedBy, for every task.
+    fn graph(&self) -> Result<HashMap<String, Vec<String>>> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .map(|t| (t.id, t.blocked_by))
+            .collect())
+    }
+
+    /// Deletes a task: raises the high-water mark, removes the file, and strips the id from
+    /// every other task's `blocks` and `blockedBy`.
+    pub fn delete(&self, id: &str) -> Result<Task> {
+        let mut guard = self.lock()?;
+        let task = self.read_task(id)?.ok_or_else(|| missing(id))?;
+        let n = task.numeric_id();
+        if n > self.high_water_mark() {
+            atomic::write(&self.mark_path(), n.to_string().as_bytes())?;
+        }
+        let path = self.task_path(id);
+        guard.also_lock_dir(&path)?;
+        std::fs::remove_file(&path).ctx("remove", &path)?;
+        atomic::sync_dir(&self.dir)?;
+        for mut other in self.list()? {
+            let before = (other.blocks.len(), other.blocked_by.len());
+            other.blocks.retain(|x| x != id);
+            other.blocked_by.retain(|x| x != id);
+            if before != (other.blocks.len(), other.blocked_by.len()) {
+                self.write_task(&mut guard, &other)?;
+            }
+        }
+        Ok(task)
+    }
+
+    /// Claims task `id` for `agent`: owner set, status `in_progress`. Claiming a task one
+    /// already owns succeeds. The outer error is I/O; the inner one a refusal.
+    pub fn claim(
+        &self,
+        id: &str,
+        agent: &str,
+        busy_check: bool,
+    ) -> Result<Result<Task, ClaimRefusal>> {
+        let mut guard = self.lock()?;
+        let Some(mut task) = self.read_task(id)? else {
+            return Ok(Err(ClaimRefusal::NotFound));
+        };
+        let tasks = self.list()?;
+        if let Some(refusal) = refusal(&task, agent, &tasks, busy_check) {
+            return Ok(Err(refusal));
+        }
+        task.owner = Some(agent.to_owned());
+        if task.status == Status::Pending {
+            task.status = Status::InProgress;
+        }
+        self.write_task(&mut guard, &task)?;
+        Ok(Ok(task))
+    }
+
+    /// Claims the first ready task (pending, unowned, every blocker completed) for `agent`.
+    pub fn next(&self, agent: &str) -> Result<Option<Task>> {
+        let mut guard = self.lock()?;
+        let tasks = self.list()?;
+        let completed: BTreeSet<&str> = tasks
+            .iter()
+            .filter(|t| t.status == Status::Completed)
+            .map(|t| t.id.as_str())
+            .collect();
+        let candidate = tasks.iter().find(|t| {
+            t.status == Status::Pending
+                && t.owner.is_none()
+                && !t.is_internal()
+                && t.blocked_by
+                    .iter()
+                    .all(|b| completed.contains(b.as_str()) || !tasks.iter().any(|x| &x.id == b))
+        });
+        let Some(task) = candidate else {
+            return Ok(None);
+        };
+        let mut task = task.clone();
+        task.owner = Some(agent.to_owned());
+        task.status = Status::InProgress;
+        self.write_task(&mut guard, &task)?;
+        Ok(Some(task))
+    }
+
+    /// Returns every open task of `owner` to pending with no owner.
+    pub fn release(&self, owner: &str) -> Result<Vec<Task>> {
+        let mut guard = self.lock()?;
+        let mut released = Vec::new();
+        for mut task in self.list()? {
+            if task.is_open() && task.owned_by(owner) {
+                task.owner = None;
+                task.status = Status::Pending;
+                self.write_task(&mut guard, &task)?;
+                released.push(task);
+            }
+        }
+        Ok(released)
+    }
+}
+
+fn refusal(task: &Task, agent: &str, tasks: &[Task], busy_check: bool) -> Option<ClaimRefusal> {
+    if task.status == Status::Completed {
+        return Some(ClaimRefusal::AlreadyCompleted);
+    }
+    if let Some(owner) = &task.owner
+        && !task.owned_by(agent)
+    {
+        return Some(ClaimRefusal::AlreadyClaimed {
+            owner: owner.clone(),
+        });
+    }
+    let open_blockers: Vec<String> = task
+        .blocked_by
+        .iter()
+        .filter(|b| tasks.iter().any(|t| &t.id == *b && t.is_open()))
+        .cloned()
+        .collect();
+    if !open_blockers.is_empty() {
+        return Some(ClaimRefusal::Blocked {
+            blockers: open_blockers,
+        });
+    }
+    if busy_check {
+        let busy: Vec<String> = tasks
+            .iter()
+            .filter(|t| t.id != task.id && t.is_open() && t.owned_by(agent))
+            .map(|t| t.id.clone())
+            .collect();
+        if !busy.is_empty() {
+            return Some(ClaimRefusal::Busy { tasks: busy });
+        }
+    }
+    None
+}
+
+fn missing(id: &str) -> Error {
+    Error::not_found(format!("task #{id} does not exist; see `swarm task list`"))
+}
+
+fn missing_dependency(id: &str) -> Error {
+    Error::not_found(format!(
+        "dependency task #{id} does not exist; see `swarm task list`"
+    ))
+}
+
+fn dedup(ids: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for id in ids {
+        let id = id.trim_start_matches('#').to_owned();
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
+}
+
+fn push_unique(v: &mut Vec<String>, id: &str) {
+    if !v.iter().any(|x| x == id) {
+        v.push(id.to_owned());
+    }
+}

@@ -1,0 +1,217 @@
+//! The test environment: a private root, HOME and tmux socket per test, and the real
+//! binaries run with a cleared environment and a timeout.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use swarm::names::TeamName;
+use swarm::root::Root;
+
+pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
+pub const STRESS: &str = env!("CARGO_BIN_EXE_swarm-stress");
+
+/// Long enough for a loaded 2-core CI machine; a hang fails instead of stalling CI.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub tmux_socket: String,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = tempfile::Builder::new()
+            .prefix("swarm-test-")
+            .tempdir()
+            .unwrap();
+        let root = dir.path().join("claude");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let tmux_socket = format!(
+            "swarm-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        TestEnv {
+            dir,
+            root,
+            home,
+            tmux_socket,
+        }
+    }
+
+    /// A team made through the CLI.
+    pub fn with_team(team: &str, members: &[&str]) -> TestEnv {
+        let env = TestEnv::new();
+        env.run(&["team", "create", team]).success();
+        for m in members {
+            env.run(&["--team", team, "team", "add", m]).success();
+        }
+        env
+    }
+
+    pub fn store_root(&self) -> Root {
+        Root::new(&self.root)
+    }
+
+    pub fn team_name(&self, team: &str) -> TeamName {
+        TeamName::new(team).unwrap()
+    }
+
+    /// The environment every child gets: nothing of the user's, and our own root/socket.
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("TMPDIR", self.dir.path())
+            .env("SWARM_ROOT", &self.root)
+            .env("SWARM_TMUX_SOCKET", &self.tmux_socket)
+            .env("TMUX", "/nonexistent/swarm-test-bogus,0,0")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            .current_dir(self.dir.path());
+        cmd
+    }
+
+    pub fn swarm(&self, args: &[&str]) -> Command {
+        let mut cmd = self.command(SWARM);
+        cmd.args(args);
+        cmd
+    }
+
+    /// Runs `swarm ARGS` to completion.
+    #[must_use = "assert the outcome with .success() or .failure(code)"]
+    pub fn run(&self, args: &[&str]) -> Run {
+        run(&mut self.swarm(args))
+    }
+
+    pub fn stress(&self, args: &[&str]) -> Command {
+        let mut cmd = self.command(STRESS);
+        cmd.args(args);
+        cmd
+    }
+
+    /// Every path under the temp dir, relative, sorted: for "nothing was created" checks.
+    pub fn tree(&self) -> Vec<String> {
+        fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                out.push(p.strip_prefix(base).unwrap().display().to_string());
+                if p.is_dir() {
+                    walk(base, &p, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self.dir.path(), self.dir.path(), &mut out);
+        out.sort();
+        out
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        // Kill only our own tmux server, if a test started one.
+        let _ = Command::new("tmux")
+            .args(["-L", &self.tmux_socket, "kill-server"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let uid = nix::unistd::getuid();
+        let _ = std::fs::remove_file(format!("/tmp/tmux-{uid}/{}", self.tmux_socket));
+    }
+}
+
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    #[track_caller]
+    pub fn success(self) -> Run {
+        assert!(
+            self.status.success(),
+            "expected success, got {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn failure(self, code: i32) -> Run {
+        assert_eq!(
+            self.status.code(),
+            Some(code),
+            "wrong exit status\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// Runs a command with the default timeout, capturing its output.
+#[must_use = "assert the outcome with .success() or .failure(code)"]
+pub fn run(cmd: &mut Command) -> Run {
+    run_timeout(cmd, COMMAND_TIMEOUT)
+}
+
+#[must_use = "assert the outcome with .success() or .failure(code)"]
+pub fn run_timeout(cmd: &mut Command, timeout: Duration) -> Run {
+    let out_dir = tempfile::tempdir().unwrap();
+    let (out_path, err_path) = (out_dir.path().join("out"), out_dir.path().join("err"));
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    let mut child = cmd.spawn().expect("spawn");
+    let status = wait_timeout(&mut child, timeout)
+        .unwrap_or_else(|| panic!("command timed out after {timeout:?}: {cmd:?}"));
+    Run {
+        status,
+        stdout: std::fs::read_to_string(&out_path).unwrap(),
+        stderr: std::fs::read_to_string(&err_path).unwrap(),
+    }
+}
+
+/// Waits for a child up to `timeout`; kills it and returns None on timeout.
+pub fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Polls `cond` until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}

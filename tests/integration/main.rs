@@ -1,0 +1,7 @@
+//! swarm's integration tests: the real binaries, real files, real tmux, real HTTP on
+//! loopback. One test binary; each module covers one capability.
+
+mod harness;
+
+mod concurrency;
+mod store_cli;
