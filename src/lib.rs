@@ -6,6 +6,7 @@ pub mod cli;
 pub mod clock;
 pub mod error;
 pub mod json;
+pub mod llm;
 pub mod lock;
 pub mod mailbox;
 pub mod names;
