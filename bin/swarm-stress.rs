@@ -8,6 +8,8 @@
 //!   swarm-stress next     ROOT TEAM AGENT                       claim until none is ready
 //!   swarm-stress hold     ROOT TEAM AGENT                       lock AGENT's inbox forever
 //!   swarm-stress mkinbox  ROOT TEAM AGENT BYTES                 send one message of BYTES
+//!   swarm-stress mktasks  ROOT TEAM COUNT                       create COUNT tasks
+//!   swarm-stress timed    ROOT TEAM FROM TO COUNT GAP_MS        send, printing "text start_ns"
 //!
 //! Output is one line per event on stdout: the key or id it handled.
 
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 use swarm::mailbox::{self, Envelope};
 use swarm::names::{AgentName, TeamName};
 use swarm::root::Root;
-use swarm::tasks::TaskList;
+use swarm::tasks::{NewTask, TaskList};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -93,6 +95,35 @@ fn main() {
             .unwrap_or_else(|e| fail(&e));
             writeln!(out, "{key}").expect("write");
         }
+        "mktasks" => {
+            let count: usize = arg(3).parse().expect("count");
+            let list = TaskList::new(&root, &team);
+            for i in 0..count {
+                list.create(NewTask {
+                    subject: format!("task {i}"),
+                    ..NewTask::default()
+                })
+                .unwrap_or_else(|e| fail(&e));
+            }
+        }
+        "timed" => {
+            let from = arg(3);
+            let to = AgentName::parse_any(arg(4)).expect("agent name");
+            let count: usize = arg(5).parse().expect("count");
+            let gap = Duration::from_millis(arg(6).parse().expect("gap"));
+            for i in 0..count {
+                let text = format!("{from}-{i}");
+                let start = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .expect("clock")
+                    .as_nanos();
+                mailbox::deliver(&root, &team, &to, Envelope::new(from, text.clone()))
+                    .unwrap_or_else(|e| fail(&e));
+                writeln!(out, "{text} {start}").expect("write");
+                out.flush().expect("flush");
+                std::thread::sleep(gap);
+            }
+        }
         _ => usage(),
     }
 }
@@ -103,6 +134,8 @@ fn fail(e: &swarm::error::Error) -> ! {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: swarm-stress send|drain|next|hold|mkinbox ROOT TEAM ... (see the source)");
+    eprintln!(
+        "usage: swarm-stress send|drain|next|hold|mkinbox|mktasks|timed ROOT TEAM ... (see the source)"
+    );
     std::process::exit(2);
 }

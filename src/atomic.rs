@@ -17,9 +17,22 @@ use crate::error::{Error, IoContext, Result};
 const TMP_MARK: &str = ".tmp.";
 const GC_AGE: Duration = Duration::from_secs(600);
 
-/// Atomically replaces `path` with `bytes`, durably (fsync of the file and the directory).
+/// Atomically replaces `path` with `bytes`, durably (fsync of the file and the directory)
+/// unless durability is switched off ([`durable`]).
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_with(path, bytes, true)
+    write_with(path, bytes, durable())
+}
+
+/// Whether writes are made to survive a power loss: on unless `SWARM_DURABLE=0`.
+/// Atomicity against crashed processes and concurrent readers never depends on it.
+pub fn durable() -> bool {
+    static DURABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DURABLE.get_or_init(|| {
+        !matches!(
+            std::env::var("SWARM_DURABLE").as_deref(),
+            Ok("0" | "false" | "off" | "no")
+        )
+    })
 }
 
 /// Atomically replaces `path` with `bytes`; `durable` adds the fsyncs that make it survive
@@ -59,6 +72,9 @@ pub fn write_with(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
 
 /// Makes directory entries (a rename, a new file) durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
+    if !durable() {
+        return Ok(());
+    }
     File::open(dir)
         .and_then(|d| d.sync_all())
         .ctx("fsync directory", dir)

@@ -61,10 +61,13 @@ impl Locked {
 
 impl Drop for Locked {
     fn drop(&mut self) {
+        let recorded = !self.dirs.is_empty();
         for dir in self.dirs.drain(..).rev() {
             drop(dir);
         }
-        let _ = write_record(&mut self.sidecar, "");
+        if recorded {
+            let _ = write_record(&mut self.sidecar, "");
+        }
         // The flock is released when `sidecar` closes.
     }
 }
@@ -83,6 +86,26 @@ pub fn try_lock(anchor: &Path) -> Result<Option<Locked>> {
         Some(sidecar) => finish_lock(anchor, sidecar, deadline).map(Some),
         None => Ok(None),
     }
+}
+
+/// Takes only the flock on `anchor`'s sidecar, not Claude Code's directory lock of
+/// `anchor` itself: for operations that mutate other files, each of which the caller then
+/// locks with [`Locked::also_lock_dir`] (claiming one task of a list).
+pub fn lock_sidecar_only(anchor: &Path) -> Result<Locked> {
+    let deadline = Instant::now() + lock_timeout();
+    let sidecar = flock_sidecar(anchor, Some(deadline))?.expect("waits until the deadline");
+    let mut locked = Locked {
+        dirs: Vec::new(),
+        sidecar,
+    };
+    let orphans = read_record(&mut locked.sidecar);
+    for (_, _, path) in &orphans {
+        break_orphan(path, &orphans);
+    }
+    if !orphans.is_empty() {
+        locked.record()?;
+    }
+    Ok(locked)
 }
 
 fn finish_lock(anchor: &Path, sidecar: File, deadline: Instant) -> Result<Locked> {

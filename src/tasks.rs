@@ -190,6 +190,10 @@ impl TaskList {
     }
 
     fn lock(&self) -> Result<lock::Locked> {
+        lock::lock(&self.list_anchor()?)
+    }
+
+    fn list_anchor(&self) -> Result<PathBuf> {
         if !self.dir.is_dir() {
             std::fs::create_dir_all(&self.dir).ctx("create directory", &self.dir)?;
         }
@@ -201,7 +205,7 @@ impl TaskList {
                 .create_new(true)
                 .open(&anchor);
         }
-        lock::lock(&anchor)
+        Ok(anchor)
     }
 
     /// Writes a task while holding its per-task lock too.
@@ -278,6 +282,7 @@ impl TaskList {
             return Err(Error::usage("a task needs a subject"));
         }
         let mut guard = self.lock()?;
+        self.drop_index();
         let max_file = self.ids_on_disk()?.last().copied().unwrap_or(0);
         let id = (max_file.max(self.high_water_mark()) + 1).to_string();
         let mut blockers = Vec::new();
@@ -306,6 +311,7 @@ impl TaskList {
 
     pub fn update(&self, id: &str, patch: TaskPatch) -> Result<Task> {
         let mut guard = self.lock()?;
+        self.drop_index();
         let mut task = self.read_task(id)?.ok_or_else(|| missing(id))?;
         let mut touched: HashMap<String, Task> = HashMap::new();
         let graph = self.graph()?;
@@ -413,6 +419,7 @@ impl TaskList {
     /// every other task's `blocks` and `blockedBy`.
     pub fn delete(&self, id: &str) -> Result<Task> {
         let mut guard = self.lock()?;
+        self.drop_index();
         let task = self.read_task(id)?.ok_or_else(|| missing(id))?;
         let n = task.numeric_id();
         if n > self.high_water_mark() {
@@ -458,35 +465,102 @@ impl TaskList {
     }
 
     /// Claims the first ready task (pending, unowned, every blocker completed) for `agent`.
+    ///
+    /// A cache of every task's state (`.swarm-index.json`, rebuilt after any other mutation
+    /// and every few seconds) saves reading the whole list per claim. It only proposes
+    /// candidates: each is re-read and re-checked from its file before it is claimed, and
+    /// "nothing is ready" is only answered after a full scan, so a stale cache can change
+    /// which ready task is picked but never claims a task twice or misses all of them.
     pub fn next(&self, agent: &str) -> Result<Option<Task>> {
-        let mut guard = self.lock()?;
+        // Only the claimed task's file changes, and it gets Claude Code's per-task lock in
+        // `write_task`; the flock keeps swarm claimers apart.
+        let mut guard = lock::lock_sidecar_only(&self.list_anchor()?)?;
+        if let Some(mut index) = self.load_index() {
+            let candidates: Vec<u64> = index.ready().collect();
+            for id in candidates {
+                let id = id.to_string();
+                let Some(task) = self.read_task(&id)? else {
+                    index.forget(&id);
+                    continue;
+                };
+                if self.is_ready(&task)? {
+                    return self.claim_ready(&mut guard, task, agent, index).map(Some);
+                }
+                index.refresh(&task);
+            }
+        }
         let tasks = self.list()?;
-        let completed: BTreeSet<&str> = tasks
-            .iter()
-            .filter(|t| t.status == Status::Completed)
-            .map(|t| t.id.as_str())
-            .collect();
-        let candidate = tasks.iter().find(|t| {
-            t.status == Status::Pending
-                && t.owner.is_none()
-                && !t.is_internal()
-                && t.blocked_by
-                    .iter()
-                    .all(|b| completed.contains(b.as_str()) || !tasks.iter().any(|x| &x.id == b))
-        });
-        let Some(task) = candidate else {
-            return Ok(None);
-        };
-        let mut task = task.clone();
+        let index = Index::build(&tasks);
+        let ready = index.ready().next();
+        let task = ready.and_then(|id| tasks.into_iter().find(|t| t.numeric_id() == id));
+        match task {
+            Some(task) => self.claim_ready(&mut guard, task, agent, index).map(Some),
+            None => {
+                self.save_index(&index);
+                Ok(None)
+            }
+        }
+    }
+
+    fn claim_ready(
+        &self,
+        guard: &mut lock::Locked,
+        mut task: Task,
+        agent: &str,
+        mut index: Index,
+    ) -> Result<Task> {
         task.owner = Some(agent.to_owned());
         task.status = Status::InProgress;
-        self.write_task(&mut guard, &task)?;
-        Ok(Some(task))
+        self.write_task(guard, &task)?;
+        index.refresh(&task);
+        self.save_index(&index);
+        Ok(task)
+    }
+
+    /// Pending, unowned, visible, and every blocker that still exists is completed.
+    fn is_ready(&self, task: &Task) -> Result<bool> {
+        if task.status != Status::Pending || task.owner.is_some() || task.is_internal() {
+            return Ok(false);
+        }
+        for b in &task.blocked_by {
+            if self
+                .read_task(b)?
+                .is_some_and(|t| t.status != Status::Completed)
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.dir.join(".swarm-index.json")
+    }
+
+    fn load_index(&self) -> Option<Index> {
+        let index: Index = json::parse(&std::fs::read(self.index_path()).ok()?).ok()?;
+        let age = crate::clock::now_ms() - index.built_ms;
+        (0..INDEX_MAX_AGE_MS).contains(&age).then_some(index)
+    }
+
+    fn save_index(&self, index: &Index) {
+        // A cache: atomic, but not worth an fsync.
+        let _ = atomic::write_with(
+            &self.index_path(),
+            json::to_compact(index).as_bytes(),
+            false,
+        );
+    }
+
+    /// Called under the lock by every mutation other than `next`.
+    fn drop_index(&self) {
+        let _ = std::fs::remove_file(self.index_path());
     }
 
     /// Returns every open task of `owner` to pending with no owner.
     pub fn release(&self, owner: &str) -> Result<Vec<Task>> {
         let mut guard = self.lock()?;
+        self.drop_index();
         let mut released = Vec::new();
         for mut task in self.list()? {
             if task.is_open() && task.owned_by(owner) {
@@ -497,6 +571,76 @@ impl TaskList {
             }
         }
         Ok(released)
+    }
+}
+
+const INDEX_MAX_AGE_MS: i64 = 5_000;
+
+/// What `next` needs to know of each task, cached between claims.
+#[derive(Debug, Serialize, Deserialize)]
+struct Index {
+    built_ms: i64,
+    tasks: Vec<IndexEntry>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct IndexEntry {
+    id: u64,
+    status: Status,
+    owned: bool,
+    internal: bool,
+    blocked_by: Vec<String>,
+}
+
+impl IndexEntry {
+    fn of(t: &Task) -> IndexEntry {
+        IndexEntry {
+            id: t.numeric_id(),
+            status: t.status,
+            owned: t.owner.is_some(),
+            internal: t.is_internal(),
+            blocked_by: t.blocked_by.clone(),
+        }
+    }
+}
+
+impl Index {
+    fn build(tasks: &[Task]) -> Index {
+        Index {
+            built_ms: crate::clock::now_ms(),
+            tasks: tasks.iter().map(IndexEntry::of).collect(),
+        }
+    }
+
+    /// Ids that look ready, lowest first.
+    fn ready(&self) -> impl Iterator<Item = u64> + '_ {
+        let open: std::collections::HashSet<String> = self
+            .tasks
+            .iter()
+            .filter(|t| t.status != Status::Completed)
+            .map(|t| t.id.to_string())
+            .collect();
+        self.tasks
+            .iter()
+            .filter(move |t| {
+                t.status == Status::Pending
+                    && !t.owned
+                    && !t.internal
+                    && t.blocked_by.iter().all(|b| !open.contains(b))
+            })
+            .map(|t| t.id)
+    }
+
+    fn refresh(&mut self, task: &Task) {
+        let entry = IndexEntry::of(task);
+        match self.tasks.iter_mut().find(|t| t.id == entry.id) {
+            Some(slot) => *slot = entry,
+            None => self.tasks.push(entry),
+        }
+    }
+
+    fn forget(&mut self, id: &str) {
+        self.tasks.retain(|t| t.id.to_string() != id);
     }
 }
 

@@ -386,6 +386,12 @@ fn follow_prints_messages_as_they_arrive() {
     env.run(&["send", "bob", "second"]).success();
     env.run(&["broadcast", "third"]).success();
     assert!(printed(3));
+    // --ack moves them out of the live inbox once printed.
+    let inbox = env.root.join("teams/alpha/inboxes/bob.json");
+    assert!(crate::harness::wait_until(
+        Duration::from_secs(20),
+        || read_json(&inbox) == json!([])
+    ));
     follower.kill().unwrap();
     follower.wait().unwrap();
     let out = std::fs::read_to_string(&out_path).unwrap();
@@ -393,11 +399,6 @@ fn follow_prints_messages_as_they_arrive() {
     assert!(lines[0].ends_with("team-lead: first"), "{out}");
     assert!(lines[1].ends_with("team-lead: second"), "{out}");
     assert!(lines[2].ends_with("team-lead: third"), "{out}");
-    // --ack moved them out of the live inbox.
-    assert_eq!(
-        read_json(env.root.join("teams/alpha/inboxes/bob.json")),
-        json!([])
-    );
 }
 
 #[test]
