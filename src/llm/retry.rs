@@ -121,7 +121,11 @@ impl Retrier {
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
     ) -> Result<(), LlmError> {
-        if !failure.retryable || self.taken >= self.max_retries || cancel.is_cancelled() {
+        if cancel.is_cancelled() {
+            // Whatever failed, it failed because the caller gave up.
+            return Err(LlmError::Cancelled);
+        }
+        if !failure.retryable || self.taken >= self.max_retries {
             return Err(failure.error);
         }
         let delay = retry_delay(self.taken, failure.retry_after, fastrand::f64());

@@ -73,7 +73,8 @@
 //! - `{"pings_every_ms": 100, "ping_for_ms": 2000}`: after `message_start`, only pings for
 //!   a while, then the reply.
 //!
-//! `delay_ms` (default 0) waits before answering at all.
+//! `delay_ms` (default 0) waits before answering at all, before the response headers, so
+//! it counts against the client's idle timeout.
 
 use std::collections::BTreeMap;
 use std::path::Path;
