@@ -9,6 +9,7 @@ pub mod json;
 pub mod llm;
 pub mod lock;
 pub mod mailbox;
+pub mod model_server;
 pub mod names;
 pub mod process;
 pub mod protocol;

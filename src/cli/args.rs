@@ -51,6 +51,23 @@ pub enum Command {
     /// Work with the shared task list
     #[command(subcommand)]
     Task(TaskCommand),
+
+    /// Answer model API requests from a script, on loopback, for tests and demos
+    ///
+    /// Prints its URL (http://127.0.0.1:PORT) as the first line of stdout and serves
+    /// POST /v1/messages until SIGINT, SIGTERM or SIGHUP. Point teammates at it with the
+    /// scripted provider and --base-url URL.
+    ModelServer(ModelServerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ModelServerArgs {
+    /// The script: JSON rules saying what to answer (format: src/model_server/script.rs)
+    #[arg(long, value_name = "FILE")]
+    pub script: PathBuf,
+    /// Where to listen: a loopback address and port; port 0 picks a free one
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,7 +6,7 @@ use clap::Parser;
 
 use crate::cli::args::{Cli, Command};
 use crate::cli::context::Ctx;
-use crate::cli::{message, task, team};
+use crate::cli::{message, model_server, task, team};
 use crate::error::{Result, exit};
 
 /// The whole program: `main.rs` calls this and nothing else.
@@ -34,13 +34,19 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    // Commands that never touch the store come before resolving its root.
+    let command = match cli.command {
+        Command::ModelServer(args) => return model_server::run(args),
+        other => other,
+    };
     let ctx = Ctx::new(cli.global)?;
-    match cli.command {
+    match command {
         Command::Team(cmd) => team::run(&ctx, cmd),
         Command::Send(args) => message::send(&ctx, args),
         Command::Broadcast(args) => message::broadcast(&ctx, args),
         Command::Inbox(args) => message::inbox(&ctx, args),
         Command::Task(cmd) => task::run(&ctx, cmd),
+        Command::ModelServer(_) => unreachable!("dispatched above"),
     }
 }
 

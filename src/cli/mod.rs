@@ -4,6 +4,7 @@ pub mod args;
 mod context;
 mod dispatch;
 mod message;
+mod model_server;
 mod output;
 mod task;
 mod team;

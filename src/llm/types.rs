@@ -271,6 +271,18 @@ pub enum LlmError {
     Config(String),
 }
 
+/// How a model failure surfaces from a command: configuration mistakes are usage errors,
+/// cancellation is an interruption, everything else exits with the model code.
+impl From<LlmError> for crate::error::Error {
+    fn from(e: LlmError) -> crate::error::Error {
+        match e {
+            LlmError::Config(m) => crate::error::Error::Usage(m),
+            LlmError::Cancelled => crate::error::Error::Interrupted,
+            other => crate::error::Error::Model(other.to_string()),
+        }
+    }
+}
+
 pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<Response, LlmError>> + Send + 'a>>;
 
 /// A model behind an HTTP API. Implementations retry transient failures themselves and

@@ -4,4 +4,5 @@
 mod harness;
 
 mod concurrency;
+mod llm;
 mod store_cli;

@@ -1,0 +1,12 @@
+//! The scripted model server: a real HTTP server on loopback that answers Messages API (and
+//! chat completions) requests from a script, so tests and demos run the real client code
+//! without reaching any model.
+
+pub mod render;
+pub mod script;
+pub mod server;
+
+pub use script::{
+    Fault, FaultKind, Matcher, Outcome, Raw, RawEnd, Reply, RequestView, Rule, Script, ToolCall,
+};
+pub use server::{ModelServer, RecordedRequest};
