@@ -1,6 +1,7 @@
 //! swarm: teams of AI coding agents side by side in tmux, coordinating through Claude
 //! Code's own on-disk formats. See CONTRIBUTING.md for the architecture.
 
+pub mod agent;
 pub mod atomic;
 pub mod cli;
 pub mod clock;
@@ -15,5 +16,7 @@ pub mod process;
 pub mod protocol;
 pub mod root;
 pub mod roster;
+pub mod state;
 pub mod tasks;
+pub mod teammate;
 pub mod watch;

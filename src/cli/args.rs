@@ -52,6 +52,12 @@ pub enum Command {
     #[command(subcommand)]
     Task(TaskCommand),
 
+    /// Run one agent in the foreground on a prompt
+    Agent(AgentArgs),
+
+    /// Run a teammate in this terminal (what `swarm spawn` starts in each pane)
+    Teammate(TeammateArgs),
+
     /// Answer model API requests from a script, on loopback, for tests and demos
     ///
     /// Prints its URL (http://127.0.0.1:PORT) as the first line of stdout and serves
@@ -223,4 +229,84 @@ pub enum TaskCommand {
     },
     /// Delete a task
     Delete { id: String },
+}
+
+/// Which model to talk to.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Model")]
+pub struct ModelOpts {
+    /// anthropic, openai (any OpenAI-compatible server) or scripted (swarm's model server)
+    #[arg(long, env = "SWARM_PROVIDER", value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    /// Model id [default: the provider's]
+    #[arg(long, env = "SWARM_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// API base URL [default: $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the provider's]
+    #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+/// What an agent may do without asking.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Permissions")]
+pub struct PermissionOpts {
+    /// default, acceptEdits, bypassPermissions or plan
+    #[arg(
+        long,
+        env = "SWARM_PERMISSION_MODE",
+        default_value = "default",
+        value_name = "MODE"
+    )]
+    pub permission_mode: String,
+    /// Allow a tool without asking, e.g. 'Bash(cargo test:*)' or 'Write(src/**)' (repeatable)
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+    /// Stop after this many model turns per piece of work
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub max_turns: u32,
+    /// How long to wait for an answer to a permission request
+    #[arg(long, default_value = "5m", value_name = "DURATION")]
+    pub permission_timeout: humantime::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The task
+    #[arg(long, short = 'p', value_name = "PROMPT")]
+    pub prompt: String,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct TeammateArgs {
+    /// <name>@<team>
+    #[arg(long)]
+    pub agent_id: String,
+    #[arg(long)]
+    pub agent_name: String,
+    #[arg(long)]
+    pub team_name: String,
+    #[arg(long)]
+    pub agent_color: Option<String>,
+    /// The lead's session id (for correlation only)
+    #[arg(long)]
+    pub parent_session_id: Option<String>,
+    /// Start in plan mode; leave it only when team-lead approves a plan
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    #[arg(long)]
+    pub agent_type: Option<String>,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
 }

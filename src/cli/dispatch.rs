@@ -6,12 +6,11 @@ use clap::Parser;
 
 use crate::cli::args::{Cli, Command};
 use crate::cli::context::Ctx;
-use crate::cli::{message, model_server, task, team};
+use crate::cli::{agent, message, model_server, task, team};
 use crate::error::{Result, exit};
 
 /// The whole program: `main.rs` calls this and nothing else.
 pub fn main() -> ExitCode {
-    init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -24,8 +23,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    init_logging(log_file(&cli));
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("swarm: error: {e}");
             ExitCode::from(e.exit_code())
@@ -33,31 +33,59 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: Cli) -> Result<u8> {
     // Commands that never touch the store come before resolving its root.
     let command = match cli.command {
-        Command::ModelServer(args) => return model_server::run(args),
+        Command::ModelServer(args) => return model_server::run(args).map(|()| 0),
         other => other,
     };
     let ctx = Ctx::new(cli.global)?;
+    let done = |r: Result<()>| r.map(|()| 0);
     match command {
-        Command::Team(cmd) => team::run(&ctx, cmd),
-        Command::Send(args) => message::send(&ctx, args),
-        Command::Broadcast(args) => message::broadcast(&ctx, args),
-        Command::Inbox(args) => message::inbox(&ctx, args),
-        Command::Task(cmd) => task::run(&ctx, cmd),
+        Command::Team(cmd) => done(team::run(&ctx, cmd)),
+        Command::Send(args) => done(message::send(&ctx, args)),
+        Command::Broadcast(args) => done(message::broadcast(&ctx, args)),
+        Command::Inbox(args) => done(message::inbox(&ctx, args)),
+        Command::Task(cmd) => done(task::run(&ctx, cmd)),
+        Command::Agent(args) => agent::solo(&ctx, args),
+        Command::Teammate(args) => agent::teammate(&ctx, args),
         Command::ModelServer(_) => unreachable!("dispatched above"),
     }
 }
 
-/// Warnings go to stderr; `SWARM_LOG` (an env-filter, e.g. `swarm=debug`) says more.
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
+/// A teammate's pane is for people: its log goes to `teams/<team>/logs/<agent>.log`.
+fn log_file(cli: &Cli) -> Option<std::fs::File> {
+    let Command::Teammate(args) = &cli.command else {
+        return None;
+    };
+    let root = crate::root::Root::resolve(cli.global.root.as_deref()).ok()?;
+    let team = crate::names::TeamName::new(&args.team_name).ok()?;
+    let dir = root.logs_dir(&team);
+    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{}.log", args.agent_name)))
+        .ok()
+}
+
+/// Warnings go to stderr (or a teammate's log file); `SWARM_LOG` (an env-filter, e.g.
+/// `swarm=debug`) says more.
+fn init_logging(file: Option<std::fs::File>) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if file.is_some() { "info" } else { "warn" })
+    });
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
-        .try_init();
+        .with_target(false);
+    let _ = match file {
+        Some(f) => builder
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(f))
+            .try_init(),
+        None => builder
+            .with_writer(std::io::stderr)
+            .without_time()
+            .try_init(),
+    };
 }

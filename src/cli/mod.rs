@@ -1,5 +1,6 @@
 //! The `swarm` command line: argument types, the dispatcher, and one file per command group.
 
+pub mod agent;
 pub mod args;
 mod context;
 mod dispatch;

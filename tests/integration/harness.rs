@@ -215,3 +215,160 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+/// A scripted model server running in this test process, on its own runtime thread.
+pub struct ScriptedModel {
+    pub server: Option<swarm::model_server::ModelServer>,
+    pub runtime: tokio::runtime::Runtime,
+}
+
+impl ScriptedModel {
+    pub fn start(script: swarm::model_server::Script) -> ScriptedModel {
+        swarm::llm::install_crypto_provider();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = runtime
+            .block_on(swarm::model_server::ModelServer::start_local(script))
+            .expect("start the scripted model server");
+        ScriptedModel {
+            server: Some(server),
+            runtime,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        self.server.as_ref().unwrap().url()
+    }
+
+    pub fn requests(&self) -> Vec<swarm::model_server::RecordedRequest> {
+        self.server.as_ref().unwrap().requests()
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            self.runtime.block_on(server.shutdown());
+        }
+    }
+}
+
+/// A child process killed (and reaped) when the test ends, however it ends.
+pub struct Guarded(pub Option<Child>);
+
+impl Guarded {
+    pub fn child(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+
+    /// Waits up to `timeout` for it to exit (and leaves it running if it does not).
+    pub fn wait(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.0.as_mut()?.try_wait().unwrap() {
+                self.0 = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.0
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl TestEnv {
+    /// Starts `swarm teammate` for `name` against a scripted model, output to a file.
+    pub fn teammate(
+        &self,
+        team: &str,
+        name: &str,
+        model_url: &str,
+        extra: &[&str],
+    ) -> (Guarded, PathBuf) {
+        let out = self.dir.path().join(format!("{name}.out"));
+        let work = self.dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let mut cmd = self.swarm(&[
+            "teammate",
+            "--agent-id",
+            &format!("{name}@{team}"),
+            "--agent-name",
+            name,
+            "--team-name",
+            team,
+            "--provider",
+            "scripted",
+            "--base-url",
+            model_url,
+            "--cwd",
+            &work.display().to_string(),
+        ]);
+        cmd.args(extra)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(self.dir.path().join(format!("{name}.err"))).unwrap());
+        (Guarded(Some(cmd.spawn().unwrap())), out)
+    }
+
+    /// The lead's inbox, parsed.
+    pub fn lead_inbox(&self, team: &str) -> Vec<swarm::mailbox::Envelope> {
+        let root = self.store_root();
+        let team = self.team_name(team);
+        swarm::mailbox::read_all(&root, &team, &swarm::names::AgentName::lead())
+            .unwrap()
+            .into_iter()
+            .map(|d| d.envelope)
+            .collect()
+    }
+
+    /// Waits for a protocol message of `kind` in the lead's inbox.
+    pub fn wait_for_lead_message(
+        &self,
+        team: &str,
+        timeout: Duration,
+        mut pred: impl FnMut(&swarm::protocol::Protocol) -> bool,
+    ) -> Option<swarm::protocol::Protocol> {
+        let mut found = None;
+        wait_until(timeout, || {
+            found = self
+                .lead_inbox(team)
+                .iter()
+                .filter_map(|e| e.protocol())
+                .find(|p| pred(p));
+            found.is_some()
+        });
+        found
+    }
+
+    /// Sends `message` to `to` as `from`, through the library.
+    pub fn deliver(&self, team: &str, from: &str, to: &str, text: String) {
+        let root = self.store_root();
+        let team = self.team_name(team);
+        swarm::mailbox::deliver(
+            &root,
+            &team,
+            &swarm::names::AgentName::parse_any(to).unwrap(),
+            swarm::mailbox::Envelope::new(from, text),
+        )
+        .unwrap();
+    }
+}

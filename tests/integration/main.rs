@@ -4,5 +4,7 @@
 mod harness;
 
 mod concurrency;
+mod engine;
 mod llm;
 mod store_cli;
+mod teammate;

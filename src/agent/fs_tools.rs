@@ -1,0 +1,415 @@
+//! The file tools: Read, Write, Edit, Glob, Grep.
+//!
+//! Paths are confined to the working directory: a path is resolved against it, `.` and `..`
+//! are folded, and symlinks in the part that exists are followed, so neither `../x` nor a
+//! symlink pointing out escapes. An allow rule naming the tool and a matching path
+//! (`Read(/data/**)`) opens a path outside.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::agent::tools::{ToolContext, ToolName, ToolOutcome, required_str};
+
+const READ_DEFAULT_LINES: usize = 2000;
+const READ_MAX_LINE: usize = 2000;
+const LIST_LIMIT: usize = 200;
+
+/// `raw` made absolute against `cwd`, with `.` and `..` folded (no filesystem access).
+pub fn absolute(cwd: &Path, raw: &str) -> PathBuf {
+    let joined = if Path::new(raw).is_absolute() {
+        PathBuf::from(raw)
+    } else {
+        cwd.join(raw)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Follows symlinks in the longest existing prefix of `path`.
+fn real(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (
+            existing.file_name().map(|n| n.to_owned()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut out = existing.canonicalize().unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        out.push(name);
+    }
+    out
+}
+
+/// Resolves a path a tool was given and checks it is inside the working directory or
+/// allowed by a rule.
+pub fn resolve(ctx: &ToolContext, tool: ToolName, raw: &str) -> Result<PathBuf, ToolOutcome> {
+    if raw.is_empty() {
+        return Err(ToolOutcome::err("empty path"));
+    }
+    let path = absolute(&ctx.cwd, raw);
+    let real_path = real(&path);
+    let cwd = real(&ctx.cwd);
+    if real_path.starts_with(&cwd)
+        || ctx
+            .allow
+            .iter()
+            .any(|r| r.allows_path(tool.as_str(), &real_path, &ctx.cwd) && r.pattern.is_some())
+    {
+        Ok(path)
+    } else {
+        Err(ToolOutcome::err(format!(
+            "{raw} is outside the working directory {}; only paths inside it are allowed (an allow rule such as {}({}/**) opens another directory)",
+            ctx.cwd.display(),
+            tool.as_str(),
+            real_path.parent().unwrap_or(Path::new("/")).display()
+        )))
+    }
+}
+
+fn optional_usize(input: &Value, key: &str) -> Option<usize> {
+    input
+        .get(key)
+        .and_then(Value::as_f64)
+        .map(|v| v.max(0.0) as usize)
+}
+
+pub fn read(input: Value, ctx: &ToolContext) -> ToolOutcome {
+    let run = || -> Result<ToolOutcome, ToolOutcome> {
+        let path = resolve(ctx, ToolName::Read, required_str(&input, "file_path")?)?;
+        let bytes = std::fs::read(&path)
+            .map_err(|e| ToolOutcome::err(format!("failed to read {}: {e}", path.display())))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let offset = optional_usize(&input, "offset").unwrap_or(1).max(1);
+        let limit = optional_usize(&input, "limit").unwrap_or(READ_DEFAULT_LINES);
+        let mut out = String::new();
+        for (i, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
+            let line: String = if line.len() > READ_MAX_LINE {
+                let mut cut = READ_MAX_LINE;
+                while !line.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                format!("{}… [line truncated]", &line[..cut])
+            } else {
+                line.to_owned()
+            };
+            out.push_str(&format!("{:>6}\t{line}\n", i + 1));
+        }
+        if out.is_empty() {
+            out = if text.is_empty() {
+                "(the file is empty)".to_owned()
+            } else {
+                format!(
+                    "(no lines at offset {offset}; the file has {} lines)",
+                    text.lines().count()
+                )
+            };
+        }
+        Ok(ToolOutcome::ok(out))
+    };
+    run().unwrap_or_else(|e| e)
+}
+
+pub fn write(input: Value, ctx: &ToolContext) -> ToolOutcome {
+    let run = || -> Result<ToolOutcome, ToolOutcome> {
+        let path = resolve(ctx, ToolName::Write, required_str(&input, "file_path")?)?;
+        let content = required_str(&input, "content")?;
+        let existed = path.exists();
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                ToolOutcome::err(format!("failed to create {}: {e}", parent.display()))
+            })?;
+        }
+        std::fs::write(&path, content)
+            .map_err(|e| ToolOutcome::err(format!("failed to write {}: {e}", path.display())))?;
+        Ok(ToolOutcome::ok(format!(
+            "{} {} ({} bytes)",
+            if existed { "Updated" } else { "Created" },
+            path.display(),
+            content.len()
+        )))
+    };
+    run().unwrap_or_else(|e| e)
+}
+
+pub fn edit(input: Value, ctx: &ToolContext) -> ToolOutcome {
+    let run = || -> Result<ToolOutcome, ToolOutcome> {
+        let path = resolve(ctx, ToolName::Edit, required_str(&input, "file_path")?)?;
+        let old = required_str(&input, "old_string")?;
+        let new = required_str(&input, "new_string")?;
+        let all = input
+            .get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if old.is_empty() {
+            return Err(ToolOutcome::err(
+                "old_string is empty; use Write to create a file",
+            ));
+        }
+        if old == new {
+            return Err(ToolOutcome::err("old_string and new_string are the same"));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| ToolOutcome::err(format!("failed to read {}: {e}", path.display())))?;
+        let count = text.matches(old).count();
+        let updated = match (count, all) {
+            (0, _) => {
+                return Err(ToolOutcome::err(format!(
+                    "old_string was not found in {}",
+                    path.display()
+                )));
+            }
+            (1, _) | (_, true) => text.replace(old, new),
+            (n, false) => {
+                return Err(ToolOutcome::err(format!(
+                    "old_string occurs {n} times in {}; give more context to make it unique, or set replace_all",
+                    path.display()
+                )));
+            }
+        };
+        std::fs::write(&path, updated)
+            .map_err(|e| ToolOutcome::err(format!("failed to write {}: {e}", path.display())))?;
+        Ok(ToolOutcome::ok(format!(
+            "Edited {} ({count} replacement{})",
+            path.display(),
+            if count == 1 { "" } else { "s" }
+        )))
+    };
+    run().unwrap_or_else(|e| e)
+}
+
+fn search_root(input: &Value, ctx: &ToolContext, tool: ToolName) -> Result<PathBuf, ToolOutcome> {
+    match input.get("path").and_then(Value::as_str) {
+        Some(p) if !p.is_empty() => resolve(ctx, tool, p),
+        _ => Ok(ctx.cwd.clone()),
+    }
+}
+
+fn walk(root: &Path) -> impl Iterator<Item = PathBuf> {
+    ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build()
+        .flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(|e| e.into_path())
+}
+
+fn display(path: &Path, cwd: &Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}
+
+pub fn glob(input: Value, ctx: &ToolContext) -> ToolOutcome {
+    let run = || -> Result<ToolOutcome, ToolOutcome> {
+        let pattern = required_str(&input, "pattern")?;
+        let root = search_root(&input, ctx, ToolName::Glob)?;
+        let matcher = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolOutcome::err(format!("invalid glob {pattern}: {e}")))?
+            .compile_matcher();
+        let mut found: Vec<String> = walk(&root)
+            .filter(|p| p.strip_prefix(&root).is_ok_and(|rel| matcher.is_match(rel)))
+            .map(|p| display(&p, &ctx.cwd))
+            .collect();
+        found.sort();
+        let total = found.len();
+        found.truncate(LIST_LIMIT);
+        let mut out = found.join("\n");
+        if total == 0 {
+            out = format!("no files match {pattern}");
+        } else if total > LIST_LIMIT {
+            out.push_str(&format!("\n… and {} more", total - LIST_LIMIT));
+        }
+        Ok(ToolOutcome::ok(out))
+    };
+    run().unwrap_or_else(|e| e)
+}
+
+pub fn grep(input: Value, ctx: &ToolContext) -> ToolOutcome {
+    let run = || -> Result<ToolOutcome, ToolOutcome> {
+        let pattern = required_str(&input, "pattern")?;
+        let root = search_root(&input, ctx, ToolName::Grep)?;
+        let insensitive = input.get("-i").and_then(Value::as_bool).unwrap_or(false);
+        let re = regex::RegexBuilder::new(pattern)
+            .case_insensitive(insensitive)
+            .build()
+            .map_err(|e| ToolOutcome::err(format!("invalid regex {pattern}: {e}")))?;
+        let filter = match input.get("glob").and_then(Value::as_str) {
+            Some(g) => Some(
+                globset::Glob::new(g)
+                    .map_err(|e| ToolOutcome::err(format!("invalid glob {g}: {e}")))?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        let mode = input
+            .get("output_mode")
+            .and_then(Value::as_str)
+            .unwrap_or("files_with_matches");
+        let limit = optional_usize(&input, "head_limit").unwrap_or(LIST_LIMIT);
+        let mut lines = Vec::new();
+        let files = if root.is_file() {
+            vec![root.clone()]
+        } else {
+            walk(&root).collect()
+        };
+        for path in files {
+            if let Some(f) = &filter
+                && !path.file_name().is_some_and(|n| f.is_match(n))
+                && !path.strip_prefix(&root).is_ok_and(|rel| f.is_match(rel))
+            {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue; // binary or unreadable
+            };
+            let shown = display(&path, &ctx.cwd);
+            match mode {
+                "content" => {
+                    for (i, line) in text.lines().enumerate() {
+                        if re.is_match(line) {
+                            lines.push(format!("{shown}:{}:{line}", i + 1));
+                        }
+                    }
+                }
+                "count" => {
+                    let n = text.lines().filter(|l| re.is_match(l)).count();
+                    if n > 0 {
+                        lines.push(format!("{shown}:{n}"));
+                    }
+                }
+                _ => {
+                    if re.is_match(&text) {
+                        lines.push(shown);
+                    }
+                }
+            }
+        }
+        lines.sort();
+        let total = lines.len();
+        lines.truncate(limit);
+        let mut out = lines.join("\n");
+        if total == 0 {
+            out = format!("no matches for {pattern}");
+        } else if total > limit {
+            out.push_str(&format!("\n… and {} more", total - limit));
+        }
+        Ok(ToolOutcome::ok(out))
+    };
+    run().unwrap_or_else(|e| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::permissions::PermissionMode;
+    use crate::names::AgentName;
+    use serde_json::json;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext::new(
+            dir.to_path_buf(),
+            AgentName::new("bob").unwrap(),
+            None,
+            PermissionMode::BypassPermissions,
+        )
+    }
+
+    #[test]
+    fn write_read_edit_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let c = ctx(&cwd);
+        assert!(
+            !write(
+                json!({"file_path": "a/b.txt", "content": "one\ntwo\ntwo\n"}),
+                &c
+            )
+            .is_error
+        );
+        assert_eq!(
+            read(json!({"file_path": "a/b.txt"}), &c).content,
+            "     1\tone\n     2\ttwo\n     3\ttwo\n"
+        );
+        assert_eq!(
+            read(json!({"file_path": "a/b.txt", "offset": 2, "limit": 1}), &c).content,
+            "     2\ttwo\n"
+        );
+        let e = edit(
+            json!({"file_path": "a/b.txt", "old_string": "two", "new_string": "2"}),
+            &c,
+        );
+        assert!(
+            e.is_error && e.content.contains("occurs 2 times"),
+            "{}",
+            e.content
+        );
+        assert!(!edit(json!({"file_path": "a/b.txt", "old_string": "two", "new_string": "2", "replace_all": true}), &c).is_error);
+        assert_eq!(
+            std::fs::read_to_string(cwd.join("a/b.txt")).unwrap(),
+            "one\n2\n2\n"
+        );
+        assert!(
+            edit(
+                json!({"file_path": "a/b.txt", "old_string": "zzz", "new_string": "y"}),
+                &c
+            )
+            .is_error
+        );
+        assert_eq!(glob(json!({"pattern": "**/*.txt"}), &c).content, "a/b.txt");
+        assert_eq!(
+            grep(json!({"pattern": "^2$", "output_mode": "count"}), &c).content,
+            "a/b.txt:2"
+        );
+        assert!(read(json!({}), &c).is_error);
+    }
+
+    #[test]
+    fn paths_outside_the_working_directory_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let cwd = cwd.canonicalize().unwrap();
+        std::fs::write(dir.path().join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), cwd.join("link")).unwrap();
+        let mut c = ctx(&cwd);
+        for p in ["../secret", "/etc/passwd", "link", "sub/../../secret"] {
+            let out = read(json!({"file_path": p}), &c);
+            assert!(
+                out.is_error && out.content.contains("outside the working directory"),
+                "{p}: {}",
+                out.content
+            );
+        }
+        assert!(write(json!({"file_path": "../evil", "content": "x"}), &c).is_error);
+        assert!(!dir.path().join("evil").exists());
+        let outside = dir.path().canonicalize().unwrap();
+        c.allow = vec![format!("Read({}/**)", outside.display()).parse().unwrap()];
+        assert_eq!(
+            read(json!({"file_path": "../secret"}), &c).content,
+            "     1\ts\n"
+        );
+        assert!(
+            write(json!({"file_path": "../evil", "content": "x"}), &c).is_error,
+            "a Read rule must not open Write"
+        );
+    }
+}

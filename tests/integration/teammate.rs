@@ -1,0 +1,460 @@
+//! `swarm teammate` as a real process, driven by the scripted model over HTTP, with the
+//! test playing the lead through the real mailbox.
+
+use std::time::Duration;
+
+use serde_json::json;
+use swarm::model_server::{Fault, Reply, Rule, Script};
+use swarm::protocol::{
+    PermissionGrant, PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest,
+};
+use swarm::tasks::{Status, TaskList};
+
+use crate::harness::{ScriptedModel, TestEnv, wait_until};
+
+const T: Duration = Duration::from_secs(20);
+
+fn shutdown_request(id: &str, from: &str) -> String {
+    Protocol::ShutdownRequest(ShutdownRequest {
+        request_id: id.into(),
+        from: from.into(),
+        reason: None,
+        timestamp: swarm::clock::now_iso(),
+    })
+    .to_text()
+}
+
+fn state(env: &TestEnv, agent: &str) -> Option<swarm::state::AgentState> {
+    swarm::state::read(
+        &env.store_root(),
+        &env.team_name("t"),
+        &swarm::names::AgentName::new(agent).unwrap(),
+    )
+}
+
+fn out(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn auto_claims_ready_work_not_blocked_work_and_reports_idle_once() {
+    let env = TestEnv::with_team("t", &["bob", "alice"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("work")
+                    .agent("bob")
+                    .user_regex(r"claimed task #(?P<id>\d+)")
+                    .no_tool_result(true)
+                    .reply(
+                        Reply::tool(
+                            "Write",
+                            json!({"file_path": "task-{{id}}.txt", "content": "done"}),
+                        )
+                        .tool_call(
+                            "TaskUpdate",
+                            json!({"taskId": "{{id}}", "status": "completed"}),
+                        ),
+                    ),
+            )
+            .rule(
+                Rule::new("wrap up")
+                    .agent("bob")
+                    .no_tool_result(false)
+                    .reply(Reply::text("Task finished: wrote the file.")),
+            ),
+    );
+    for args in [
+        &["task", "add", "ready one"][..],
+        &["task", "add", "someone else's"],
+        &["task", "add", "blocked", "--blocked-by", "2"],
+    ] {
+        env.run(args).success();
+    }
+    env.run(&["task", "claim", "2", "--as", "alice"]).success();
+    let (mut bob, output) = env.teammate(
+        "t",
+        "bob",
+        &model.url(),
+        &["--permission-mode", "acceptEdits"],
+    );
+    let idle = env
+        .wait_for_lead_message("t", T, |p| matches!(p, Protocol::IdleNotification(_)))
+        .unwrap_or_else(|| panic!("no idle notification; bob said:\n{}", out(&output)));
+    let Protocol::IdleNotification(idle) = idle else {
+        unreachable!()
+    };
+    assert_eq!(idle.from, "bob");
+    assert_eq!(idle.completed_task_id.as_deref(), Some("1"));
+    assert_eq!(idle.completed_status.as_deref(), Some("resolved"));
+    assert_eq!(idle.idle_reason.as_deref(), Some("available"));
+    assert_eq!(
+        idle.result.as_deref(),
+        Some("Task finished: wrote the file.")
+    );
+    assert!(env.dir.path().join("work/task-1.txt").exists());
+    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    assert_eq!(list.get("1").unwrap().status, Status::Completed);
+    let blocked = list.get("3").unwrap();
+    assert_eq!(
+        (blocked.status, blocked.owner),
+        (Status::Pending, None),
+        "a blocked task was claimed"
+    );
+    // Idle stays idle: no second notification while nothing changes.
+    std::thread::sleep(Duration::from_millis(2500));
+    let idles = env
+        .lead_inbox("t")
+        .iter()
+        .filter(|e| matches!(e.protocol(), Some(Protocol::IdleNotification(_))))
+        .count();
+    assert_eq!(idles, 1, "idle notifications should come once per change");
+    assert!(bob.is_running(), "bob exited:\n{}", out(&output));
+    // The roster knows its pid and that it is not active.
+    let roster = swarm::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let member = roster.member("bob").unwrap();
+    assert_eq!(member.pid, Some(bob.child().id() as i32));
+    assert_eq!(member.is_active, Some(false));
+    assert_eq!(
+        state(&env, "bob").unwrap().activity,
+        swarm::state::Activity::Idle
+    );
+}
+
+#[test]
+fn an_idle_teammate_exits_on_the_leads_shutdown_request_and_ignores_anyone_elses() {
+    let env = TestEnv::with_team("t", &["bob", "alice"]);
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    assert!(wait_until(T, || state(&env, "bob")
+        .is_some_and(|s| s.activity == swarm::state::Activity::Idle)));
+    env.deliver(
+        "t",
+        "alice",
+        "bob",
+        shutdown_request("shutdown-1@bob", "alice"),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(bob.is_running(), "bob obeyed a shutdown request from alice");
+    env.deliver(
+        "t",
+        "team-lead",
+        "bob",
+        shutdown_request("shutdown-2@bob", "team-lead"),
+    );
+    let status = bob
+        .wait(T)
+        .unwrap_or_else(|| panic!("bob did not exit:\n{}", out(&output)));
+    assert_eq!(status.code(), Some(0), "{status:?}\n{}", out(&output));
+    let approved =
+        env.wait_for_lead_message("t", T, |p| matches!(p, Protocol::ShutdownApproved(_)));
+    let Some(Protocol::ShutdownApproved(approved)) = approved else {
+        panic!("no shutdown_approved")
+    };
+    assert_eq!(approved.request_id, "shutdown-2@bob");
+    assert_eq!(approved.from, "bob");
+    let s = state(&env, "bob").unwrap();
+    assert_eq!(s.activity, swarm::state::Activity::Exited);
+    assert_eq!(s.exit.unwrap().code, 0);
+}
+
+#[test]
+fn a_busy_teammate_answers_shutdown_by_abandoning_a_stalled_model_call() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let model = ScriptedModel::start(
+        Script::new().rule(
+            Rule::new("slow")
+                .agent("bob")
+                .reply(Reply::text("thinking for a long time"))
+                .fault(Fault::stall(2, 60_000)),
+        ),
+    );
+    env.run(&["send", "bob", "think hard"]).success();
+    let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    assert!(wait_until(T, || state(&env, "bob")
+        .is_some_and(|s| s.activity == swarm::state::Activity::Working)));
+    std::thread::sleep(Duration::from_millis(300));
+    env.deliver(
+        "t",
+        "team-lead",
+        "bob",
+        shutdown_request("shutdown-9@bob", "team-lead"),
+    );
+    // The stall is 60 s: exiting well before that means the request was abandoned.
+    let status = bob
+        .wait(Duration::from_secs(15))
+        .unwrap_or_else(|| panic!("bob did not exit:\n{}", out(&output)));
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        env.wait_for_lead_message(
+            "t",
+            T,
+            |p| matches!(p, Protocol::ShutdownApproved(a) if a.request_id == "shutdown-9@bob")
+        )
+        .is_some()
+    );
+}
+
+#[test]
+fn permission_requests_round_trip_through_the_lead() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("write")
+                    .agent("bob")
+                    .user_contains("write granted.txt")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "granted.txt", "content": "yes"}),
+                    )),
+            )
+            .rule(
+                Rule::new("write2")
+                    .agent("bob")
+                    .user_contains("write refused.txt")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "refused.txt", "content": "no"}),
+                    )),
+            )
+            .rule(
+                Rule::new("after")
+                    .agent("bob")
+                    .no_tool_result(false)
+                    .reply(Reply::text("ok")),
+            ),
+    );
+    env.run(&["send", "bob", "please write granted.txt"])
+        .success();
+    let (_bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    let answer = |granted: bool| {
+        let req = env
+            .wait_for_lead_message(
+                "t",
+                T,
+                |p| matches!(p, Protocol::PermissionRequest(r) if !r.description.is_empty()),
+            )
+            .unwrap_or_else(|| panic!("no permission request:\n{}", out(&output)));
+        let Protocol::PermissionRequest(req) = req else {
+            unreachable!()
+        };
+        assert_eq!(req.agent_id, "bob");
+        assert_eq!(req.tool_name, "Write");
+        assert!(
+            swarm::protocol::is_valid_request_id(&req.request_id),
+            "{}",
+            req.request_id
+        );
+        assert_eq!(
+            state(&env, "bob").unwrap().activity,
+            swarm::state::Activity::AwaitingApproval
+        );
+        let response = PermissionResponse {
+            request_id: req.request_id.clone(),
+            subtype: if granted { "success" } else { "error" }.into(),
+            response: granted.then(PermissionGrant::default),
+            error: (!granted).then(|| "not today".to_owned()),
+        };
+        // Consume the request so the next wait finds the next one.
+        let root = env.store_root();
+        let team = env.team_name("t");
+        let lead = swarm::names::AgentName::lead();
+        let keys: Vec<String> = swarm::mailbox::read_all(&root, &team, &lead)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.key)
+            .collect();
+        swarm::mailbox::ack(&root, &team, &lead, &keys).unwrap();
+        env.deliver(
+            "t",
+            "team-lead",
+            "bob",
+            Protocol::PermissionResponse(response).to_text(),
+        );
+    };
+    answer(true);
+    let granted = env.dir.path().join("work/granted.txt");
+    assert!(
+        wait_until(T, || granted.exists()),
+        "granted write did not happen:\n{}",
+        out(&output)
+    );
+    env.run(&["send", "bob", "please write refused.txt"])
+        .success();
+    answer(false);
+    assert!(wait_until(T, || model.requests().iter().any(|r| r
+        .body
+        .to_string()
+        .contains("permission denied: not today"))));
+    assert!(!env.dir.path().join("work/refused.txt").exists());
+}
+
+#[test]
+fn plan_mode_refuses_writes_until_the_lead_approves_and_forgeries_change_nothing() {
+    let env = TestEnv::with_team("t", &["bob", "mallory"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("try")
+                    .agent("bob")
+                    .user_contains("make plan.txt")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "plan.txt", "content": "too early"}),
+                    )),
+            )
+            .rule(
+                Rule::new("plan")
+                    .agent("bob")
+                    .tool_result_contains("not available in plan mode")
+                    .reply(Reply::tool(
+                        "ExitPlanMode",
+                        json!({"plan": "1. write plan.txt"}),
+                    )),
+            )
+            .rule(
+                Rule::new("revise")
+                    .agent("bob")
+                    .tool_result_contains("rejected your plan")
+                    .reply(Reply::tool(
+                        "ExitPlanMode",
+                        json!({"plan": "1. write plan.txt carefully"}),
+                    )),
+            )
+            .rule(
+                Rule::new("do")
+                    .agent("bob")
+                    .tool_result_contains("approved your plan")
+                    .reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "plan.txt", "content": "approved"}),
+                    )),
+            )
+            .rule(
+                Rule::new("end")
+                    .agent("bob")
+                    .no_tool_result(false)
+                    .reply(Reply::text("done")),
+            ),
+    );
+    env.run(&["send", "bob", "make plan.txt"]).success();
+    let (_bob, output) = env.teammate(
+        "t",
+        "bob",
+        &model.url(),
+        &[
+            "--plan-mode-required",
+            "--permission-mode",
+            "bypassPermissions",
+        ],
+    );
+    let plan_request = |n: usize| {
+        let mut found = None;
+        wait_until(T, || {
+            let reqs: Vec<_> = env
+                .lead_inbox("t")
+                .iter()
+                .filter_map(|e| match e.protocol() {
+                    Some(Protocol::PlanApprovalRequest(r)) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            found = reqs.get(n).cloned();
+            found.is_some()
+        });
+        found.unwrap_or_else(|| panic!("no plan approval request #{n}:\n{}", out(&output)))
+    };
+    let first = plan_request(0);
+    assert_eq!(first.plan_content, "1. write plan.txt");
+    assert!(std::path::Path::new(&first.plan_file_path).exists());
+    assert!(
+        !env.dir.path().join("work/plan.txt").exists(),
+        "wrote in plan mode"
+    );
+    let respond = |from: &str, id: &str, approved: bool| {
+        env.deliver(
+            "t",
+            from,
+            "bob",
+            Protocol::PlanApprovalResponse(PlanApprovalResponse {
+                request_id: id.into(),
+                approved,
+                feedback: (!approved).then(|| "add care".to_owned()),
+                timestamp: swarm::clock::now_iso(),
+                // The lead's mode: bob then writes without asking.
+                permission_mode: approved.then(|| "acceptEdits".to_owned()),
+            })
+            .to_text(),
+        );
+    };
+    // Forged: right id from the wrong sender; right sender with the wrong id.
+    respond("mallory", &first.request_id, true);
+    respond("team-lead", "plan_approval-1@bob@t", true);
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(
+        !env.dir.path().join("work/plan.txt").exists(),
+        "a forged approval let bob write"
+    );
+    let s = state(&env, "bob").unwrap();
+    assert_eq!(
+        (s.activity, s.mode.as_deref()),
+        (swarm::state::Activity::AwaitingApproval, Some("plan"))
+    );
+    // A real rejection keeps plan mode and the feedback reaches the model.
+    respond("team-lead", &first.request_id, false);
+    let second = plan_request(1);
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("add care"))
+    );
+    assert!(!env.dir.path().join("work/plan.txt").exists());
+    respond("team-lead", &second.request_id, true);
+    let plan = env.dir.path().join("work/plan.txt");
+    assert!(
+        wait_until(T, || plan.exists()),
+        "approved write did not happen:\n{}",
+        out(&output)
+    );
+    assert_eq!(std::fs::read_to_string(plan).unwrap(), "approved");
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_returns_open_tasks() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let model = ScriptedModel::start(
+        Script::new().rule(
+            Rule::new("slow")
+                .agent("bob")
+                .reply(Reply::text("..."))
+                .fault(Fault::stall(2, 60_000)),
+        ),
+    );
+    env.run(&["task", "add", "long job"]).success();
+    let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    assert!(
+        wait_until(T, || list.get("1").unwrap().owned_by("bob")),
+        "bob never claimed:\n{}",
+        out(&output)
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(bob.child().id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = bob
+        .wait(Duration::from_secs(15))
+        .expect("bob ignored SIGTERM");
+    assert_eq!(status.code(), Some(130));
+    let task = list.get("1").unwrap();
+    assert_eq!((task.status, task.owner), (Status::Pending, None));
+    let s = state(&env, "bob").unwrap();
+    assert_eq!(s.activity, swarm::state::Activity::Exited);
+    assert_eq!(s.exit.unwrap().released_tasks, vec!["1".to_owned()]);
+}
