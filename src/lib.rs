@@ -15,4 +15,5 @@ pub mod protocol;
 pub mod root;
 pub mod roster;
 pub mod tasks;
+pub mod tmux;
 pub mod watch;

@@ -5,3 +5,4 @@ mod harness;
 
 mod concurrency;
 mod store_cli;
+mod tmux;
