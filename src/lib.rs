@@ -15,5 +15,6 @@ pub mod protocol;
 pub mod root;
 pub mod roster;
 pub mod tasks;
+pub mod team_window;
 pub mod tmux;
 pub mod watch;

@@ -1,8 +1,8 @@
-//! The tmux layer on a real tmux server: one private server per test
+//! The tmux layer and the team window on a real tmux server: one private server per test
 //! (`-L <unique> -f /dev/null`, killed when the test's `TestEnv` drops). Programs in panes
 //! are a Python script that records its argv, environment and directory, never a shell.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use swarm::error::exit;
+use swarm::names::{AgentName, TeamName};
 use swarm::process;
+use swarm::roster::{PALETTE, tmux_colour};
+use swarm::team_window::{Placement, TeamWindow, TeamWindowOptions, session_name};
 use swarm::tmux::{
     AGENT_OPTION, Direction, NewPane, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, Size,
     TEAM_OPTION, Tmux, TmuxCommand, TmuxError,
@@ -47,6 +50,18 @@ fn python3() -> PathBuf {
 
 fn sleeper(dir: &Path) -> PaneSpec {
     PaneSpec::new(dir, ["sleep", "1000"])
+}
+
+fn team(name: &str) -> TeamName {
+    TeamName::new(name).unwrap()
+}
+
+fn agent(name: &str) -> AgentName {
+    AgentName::new(name).unwrap()
+}
+
+fn opts(env: &TestEnv) -> TeamWindowOptions {
+    TeamWindowOptions::new(env.dir.path().join("team.tmux.lock"))
 }
 
 fn pane(all: &[PaneRecord], id: PaneId) -> Option<&PaneRecord> {
@@ -279,6 +294,19 @@ fn argv_env_and_cwd_arrive_byte_exact_on_every_spawn_path() {
         )
         .unwrap();
     tmux.respawn_pane(holder, &p.spec).unwrap();
+    check(&env, &p);
+
+    let p = probe(&env, "teammate");
+    let t = team("probe");
+    let mut tw = TeamWindow::open(
+        &tmux,
+        &t,
+        &sleeper(env.dir.path()),
+        Placement::Detached,
+        opts(&env),
+    )
+    .unwrap();
+    tw.add_teammate(&agent("prober"), "blue", &p.spec).unwrap();
     check(&env, &p);
 }
 
@@ -555,4 +583,330 @@ fn session_names_are_matched_exactly() {
         })
         .unwrap_err();
     assert!(matches!(e, TmuxError::SessionExists { .. }), "{e:?}");
+
+    // Teams whose names are prefixes of each other stay apart too.
+    let a = team("alpha");
+    let b = team("alpha-lead");
+    let mut opts_b = opts(&env);
+    opts_b.lock_file = env.dir.path().join("b.lock");
+    let tb = TeamWindow::open(&tmux, &b, &sleeper(dir), Placement::Detached, opts_b).unwrap();
+    let ta = TeamWindow::open(&tmux, &a, &sleeper(dir), Placement::Detached, opts(&env)).unwrap();
+    assert_ne!(ta.session(), tb.session());
+    assert_eq!(ta.close().unwrap(), 1);
+    assert_eq!(tb.panes().unwrap().len(), 1);
+    assert!(tmux.has_session(&session_name(&b)).unwrap());
+}
+
+// ---------------------------------------------------------------------------------------
+// The team window
+
+fn option(tmux: &Tmux, p: PaneId, name: &str) -> String {
+    tmux.display(&p, &format!("#{{{name}}}")).unwrap()
+}
+
+#[test]
+fn team_window_lays_out_tags_and_overflows() {
+    let env = TestEnv::new();
+    let tmux = env.tmux();
+    let dir = env.dir.path();
+    let t = team("blue-team");
+    let mut tw =
+        TeamWindow::open(&tmux, &t, &sleeper(dir), Placement::Detached, opts(&env)).unwrap();
+    let sessions = tmux.list_sessions().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].name, "swarm-blue-team");
+    assert_eq!(sessions[0].id, tw.session());
+    let lead = tw.lead_pane().unwrap().expect("a lead pane");
+
+    let names: Vec<String> = (1..=8).map(|i| format!("mate{i}")).collect();
+    let mut ids = Vec::new();
+    for (i, name) in names.iter().enumerate().take(3) {
+        let colour = PALETTE[(i + 1) % PALETTE.len()];
+        ids.push(
+            tw.add_teammate(&agent(name), colour, &sleeper(dir))
+                .unwrap(),
+        );
+    }
+
+    // Lead on the left at about 30 % of 200 columns, full height; teammates to its right.
+    let panes = tw.panes().unwrap();
+    assert_eq!(panes.len(), 4);
+    let l = pane(&panes, lead).unwrap();
+    // `pane-border-status top` takes the first row.
+    assert_eq!((l.left, l.top), (0, 1));
+    assert!(
+        (57..=63).contains(&l.width),
+        "lead is {} columns wide",
+        l.width
+    );
+    assert!(l.height >= 45, "lead is {} rows high", l.height);
+    for id in &ids {
+        let p = pane(&panes, *id).unwrap();
+        assert_eq!(p.window, l.window);
+        assert!(p.left > l.width, "{} is not right of the lead", p.pane);
+    }
+
+    for (i, name) in names.iter().enumerate().skip(3) {
+        let colour = PALETTE[(i + 1) % PALETTE.len()];
+        ids.push(
+            tw.add_teammate(&agent(name), colour, &sleeper(dir))
+                .unwrap(),
+        );
+    }
+    let panes = tw.panes().unwrap();
+    assert_eq!(panes.len(), 9);
+    let mut per_window: BTreeMap<_, Vec<&PaneRecord>> = BTreeMap::new();
+    for p in &panes {
+        per_window.entry(p.window).or_default().push(p);
+    }
+    let counts: Vec<usize> = per_window.values().map(Vec::len).collect();
+    assert_eq!(counts, [6, 3], "panes per window");
+    assert!(per_window[&l.window].iter().any(|p| p.pane == lead));
+    assert!(panes.iter().all(|p| p.session == tw.session()));
+
+    // Every pane: tagged, kept when dead, its agent's name in its border in its colour.
+    // Border styles are window options holding a format; `E:` expands one for a pane.
+    let lead_colour = tmux_colour(PALETTE[0]);
+    assert_eq!(
+        pane(&panes, lead).unwrap().agent.as_deref(),
+        Some("team-lead")
+    );
+    assert_eq!(
+        option(&tmux, lead, "E:pane-border-style"),
+        format!("fg={lead_colour}")
+    );
+    for (i, (id, name)) in ids.iter().zip(&names).enumerate() {
+        let p = pane(&panes, *id).unwrap();
+        let colour = tmux_colour(PALETTE[(i + 1) % PALETTE.len()]);
+        assert_eq!(p.team.as_deref(), Some("blue-team"));
+        assert_eq!(p.agent.as_deref(), Some(name.as_str()));
+        assert_eq!(&p.title, name);
+        assert!(!p.dead);
+        assert_eq!(option(&tmux, *id, "remain-on-exit"), "on");
+        assert_eq!(
+            option(&tmux, *id, "E:pane-border-style"),
+            format!("fg={colour}")
+        );
+        assert_eq!(
+            option(&tmux, *id, "E:pane-active-border-style"),
+            format!("fg={colour},bold")
+        );
+        assert_eq!(
+            option(&tmux, *id, "pane-border-format"),
+            format!("#[fg={colour},bold] #{{@swarm-agent}} #[default]")
+        );
+        assert_eq!(option(&tmux, *id, "pane-border-status"), "top");
+    }
+    // The purple and orange teammates use Claude Code's tmux colour names.
+    assert_eq!(option(&tmux, ids[3], "E:pane-border-style"), "fg=magenta");
+    assert_eq!(option(&tmux, ids[4], "E:pane-border-style"), "fg=colour208");
+
+    // A fresh process finds the window from the tags and adds to it.
+    let mut again = TeamWindow::find(&tmux, &t, opts(&env))
+        .unwrap()
+        .expect("found");
+    assert_eq!(again.session(), tw.session());
+    let tenth = again
+        .add_teammate(&agent("mate9"), "cyan", &sleeper(dir))
+        .unwrap();
+    let panes = again.panes().unwrap();
+    assert_eq!(panes.len(), 10);
+    assert_ne!(pane(&panes, tenth).unwrap().window, l.window);
+
+    // One pane per agent.
+    let e = again
+        .add_teammate(&agent("mate1"), "red", &sleeper(dir))
+        .unwrap_err();
+    assert_eq!(e.exit_code(), exit::CONFLICT, "{e}");
+    // One window per team.
+    let e =
+        TeamWindow::open(&tmux, &t, &sleeper(dir), Placement::Detached, opts(&env)).unwrap_err();
+    assert_eq!(e.exit_code(), exit::CONFLICT, "{e}");
+    assert!(
+        TeamWindow::find(&tmux, &team("other"), opts(&env))
+            .unwrap()
+            .is_none()
+    );
+
+    assert_eq!(tw.close().unwrap(), 10);
+    assert!(TeamWindow::find(&tmux, &t, opts(&env)).unwrap().is_none());
+    assert!(!tmux.has_session("swarm-blue-team").unwrap());
+}
+
+#[test]
+fn a_teammate_that_dies_leaves_its_pane_and_exit_status() {
+    let env = TestEnv::new();
+    let tmux = env.tmux();
+    let dir = env.dir.path();
+    let t = team("crashy");
+    let mut tw =
+        TeamWindow::open(&tmux, &t, &sleeper(dir), Placement::Detached, opts(&env)).unwrap();
+    let py = python3().display().to_string();
+    let p = tw
+        .add_teammate(
+            &agent("crasher"),
+            "green",
+            &PaneSpec::new(dir, [py.as_str(), "-c", "import sys; sys.exit(3)"]),
+        )
+        .unwrap();
+    // tmux sees the pty close a moment before it reaps the process: wait for the status.
+    assert!(wait_until(WAIT, || {
+        tw.panes()
+            .unwrap()
+            .iter()
+            .any(|r| r.pane == p && r.dead && r.dead_status.is_some())
+    }));
+    let r = tw
+        .panes()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.pane == p)
+        .unwrap();
+    assert_eq!(r.dead_status, Some(3));
+    assert_eq!(r.agent.as_deref(), Some("crasher"));
+    // The dead pane still holds the agent's place until it is killed.
+    let e = tw
+        .add_teammate(&agent("crasher"), "green", &sleeper(dir))
+        .unwrap_err();
+    assert!(e.to_string().contains("(dead)"), "{e}");
+    tw.kill_pane(p).unwrap();
+    tw.add_teammate(&agent("crasher"), "green", &sleeper(dir))
+        .unwrap();
+}
+
+#[test]
+fn close_and_kill_pane_never_touch_a_users_panes() {
+    let env = TestEnv::new();
+    let tmux = env.tmux();
+    let dir = env.dir.path();
+    let user = tmux
+        .new_session(&NewSession {
+            name: "user",
+            window_name: None,
+            size: Some((200, 50)),
+            spec: &sleeper(dir),
+        })
+        .unwrap();
+    let t = team("careful");
+    let mut tw =
+        TeamWindow::open(&tmux, &t, &sleeper(dir), Placement::Detached, opts(&env)).unwrap();
+    let a = tw.add_teammate(&agent("a"), "blue", &sleeper(dir)).unwrap();
+    let b = tw
+        .add_teammate(&agent("b"), "green", &sleeper(dir))
+        .unwrap();
+    let lead = tw.lead_pane().unwrap().unwrap();
+    // The user splits the team's window...
+    let intruder = tmux
+        .split_window(lead, Direction::Vertical, None, &sleeper(dir))
+        .unwrap();
+    // ...and forges the team's tags on their own window, naming their pane: a tag a pane
+    // inherits from its window, which only a kill's pane-scope check sees through.
+    tmux.set_window_option(user.window, TEAM_OPTION, "careful")
+        .unwrap();
+    tmux.set_window_option(user.window, PANE_OPTION, &user.pane.to_string())
+        .unwrap();
+    let listed = |tw: &TeamWindow| -> BTreeSet<PaneId> {
+        tw.panes().unwrap().iter().map(|p| p.pane).collect()
+    };
+    assert_eq!(listed(&tw), BTreeSet::from([lead, a, b, user.pane]));
+
+    for p in [user.pane, intruder] {
+        let e = tw.kill_pane(p).unwrap_err();
+        assert_eq!(e.exit_code(), exit::CONFLICT, "{e}");
+        assert!(alive(&tmux, p));
+    }
+
+    tw.kill_pane(a).unwrap();
+    assert!(!alive(&tmux, a));
+    tw.kill_pane(a).unwrap();
+
+    assert_eq!(tw.close().unwrap(), 2);
+    assert!(!alive(&tmux, b) && !alive(&tmux, lead));
+    assert!(alive(&tmux, user.pane));
+    assert!(alive(&tmux, intruder));
+    // The team's session stays while it holds the user's pane.
+    assert!(tmux.has_session("swarm-careful").unwrap());
+    assert_eq!(listed(&tw), BTreeSet::from([user.pane]));
+    assert_eq!(tw.close().unwrap(), 0);
+    assert!(alive(&tmux, user.pane));
+}
+
+#[test]
+fn inside_tmux_the_team_gets_its_own_window_in_the_users_session() {
+    let env = TestEnv::new();
+    let tmux = env.tmux();
+    let dir = env.dir.path();
+    let user = keeper(&env, &tmux);
+    let t = team("inside");
+    let mut tw = TeamWindow::open(
+        &tmux,
+        &t,
+        &sleeper(dir),
+        Placement::InSession(user.session),
+        opts(&env),
+    )
+    .unwrap();
+    assert_eq!(tw.session(), user.session);
+    for name in ["a", "b"] {
+        tw.add_teammate(&agent(name), "yellow", &sleeper(dir))
+            .unwrap();
+    }
+    let all = tmux.list_panes().unwrap();
+    let team_windows: BTreeSet<_> = all
+        .iter()
+        .filter(|p| p.belongs_to("inside"))
+        .map(|p| p.window)
+        .collect();
+    assert_eq!(team_windows.len(), 1);
+    assert!(
+        !team_windows.contains(&user.window),
+        "the user's window was split"
+    );
+    assert_eq!(all.iter().filter(|p| p.window == user.window).count(), 1);
+    assert_eq!(
+        tmux.display(&user.pane, "#{window_active}").unwrap(),
+        "1",
+        "focus moved off the user's window"
+    );
+    assert_eq!(tw.close().unwrap(), 3);
+    let all = tmux.list_panes().unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].pane, user.pane);
+}
+
+#[test]
+fn concurrent_processes_adding_teammates_respect_the_window_limit() {
+    let env = TestEnv::new();
+    let tmux = env.tmux();
+    let dir = env.dir.path().to_path_buf();
+    let t = team("busy");
+    let mut o = opts(&env);
+    o.panes_per_window = 3;
+    TeamWindow::open(&tmux, &t, &sleeper(&dir), Placement::Detached, o.clone()).unwrap();
+    // Each thread opens the lock file itself, as separate processes would.
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let (tmux, t, o, dir) = (tmux.clone(), t.clone(), o.clone(), dir.clone());
+            std::thread::spawn(move || {
+                let mut tw = TeamWindow::find(&tmux, &t, o).unwrap().unwrap();
+                for j in 0..2 {
+                    tw.add_teammate(&agent(&format!("w{i}-{j}")), "pink", &sleeper(&dir))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    let tw = TeamWindow::find(&tmux, &t, o).unwrap().unwrap();
+    let panes = tw.panes().unwrap();
+    assert_eq!(panes.len(), 9);
+    let agents: BTreeSet<_> = panes.iter().map(|p| p.agent.clone().unwrap()).collect();
+    assert_eq!(agents.len(), 9);
+    let mut per_window: BTreeMap<_, usize> = BTreeMap::new();
+    for p in &panes {
+        *per_window.entry(p.window).or_default() += 1;
+    }
+    assert_eq!(per_window.values().copied().collect::<Vec<_>>(), [3, 3, 3]);
 }
