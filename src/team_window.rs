@@ -104,6 +104,11 @@ impl Placement {
         if !is_server_path(tmux, &socket) {
             return Ok(Placement::Detached);
         }
+        Placement::beside(tmux, pane)
+    }
+
+    /// A new window in the session that holds `pane`.
+    pub fn beside(tmux: &Tmux, pane: PaneId) -> Result<Placement> {
         let id = tmux.display(&pane, "#{session_id}")?;
         let session = id.trim().parse().map_err(|_| {
             Error::Tmux(format!(

@@ -731,6 +731,11 @@ fn team_window_lays_out_tags_and_overflows() {
     assert_eq!(tw.close().unwrap(), 10);
     assert!(TeamWindow::find(&tmux, &t, opts(&env)).unwrap().is_none());
     assert!(!tmux.has_session("swarm-blue-team").unwrap());
+    // That was the server's last session, so it exited (exit-empty); opening again starts
+    // a new one on the same socket.
+    assert!(tmux.list_panes().unwrap_err().is_no_server());
+    let tw = TeamWindow::open(&tmux, &t, &sleeper(dir), Placement::Detached, opts(&env)).unwrap();
+    assert_eq!(tw.panes().unwrap().len(), 1);
 }
 
 #[test]
@@ -838,14 +843,10 @@ fn inside_tmux_the_team_gets_its_own_window_in_the_users_session() {
     let dir = env.dir.path();
     let user = keeper(&env, &tmux);
     let t = team("inside");
-    let mut tw = TeamWindow::open(
-        &tmux,
-        &t,
-        &sleeper(dir),
-        Placement::InSession(user.session),
-        opts(&env),
-    )
-    .unwrap();
+    // As for a lead started from the user's pane ($TMUX_PANE).
+    let placement = Placement::beside(&tmux, user.pane).unwrap();
+    assert_eq!(placement, Placement::InSession(user.session));
+    let mut tw = TeamWindow::open(&tmux, &t, &sleeper(dir), placement, opts(&env)).unwrap();
     assert_eq!(tw.session(), user.session);
     for name in ["a", "b"] {
         tw.add_teammate(&agent(name), "yellow", &sleeper(dir))
