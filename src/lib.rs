@@ -18,5 +18,7 @@ pub mod root;
 pub mod roster;
 pub mod state;
 pub mod tasks;
+pub mod team_window;
 pub mod teammate;
+pub mod tmux;
 pub mod watch;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use swarm::names::TeamName;
 use swarm::root::Root;
+use swarm::tmux::Tmux;
 
 pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
 pub const STRESS: &str = env!("CARGO_BIN_EXE_swarm-stress");
@@ -54,6 +55,20 @@ impl TestEnv {
             env.run(&["--team", team, "team", "add", m]).success();
         }
         env
+    }
+
+    /// A handle on this test's own tmux server, which never reads the user's config.
+    pub fn tmux(&self) -> Tmux {
+        Tmux::with_socket_name(&self.tmux_socket).config_file("/dev/null")
+    }
+
+    /// Where this test's tmux socket lives (`-L` names live in `/tmp/tmux-<uid>/`).
+    pub fn tmux_socket_path(&self) -> PathBuf {
+        PathBuf::from(format!(
+            "/tmp/tmux-{}/{}",
+            nix::unistd::getuid(),
+            self.tmux_socket
+        ))
     }
 
     pub fn store_root(&self) -> Root {
@@ -127,8 +142,7 @@ impl Drop for TestEnv {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        let uid = nix::unistd::getuid();
-        let _ = std::fs::remove_file(format!("/tmp/tmux-{uid}/{}", self.tmux_socket));
+        let _ = std::fs::remove_file(self.tmux_socket_path());
     }
 }
 

@@ -8,3 +8,4 @@ mod engine;
 mod llm;
 mod store_cli;
 mod teammate;
+mod tmux;
