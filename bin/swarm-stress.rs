@@ -44,7 +44,9 @@ fn main() {
                 mailbox::deliver(&root, &team, &to, Envelope::new(from, text.clone()))
                     .unwrap_or_else(|e| fail(&e));
                 if let Some(f) = acked.as_mut() {
-                    writeln!(f, "{text}").expect("write acked log");
+                    // One write per line: O_APPEND keeps concurrent writers' lines whole.
+                    f.write_all(format!("{text}\n").as_bytes())
+                        .expect("write acked log");
                 }
             }
         }
