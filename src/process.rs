@@ -49,3 +49,34 @@ pub fn start_ticks(pid: i32) -> Option<u64> {
     let (_, rest) = stat.rsplit_once(')')?;
     rest.split_whitespace().nth(19)?.parse().ok()
 }
+
+/// The session id of `pid` (field 6 of `/proc/<pid>/stat`).
+pub fn session_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Every process in session `sid`: a pane's agent and everything it started, including
+/// commands that moved to process groups of their own.
+pub fn session_members(sid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| session_of(pid) == Some(sid) && !is_zombie(pid))
+        .collect()
+}
+
+/// Sends `signal` to every process of session `sid`; returns how many it reached.
+pub fn signal_session(sid: i32, signal: Signal) -> usize {
+    if sid <= 1 {
+        return 0;
+    }
+    session_members(sid)
+        .into_iter()
+        .filter(|&pid| self::signal(pid, signal))
+        .count()
+}

@@ -73,6 +73,10 @@ pub struct ExitInfo {
     pub reason: String,
     #[serde(default)]
     pub released_tasks: Vec<String>,
+    /// The agent stopped itself in an orderly way (approved shutdown, a signal it
+    /// handled); false when someone else recorded its death.
+    #[serde(default)]
+    pub clean: bool,
 }
 
 impl AgentState {

@@ -184,7 +184,7 @@ impl TeamWindow {
         let mut batch = tw.window_setup(created.window);
         batch.extend(tw.pane_setup(created.pane, &lead_name, &colour));
         batch.push(TmuxCommand::respawn_pane(created.pane, lead)?);
-        tw.run_or_discard(&batch, created.pane)?;
+        tw.start_with_secrets(created.session, &batch, created.pane, lead)?;
         Ok(tw)
     }
 
@@ -274,7 +274,7 @@ impl TeamWindow {
             batch.push(TmuxCommand::select_layout(window, layout));
         }
         batch.push(TmuxCommand::respawn_pane(pane, spec)?);
-        self.run_or_discard(&batch, pane)?;
+        self.start_with_secrets(self.session, &batch, pane, spec)?;
         Ok(pane)
     }
 
@@ -456,6 +456,34 @@ impl TeamWindow {
             return Err(e.into());
         }
         Ok(())
+    }
+
+    /// Runs `batch` (which ends by starting `spec` in `pane`) with `spec`'s secrets in the
+    /// session environment only for as long as that takes. The team lock is held, so no
+    /// other pane of ours starts meanwhile.
+    fn start_with_secrets(
+        &self,
+        session: SessionId,
+        batch: &[TmuxCommand],
+        pane: PaneId,
+        spec: &PaneSpec,
+    ) -> Result<()> {
+        if spec.secret_env.is_empty() {
+            return self.run_or_discard(batch, pane);
+        }
+        if let Err(e) = self
+            .tmux
+            .set_session_environment_quietly(session, &spec.secret_env)
+        {
+            let _ = self.tmux.kill_pane(pane);
+            return Err(e.into());
+        }
+        let result = self.run_or_discard(batch, pane);
+        let names: Vec<&str> = spec.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        if let Err(e) = self.tmux.unset_session_environment(session, &names) {
+            tracing::warn!("failed to remove secrets from tmux session {session}: {e}");
+        }
+        result
     }
 
     fn no_window(&self) -> Error {
@@ -642,6 +670,45 @@ impl TeamLock {
             backoff.sleep(deadline);
         }
     }
+}
+
+/// The roster field where swarm records the socket of the tmux server holding a team's
+/// panes, so later commands (from any shell) find them.
+pub const SERVER_FIELD: &str = "swarmTmuxSocket";
+
+/// The tmux server of `team`: an explicit socket name (`--tmux-socket`,
+/// `$SWARM_TMUX_SOCKET`) first, else the one recorded when its window opened, else the
+/// caller's own (`$TMUX`) or the default.
+pub fn server_for(
+    root: &crate::root::Root,
+    team: &TeamName,
+    explicit: Option<&str>,
+) -> Result<Tmux> {
+    if explicit.is_some() || std::env::var_os("SWARM_TMUX_SOCKET").is_some_and(|v| !v.is_empty()) {
+        return Tmux::resolve(explicit);
+    }
+    let recorded = crate::roster::load(root, team).ok().and_then(|c| {
+        c.extra
+            .get(SERVER_FIELD)
+            .and_then(|v| v.as_str())
+            .map(PathBuf::from)
+    });
+    match recorded {
+        Some(path) => Ok(Tmux::with_server(crate::tmux::Server::Path(path))),
+        None => Tmux::resolve(None),
+    }
+}
+
+/// Records the socket of the server holding `window` in the team's roster.
+pub fn record_server(root: &crate::root::Root, window: &TeamWindow) -> Result<()> {
+    let socket = window.tmux.display(&window.session, "#{socket_path}")?;
+    let socket = socket.trim().to_owned();
+    let team = &window.team;
+    crate::roster::update(root, team, |c| {
+        c.extra
+            .insert(SERVER_FIELD.to_owned(), serde_json::Value::String(socket));
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -308,6 +308,29 @@ fn sanitized(var: &str) -> String {
 // ---------------------------------------------------------------------------------------
 // Commands
 
+/// A value quoted for tmux's configuration language (what `source-file` reads): single
+/// quotes keep everything literal; a value with a single quote goes in double quotes with
+/// `\\`, `\"` and `\$` escaped. `None` for what cannot be quoted safely: control
+/// characters, or a double-quoted value starting with `~` (tmux expands it even there).
+pub fn config_quote(value: &str) -> Option<String> {
+    if value.chars().any(char::is_control) {
+        return None;
+    }
+    if !value.contains('\'') {
+        return Some(format!("'{value}'"));
+    }
+    if value.starts_with('~') {
+        return None;
+    }
+    Some(format!(
+        "\"{}\"",
+        value
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('$', "\\$")
+    ))
+}
+
 /// What a new pane runs: a working directory, extra environment, and the argv exec'd as the
 /// pane's own process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,6 +345,10 @@ pub struct PaneSpec {
     /// (`/proc/*/cmdline`, `#{pane_start_command}`), so no secrets in argv; and tmux limits
     /// one command to about 16 KB in all.
     pub argv: Vec<String>,
+    /// Environment that must not appear in any argv, the tmux client's included (API
+    /// keys): handed to tmux on stdin ([`Tmux::set_session_environment_quietly`]) for the
+    /// moment the pane starts, then removed from the session again.
+    pub secret_env: Vec<(String, String)>,
 }
 
 impl PaneSpec {
@@ -330,7 +357,13 @@ impl PaneSpec {
             cwd: cwd.into(),
             env: Vec::new(),
             argv: argv.into_iter().map(Into::into).collect(),
+            secret_env: Vec::new(),
         }
+    }
+
+    pub fn secret_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.secret_env.push((key.into(), value.into()));
+        self
     }
 
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
@@ -358,6 +391,18 @@ impl PaneSpec {
         for (k, v) in &self.env {
             if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
                 return bad(format!("invalid environment entry {k:?}"));
+            }
+        }
+        for (k, v) in &self.secret_env {
+            let name_ok = k
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !name_ok || config_quote(v).is_none() {
+                return bad(format!(
+                    "cannot pass {k:?} to tmux safely: a secret needs a plain variable name and a value without control characters"
+                ));
             }
         }
         if !self.cwd.is_absolute() {
@@ -853,7 +898,70 @@ impl Tmux {
         self.exec(&args, &shown)
     }
 
+    /// Sets session environment variables by writing `set-environment` commands to tmux on
+    /// stdin (`source-file -`), so the values never appear in a command line, not even the
+    /// tmux client's. New panes of the session inherit them.
+    pub fn set_session_environment_quietly(
+        &self,
+        session: SessionId,
+        vars: &[(String, String)],
+    ) -> Result<(), TmuxError> {
+        if vars.is_empty() {
+            return Ok(());
+        }
+        let mut script = String::new();
+        for (k, v) in vars {
+            let quoted = config_quote(v).ok_or_else(|| {
+                TmuxError::InvalidSpec(format!("the value of {k} cannot be quoted for tmux"))
+            })?;
+            // Quoted: `$3` unquoted would be read as a variable.
+            script.push_str(&format!("set-environment -t '{session}' {k} {quoted}\n"));
+        }
+        let names: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
+        let shown = format!(
+            "source-file - (set-environment {} <hidden>)",
+            names.join(" ")
+        );
+        self.exec_with_input(
+            &["source-file".into(), "-".into()],
+            &shown,
+            Some(script.as_bytes()),
+        )
+        .map(|_| ())
+    }
+
+    /// Removes variables from a session's environment.
+    pub fn unset_session_environment(
+        &self,
+        session: SessionId,
+        names: &[&str],
+    ) -> Result<(), TmuxError> {
+        let batch: Vec<TmuxCommand> = names
+            .iter()
+            .map(|n| {
+                TmuxCommand::new("set-environment")
+                    .flag("-u")
+                    .flag("-t")
+                    .arg(session.to_string())
+                    .arg(*n)
+            })
+            .collect();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.run_batch(&batch).map(|_| ())
+    }
+
     fn exec(&self, args: &[OsString], shown: &str) -> Result<String, TmuxError> {
+        self.exec_with_input(args, shown, None)
+    }
+
+    fn exec_with_input(
+        &self,
+        args: &[OsString],
+        shown: &str,
+        input: Option<&[u8]>,
+    ) -> Result<String, TmuxError> {
         let mut shown = format!("{}{shown}", self.prefix());
         if shown.len() > SHOWN_MAX {
             let cut = shown.floor_char_boundary(SHOWN_MAX);
@@ -864,7 +972,11 @@ impl Tmux {
         let child = Command::new("tmux")
             .args(self.global_args())
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn();
@@ -878,6 +990,12 @@ impl Tmux {
                 });
             }
         };
+        let mut child = child;
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            use std::io::Write as _;
+            // Small (a few lines); a failed write shows up as tmux's own error.
+            let _ = stdin.write_all(bytes);
+        }
         let pid = child.id() as i32;
         // A thread collects the output so the wait can have a time limit. The pid stays
         // ours until that thread reaps it, so killing it by pid cannot hit a stranger.

@@ -31,6 +31,10 @@ pub struct GlobalOpts {
     /// Print machine-readable JSON instead of text
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// The tmux server to use, by socket name (tmux -L) [default: the team's, else the one you are in, else the default]
+    #[arg(long, global = true, env = "SWARM_TMUX_SOCKET", value_name = "NAME")]
+    pub tmux_socket: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -51,6 +55,21 @@ pub enum Command {
     /// Work with the shared task list
     #[command(subcommand)]
     Task(TaskCommand),
+
+    /// Start a teammate in its own tmux pane
+    Spawn(SpawnArgs),
+
+    /// Show every member: process, pane, state, task, activity, tokens, cost
+    Status,
+
+    /// Ask teammates to stop; insist if they do not (SIGTERM, SIGKILL), and close their panes
+    Shutdown(ShutdownArgs),
+
+    /// Show the team's window (attach, or switch to it inside tmux)
+    Attach { team: Option<String> },
+
+    /// Run the team's lead process (started in the team window's first pane)
+    Lead(LeadArgs),
 
     /// Run one agent in the foreground on a prompt
     Agent(AgentArgs),
@@ -305,6 +324,75 @@ pub struct TeammateArgs {
     /// Working directory [default: the current one]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct SpawnArgs {
+    /// The teammate's name (unique within the team)
+    pub name: String,
+    /// First instructions, delivered to its inbox before it starts
+    #[arg(long, conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+    /// Read the first instructions from a file
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    #[arg(long)]
+    pub agent_type: Option<String>,
+    /// The teammate's model [default: the lead's ($SWARM_MODEL), else the provider's]
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The teammate's permission mode [default: the lead's ($SWARM_PERMISSION_MODE)]
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+    /// Start in plan mode; only team-lead's approval of a plan lets it make changes
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// red, blue, green, yellow, purple, orange, pink or cyan [default: next in turn]
+    #[arg(long)]
+    pub color: Option<String>,
+    /// Print the tmux command, argv and environment (secrets redacted); create nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The provider teammates use [default: $SWARM_PROVIDER, else anthropic]
+    #[arg(long, env = "SWARM_PROVIDER", value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Allow rules teammates inherit, e.g. 'Bash(cargo test:*)' (repeatable)
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShutdownArgs {
+    /// The teammate to stop
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub name: Option<String>,
+    /// Every teammate
+    #[arg(long)]
+    pub all: bool,
+    /// How long to wait for a teammate to agree and exit before terminating it
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+    /// Do not ask: terminate at once
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    /// Leave the teammates running when the lead stops
+    #[arg(long)]
+    pub keep_team: bool,
     #[command(flatten)]
     pub model: ModelOpts,
     #[command(flatten)]

@@ -6,7 +6,7 @@ use clap::Parser;
 
 use crate::cli::args::{Cli, Command};
 use crate::cli::context::Ctx;
-use crate::cli::{agent, message, model_server, task, team};
+use crate::cli::{agent, message, model_server, ops, task, team};
 use crate::error::{Result, exit};
 
 /// The whole program: `main.rs` calls this and nothing else.
@@ -47,6 +47,11 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Broadcast(args) => done(message::broadcast(&ctx, args)),
         Command::Inbox(args) => done(message::inbox(&ctx, args)),
         Command::Task(cmd) => done(task::run(&ctx, cmd)),
+        Command::Spawn(args) => done(ops::spawn(&ctx, args)),
+        Command::Status => done(ops::status(&ctx)),
+        Command::Shutdown(args) => done(ops::shutdown(&ctx, args)),
+        Command::Attach { team } => done(ops::attach(&ctx, team)),
+        Command::Lead(args) => ops::lead(&ctx, args),
         Command::Agent(args) => agent::solo(&ctx, args),
         Command::Teammate(args) => agent::teammate(&ctx, args),
         Command::ModelServer(_) => unreachable!("dispatched above"),
@@ -55,17 +60,19 @@ fn run(cli: Cli) -> Result<u8> {
 
 /// A teammate's pane is for people: its log goes to `teams/<team>/logs/<agent>.log`.
 fn log_file(cli: &Cli) -> Option<std::fs::File> {
-    let Command::Teammate(args) = &cli.command else {
-        return None;
+    let (team, agent) = match &cli.command {
+        Command::Teammate(args) => (args.team_name.clone(), args.agent_name.clone()),
+        Command::Lead(_) => (cli.global.team.clone()?, crate::names::LEAD.to_owned()),
+        _ => return None,
     };
     let root = crate::root::Root::resolve(cli.global.root.as_deref()).ok()?;
-    let team = crate::names::TeamName::new(&args.team_name).ok()?;
+    let team = crate::names::TeamName::new(&team).ok()?;
     let dir = root.logs_dir(&team);
     std::fs::create_dir_all(&dir).ok()?;
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join(format!("{}.log", args.agent_name)))
+        .open(dir.join(format!("{agent}.log")))
         .ok()
 }
 

@@ -6,6 +6,7 @@ mod context;
 mod dispatch;
 mod message;
 mod model_server;
+mod ops;
 mod output;
 mod task;
 mod team;

@@ -7,7 +7,6 @@ use crate::cli::context::Ctx;
 use crate::cli::output::print_json;
 use crate::error::{Error, Result};
 use crate::names::{AgentName, TeamName};
-use crate::process;
 use crate::roster::{self, NewMember, TeamConfig};
 use crate::tasks::TaskList;
 
@@ -105,17 +104,64 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::Delete { team, force } => {
             let team = TeamName::new(&team)?;
-            let config = roster::load(&ctx.root, &team)?;
-            let alive: Vec<String> = config
-                .teammates()
-                .filter(|m| m.pid.is_some_and(process::is_alive))
-                .map(|m| format!("{} (pid {})", m.name, m.pid.unwrap_or_default()))
+            roster::load(&ctx.root, &team)?;
+            let tmux = crate::team_window::server_for(
+                &ctx.root,
+                &team,
+                ctx.global.tmux_socket.as_deref(),
+            )?;
+            let seen = crate::status::observe(&ctx.root, &team, Some(&tmux))?;
+            let alive: Vec<String> = seen
+                .members
+                .iter()
+                .filter(|m| m.name != crate::names::LEAD && (m.alive || m.pane_alive == Some(true)))
+                .map(|m| {
+                    format!(
+                        "{} ({}{})",
+                        m.name,
+                        m.state,
+                        m.pid.map(|p| format!(", pid {p}")).unwrap_or_default()
+                    )
+                })
                 .collect();
             if !alive.is_empty() && !force {
                 return Err(Error::conflict(format!(
-                    "team '{team}' still has running teammates: {}; shut them down first, or pass --force",
+                    "team '{team}' still has running teammates: {}; shut them down with `swarm shutdown --all`, or pass --force",
                     alive.join(", ")
                 )));
+            }
+            let opts = crate::lead::LeadOptions {
+                root: ctx.root.clone(),
+                team: team.clone(),
+                tmux: Some(tmux.clone()),
+                keep_team: false,
+                reconcile_every: std::time::Duration::from_millis(500),
+                ladder: crate::shutdown::LadderOptions {
+                    timeout: std::time::Duration::from_secs(10),
+                    ..Default::default()
+                },
+                draw: false,
+            };
+            for result in crate::lead::stop_team(&opts) {
+                result?;
+            }
+            if let Some(window) = crate::team_window::TeamWindow::find(
+                &tmux,
+                &team,
+                crate::spawn::window_options(&ctx.root, &team),
+            )? {
+                window.close()?;
+            }
+            // The lead goes with its pane; let it finish before its files go.
+            if let Some(lead) = seen
+                .member(crate::names::LEAD)
+                .filter(|m| m.alive)
+                .and_then(|m| m.pid)
+            {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while crate::process::is_alive(lead) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
             }
             roster::delete_files(&ctx.root, &team)?;
             if ctx.json() {

@@ -122,6 +122,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         idle_sent: false,
         backoff_until: None,
         pending_approval: None,
+        caught: Arc::new(Mutex::new(None)),
     };
     rt.register()?;
     rt.display.status(&format!(
@@ -135,15 +136,19 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     rt.watch_signals();
     rt.watch_for_shutdown();
     let code = rt.main_loop(&mut engine).await;
-    let (code, reason) = match code {
-        Ok(Stop::Approved) => (0, "shutdown approved".to_owned()),
-        Ok(Stop::Signalled) => (
-            crate::error::exit::INTERRUPTED as i32,
-            "stopped by a signal".to_owned(),
-        ),
-        Err(e) => (i32::from(e.exit_code()), e.to_string()),
+    let (code, reason, clean) = match code {
+        Ok(Stop::Approved) => (0, "shutdown approved".to_owned(), true),
+        Ok(Stop::Signalled) => {
+            let signal = rt.caught.lock().unwrap().unwrap_or("a signal");
+            (
+                crate::error::exit::INTERRUPTED as i32,
+                format!("stopped by {signal}"),
+                false,
+            )
+        }
+        Err(e) => (i32::from(e.exit_code()), e.to_string(), false),
     };
-    rt.finish(code, &reason, &engine);
+    rt.finish(code, &reason, clean, &engine);
     Ok(code)
 }
 
@@ -174,6 +179,8 @@ struct Runtime {
     backoff_until: Option<Instant>,
     /// The request id of an approved shutdown, answered by `finish`.
     pending_approval: Option<String>,
+    /// The signal that stopped it, if one did.
+    caught: Arc<Mutex<Option<&'static str>>>,
 }
 
 impl Runtime {
@@ -243,6 +250,7 @@ impl Runtime {
     fn watch_signals(&self) {
         let cancel = self.ctx.cancel.clone();
         let model = self.model_cancel.clone();
+        let caught = self.caught.clone();
         tokio::spawn(async move {
             let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
                 signal(SignalKind::terminate()),
@@ -251,11 +259,12 @@ impl Runtime {
             ) else {
                 return;
             };
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = hup.recv() => {}
-                _ = int.recv() => {}
-            }
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = hup.recv() => "SIGHUP (its pane or tmux server went away)",
+                _ = int.recv() => "SIGINT",
+            };
+            *caught.lock().unwrap() = Some(name);
             cancel.cancel();
             model.lock().unwrap().cancel();
         });
@@ -585,7 +594,7 @@ impl Runtime {
         }
     }
 
-    fn finish(&mut self, code: i32, reason: &str, engine: &Engine) {
+    fn finish(&mut self, code: i32, reason: &str, clean: bool, engine: &Engine) {
         let me = self.opts.name.to_string();
         let released: Vec<String> = self
             .tasks
@@ -604,6 +613,7 @@ impl Runtime {
             code,
             reason: reason.to_owned(),
             released_tasks: released.clone(),
+            clean,
         });
         self.set_activity(Activity::Exited, Some(reason.to_owned()));
         if let Some(request_id) = self.pending_approval.take() {

@@ -7,5 +7,6 @@ mod concurrency;
 mod engine;
 mod llm;
 mod store_cli;
+mod team_tmux;
 mod teammate;
 mod tmux;

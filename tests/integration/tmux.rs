@@ -911,3 +911,58 @@ fn concurrent_processes_adding_teammates_respect_the_window_limit() {
     }
     assert_eq!(per_window.values().copied().collect::<Vec<_>>(), [3, 3, 3]);
 }
+
+#[test]
+fn secrets_reach_the_pane_but_no_command_line() {
+    let env = TestEnv::new();
+    let tmux = env.tmux();
+    let out = env.dir.path().join("secret.out");
+    let secret = "sk-'quote\"dq$var;semi#{pane_id}\\back";
+    let spec = PaneSpec::new(
+        env.dir.path(),
+        ["python3", "-c", "import os,sys; open(sys.argv[1],'w').write(os.environ.get('SWARM_TEST_KEY','<unset>'))", &out.display().to_string()],
+    )
+    .secret_env("SWARM_TEST_KEY", secret);
+    let team = swarm::names::TeamName::new("sec").unwrap();
+    let opts = swarm::team_window::TeamWindowOptions::new(env.dir.path().join("tmux.flock"));
+    let lead = PaneSpec::new(env.dir.path(), ["sleep", "600"]);
+    let mut tw = swarm::team_window::TeamWindow::open(
+        &tmux,
+        &team,
+        &lead,
+        swarm::team_window::Placement::Detached,
+        opts,
+    )
+    .unwrap();
+    let pane = tw
+        .add_teammate(&swarm::names::AgentName::new("bob").unwrap(), "blue", &spec)
+        .unwrap();
+    assert!(crate::harness::wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(&out).is_ok_and(|s| !s.is_empty())
+    }));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), secret);
+    let start = tmux.display(&pane, "#{pane_start_command}").unwrap();
+    assert!(!start.contains("sk-"), "{start}");
+    // Gone from the session environment again.
+    let session_env = std::process::Command::new("tmux")
+        .args([
+            "-L",
+            &env.tmux_socket,
+            "show-environment",
+            "-t",
+            &tw.session().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&session_env.stdout).contains("SWARM_TEST_KEY"));
+    // A value tmux cannot be given quietly is refused, not passed in argv.
+    let bad = PaneSpec::new(env.dir.path(), ["sleep", "1"]).secret_env("K", "line\nbreak");
+    assert!(
+        tw.add_teammate(
+            &swarm::names::AgentName::new("carol").unwrap(),
+            "green",
+            &bad
+        )
+        .is_err()
+    );
+}

@@ -1,0 +1,208 @@
+//! `swarm lead`: the process in a team's first pane. It owns the team's live state.
+//!
+//! One dispatcher loop, fed by a reconcile tick (twice a second: one batched tmux query,
+//! a pid check per agent, see [`status::observe`]) and by signals. Each tick it reports
+//! teammates whose process ended (tasks back to pending, `teammate_terminated` to the lead's
+//! inbox; exactly once, see [`supervisor`]) and redraws the team's table in its pane.
+//!
+//! Only one lead runs per team (an flock on `teams/<team>/lead.flock`, held for life). On
+//! Ctrl-C, SIGTERM or SIGHUP it shuts its teammates down through the ladder, unless it was
+//! started with `--keep-team`, and leaves the team's files for the record.
+
+use std::fs::File;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::clock;
+use crate::error::{Error, IoContext, Result};
+use crate::names::{AgentName, LEAD, TeamName};
+use crate::root::Root;
+use crate::roster;
+use crate::shutdown::{self, LadderOptions};
+use crate::state::{self, Activity, AgentState};
+use crate::status;
+use crate::supervisor;
+use crate::tmux::Tmux;
+
+#[derive(Debug, Clone)]
+pub struct LeadOptions {
+    pub root: Root,
+    pub team: TeamName,
+    pub tmux: Option<Tmux>,
+    pub keep_team: bool,
+    pub reconcile_every: Duration,
+    pub ladder: LadderOptions,
+    /// Draw the team table in this terminal.
+    pub draw: bool,
+}
+
+/// Holds the team's lead lock; the lead is whoever holds it.
+pub struct LeadLock {
+    _file: File,
+}
+
+impl LeadLock {
+    pub fn acquire(root: &Root, team: &TeamName) -> Result<LeadLock> {
+        let path = root.team_dir(team).join("lead.flock");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .ctx("open", &path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(LeadLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let pid = roster::load(root, team)
+                    .ok()
+                    .and_then(|c| c.extra.get("leadProcess").and_then(|p| p["pid"].as_i64()));
+                Err(Error::conflict(format!(
+                    "team '{team}' already has a lead running{}; attach to it with `swarm attach {team}`",
+                    pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock", &path, e)),
+        }
+    }
+}
+
+/// Records this process as the team's lead (Claude Code's `leadProcess`, and the lead
+/// member's pane).
+pub fn register(root: &Root, team: &TeamName) -> Result<AgentState> {
+    let pid = std::process::id() as i32;
+    let pane = std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'));
+    roster::update(root, team, |c| {
+        c.extra.insert(
+            "leadProcess".to_owned(),
+            json!({
+                "pid": pid,
+                "pidSpace": "host",
+                "claimedAt": clock::now_ms(),
+                "procStart": crate::process::start_ticks(pid).map(|t| t.to_string()),
+            }),
+        );
+        if let (Some(p), Some(lead)) = (pane.clone(), c.member_mut(LEAD)) {
+            lead.tmux_pane_id = p;
+            lead.backend_type = Some("tmux".to_owned());
+        }
+        Ok(())
+    })?;
+    let state = AgentState::new(Activity::Idle);
+    state::write(root, team, &AgentName::lead(), &state)?;
+    Ok(state)
+}
+
+/// One reconcile pass: look, report what ended. Returns the status seen.
+pub fn reconcile(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+) -> Result<(status::TeamStatus, Vec<supervisor::Reported>)> {
+    let seen = status::observe(root, team, tmux)?;
+    let reported = supervisor::report_exits(root, team, &seen);
+    Ok((seen, reported))
+}
+
+/// Runs the supervising lead until a signal; returns the exit code.
+pub async fn run(opts: LeadOptions) -> Result<i32> {
+    let _lock = LeadLock::acquire(&opts.root, &opts.team)?;
+    let mut me = register(&opts.root, &opts.team)?;
+    let mut events: Vec<String> = Vec::new();
+    let mut interval = tokio::time::interval(opts.reconcile_every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let listen = |kind| {
+        signal(kind).map_err(|e| Error::Other(format!("failed to install a signal handler: {e}")))
+    };
+    let (mut int, mut term, mut hup) = (
+        listen(SignalKind::interrupt())?,
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::hangup())?,
+    );
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {
+                let (root, team, tmux) = (opts.root.clone(), opts.team.clone(), opts.tmux.clone());
+                let pass = tokio::task::spawn_blocking(move || reconcile(&root, &team, tmux.as_ref())).await;
+                match pass {
+                    Ok(Ok((seen, reported))) => {
+                        for r in reported {
+                            events.push(format!("{} {} stopped: {}", clock::now_iso(), r.name, r.reason));
+                        }
+                        if opts.draw {
+                            draw(&seen, &events);
+                        }
+                    }
+                    Ok(Err(e)) => tracing::warn!("reconcile failed: {e}"),
+                    Err(e) => tracing::warn!("reconcile panicked: {e}"),
+                }
+                me.last_activity_ms = clock::now_ms();
+                let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
+            }
+            _ = int.recv() => break,
+            _ = term.recv() => break,
+            _ = hup.recv() => break,
+        }
+    }
+    if !opts.keep_team {
+        me.activity = Activity::ShuttingDown;
+        let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
+        let opts2 = opts.clone();
+        let _ = tokio::task::spawn_blocking(move || stop_team(&opts2)).await;
+    }
+    me.activity = Activity::Exited;
+    let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
+    Ok(0)
+}
+
+/// Runs the ladder on every teammate that is alive.
+pub fn stop_team(opts: &LeadOptions) -> Vec<Result<shutdown::Report>> {
+    let Ok(seen) = status::observe(&opts.root, &opts.team, opts.tmux.as_ref()) else {
+        return Vec::new();
+    };
+    let names: Vec<String> = seen
+        .members
+        .iter()
+        .filter(|m| m.name != LEAD && (m.alive || m.pane_alive == Some(true)))
+        .map(|m| m.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    println!(
+        "\nshutting down {} teammate(s): {}",
+        names.len(),
+        names.join(", ")
+    );
+    shutdown::shut_down_all(
+        &opts.root,
+        &opts.team,
+        opts.tmux.as_ref(),
+        &names,
+        &opts.ladder,
+        &|line| println!("  {line}"),
+    )
+}
+
+fn draw(seen: &status::TeamStatus, events: &[String]) {
+    use std::io::Write;
+    let mut out = String::from("\x1b[H\x1b[2J");
+    let width = ratatui::crossterm::terminal::size()
+        .map(|(w, _)| usize::from(w))
+        .unwrap_or(80);
+    out.push_str(&status::render_for_width(seen, clock::now_ms(), width));
+    if !events.is_empty() {
+        out.push('\n');
+        for e in events.iter().rev().take(10).rev() {
+            out.push_str(&format!("  {e}\n"));
+        }
+    }
+    out.push_str("\n(swarm lead: supervising; Ctrl-C shuts the team down)\n");
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    let _ = stdout.flush();
+}

@@ -1,0 +1,244 @@
+//! Starting a teammate in its own pane.
+//!
+//! Order matters: the roster entry is reserved first (so the name is taken), the first
+//! instructions are written to the teammate's inbox, then the pane is made running the
+//! teammate directly (argv, no shell, no keystrokes), and the roster gets the pane id. If
+//! anything fails after the reservation, the reservation and the inbox go again. The team
+//! window, and the lead process in its first pane, are opened by the first spawn.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::inherit::{self, LeadSettings, SpawnSpec, TeammateCommand};
+use crate::mailbox::{self, Envelope};
+use crate::names::{AgentName, LEAD, TeamName};
+use crate::root::Root;
+use crate::roster::{self, NewMember};
+use crate::team_window::{self, Placement, TeamWindow, TeamWindowOptions};
+use crate::tmux::{PaneSpec, Tmux};
+
+#[derive(Debug, Clone)]
+pub struct SpawnRequest {
+    pub name: AgentName,
+    pub prompt: Option<String>,
+    pub agent_type: Option<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<crate::agent::permissions::PermissionMode>,
+    pub plan_mode_required: bool,
+    pub cwd: PathBuf,
+    pub color: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Spawned {
+    pub name: String,
+    pub pane: String,
+    pub color: String,
+    /// The team window (and its lead) was opened by this spawn.
+    pub opened_window: bool,
+}
+
+/// Where and how to run things: the team's tmux server and whether the caller sits inside it.
+pub struct Place<'a> {
+    pub tmux: &'a Tmux,
+    pub inside_tmux: bool,
+}
+
+pub fn window_options(root: &Root, team: &TeamName) -> TeamWindowOptions {
+    TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"))
+}
+
+/// The teammate's command for `req`, from the lead's settings and environment.
+pub fn command_for(
+    root: &Root,
+    team: &TeamName,
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    req: &SpawnRequest,
+    color: &str,
+) -> Result<TeammateCommand> {
+    let config = roster::load(root, team)?;
+    let mut settings = lead.clone();
+    settings.session_id = config.lead_session_id.clone();
+    Ok(inherit::teammate_command(
+        &settings,
+        env,
+        &SpawnSpec {
+            team: team.clone(),
+            name: req.name.clone(),
+            color: color.to_owned(),
+            agent_type: req.agent_type.clone(),
+            model: req.model.clone(),
+            permission_mode: req.permission_mode,
+            plan_mode_required: req.plan_mode_required,
+            cwd: req.cwd.clone(),
+        },
+    ))
+}
+
+/// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
+/// supervise in turn.
+pub fn lead_command(
+    team: &TeamName,
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    extra: &[String],
+) -> TeammateCommand {
+    let mut argv = vec![
+        lead.exe.display().to_string(),
+        format!("--root={}", lead.root.display()),
+        "lead".to_owned(),
+        format!("--team={team}"),
+    ];
+    if let Some(p) = &lead.provider {
+        argv.push(format!("--provider={p}"));
+    }
+    if let Some(m) = &lead.model {
+        argv.push(format!("--model={m}"));
+    }
+    if let Some(u) = &lead.base_url {
+        argv.push(format!("--base-url={u}"));
+    }
+    argv.push(format!("--permission-mode={}", lead.permission_mode));
+    for rule in &lead.allow {
+        argv.push(format!("--allow={rule}"));
+    }
+    argv.extend(extra.iter().cloned());
+    let (mut env, secret_env) = inherit::environment(lead, env);
+    env.insert("SWARM_AGENT_ID".to_owned(), format!("{LEAD}@{team}"));
+    env.insert("SWARM_AGENT_NAME".to_owned(), LEAD.to_owned());
+    env.insert("SWARM_TEAM".to_owned(), team.to_string());
+    TeammateCommand {
+        argv,
+        env: env.into_iter().collect(),
+        secret_env: secret_env.into_iter().collect(),
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+    }
+}
+
+fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
+    PaneSpec {
+        cwd: cmd.cwd.clone(),
+        env: cmd.env.clone(),
+        argv: cmd.argv.clone(),
+        secret_env: cmd.secret_env.clone(),
+    }
+}
+
+/// Opens the team's window with the lead in its first pane, unless it is open already.
+/// Returns the window and whether this call opened it.
+pub fn ensure_window(
+    root: &Root,
+    team: &TeamName,
+    place: &Place,
+    lead: &TeammateCommand,
+) -> Result<(TeamWindow, bool)> {
+    if let Some(w) = TeamWindow::find(place.tmux, team, window_options(root, team))? {
+        return Ok((w, false));
+    }
+    let placement = Placement::for_caller(place.tmux, place.inside_tmux)?;
+    let window = TeamWindow::open(
+        place.tmux,
+        team,
+        &pane_spec(lead),
+        placement,
+        window_options(root, team),
+    )?;
+    team_window::record_server(root, &window)?;
+    let pane = window
+        .lead_pane()?
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    roster::update_member(root, team, LEAD, |m| {
+        m.tmux_pane_id = pane;
+        m.backend_type = Some("tmux".to_owned());
+    })?;
+    Ok((window, true))
+}
+
+/// Spawns one teammate.
+pub fn spawn(
+    root: &Root,
+    team: &TeamName,
+    place: &Place,
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    req: &SpawnRequest,
+) -> Result<Spawned> {
+    check_cwd(&req.cwd)?;
+    let config = roster::load(root, team)?;
+    if let Some(existing) = config
+        .members
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(req.name.as_str()))
+    {
+        return Err(Error::conflict(format!(
+            "team '{team}' already has a member named '{}'; names are unique within a team, pick another (or shut that one down first)",
+            existing.name
+        )));
+    }
+    let color = req
+        .color
+        .clone()
+        .unwrap_or_else(|| config.next_color().to_owned());
+    let cmd = command_for(root, team, lead, env, req, &color)?;
+    let member = roster::add_member(
+        root,
+        team,
+        NewMember {
+            name: req.name.clone(),
+            color: Some(color.clone()),
+            agent_type: req.agent_type.clone(),
+            model: req.model.clone(),
+            prompt: req.prompt.clone(),
+            plan_mode_required: req.plan_mode_required,
+            cwd: req.cwd.display().to_string(),
+        },
+    )?;
+    let started = (|| -> Result<Spawned> {
+        if let Some(prompt) = req.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+            let lead_color = config.member(LEAD).and_then(|m| m.color.clone());
+            mailbox::deliver(
+                root,
+                team,
+                &req.name,
+                Envelope::new(LEAD, prompt).with_color(lead_color),
+            )?;
+        }
+        let (mut window, opened) =
+            ensure_window(root, team, place, &lead_command(team, lead, env, &[]))?;
+        let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
+        roster::update_member(root, team, req.name.as_str(), |m| {
+            m.tmux_pane_id = pane.to_string();
+            m.backend_type = Some("tmux".to_owned());
+        })?;
+        Ok(Spawned {
+            name: member.name.clone(),
+            pane: pane.to_string(),
+            color: color.clone(),
+            opened_window: opened,
+        })
+    })();
+    if started.is_err() {
+        let _ = roster::remove_member(root, team, req.name.as_str());
+        let _ = std::fs::remove_file(root.inbox_path(team, &req.name));
+    }
+    started
+}
+
+fn check_cwd(cwd: &Path) -> Result<()> {
+    if !cwd.is_absolute() {
+        return Err(Error::usage(format!(
+            "--cwd {} must be an absolute path",
+            cwd.display()
+        )));
+    }
+    if !cwd.is_dir() {
+        return Err(Error::not_found(format!(
+            "working directory {} does not exist",
+            cwd.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,465 @@
+//! Teams in tmux: spawning, inherited flags, supervision, the shutdown ladder, teardown.
+//! Real tmux on a private socket, real teammate processes, the scripted model over HTTP.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use swarm::model_server::{Reply, Rule, Script};
+use swarm::protocol::Protocol;
+use swarm::tasks::{Status, TaskList};
+
+use crate::harness::{Run, ScriptedModel, TestEnv, run, wait_until};
+
+const T: Duration = Duration::from_secs(30);
+
+fn idle_model() -> ScriptedModel {
+    ScriptedModel::start(Script::new().default_reply(Reply::text("ok")))
+}
+
+fn spawn(env: &TestEnv, model: &ScriptedModel, name: &str, extra: &[&str]) -> Run {
+    let mut cmd = env.swarm(&["--team", "t", "spawn", name]);
+    cmd.args(extra)
+        .env("SWARM_PROVIDER", "scripted")
+        .env("SWARM_BASE_URL", model.url())
+        .env("ANTHROPIC_API_KEY", "sk-test-secret-value");
+    run(&mut cmd)
+}
+
+fn status(env: &TestEnv) -> Value {
+    serde_json::from_str(
+        &env.run(&["--team", "t", "--json", "status"])
+            .success()
+            .stdout,
+    )
+    .unwrap()
+}
+
+fn member<'a>(s: &'a Value, name: &str) -> Option<&'a Value> {
+    s["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+}
+
+fn panes(env: &TestEnv) -> Vec<(String, String, i32)> {
+    let out = std::process::Command::new("tmux")
+        .args([
+            "-L",
+            &env.tmux_socket,
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id} #{@swarm-agent} #{pane_pid}",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut p = l.split(' ');
+            Some((
+                p.next()?.to_owned(),
+                p.next()?.to_owned(),
+                p.next()?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+fn cmdline(pid: i32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+fn ppid(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn eight_teammates_register_each_in_its_own_process_with_no_shell_between() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    let names: Vec<String> = (0..8).map(|i| format!("mate{i}")).collect();
+    for n in &names {
+        spawn(&env, &model, n, &["--prompt", "stand by"]).success();
+    }
+    assert!(
+        wait_until(T, || {
+            let s = status(&env);
+            names
+                .iter()
+                .all(|n| member(&s, n).is_some_and(|m| m["alive"] == true && m["pid"].is_i64()))
+        }),
+        "not all registered: {}",
+        status(&env)
+    );
+    let roster: Value =
+        serde_json::from_slice(&std::fs::read(env.root.join("teams/t/config.json")).unwrap())
+            .unwrap();
+    let server_pid: i32 = String::from_utf8_lossy(
+        &std::process::Command::new("tmux")
+            .args(["-L", &env.tmux_socket, "display", "-p", "#{pid}"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    for (pane, agent, pid) in panes(&env) {
+        let m = roster["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == agent)
+            .unwrap();
+        assert_eq!(m["tmuxPaneId"], pane.as_str());
+        assert_eq!(m["backendType"], "tmux");
+        let argv = cmdline(pid);
+        if agent == "team-lead" {
+            assert_eq!(argv.get(2).map(String::as_str), Some("lead"), "{argv:?}");
+            continue;
+        }
+        assert_eq!(m["pid"], pid, "the pane's own process is the teammate");
+        assert!(
+            argv[0].ends_with("/swarm") && argv[2] == "teammate",
+            "{argv:?}"
+        );
+        assert_eq!(
+            ppid(pid),
+            Some(server_pid),
+            "a shell sits between tmux and {agent}"
+        );
+        // The key reached the teammate's environment, and no command line.
+        assert!(!argv.iter().any(|a| a.contains("sk-test")));
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        assert!(
+            String::from_utf8_lossy(&environ).contains("ANTHROPIC_API_KEY=sk-test-secret-value")
+        );
+        assert!(String::from_utf8_lossy(&environ).contains(&format!("SWARM_AGENT_ID={agent}@t")));
+    }
+    assert_eq!(panes(&env).len(), 9);
+    // Duplicates are refused, not renamed.
+    let out = spawn(&env, &model, "mate3", &[]).failure(4);
+    assert!(
+        out.stderr.contains("already has a member named 'mate3'"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(panes(&env).len(), 9);
+}
+
+#[test]
+fn dry_run_prints_a_command_line_with_secrets_redacted_and_creates_nothing() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    let before = env.tree();
+    let out = spawn(
+        &env,
+        &model,
+        "bob",
+        &["--dry-run", "--plan-mode-required", "--model", "m-1"],
+    )
+    .success()
+    .stdout;
+    assert_eq!(env.tree(), before, "a dry run created files");
+    assert!(panes(&env).is_empty(), "a dry run made panes");
+    let normal = out
+        .replace(&env.root.display().to_string(), "$ROOT")
+        .replace(&env.dir.path().display().to_string(), "$TMP")
+        .replace(&model.url(), "$MODEL")
+        .replace(&env.tmux_socket, "$SOCKET")
+        .replace(swarm_bin(), "$SWARM");
+    let normal = regex::Regex::new(r"parent-session-id=[0-9a-f-]+")
+        .unwrap()
+        .replace(&normal, "parent-session-id=$$SID");
+    let normal = regex::Regex::new(r"-e '?PATH=[^ ']*'? ")
+        .unwrap()
+        .replace(&normal, "-e PATH=$$PATH ");
+    insta::assert_snapshot!("spawn_dry_run", normal.trim());
+    assert!(!out.contains("sk-test"), "{out}");
+}
+
+fn swarm_bin() -> &'static str {
+    crate::harness::SWARM
+}
+
+#[test]
+fn hostile_names_prompts_directories_and_models_arrive_literally_or_are_refused() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    let canary = env.dir.path().join("pwned");
+    let evil = format!(
+        "$(touch {c}) `touch {c}`; touch {c} ' \" \n-rf",
+        c = canary.display()
+    );
+    for name in [&evil[..], "a;b", "-rf", "$(id)", "x y"] {
+        spawn(&env, &model, &format!("--={name}"), &[]).failure(2);
+        let mut cmd = env.swarm(&["--team", "t", "spawn", "--", name]);
+        run(&mut cmd).failure(2);
+    }
+    let dir = env
+        .dir
+        .path()
+        .join(format!("dir $(touch {}) `x`; y", canary.display()));
+    std::fs::create_dir_all(&dir).unwrap();
+    spawn(
+        &env,
+        &model,
+        "bob",
+        &[
+            "--prompt",
+            &evil,
+            "--cwd",
+            &dir.display().to_string(),
+            "--model",
+            &evil,
+        ],
+    )
+    .success();
+    let (_, _, pid) = panes(&env).into_iter().find(|p| p.1 == "bob").unwrap();
+    assert!(wait_until(T, || status(&env).pointer("/members/1/alive")
+        == Some(&json!(true))));
+    let argv = cmdline(pid);
+    assert!(argv.contains(&format!("--model={evil}")), "{argv:?}");
+    assert!(
+        argv.contains(&format!("--cwd={}", dir.display())),
+        "{argv:?}"
+    );
+    assert_eq!(std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap(), dir);
+    // The first instructions arrived byte for byte (the model saw them).
+    assert!(wait_until(T, || model.requests().iter().any(|r| r
+        .body
+        .to_string()
+        .contains(
+            &serde_json::to_string(&evil).unwrap()[1..evil.len()]
+        ))));
+    assert!(!canary.exists(), "something ran the injected command");
+}
+
+#[test]
+fn a_killed_teammate_is_marked_dead_its_task_released_and_the_lead_told() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("slow work")
+                    .user_contains("claimed task")
+                    .no_tool_result(true)
+                    .reply(Reply::tool("Bash", json!({"command": "sleep 600"}))),
+            )
+            .default_reply(Reply::text("ok")),
+    );
+    env.run(&["--team", "t", "task", "add", "long job"])
+        .success();
+    env.run(&["--team", "t", "task", "add", "another long job"])
+        .success();
+    spawn(
+        &env,
+        &model,
+        "bob",
+        &["--permission-mode", "bypassPermissions"],
+    )
+    .success();
+    spawn(
+        &env,
+        &model,
+        "carol",
+        &["--permission-mode", "bypassPermissions"],
+    )
+    .success();
+    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    assert!(wait_until(T, || list.get("1").unwrap().owner.is_some()
+        && list.get("2").unwrap().owner.is_some()));
+    let owner = |id: &str| list.get(id).unwrap().owner.unwrap();
+    let (victim, other) = (owner("1"), owner("2"));
+    let pid = member(&status(&env), &victim).unwrap()["pid"]
+        .as_i64()
+        .unwrap() as i32;
+    // kill -9: nothing of the teammate's own shutdown code runs.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let told = env.wait_for_lead_message("t", T, |p| matches!(p, Protocol::TeammateTerminated(t) if t.agent.as_deref() == Some(victim.as_str())));
+    let Some(Protocol::TeammateTerminated(note)) = told else {
+        panic!("the lead was not told")
+    };
+    assert_eq!(note.released_task_ids, vec!["1".to_owned()]);
+    assert!(
+        note.message.contains("killed by signal 9"),
+        "{}",
+        note.message
+    );
+    let t1 = list.get("1").unwrap();
+    assert!(
+        t1.owner.is_none() || t1.owned_by(&other),
+        "task 1 still belongs to the dead {victim}"
+    );
+    let s = status(&env);
+    assert_eq!(member(&s, &victim).unwrap()["state"], "dead");
+    // Closing the other's pane by hand: the same.
+    let (pane, _, _) = panes(&env).into_iter().find(|p| p.1 == other).unwrap();
+    std::process::Command::new("tmux")
+        .args(["-L", &env.tmux_socket, "kill-pane", "-t", &pane])
+        .status()
+        .unwrap();
+    let told = env.wait_for_lead_message("t", T, |p| matches!(p, Protocol::TeammateTerminated(t) if t.agent.as_deref() == Some(other.as_str())));
+    assert!(told.is_some(), "closing a pane went unnoticed");
+    assert!(wait_until(T, || {
+        let t = list.get("2").unwrap();
+        t.status == Status::Pending && t.owner.is_none() || list.get("1").unwrap().owner.is_none()
+    }));
+    // Exactly once each, however many times anyone looks.
+    env.run(&["--team", "t", "status"]).success();
+    let notes = env
+        .lead_inbox("t")
+        .iter()
+        .filter(|e| matches!(e.protocol(), Some(Protocol::TeammateTerminated(_))))
+        .count();
+    assert_eq!(notes, 2);
+}
+
+#[test]
+fn killing_the_tmux_server_marks_everyone_dead() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    spawn(&env, &model, "bob", &[]).success();
+    spawn(&env, &model, "carol", &[]).success();
+    assert!(wait_until(T, || status(&env)["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["alive"] == true)));
+    std::process::Command::new("tmux")
+        .args(["-L", &env.tmux_socket, "kill-server"])
+        .status()
+        .unwrap();
+    assert!(wait_until(T, || status(&env)["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["alive"] == false)));
+    let s = status(&env);
+    assert_eq!(s["tmuxReachable"], false);
+    for name in ["bob", "carol"] {
+        assert_eq!(member(&s, name).unwrap()["state"], "dead", "{s}");
+    }
+    let text = env.run(&["--team", "t", "status"]).success().stdout;
+    assert!(text.contains("tmux: no server"), "{text}");
+}
+
+#[test]
+fn the_ladder_stops_a_teammate_that_will_not_stop_and_leaves_nothing() {
+    let env = TestEnv::with_team("t", &[]);
+    // bob is stuck in a command that ignores SIGTERM; it cannot answer in time.
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("stuck")
+                    .user_contains("get stuck")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Bash",
+                        json!({"command": "trap '' TERM; sleep 600 & wait; sleep 600"}),
+                    )),
+            )
+            .default_reply(Reply::text("ok")),
+    );
+    spawn(
+        &env,
+        &model,
+        "bob",
+        &[
+            "--prompt",
+            "get stuck",
+            "--permission-mode",
+            "bypassPermissions",
+        ],
+    )
+    .success();
+    assert!(wait_until(T, || member(&status(&env), "bob")
+        .is_some_and(|m| m["state"] == "working")));
+    let pid = member(&status(&env), "bob").unwrap()["pid"]
+        .as_i64()
+        .unwrap() as i32;
+    let session: Vec<i32> = swarm::process::session_members(pid);
+    assert!(
+        session.len() >= 2,
+        "bob's command should be running: {session:?}"
+    );
+    let out = env
+        .run(&["--team", "t", "shutdown", "bob", "--timeout", "1s"])
+        .success()
+        .stdout;
+    assert!(out.contains("SIGTERM"), "{out}");
+    assert!(
+        swarm::process::session_members(pid).is_empty(),
+        "left behind: {:?}",
+        swarm::process::session_members(pid)
+    );
+    assert!(
+        !panes(&env).iter().any(|p| p.1 == "bob"),
+        "bob's pane survived"
+    );
+    assert!(
+        member(&status(&env), "bob").is_none(),
+        "bob is still on the roster"
+    );
+}
+
+#[test]
+fn team_delete_refuses_live_teammates_and_force_spares_the_users_own_pane() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    spawn(&env, &model, "bob", &[]).success();
+    assert!(wait_until(T, || member(&status(&env), "bob")
+        .is_some_and(|m| m["alive"] == true)));
+    // The user splits a pane of their own into the team's window.
+    let lead_pane = panes(&env)
+        .into_iter()
+        .find(|p| p.1 == "team-lead")
+        .unwrap()
+        .0;
+    let mine = String::from_utf8_lossy(
+        &std::process::Command::new("tmux")
+            .args([
+                "-L",
+                &env.tmux_socket,
+                "split-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-t",
+                &lead_pane,
+                "sleep",
+                "600",
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_owned();
+    let out = env.run(&["team", "delete", "t"]).failure(4);
+    assert!(out.stderr.contains("bob"), "{}", out.stderr);
+    assert!(env.root.join("teams/t/config.json").exists());
+    env.run(&["team", "delete", "t", "--force"]).success();
+    assert!(!env.root.join("teams/t").exists() && !env.root.join("tasks/t").exists());
+    let left = panes(&env);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].0, mine, "the user's pane was touched");
+}
