@@ -2,6 +2,7 @@
 //! Code's own on-disk formats. See CONTRIBUTING.md for the architecture.
 
 pub mod agent;
+pub mod approvals;
 pub mod atomic;
 pub mod cli;
 pub mod clock;

@@ -71,6 +71,29 @@ pub enum Command {
     /// Run the team's lead process (started in the team window's first pane)
     Lead(LeadArgs),
 
+    /// List plan approval and permission requests
+    Approvals {
+        /// Only requests still waiting for a decision
+        #[arg(long)]
+        pending: bool,
+    },
+
+    /// Approve a pending request
+    Approve {
+        request_id: String,
+        /// For a plan: the permission mode the teammate gets [default: default]
+        #[arg(long, value_name = "MODE")]
+        mode: Option<String>,
+    },
+
+    /// Reject a pending request
+    Reject {
+        request_id: String,
+        /// What to change (required for a plan)
+        #[arg(long)]
+        feedback: Option<String>,
+    },
+
     /// Run one agent in the foreground on a prompt
     Agent(AgentArgs),
 

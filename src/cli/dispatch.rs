@@ -52,6 +52,14 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Shutdown(args) => done(ops::shutdown(&ctx, args)),
         Command::Attach { team } => done(ops::attach(&ctx, team)),
         Command::Lead(args) => ops::lead(&ctx, args),
+        Command::Approvals { pending } => done(ops::approvals(&ctx, pending)),
+        Command::Approve { request_id, mode } => {
+            done(ops::decide(&ctx, &request_id, true, None, mode))
+        }
+        Command::Reject {
+            request_id,
+            feedback,
+        } => done(ops::decide(&ctx, &request_id, false, feedback, None)),
         Command::Agent(args) => agent::solo(&ctx, args),
         Command::Teammate(args) => agent::teammate(&ctx, args),
         Command::ModelServer(_) => unreachable!("dispatched above"),

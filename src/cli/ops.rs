@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use crate::agent::permissions::PermissionMode;
+use crate::approvals;
 use crate::cli::args::{LeadArgs, ShutdownArgs, SpawnArgs};
 use crate::cli::context::Ctx;
 use crate::cli::output::print_json;
@@ -282,4 +283,67 @@ pub fn lead(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
         .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
     let code = runtime.block_on(lead::run(opts))?;
     Ok(u8::try_from(code).unwrap_or(1))
+}
+
+pub fn approvals(ctx: &Ctx, pending: bool) -> Result<()> {
+    let team = ctx.team()?;
+    let all: Vec<approvals::Approval> = approvals::list(&ctx.root, &team)?
+        .into_iter()
+        .filter(|a| !pending || a.state == approvals::State::Pending)
+        .collect();
+    if ctx.json() {
+        print_json(&all);
+        return Ok(());
+    }
+    if all.is_empty() {
+        println!("no {}requests", if pending { "pending " } else { "" });
+    }
+    let now = clock::now_ms();
+    for a in &all {
+        println!(
+            "{:<9} {:<10} {:<12} {}  {}",
+            a.state.as_str(),
+            format!("{:?}", a.kind).to_lowercase(),
+            a.agent,
+            a.request_id,
+            status::ago(a.created_ms, now)
+        );
+        println!("          {}", a.summary);
+    }
+    Ok(())
+}
+
+pub fn decide(
+    ctx: &Ctx,
+    id: &str,
+    approve: bool,
+    feedback: Option<String>,
+    mode: Option<String>,
+) -> Result<()> {
+    let team = ctx.team()?;
+    if let Some(m) = &mode {
+        m.parse::<PermissionMode>()?;
+    }
+    let a = approvals::resolve(
+        &ctx.root,
+        &team,
+        id,
+        approvals::Decision {
+            approve,
+            feedback,
+            mode,
+            by: "human".to_owned(),
+        },
+    )?;
+    if ctx.json() {
+        print_json(&a);
+    } else {
+        println!(
+            "{} {}'s request {}",
+            a.state.as_str(),
+            a.agent,
+            a.request_id
+        );
+    }
+    Ok(())
 }
