@@ -98,8 +98,9 @@ fn path(root: &Root, team: &TeamName, id: &str) -> Result<std::path::PathBuf> {
     Ok(dir(root, team).join(format!("{id}.json")))
 }
 
-/// The record for a plan approval request.
-pub fn from_plan(req: &PlanApprovalRequest) -> Approval {
+/// The record for a plan approval request; `mode` is what the teammate gets when the plan
+/// is approved without naming a mode (the lead's teammates' mode, as Claude Code does).
+pub fn from_plan(req: &PlanApprovalRequest, mode: Option<String>) -> Approval {
     Approval {
         request_id: req.request_id.clone(),
         kind: Kind::Plan,
@@ -121,7 +122,7 @@ pub fn from_plan(req: &PlanApprovalRequest) -> Approval {
         ),
         detail: Value::String(req.plan_content.clone()),
         feedback: None,
-        mode: None,
+        mode,
     }
 }
 
@@ -221,18 +222,16 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
             "rejecting a plan needs feedback saying what to change (--feedback TEXT)",
         ));
     }
+    let mode = decision.mode.clone().or_else(|| a.mode.clone());
     let answer = match a.kind {
         Kind::Plan => Protocol::PlanApprovalResponse(PlanApprovalResponse {
             request_id: a.request_id.clone(),
             approved: decision.approve,
             feedback: decision.feedback.clone().filter(|_| !decision.approve),
             timestamp: clock::now_iso(),
-            permission_mode: decision.approve.then(|| {
-                decision
-                    .mode
-                    .clone()
-                    .unwrap_or_else(|| "default".to_owned())
-            }),
+            permission_mode: decision
+                .approve
+                .then(|| mode.clone().unwrap_or_else(|| "default".to_owned())),
         }),
         Kind::Permission => Protocol::PermissionResponse(PermissionResponse {
             request_id: a.request_id.clone(),
@@ -254,7 +253,7 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
     a.resolved_ms = Some(clock::now_ms());
     a.resolved_by = Some(decision.by.clone());
     a.feedback = decision.feedback;
-    a.mode = decision.mode;
+    a.mode = mode;
     // Written before the answer goes out: a crash between leaves it resolved but
     // unanswered (the teammate's own timeout covers that), never answered twice.
     atomic::write(&p, &json::to_pretty(&a))?;

@@ -17,14 +17,17 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::clock;
 use crate::error::{Error, IoContext, Result};
+use crate::lead_agent::{self, LeadAgentOptions};
 use crate::names::{AgentName, LEAD, TeamName};
+use crate::report;
 use crate::root::Root;
 use crate::roster;
 use crate::shutdown::{self, LadderOptions};
-use crate::state::{self, Activity, AgentState};
+use crate::state::{self, Activity, AgentState, ExitInfo};
 use crate::status;
 use crate::supervisor;
 use crate::tmux::Tmux;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]
 pub struct LeadOptions {
@@ -108,13 +111,12 @@ pub fn reconcile(
     Ok((seen, reported))
 }
 
-/// Runs the supervising lead until a signal; returns the exit code.
-pub async fn run(opts: LeadOptions) -> Result<i32> {
+/// Runs the lead until a signal or, with an agent, until its goal is done; returns the
+/// exit code.
+pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i32> {
     let _lock = LeadLock::acquire(&opts.root, &opts.team)?;
     let mut me = register(&opts.root, &opts.team)?;
-    let mut events: Vec<String> = Vec::new();
-    let mut interval = tokio::time::interval(opts.reconcile_every);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let stop = CancellationToken::new();
     let listen = |kind| {
         signal(kind).map_err(|e| Error::Other(format!("failed to install a signal handler: {e}")))
     };
@@ -123,40 +125,103 @@ pub async fn run(opts: LeadOptions) -> Result<i32> {
         listen(SignalKind::terminate())?,
         listen(SignalKind::hangup())?,
     );
-    loop {
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
         tokio::select! {
-            _ = interval.tick() => {
-                let (root, team, tmux) = (opts.root.clone(), opts.team.clone(), opts.tmux.clone());
-                let pass = tokio::task::spawn_blocking(move || reconcile(&root, &team, tmux.as_ref())).await;
-                match pass {
-                    Ok(Ok((seen, reported))) => {
-                        for r in reported {
-                            events.push(format!("{} {} stopped: {}", clock::now_iso(), r.name, r.reason));
-                        }
-                        if opts.draw {
-                            draw(&seen, &events);
-                        }
-                    }
-                    Ok(Err(e)) => tracing::warn!("reconcile failed: {e}"),
-                    Err(e) => tracing::warn!("reconcile panicked: {e}"),
-                }
-                me.last_activity_ms = clock::now_ms();
-                let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
-            }
-            _ = int.recv() => break,
-            _ = term.recv() => break,
-            _ = hup.recv() => break,
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
         }
-    }
+        on_signal.cancel();
+    });
+    let supervisor = tokio::spawn(supervise(opts.clone(), agent.is_none(), stop.clone()));
+    let (code, outcome) = match agent.clone() {
+        None => {
+            stop.cancelled().await;
+            (0, None)
+        }
+        Some(a) => {
+            let (outcome, engine) = lead_agent::run(a, stop.clone()).await?;
+            me.usage = engine.usage;
+            me.cost_usd = engine.cost_usd;
+            me.model_calls = engine.model_calls;
+            let code = match &outcome {
+                lead_agent::Outcome::Done => 0,
+                lead_agent::Outcome::Stopped(_) => i32::from(crate::error::exit::INTERRUPTED),
+                lead_agent::Outcome::Failed(_) => i32::from(crate::error::exit::MODEL),
+            };
+            (code, Some(outcome))
+        }
+    };
     if !opts.keep_team {
         me.activity = Activity::ShuttingDown;
         let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
         let opts2 = opts.clone();
         let _ = tokio::task::spawn_blocking(move || stop_team(&opts2)).await;
     }
+    stop.cancel();
+    let _ = supervisor.await;
+    if let (Some(a), Some(outcome)) = (agent, outcome) {
+        let result = match &outcome {
+            lead_agent::Outcome::Done => "done: every task is completed".to_owned(),
+            lead_agent::Outcome::Stopped(why) => format!("stopped: {why}"),
+            lead_agent::Outcome::Failed(why) => format!("failed: {why}"),
+        };
+        // The lead's own figures, then the whole team's as it ends.
+        me.activity = Activity::Exited;
+        me.exit = Some(ExitInfo {
+            code,
+            reason: result.clone(),
+            released_tasks: Vec::new(),
+            clean: code == 0,
+        });
+        let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
+        let text = report::render(&opts.root, &opts.team, &a.goal, &result, &a.cwd);
+        let path = report::write(&opts.root, &opts.team, &text);
+        println!("\n{text}\n(report written to {})", path.display());
+    }
     me.activity = Activity::Exited;
+    if me.exit.is_none() {
+        me.exit = Some(ExitInfo {
+            code,
+            reason: "the lead stopped".to_owned(),
+            released_tasks: Vec::new(),
+            clean: true,
+        });
+    }
     let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
-    Ok(0)
+    Ok(code)
+}
+
+/// The reconcile loop, until `stop`: report what ended, redraw the table when asked to.
+async fn supervise(opts: LeadOptions, draw_table: bool, stop: CancellationToken) {
+    let mut events: Vec<String> = Vec::new();
+    let mut interval = tokio::time::interval(opts.reconcile_every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        let (root, team, tmux) = (opts.root.clone(), opts.team.clone(), opts.tmux.clone());
+        match tokio::task::spawn_blocking(move || reconcile(&root, &team, tmux.as_ref())).await {
+            Ok(Ok((seen, reported))) => {
+                for r in reported {
+                    events.push(format!(
+                        "{} {} stopped: {}",
+                        clock::now_iso(),
+                        r.name,
+                        r.reason
+                    ));
+                }
+                if draw_table && opts.draw {
+                    draw(&seen, &events);
+                }
+            }
+            Ok(Err(e)) => tracing::warn!("reconcile failed: {e}"),
+            Err(e) => tracing::warn!("reconcile panicked: {e}"),
+        }
+    }
 }
 
 /// Runs the ladder on every teammate that is alive.

@@ -122,3 +122,25 @@ pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState
 pub fn read(root: &Root, team: &TeamName, agent: &AgentName) -> Option<AgentState> {
     json::parse(&std::fs::read(root.state_path(team, agent)).ok()?).ok()
 }
+
+/// Every agent that has a state file, by name (teammates that left the roster included).
+pub fn all(root: &Root, team: &TeamName) -> Vec<(String, AgentState)> {
+    let Ok(entries) = std::fs::read_dir(root.state_dir(team)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, AgentState)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e
+                .file_name()
+                .to_string_lossy()
+                .strip_suffix(".json")?
+                .to_owned();
+            let agent = AgentName::parse_any(&name).ok()?;
+            Some((name, read(root, team, &agent)?))
+        })
+        .collect();
+    // The lead first, then by name.
+    out.sort_by(|a, b| (a.0 != crate::names::LEAD, &a.0).cmp(&(b.0 != crate::names::LEAD, &b.0)));
+    out
+}

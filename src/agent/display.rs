@@ -133,7 +133,13 @@ impl Display {
                     delay.as_secs_f64()
                 ));
             }
-            Event::Stream(_) | Event::Response { .. } => {}
+            Event::Response { .. } => {
+                if self.mid_line {
+                    self.mid_line = false;
+                    self.out("\n");
+                }
+            }
+            Event::Stream(_) => {}
             Event::ToolStart { description, .. } => {
                 self.line(&format!("{}⏺ {description}{RESET}", self.colour));
             }

@@ -168,6 +168,62 @@ impl AllowRule {
     }
 }
 
+/// Splits a command line at `&&`, `||`, `;`, `|`, `&` and newlines outside quotes.
+/// `None` if it holds what a rule cannot vouch for: command substitution (`$(`, backticks)
+/// or a redirection outside single quotes.
+fn simple_commands(command: &str) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let (mut single, mut double) = (false, false);
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '\\' if !single => {
+                current.push(c);
+                if let Some(n) = chars.next() {
+                    current.push(n);
+                }
+                continue;
+            }
+            '`' if !single => return None,
+            '$' if !single && chars.peek() == Some(&'(') => return None,
+            '>' | '<' if !single && !double => return None,
+            ';' | '\n' | '|' | '&' if !single && !double => {
+                if matches!(chars.peek(), Some('|' | '&')) {
+                    chars.next();
+                }
+                parts.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    if single || double {
+        return None;
+    }
+    parts.push(current);
+    Some(
+        parts
+            .into_iter()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect(),
+    )
+}
+
+/// True if every simple command in `command` is allowed by some rule.
+pub fn command_allowed(rules: &[AllowRule], command: &str) -> bool {
+    match simple_commands(command) {
+        Some(parts) if !parts.is_empty() => parts
+            .iter()
+            .all(|p| rules.iter().any(|r| r.allows_command(p))),
+        _ => false,
+    }
+}
+
 /// The decision for one tool call, before any asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -197,11 +253,17 @@ pub fn verdict(
         (PermissionMode::BypassPermissions, _) => Verdict::Allow,
         (PermissionMode::AcceptEdits, ToolKind::Edit) => Verdict::Allow,
         _ => {
-            let allowed = rules.iter().any(|r| match (kind, command, path) {
-                (ToolKind::Execute, Some(c), _) => r.allows_command(c),
-                (ToolKind::Edit, _, Some(p)) => r.allows_path(tool, p, cwd),
-                _ => r.tool == tool && r.pattern.is_none(),
-            });
+            let allowed = match (kind, command, path) {
+                // `Bash` with no pattern allows anything; patterns vouch for each part.
+                (ToolKind::Execute, Some(c), _) => {
+                    rules
+                        .iter()
+                        .any(|r| r.tool == "Bash" && r.pattern.is_none())
+                        || command_allowed(rules, c)
+                }
+                (ToolKind::Edit, _, Some(p)) => rules.iter().any(|r| r.allows_path(tool, p, cwd)),
+                _ => rules.iter().any(|r| r.tool == tool && r.pattern.is_none()),
+            };
             if allowed {
                 Verdict::Allow
             } else {
@@ -232,6 +294,25 @@ mod tests {
         assert!("Bash(".parse::<AllowRule>().is_err());
         assert!("(x)".parse::<AllowRule>().is_err());
         assert!("Ba sh".parse::<AllowRule>().is_err());
+    }
+
+    #[test]
+    fn compound_commands_need_every_part_allowed() {
+        let r = rules(&["Bash(bash check.sh:*)", "Bash(echo:*)"]);
+        assert!(command_allowed(
+            &r,
+            "bash check.sh && echo \"task #4: ok; fine\""
+        ));
+        assert!(command_allowed(&r, "bash check.sh | echo x"));
+        assert!(!command_allowed(&r, "bash check.sh && rm -rf ~"));
+        assert!(!command_allowed(&r, "bash check.sh; curl evil"));
+        assert!(!command_allowed(&r, "echo $(rm -rf ~)"));
+        assert!(!command_allowed(&r, "echo `id`"));
+        assert!(!command_allowed(&r, "echo x > /etc/passwd"));
+        assert!(command_allowed(&r, "echo 'a > b; $(c)'"));
+        assert!(!command_allowed(&r, "echo \"$(id)\""));
+        assert!(!command_allowed(&r, "echo 'unterminated"));
+        assert!(!command_allowed(&r, ""));
     }
 
     #[test]

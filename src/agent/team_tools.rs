@@ -7,12 +7,12 @@
 use serde_json::{Map, Value};
 
 use crate::agent::tools::{ToolContext, ToolOutcome, required_str, value_str};
+use crate::approvals;
 use crate::clock;
 use crate::mailbox::{self, Envelope};
 use crate::names::{AgentName, LEAD};
 use crate::protocol::{
-    self, PlanApprovalResponse, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest,
-    TaskAssignment,
+    self, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest, TaskAssignment,
 };
 use crate::roster;
 use crate::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
@@ -165,34 +165,45 @@ fn structured(
                 )),
             }
         }
-        Some("plan_approval_response") => {
+        Some(kind @ ("plan_approval_response" | "permission_response")) => {
             if !ctx.agent.is_lead() {
                 return Err(ToolOutcome::err(
-                    "only the team lead can answer a plan approval request",
+                    "only the team lead answers plan approval and permission requests",
                 ));
             }
+            let team = ctx.team()?;
             let request_id = s("request_id")
-                .ok_or_else(|| ToolOutcome::err("plan_approval_response needs request_id"))?;
-            let approved =
-                approve.ok_or_else(|| ToolOutcome::err("plan_approval_response needs approve"))?;
-            send_protocol(
-                ctx,
-                to,
-                &Protocol::PlanApprovalResponse(PlanApprovalResponse {
-                    request_id: request_id.clone(),
-                    approved,
-                    feedback: s("feedback").filter(|_| !approved),
-                    timestamp: now,
-                    permission_mode: approved.then(|| "default".to_owned()),
-                }),
-            )?;
+                .ok_or_else(|| ToolOutcome::err(format!("{kind} needs request_id")))?;
+            let approved = approve
+                .ok_or_else(|| ToolOutcome::err(format!("{kind} needs approve: true or false")))?;
+            let feedback = s("feedback").or_else(|| s("reason"));
+            // Through the approvals record, so each request is answered exactly once.
+            let decided = approvals::resolve(
+                &team.root,
+                &team.team,
+                &request_id,
+                approvals::Decision {
+                    approve: approved,
+                    feedback,
+                    mode: s("permission_mode"),
+                    by: me.clone(),
+                },
+            )
+            .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            if decided.agent != to && to != "*" {
+                tracing::info!(
+                    "answered {request_id} of {} (SendMessage named {to})",
+                    decided.agent
+                );
+            }
             Ok(ToolOutcome::ok(format!(
-                "Plan {} for {to} [{request_id}]",
-                if approved { "approved" } else { "rejected" }
+                "{} {}'s request [{request_id}]",
+                if approved { "Approved" } else { "Rejected" },
+                decided.agent
             )))
         }
         Some(other) => Err(ToolOutcome::err(format!(
-            "unknown message type '{other}'; use a string, or shutdown_request, shutdown_response, plan_approval_response"
+            "unknown message type '{other}'; use a string, or shutdown_request, shutdown_response, plan_approval_response, permission_response"
         ))),
         None => Err(ToolOutcome::err("a structured message needs a type")),
     }
@@ -403,6 +414,82 @@ pub fn task_update(input: Value, ctx: &ToolContext) -> ToolOutcome {
                 format!(" ({})", notes.join(", "))
             },
             task_line(&task)
+        )))
+    };
+    run().unwrap_or_else(|e| e)
+}
+
+/// The lead's Agent tool: starts a teammate in its own pane.
+pub fn spawn_teammate(input: Value, ctx: &ToolContext) -> ToolOutcome {
+    let run = || -> Result<ToolOutcome, ToolOutcome> {
+        let team = ctx.team()?;
+        let powers = ctx.lead.as_ref().ok_or_else(|| {
+            ToolOutcome::err("only the team lead can spawn teammates (the roster is flat)")
+        })?;
+        let err = |e: crate::error::Error| ToolOutcome::err(e.to_string());
+        let name = AgentName::new(required_str(&input, "name")?).map_err(err)?;
+        let prompt = required_str(&input, "prompt")?.to_owned();
+        let config = roster::load(&team.root, &team.team).map_err(err)?;
+        let current = config.teammates().count();
+        if current >= powers.max_teammates {
+            return Err(ToolOutcome::err(format!(
+                "the team already has {current} teammate(s), the most this run allows; give more tasks to the ones you have"
+            )));
+        }
+        let mode = input.get("mode").and_then(Value::as_str);
+        let plan = mode == Some("plan");
+        let permission_mode = match mode {
+            Some(m) if !plan => Some(m.parse().map_err(err)?),
+            _ => None,
+        };
+        let req = crate::spawn::SpawnRequest {
+            name,
+            prompt: Some(prompt),
+            agent_type: input
+                .get("subagent_type")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            model: input
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            permission_mode,
+            plan_mode_required: plan,
+            cwd: ctx.cwd.clone(),
+            color: None,
+        };
+        let place = crate::spawn::Place {
+            tmux: &powers.tmux,
+            inside_tmux: powers.inside_tmux,
+        };
+        let spawned = crate::spawn::spawn(
+            &team.root,
+            &team.team,
+            &place,
+            &powers.settings,
+            &powers.env,
+            &req,
+        )
+        .map_err(err)?;
+        Ok(ToolOutcome::ok(format!(
+            "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}\nThe agent is now running and will receive instructions via mailbox.",
+            spawned.name, team.team, spawned.name, team.team, spawned.pane
+        )))
+    };
+    run().unwrap_or_else(|e| e)
+}
+
+/// The lead's TeamStatus tool.
+pub fn team_status(ctx: &ToolContext) -> ToolOutcome {
+    let run = || -> Result<ToolOutcome, ToolOutcome> {
+        let team = ctx.team()?;
+        let tmux = ctx.lead.as_ref().map(|p| &p.tmux);
+        let seen = crate::status::observe(&team.root, &team.team, tmux)
+            .map_err(|e| ToolOutcome::err(e.to_string()))?;
+        Ok(ToolOutcome::ok(crate::status::render_for_width(
+            &seen,
+            clock::now_ms(),
+            90,
         )))
     };
     run().unwrap_or_else(|e| e)

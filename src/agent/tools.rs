@@ -36,9 +36,12 @@ pub enum ToolName {
     TaskList,
     TaskUpdate,
     ExitPlanMode,
+    Agent,
+    TeamStatus,
 }
 
 impl ToolName {
+    /// A teammate's tools.
     pub const ALL: [ToolName; 12] = [
         ToolName::Bash,
         ToolName::Read,
@@ -52,6 +55,20 @@ impl ToolName {
         ToolName::TaskList,
         ToolName::TaskUpdate,
         ToolName::ExitPlanMode,
+    ];
+
+    /// The lead's tools: the team, and reading (it delegates the changes).
+    pub const LEAD: [ToolName; 10] = [
+        ToolName::Agent,
+        ToolName::SendMessage,
+        ToolName::TaskCreate,
+        ToolName::TaskGet,
+        ToolName::TaskList,
+        ToolName::TaskUpdate,
+        ToolName::TeamStatus,
+        ToolName::Read,
+        ToolName::Glob,
+        ToolName::Grep,
     ];
 
     /// The tools that need no team.
@@ -79,11 +96,16 @@ impl ToolName {
             ToolName::TaskList => "TaskList",
             ToolName::TaskUpdate => "TaskUpdate",
             ToolName::ExitPlanMode => "ExitPlanMode",
+            ToolName::Agent => "Agent",
+            ToolName::TeamStatus => "TeamStatus",
         }
     }
 
     pub fn parse(name: &str) -> Option<ToolName> {
-        ToolName::ALL.into_iter().find(|t| t.as_str() == name)
+        ToolName::ALL
+            .into_iter()
+            .chain(ToolName::LEAD)
+            .find(|t| t.as_str() == name)
     }
 
     pub fn kind(self) -> ToolKind {
@@ -95,7 +117,9 @@ impl ToolName {
             | ToolName::TaskCreate
             | ToolName::TaskGet
             | ToolName::TaskList
-            | ToolName::TaskUpdate => ToolKind::Team,
+            | ToolName::TaskUpdate
+            | ToolName::Agent
+            | ToolName::TeamStatus => ToolKind::Team,
             ToolName::ExitPlanMode => ToolKind::PlanExit,
         }
     }
@@ -196,6 +220,21 @@ impl ToolName {
                 "Present your plan and ask to leave plan mode. Wait for approval before editing files or running commands.",
                 json!({"type": "object", "properties": {"plan": {"type": "string", "description": "The plan, in Markdown"}}, "required": ["plan"]}),
             ),
+            ToolName::Agent => (
+                "Spawn a teammate in its own tmux pane. It receives `prompt` as its first instructions, then works on the shared task list by itself. Use mode \"plan\" to make it present a plan for your approval before it changes anything.",
+                json!({"type": "object", "properties": {
+                    "name": {"type": "string", "description": "A short unique name: letters, digits, - and _"},
+                    "prompt": {"type": "string", "description": "Its first instructions"},
+                    "description": {"type": "string", "description": "3-5 words on its role"},
+                    "subagent_type": {"type": "string"},
+                    "model": {"type": "string"},
+                    "mode": {"type": "string", "enum": ["plan", "default", "acceptEdits", "bypassPermissions"]}
+                }, "required": ["name", "prompt"]}),
+            ),
+            ToolName::TeamStatus => (
+                "The team right now: each member's state (idle, working, awaiting-approval, dead...), current task and last activity, and the task counts.",
+                json!({"type": "object", "properties": {}}),
+            ),
         };
         ToolSpec {
             name: self.as_str().to_owned(),
@@ -250,6 +289,18 @@ pub struct ToolContext {
     /// The last direct message this agent sent to a peer, for its idle notification.
     pub last_peer_dm: Mutex<Option<String>>,
     pub cancel: CancellationToken,
+    /// What only the lead can do: spawn teammates.
+    pub lead: Option<LeadPowers>,
+}
+
+/// The lead's means to start teammates, as `swarm spawn` would.
+#[derive(Debug, Clone)]
+pub struct LeadPowers {
+    pub settings: crate::inherit::LeadSettings,
+    pub env: std::collections::BTreeMap<String, String>,
+    pub tmux: crate::tmux::Tmux,
+    pub inside_tmux: bool,
+    pub max_teammates: usize,
 }
 
 impl ToolContext {
@@ -270,6 +321,7 @@ impl ToolContext {
             shutdown_approved: AtomicBool::new(false),
             last_peer_dm: Mutex::new(None),
             cancel: CancellationToken::new(),
+            lead: None,
         }
     }
 
@@ -327,7 +379,8 @@ pub fn describe_call(tool: ToolName, input: &Value) -> String {
                 .map(|st| format!(" → {st}"))
                 .unwrap_or_default()
         ),
-        ToolName::TaskList | ToolName::ExitPlanMode => String::new(),
+        ToolName::Agent => s("name").to_owned(),
+        ToolName::TaskList | ToolName::ExitPlanMode | ToolName::TeamStatus => String::new(),
     };
     let detail: String = detail
         .lines()
@@ -362,6 +415,8 @@ pub async fn run(tool: ToolName, input: Value, ctx: &ToolContext) -> ToolOutcome
         ToolName::TaskGet => team_tools::task_get(input, ctx),
         ToolName::TaskList => team_tools::task_list(ctx),
         ToolName::TaskUpdate => team_tools::task_update(input, ctx),
+        ToolName::Agent => team_tools::spawn_teammate(input, ctx),
+        ToolName::TeamStatus => team_tools::team_status(ctx),
         ToolName::ExitPlanMode => ToolOutcome::err("ExitPlanMode is handled by the agent runtime"),
     };
     truncate(outcome, ctx.output_cap)
@@ -415,7 +470,7 @@ mod tests {
 
     #[test]
     fn every_tool_has_an_object_schema() {
-        for t in ToolName::ALL {
+        for t in ToolName::ALL.into_iter().chain(ToolName::LEAD) {
             let spec = t.spec();
             assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
             assert_eq!(ToolName::parse(&spec.name), Some(t));

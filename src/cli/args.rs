@@ -94,6 +94,12 @@ pub enum Command {
         feedback: Option<String>,
     },
 
+    /// Give a goal to a lead agent and watch its team work in tmux
+    Run(RunArgs),
+
+    /// Run a real team on a small job with a built-in scripted model: no API key, no network
+    Demo(DemoArgs),
+
     /// Run one agent in the foreground on a prompt
     Agent(AgentArgs),
 
@@ -416,8 +422,61 @@ pub struct LeadArgs {
     /// Leave the teammates running when the lead stops
     #[arg(long)]
     pub keep_team: bool,
+    /// Run a lead agent on the goal in this file (without it, the lead only supervises)
+    #[arg(long, value_name = "FILE")]
+    pub goal_file: Option<PathBuf>,
+    /// Who approves plans and permissions: lead (its model) or human (swarm approve)
+    #[arg(long, default_value = "lead", value_name = "WHO")]
+    pub approver: String,
+    /// The most teammates the lead agent may spawn
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Where the team works [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelOpts,
     #[command(flatten)]
     pub permissions: PermissionOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What the team should achieve
+    pub goal: String,
+    /// The team's name [default: made from the goal]
+    #[arg(long = "name", value_name = "TEAM")]
+    pub team_name: Option<String>,
+    /// The most teammates the lead may spawn
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Who approves plans and permissions: lead (its model) or human (swarm approve)
+    #[arg(long, default_value = "lead", value_name = "WHO")]
+    pub approver: String,
+    /// Do not attach to the team window: wait for the end and print the report
+    #[arg(long)]
+    pub no_attach: bool,
+    /// Where the team works [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Do not attach: run to the end and exit 0 only if the job's check passes
+    #[arg(long)]
+    pub no_attach: bool,
+    /// How many teammates (1-3)
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Where to make the scratch repository [default: a new directory under the system temp dir]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Keep the team's files afterwards (they are deleted by default)
+    #[arg(long)]
+    pub keep: bool,
 }

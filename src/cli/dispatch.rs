@@ -6,7 +6,7 @@ use clap::Parser;
 
 use crate::cli::args::{Cli, Command};
 use crate::cli::context::Ctx;
-use crate::cli::{agent, message, model_server, ops, task, team};
+use crate::cli::{agent, message, model_server, ops, run, task, team};
 use crate::error::{Result, exit};
 
 /// The whole program: `main.rs` calls this and nothing else.
@@ -60,6 +60,8 @@ fn run(cli: Cli) -> Result<u8> {
             request_id,
             feedback,
         } => done(ops::decide(&ctx, &request_id, false, feedback, None)),
+        Command::Run(args) => run::run(&ctx, args),
+        Command::Demo(args) => run::demo(&ctx, args),
         Command::Agent(args) => agent::solo(&ctx, args),
         Command::Teammate(args) => agent::teammate(&ctx, args),
         Command::ModelServer(_) => unreachable!("dispatched above"),

@@ -8,6 +8,7 @@ mod message;
 mod model_server;
 mod ops;
 mod output;
+mod run;
 mod task;
 mod team;
 

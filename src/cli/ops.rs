@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use crate::agent::permissions::PermissionMode;
+use crate::agent::tools::LeadPowers;
 use crate::approvals;
 use crate::cli::args::{LeadArgs, ShutdownArgs, SpawnArgs};
 use crate::cli::context::Ctx;
@@ -13,6 +14,7 @@ use crate::clock;
 use crate::error::{Error, Result};
 use crate::inherit::{self, LeadSettings};
 use crate::lead::{self, LeadOptions};
+use crate::lead_agent::LeadAgentOptions;
 use crate::names::{AgentName, LEAD, TeamName};
 use crate::roster;
 use crate::shutdown::{self, LadderOptions, Outcome};
@@ -266,6 +268,43 @@ pub fn lead(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
     let team = ctx.team()?;
     roster::load(&ctx.root, &team)?;
     let tmux = team_tmux(ctx, &team)?;
+    let agent = match &args.goal_file {
+        None => None,
+        Some(f) => {
+            let goal = std::fs::read_to_string(f).map_err(|e| Error::io("read", f, e))?;
+            let (mode, _) = crate::cli::agent::permissions(&args.permissions)?;
+            let settings = lead_settings(
+                ctx,
+                args.model.provider.clone(),
+                args.model.model.clone(),
+                args.model.base_url.clone(),
+                Some(mode),
+                args.permissions.allow.clone(),
+                Some(args.permissions.max_turns),
+            )?;
+            let cwd = match &args.cwd {
+                Some(c) => std::path::absolute(c).map_err(|e| Error::io("resolve", c, e))?,
+                None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
+            };
+            Some(LeadAgentOptions {
+                root: ctx.root.clone(),
+                team: team.clone(),
+                goal,
+                approver: args.approver.parse()?,
+                llm: crate::cli::agent::llm_config(&args.model)?,
+                powers: LeadPowers {
+                    settings,
+                    env: env_map(),
+                    tmux: tmux.clone(),
+                    inside_tmux: inside_tmux(),
+                    max_teammates: args.teammates,
+                },
+                cwd,
+                max_turns: args.permissions.max_turns,
+                stall_after: Duration::from_secs(60),
+            })
+        }
+    };
     let opts = LeadOptions {
         root: ctx.root.clone(),
         team,
@@ -275,13 +314,12 @@ pub fn lead(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
         ladder: LadderOptions::default(),
         draw: std::io::stdout().is_terminal(),
     };
-    let _ = args.model;
-    let _ = args.permissions;
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
-    let code = runtime.block_on(lead::run(opts))?;
+    let code = runtime.block_on(lead::run(opts, agent))?;
     Ok(u8::try_from(code).unwrap_or(1))
 }
 

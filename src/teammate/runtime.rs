@@ -721,7 +721,9 @@ impl Host for Runtime {
 
     async fn exit_plan_mode(&mut self, plan: &str) -> ToolOutcome {
         if self.ctx.mode() != PermissionMode::Plan {
-            return ToolOutcome::ok("You are not in plan mode; go ahead.");
+            return ToolOutcome::ok(format!(
+                "You are not in plan mode; go ahead with your plan:\n{plan}"
+            ));
         }
         if plan.trim().is_empty() {
             return ToolOutcome::err("ExitPlanMode needs your plan in `plan`");
@@ -781,7 +783,7 @@ impl Host for Runtime {
                 );
                 self.display.incoming(LEAD, "plan approved");
                 ToolOutcome::ok(format!(
-                    "{LEAD} approved your plan. You have left plan mode (permission mode: {mode}); carry it out now."
+                    "{LEAD} approved your plan. You have left plan mode (permission mode: {mode}); carry it out now.\n\nYour approved plan:\n{plan}"
                 ))
             }
             Waited::Got(response) => {
