@@ -2,9 +2,10 @@
 """Writes src/demo/script.json: the scripted model that drives `swarm demo`.
 
 The demo job: three independent bash tools and an entry point that needs them, checked
-by check.sh. The lead creates the tasks one at a time (so their ids are 1-4 in order),
-spawns alice, bob (plan mode) and carol, and briefs them; teammates claim tasks, write
-the file the task gives, run its check, mark it completed and report. Rules are tried in
+by check.sh. The lead creates the tasks one at a time (so their ids are 1-4 in order)
+and spawns bob in plan mode; bob claims the first task and sends a plan; the lead
+approves it, brings in alice and carol, and briefs everyone. Teammates claim tasks,
+write the file the task gives, run its check, mark it completed and report. Rules are tried in
 order; see src/model_server/script.rs for the format.
 
     scripts/demo-script.py        # regenerate after editing
@@ -58,33 +59,37 @@ rule("lead creates task 2", agent=LEAD, tool_result_contains="Task #1 created",
      reply={"tool_calls": [call("TaskCreate", **TASKS[1])]})
 rule("lead creates task 3", agent=LEAD, tool_result_contains="Task #2 created",
      reply={"tool_calls": [call("TaskCreate", **TASKS[2])]})
-rule("lead creates task 4 and the team", agent=LEAD, tool_result_contains="Task #3 created",
-     reply={"text": "Task #4 waits for the other three. Now the team; bob works in plan mode, so I review his plan first.",
+rule("lead creates task 4 and the first teammate", agent=LEAD, tool_result_contains="Task #3 created",
+     reply={"text": "Task #4 waits for the other three. bob goes first, in plan mode: I review his plan before the others join.",
             "tool_calls": [
                 call("TaskCreate", **TASKS[3]),
-                call("Agent", name="alice", description="tool builder",
-                     prompt="You are alice. Claim ready tasks, build them, check them, report to team-lead."),
                 call("Agent", name="bob", mode="plan", description="careful builder",
                      prompt="You are bob. For each task, present a plan with ExitPlanMode and wait for approval before writing anything."),
+            ]})
+rule("lead waits for bob's plan", agent=LEAD, tool_result_contains="name: bob",
+     reply={"text": "Waiting for bob's plan."})
+rule("lead approves a plan and brings in the others", agent=LEAD,
+     user_regex=r"teammate_id=\"(?P<who>[^\"]+)\"[^>]*>\n[^\n]* asks you to approve a plan \(request id (?P<rid>[^)]+)\)",
+     reply={"text": "The plan writes the file the task asks for and checks it: approved. Now alice and carol join.",
+            "tool_calls": [
+                call("SendMessage", to="{{who}}",
+                     message={"type": "plan_approval_response", "request_id": "{{rid}}", "approve": True}),
+                call("Agent", name="alice", description="tool builder",
+                     prompt="You are alice. Claim ready tasks, build them, check them, report to team-lead."),
                 call("Agent", name="carol", description="tool builder",
                      prompt="You are carol. Claim ready tasks, build them, check them, report to team-lead."),
             ]})
-rule("lead briefs everyone", agent=LEAD, tool_result_contains="Spawned successfully",
+rule("lead briefs everyone", agent=LEAD, tool_result_contains="Approved bob's request",
      reply={"tool_calls": [call("SendMessage", to="*", summary="how we work",
                                 message="Tasks #1-#3 are independent: one each. #4 waits for all three and runs check.sh. Mark a task completed once its check passes.")]})
 rule("lead waits", agent=LEAD, tool_result_contains="Message broadcast",
      reply={"text": "The team is at work; I'll wait for news."})
-rule("lead approves a plan", agent=LEAD,
-     user_regex=r"teammate_id=\"(?P<who>[^\"]+)\"[^>]*>\n[^\n]* asks you to approve a plan \(request id (?P<rid>[^)]+)\)",
-     reply={"text": "The plan writes the file the task asks for and checks it: approved.",
-            "tool_calls": [call("SendMessage", to="{{who}}",
-                                message={"type": "plan_approval_response", "request_id": "{{rid}}", "approve": True})]})
 rule("lead grants a permission", agent=LEAD,
      user_regex=r"teammate_id=\"(?P<who>[^\"]+)\"[^>]*>\n[^\n]* asks permission to run (?P<what>.*?) \(request id (?P<rid>[^)]+)\)",
      reply={"text": "{{what}} is part of its task: allowed.",
             "tool_calls": [call("SendMessage", to="{{who}}",
                                 message={"type": "permission_response", "request_id": "{{rid}}", "approve": True})]})
-rule("lead after approving", agent=LEAD, tool_result_contains="Approved", reply={"text": "Approved."})
+rule("lead after a permission", agent=LEAD, tool_result_contains="Approved", reply={"text": "Approved."})
 rule("lead verifies", agent=LEAD, user_contains="All tasks are completed",
      reply={"text": "Let me look at what was built.", "tool_calls": [call("Glob", pattern="**/*.sh")]})
 rule("lead sums up", agent=LEAD, tool_result_contains="toolkit.sh",

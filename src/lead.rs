@@ -168,7 +168,8 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             lead_agent::Outcome::Failed(why) => format!("failed: {why}"),
         };
         // The lead's own figures, then the whole team's as it ends.
-        me.activity = Activity::Exited;
+        // The report reads everyone's state file, the lead's figures included; `Exited`
+        // comes last, since waiters take it to mean the report is there.
         me.exit = Some(ExitInfo {
             code,
             reason: result.clone(),

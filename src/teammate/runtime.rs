@@ -124,6 +124,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         pending_approval: None,
         caught: Arc::new(Mutex::new(None)),
     };
+    rt.watch_signals();
     rt.register()?;
     rt.display.status(&format!(
         "{}@{} · {} · mode {} · {}",
@@ -133,7 +134,6 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         mode,
         rt.opts.cwd.display()
     ));
-    rt.watch_signals();
     rt.watch_for_shutdown();
     let code = rt.main_loop(&mut engine).await;
     let (code, reason, clean) = match code {
@@ -247,18 +247,21 @@ impl Runtime {
         }
     }
 
+    /// Installs the handlers now (a signal before the first await must not kill the
+    /// process outright), and cancels everything when one arrives.
     fn watch_signals(&self) {
         let cancel = self.ctx.cancel.clone();
         let model = self.model_cancel.clone();
         let caught = self.caught.clone();
+        let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::warn!("failed to install signal handlers");
+            return;
+        };
         tokio::spawn(async move {
-            let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::hangup()),
-                signal(SignalKind::interrupt()),
-            ) else {
-                return;
-            };
             let name = tokio::select! {
                 _ = term.recv() => "SIGTERM",
                 _ = hup.recv() => "SIGHUP (its pane or tmux server went away)",

@@ -6,6 +6,7 @@ mod harness;
 mod concurrency;
 mod engine;
 mod llm;
+mod main_job;
 mod store_cli;
 mod team_tmux;
 mod teammate;

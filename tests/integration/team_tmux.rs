@@ -463,3 +463,34 @@ fn team_delete_refuses_live_teammates_and_force_spares_the_users_own_pane() {
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!(left[0].0, mine, "the user's pane was touched");
 }
+
+#[test]
+fn status_json_shape() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    env.run(&["--team", "t", "task", "add", "first"]).success();
+    env.run(&["--team", "t", "task", "add", "second", "--blocked-by", "1"])
+        .success();
+    env.run(&["--team", "t", "task", "claim", "1", "--as", "team-lead"])
+        .success();
+    spawn(&env, &model, "bob", &["--model", "m-1"]).success();
+    spawn(&env, &model, "carol", &[]).success();
+    assert!(wait_until(T, || {
+        let s = status(&env);
+        ["bob", "carol"]
+            .iter()
+            .all(|n| member(&s, n).is_some_and(|m| m["state"] == "idle"))
+    }));
+    let s = status(&env);
+    insta::assert_json_snapshot!("status_json", s, {
+        ".members[].pid" => "[pid]",
+        ".members[].pane" => "[pane]",
+        ".members[].lastActivityMs" => "[time]",
+        ".members[].usage" => "[usage]",
+        ".members[].modelCalls" => "[calls]",
+        ".members[].agentId" => insta::dynamic_redaction(|v, _| {
+            assert!(v.as_str().unwrap().ends_with("@t"));
+            "[name]@t"
+        }),
+    });
+}

@@ -1,0 +1,271 @@
+//! The main job end to end: `swarm demo` and `swarm run` on an isolated tmux server, with
+//! the scripted model, as a person would run them (`--no-attach`: no terminal in CI).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::harness::{ScriptedModel, TestEnv, run_timeout, wait_until};
+
+/// Processes started for this test's root (their environment names it).
+fn our_processes(env: &TestEnv) -> Vec<(i32, String)> {
+    let marker = format!("SWARM_ROOT={}", env.root.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != std::process::id() as i32)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()))
+        })
+        .filter(|pid| swarm::process::is_alive(*pid))
+        .map(|pid| {
+            (
+                pid,
+                std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " "),
+            )
+        })
+        .collect()
+}
+
+fn tmux_panes(env: &TestEnv) -> String {
+    let out = std::process::Command::new("tmux")
+        .args([
+            "-L",
+            &env.tmux_socket,
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id} #{@swarm-agent}",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_demo_runs_to_the_end_and_leaves_nothing_behind() {
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    let out = run_timeout(
+        &mut env.swarm(&["demo", "--no-attach", "--dir", &job.display().to_string()]),
+        Duration::from_secs(180),
+    )
+    .success();
+    assert!(
+        out.stdout.contains("Result: done: every task is completed"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("the job's check passed"),
+        "{}",
+        out.stdout
+    );
+    for file in [
+        "lib/upper.sh",
+        "lib/lower.sh",
+        "lib/reverse.sh",
+        "toolkit.sh",
+    ] {
+        assert!(job.join(file).exists(), "{file} was not written");
+    }
+    // It really ran as a team: four tasks, work spread over several teammates, bob's plan.
+    assert!(
+        out.stdout.contains("- [x] #4 Write toolkit.sh") && out.stdout.contains("after #1, #2, #3"),
+        "{}",
+        out.stdout
+    );
+    let workers = ["alice", "bob", "carol"]
+        .iter()
+        .filter(|n| out.stdout.contains(&format!("- {n}: completed")))
+        .count();
+    assert!(workers >= 2, "one teammate did everything:\n{}", out.stdout);
+    // Nothing left: no process of ours, no pane, no team directory.
+    assert!(
+        wait_until(Duration::from_secs(10), || our_processes(&env).is_empty()),
+        "left running: {:?}",
+        our_processes(&env)
+    );
+    assert!(
+        tmux_panes(&env).trim().is_empty(),
+        "panes left: {}",
+        tmux_panes(&env)
+    );
+    let teams = std::fs::read_dir(env.root.join("teams"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(teams, 0, "the team directory was left behind");
+}
+
+#[test]
+fn the_demo_refuses_bad_input_before_starting_anything() {
+    let env = TestEnv::new();
+    let taken = env.dir.path().join("taken");
+    std::fs::create_dir_all(&taken).unwrap();
+    std::fs::write(taken.join("mine.txt"), "the user's").unwrap();
+    let out = run_timeout(
+        &mut env.swarm(&["demo", "--no-attach", "--dir", &taken.display().to_string()]),
+        Duration::from_secs(30),
+    )
+    .failure(4);
+    assert!(out.stderr.contains("not empty"), "{}", out.stderr);
+    let out = run_timeout(
+        &mut env.swarm(&["demo", "--no-attach", "--teammates", "4"]),
+        Duration::from_secs(30),
+    )
+    .failure(2);
+    assert!(out.stderr.contains("--teammates"), "{}", out.stderr);
+}
+
+fn run_with(
+    env: &TestEnv,
+    model: &ScriptedModel,
+    job: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Child {
+    let mut cmd = env.swarm(&[
+        "run",
+        swarm::demo::GOAL,
+        "--name",
+        "t",
+        "--no-attach",
+        "--provider",
+        "scripted",
+        "--base-url",
+    ]);
+    cmd.arg(model.url())
+        .args([
+            "--cwd",
+            &job.display().to_string(),
+            "--permission-mode",
+            "acceptEdits",
+        ])
+        .args(swarm::demo::ALLOW.iter().flat_map(|r| ["--allow", r]))
+        .args(extra)
+        .stdout(std::fs::File::create(env.dir.path().join("run.out")).unwrap())
+        .stderr(std::fs::File::create(env.dir.path().join("run.err")).unwrap());
+    cmd.spawn().unwrap()
+}
+
+fn demo_model() -> ScriptedModel {
+    ScriptedModel::start(swarm::model_server::Script::from_json(swarm::demo::SCRIPT).unwrap())
+}
+
+#[test]
+fn swarm_run_with_the_lead_approving_plans() {
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    swarm::demo::make_job(&job).unwrap();
+    let model = demo_model();
+    let mut run = crate::harness::Guarded(Some(run_with(&env, &model, &job, &[])));
+    let status = run
+        .wait(Duration::from_secs(180))
+        .expect("swarm run did not finish");
+    let out = std::fs::read_to_string(env.dir.path().join("run.out")).unwrap();
+    assert!(
+        status.success(),
+        "{out}\n{}",
+        std::fs::read_to_string(env.dir.path().join("run.err")).unwrap()
+    );
+    assert!(out.contains("Result: done"), "{out}");
+    // bob's plan was recorded and approved by the lead, exactly once.
+    let approvals: Value = serde_json::from_str(
+        &env.run(&["--team", "t", "--json", "approvals"])
+            .success()
+            .stdout,
+    )
+    .unwrap();
+    let plans: Vec<&Value> = approvals
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "plan")
+        .collect();
+    assert!(!plans.is_empty(), "{approvals}");
+    assert!(
+        plans
+            .iter()
+            .all(|a| a["state"] == "approved" && a["resolvedBy"] == "team-lead"),
+        "{approvals}"
+    );
+    assert!(swarm::demo::run_check(&job).unwrap().0);
+    env.run(&["team", "delete", "t"]).success();
+}
+
+#[test]
+fn swarm_run_with_a_human_approver_waits_for_swarm_approve() {
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    swarm::demo::make_job(&job).unwrap();
+    let model = demo_model();
+    let mut run =
+        crate::harness::Guarded(Some(run_with(&env, &model, &job, &["--approver", "human"])));
+    // bob's plan waits for a person.
+    let mut pending = String::new();
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            let out = env.run(&["--team", "t", "--json", "approvals", "--pending"]);
+            let list: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+            match list.as_array().and_then(|l| l.first()) {
+                Some(a) => {
+                    pending = a["requestId"].as_str().unwrap().to_owned();
+                    true
+                }
+                None => false,
+            }
+        }),
+        "no pending approval appeared: {}",
+        std::fs::read_to_string(env.dir.path().join("run.err")).unwrap_or_default()
+    );
+    // While it waits, bob is awaiting approval and the lead did not answer for the human.
+    std::thread::sleep(Duration::from_millis(1500));
+    let status: Value = serde_json::from_str(
+        &env.run(&["--team", "t", "--json", "status"])
+            .success()
+            .stdout,
+    )
+    .unwrap();
+    let bob = status["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "bob")
+        .unwrap();
+    assert_eq!(bob["state"], "awaiting-approval", "{status}");
+    let a: Value = serde_json::from_str(
+        &env.run(&["--team", "t", "--json", "approvals"])
+            .success()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        a.as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["requestId"] == pending.as_str() && x["state"] == "pending")
+    );
+    // The person approves; bob goes on, and the run finishes.
+    env.run(&["--team", "t", "approve", &pending]).success();
+    // Exactly once: a second decision is refused.
+    let again = env
+        .run(&["--team", "t", "reject", &pending, "--feedback", "too late"])
+        .failure(4);
+    assert!(
+        again.stderr.contains("already approved by human"),
+        "{}",
+        again.stderr
+    );
+    let status = run
+        .wait(Duration::from_secs(180))
+        .expect("swarm run did not finish after the approval");
+    let out = std::fs::read_to_string(env.dir.path().join("run.out")).unwrap();
+    assert!(status.success(), "{out}");
+    assert!(out.contains("Result: done"), "{out}");
+    assert!(swarm::demo::run_check(&job).unwrap().0);
+    env.run(&["team", "delete", "t"]).success();
+}
