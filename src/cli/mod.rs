@@ -10,5 +10,6 @@ mod ops;
 mod output;
 mod task;
 mod team;
+mod watch;
 
 pub use dispatch::main;
