@@ -962,12 +962,12 @@ mod tests {
             }
             uis.push(ui);
         }
-        let sizes = [
-            0, 1, 2, 3, 5, 8, 12, 19, 20, 23, 24, 25, 40, 59, 60, 61, 99, 100, 101, 180,
-        ];
+        // Both layouts, their thresholds, and the degenerate sizes.
+        let widths = [0, 1, 3, 8, 20, 40, 59, 60, 99, 100, 180];
+        let heights = [0, 1, 2, 3, 5, 8, 12, 19, 20, 23, 24, 40];
         for ui in &uis {
-            for &w in &sizes {
-                for &h in &sizes[..13] {
+            for &w in &widths {
+                for &h in &heights {
                     let text = render_text(&snap, ui, w, h);
                     assert_eq!(text.lines().count(), usize::from(h), "{w}x{h}");
                 }

@@ -10,3 +10,4 @@ mod store_cli;
 mod team_tmux;
 mod teammate;
 mod tmux;
+mod watch;
