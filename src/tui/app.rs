@@ -5,9 +5,10 @@
 //! The loop sleeps until something happens. Three things wake it, all through one channel:
 //! a key (a thread blocked in crossterm's `event::read`), a change on disk (directory
 //! watchers on the team's inboxes, state files, approvals, tasks and roster; a burst of
-//! events becomes one reload after [`SETTLE`]), and a once-a-second tick, which refreshes the
-//! "ago" columns, notices pane deaths (no file changes when a pane dies) and is the rescan
-//! that covers any event the watchers missed. Nothing else runs between wake-ups.
+//! events becomes one reload after [`SETTLE`], at most one per [`MIN_RELOAD_GAP`]), and a
+//! once-a-second tick, which refreshes the "ago" columns, notices pane deaths (no file
+//! changes when a pane dies) and is the rescan that covers any event the watchers missed.
+//! Nothing else runs between wake-ups.
 //!
 //! The terminal is restored on every way out: `ratatui::try_init` installs a panic hook that
 //! restores it, and [`run`] restores it on return and on error.
@@ -35,6 +36,10 @@ use crate::watch::{self, DirWatcher};
 
 /// How long a burst of file events may go on before the dashboard reloads.
 pub const SETTLE: Duration = Duration::from_millis(50);
+
+/// The least time between two reloads: busy teammates rewrite their state files often, and
+/// each reload asks tmux about the panes once.
+pub const MIN_RELOAD_GAP: Duration = Duration::from_millis(250);
 
 /// Whether the loop goes on after a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +91,10 @@ impl App {
     /// the problem in its header.
     pub fn refresh(&mut self) {
         match self.source.load() {
-            Ok(snap) => self.snap = snap,
+            Ok(snap) => {
+                let old = std::mem::replace(&mut self.snap, snap);
+                self.ui.keep_feed_position(&old, &self.snap);
+            }
             Err(e) => {
                 self.snap.now_ms = crate::clock::now_ms();
                 self.snap.problems = vec![format!("the team: {e}")];
@@ -279,6 +287,7 @@ fn event_loop(
     let tick = watch::RESCAN_EVERY;
     let mut next_tick = Instant::now() + tick;
     let mut reload_at: Option<Instant> = None;
+    let mut last_reload = Instant::now();
     let mut redraw = true;
     loop {
         if redraw {
@@ -303,7 +312,9 @@ fn event_loop(
                 return Err(Error::Other(format!("failed to read the keyboard: {e}")));
             }
             Ok(Wake::Changed) => {
-                reload_at.get_or_insert_with(|| Instant::now() + SETTLE);
+                reload_at.get_or_insert_with(|| {
+                    (Instant::now() + SETTLE).max(last_reload + MIN_RELOAD_GAP)
+                });
             }
             Err(RecvTimeoutError::Timeout) => {
                 let now = Instant::now();
@@ -312,6 +323,7 @@ fn event_loop(
                     // Cleared first: a change during the load wakes us again.
                     changed.store(false, Ordering::SeqCst);
                     reload_at = None;
+                    last_reload = now;
                     app.refresh();
                     redraw = true;
                 }

@@ -3,8 +3,10 @@
 //! and the [`Source`] that takes it.
 //!
 //! The view renders only from a snapshot, never from the filesystem, so a snapshot built by
-//! hand renders exactly like one read from disk. Taking a snapshot never writes: the
-//! dashboard observes the team and changes it only when a person resolves an approval.
+//! hand renders exactly like one read from disk. Taking a snapshot changes nothing the team
+//! sees (like every inbox reader, it may commit a message a dead sender left in a spool, or
+//! move a corrupt inbox aside); the dashboard changes the team only when a person resolves
+//! an approval.
 
 use jiff::tz::TimeZone;
 

@@ -178,6 +178,24 @@ impl UiState {
         (n > 0).then(|| n - 1 - self.feed_back.min(n - 1))
     }
 
+    /// After a reload: a feed scrolled back stays on the entry it showed, however many
+    /// messages arrived below it (the newest-following position needs nothing).
+    pub fn keep_feed_position(&mut self, old: &Snapshot, new: &Snapshot) {
+        if self.feed_back == 0 {
+            return;
+        }
+        let Some(shown) = self.selected_feed(old).map(|i| &old.feed[i]) else {
+            return;
+        };
+        if let Some(i) = new
+            .feed
+            .iter()
+            .rposition(|e| e.key == shown.key && e.to == shown.to)
+        {
+            self.feed_back = new.feed.len() - 1 - i;
+        }
+    }
+
     /// Applies a key; returns what the app should do, if anything.
     pub fn handle_key(&mut self, snap: &Snapshot, key: KeyEvent) -> Option<Action> {
         if key.kind == KeyEventKind::Release {
@@ -490,6 +508,97 @@ fn approval_keys(snap: &Snapshot) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::feed::FeedEntry;
+    use crate::tui::fixture;
+
+    fn press(ui: &mut UiState, snap: &Snapshot, codes: &[KeyCode]) -> Option<Action> {
+        let mut last = None;
+        for c in codes {
+            last = ui.handle_key(snap, KeyEvent::from(*c));
+        }
+        last
+    }
+
+    #[test]
+    fn keys_move_open_and_ask_for_actions() {
+        let snap = fixture::snapshot();
+        let mut ui = UiState::default();
+        use KeyCode::*;
+        press(&mut ui, &snap, &[Char('j'), Down]);
+        assert_eq!(ui.members.key.as_deref(), Some("bob"));
+        assert_eq!(
+            press(&mut ui, &snap, &[Enter]),
+            Some(Action::Jump {
+                member: "bob".into()
+            })
+        );
+        press(&mut ui, &snap, &[Tab, End, Enter]);
+        assert_eq!(ui.focus, Panel::Tasks);
+        match &ui.mode {
+            Mode::Detail { title, body, .. } => {
+                assert_eq!(title, "Task #1 Sketch the AST");
+                assert!(body.contains("status: done (completed)"), "{body}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(press(&mut ui, &snap, &[Esc]), None, "Esc closes, not quits");
+        assert_eq!(ui.mode, Mode::Normal);
+        press(&mut ui, &snap, &[Tab, Tab, Up, Char('k'), Char('k')]);
+        assert_eq!((ui.focus, ui.feed_back), (Panel::Feed, 3));
+        press(&mut ui, &snap, &[Char('G')]);
+        assert_eq!(ui.feed_back, 0);
+        // From another panel `a` only shows the queue; there it approves the selection.
+        assert_eq!(press(&mut ui, &snap, &[Char('a')]), None);
+        assert_eq!(ui.focus, Panel::Approvals);
+        assert!(ui.notice.is_some());
+        assert_eq!(
+            press(&mut ui, &snap, &[Char('a')]),
+            Some(Action::Approve {
+                request_id: fixture::PLAN_ID.into()
+            })
+        );
+        // Reject a permission request with a reason typed on the bottom line.
+        press(
+            &mut ui,
+            &snap,
+            &[Down, Char('r'), Char('n'), Char('o'), Char('p'), Backspace],
+        );
+        assert_eq!(
+            press(&mut ui, &snap, &[Enter]),
+            Some(Action::Reject {
+                request_id: fixture::PERM_ID.into(),
+                feedback: "no".into()
+            })
+        );
+        assert_eq!(press(&mut ui, &snap, &[Char('q')]), Some(Action::Quit));
+        let ctrl_c = KeyEvent::new(Char('c'), KeyModifiers::CONTROL);
+        press(&mut ui, &snap, &[Char('r')]);
+        assert_eq!(ui.handle_key(&snap, ctrl_c), Some(Action::Quit));
+    }
+
+    #[test]
+    fn a_scrolled_back_feed_stays_on_its_entry_when_mail_arrives() {
+        let old = fixture::snapshot();
+        let mut ui = UiState {
+            feed_back: 3,
+            ..UiState::default()
+        };
+        let shown = old.feed[ui.selected_feed(&old).unwrap()].clone();
+        let mut new = old.clone();
+        for i in 0..2 {
+            let mut e =
+                FeedEntry::new("bob", &crate::mailbox::Envelope::new("alice", "more"), true);
+            e.key = format!("new-{i}");
+            new.feed.push(e);
+        }
+        ui.keep_feed_position(&old, &new);
+        assert_eq!(ui.feed_back, 5);
+        assert_eq!(new.feed[ui.selected_feed(&new).unwrap()], shown);
+        // Following the newest, it keeps following.
+        let mut ui = UiState::default();
+        ui.keep_feed_position(&old, &new);
+        assert_eq!(ui.feed_back, 0);
+    }
 
     #[test]
     fn selection_follows_its_key_and_falls_back_to_the_nearest_row() {
