@@ -25,7 +25,7 @@ use crate::tui::model::{Snapshot, TaskState};
 use crate::tui::ui::{Mode, Panel, UiState};
 
 /// The smallest (width, height) that gets the boxed three-row layout.
-pub const WIDE_MIN: (u16, u16) = (100, 24);
+pub const WIDE_MIN: (u16, u16) = (100, 30);
 
 const DIM: Style = Style::new().fg(Color::DarkGray);
 const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
@@ -964,7 +964,7 @@ mod tests {
         }
         // Both layouts, their thresholds, and the degenerate sizes.
         let widths = [0, 1, 3, 8, 20, 40, 59, 60, 99, 100, 180];
-        let heights = [0, 1, 2, 3, 5, 8, 12, 19, 20, 23, 24, 40];
+        let heights = [0, 1, 2, 3, 5, 8, 12, 19, 20, 24, 29, 30, 40];
         for ui in &uis {
             for &w in &widths {
                 for &h in &heights {

@@ -239,12 +239,12 @@ fn once_prints_one_frame_of_a_real_team() {
 
     let out = env
         .run(&[
-            "watch", "alpha", "--once", "--width", "100", "--height", "26",
+            "watch", "alpha", "--once", "--width", "100", "--height", "30",
         ])
         .success();
     let clock_time = regex::Regex::new(r"\b\d\d:\d\d:\d\d\b").unwrap();
     let frame = clock_time.replace_all(&out.stdout, "HH:MM:SS");
-    insta::assert_snapshot!("watch_once_100x26", frame);
+    insta::assert_snapshot!("watch_once_100x30", frame);
 
     // The default size, and a narrow one.
     let out = env.run(&["watch", "--once"]).success();
