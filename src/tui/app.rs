@@ -249,8 +249,16 @@ pub fn run(app: App) -> Result<()> {
         changed.clone(),
     );
     watchers.ensure();
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            ratatui::restore();
+            return Err(Error::Other(format!("failed to set up the terminal: {e}")));
+        }
+    };
+    // Keys are read from here on, in raw mode; the thread ends with the process.
     let input = tx;
-    std::thread::Builder::new()
+    let reader = std::thread::Builder::new()
         .name("swarm-watch-keys".into())
         .spawn(move || {
             loop {
@@ -263,15 +271,11 @@ pub fn run(app: App) -> Result<()> {
                     return;
                 }
             }
-        })
-        .map_err(|e| Error::Other(format!("failed to start the key reader: {e}")))?;
-    let mut terminal = match ratatui::try_init() {
-        Ok(t) => t,
-        Err(e) => {
-            ratatui::restore();
-            return Err(Error::Other(format!("failed to set up the terminal: {e}")));
-        }
-    };
+        });
+    if let Err(e) = reader {
+        ratatui::restore();
+        return Err(Error::Other(format!("failed to start the key reader: {e}")));
+    }
     let result = event_loop(&mut terminal, &mut app, &rx, &mut watchers, &changed);
     ratatui::restore();
     result

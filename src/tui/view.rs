@@ -152,11 +152,25 @@ impl Ctx<'_> {
 // ---------------------------------------------------------------------------------------
 // Layout
 
+/// `num`/`den` of `h`, computed in u32 so that huge sizes cannot overflow.
+fn share(h: u16, num: u32, den: u32) -> u16 {
+    (u32::from(h) * num / den) as u16
+}
+
+/// A count of rows as u16, saturating.
+fn rows(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
 fn wide(body: Rect, snap: &Snapshot) -> Areas {
     let h = body.height;
-    let members = (snap.members.len() as u16 + 3).clamp(4, (h * 2 / 5).max(4));
+    let members = rows(snap.members.len())
+        .saturating_add(3)
+        .clamp(4, share(h, 2, 5).max(4));
     let rest = h.saturating_sub(members);
-    let middle_want = (snap.tasks.len().max(snap.approvals.len()) as u16 + 3).max(5);
+    let middle_want = rows(snap.tasks.len().max(snap.approvals.len()))
+        .saturating_add(3)
+        .max(5);
     let middle = middle_want.min(rest / 2).max(5.min(rest));
     let [m, mid, feed] = Layout::vertical([
         Constraint::Length(members),
@@ -176,16 +190,19 @@ fn wide(body: Rect, snap: &Snapshot) -> Areas {
 
 fn stacked(body: Rect, snap: &Snapshot) -> Areas {
     let h = body.height;
-    let members = (snap.members.len() as u16 + 1).min((h * 2 / 5).max(2));
+    let members = rows(snap.members.len())
+        .saturating_add(1)
+        .min(share(h, 2, 5).max(2));
     let left = h.saturating_sub(members);
     let approvals = if snap.approvals.is_empty() {
         1
     } else {
-        (snap.approvals.len().min(3) as u16 + 1).min((left / 3).max(1))
+        (rows(snap.approvals.len().min(3)) + 1).min((left / 3).max(1))
     };
     let left = left.saturating_sub(approvals);
-    let tasks = (snap.tasks.len() as u16 + 1)
-        .min(left * 9 / 20)
+    let tasks = rows(snap.tasks.len())
+        .saturating_add(1)
+        .min(share(left, 9, 20))
         .max(left.min(2));
     let [m, a, t, f] = Layout::vertical([
         Constraint::Length(members),
