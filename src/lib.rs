@@ -31,4 +31,5 @@ pub mod tasks;
 pub mod team_window;
 pub mod teammate;
 pub mod tmux;
+pub mod tui;
 pub mod watch;

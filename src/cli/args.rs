@@ -106,6 +106,9 @@ pub enum Command {
     /// Run a teammate in this terminal (what `swarm spawn` starts in each pane)
     Teammate(TeammateArgs),
 
+    /// Watch a team live: members, tasks, messages and approvals in one dashboard
+    Watch(crate::cli::watch::WatchArgs),
+
     /// Answer model API requests from a script, on loopback, for tests and demos
     ///
     /// Prints its URL (http://127.0.0.1:PORT) as the first line of stdout and serves

@@ -6,7 +6,7 @@ use clap::Parser;
 
 use crate::cli::args::{Cli, Command};
 use crate::cli::context::Ctx;
-use crate::cli::{agent, message, model_server, ops, run, task, team};
+use crate::cli::{agent, message, model_server, ops, run, task, team, watch};
 use crate::error::{Result, exit};
 
 /// The whole program: `main.rs` calls this and nothing else.
@@ -64,6 +64,7 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Demo(args) => run::demo(&ctx, args),
         Command::Agent(args) => agent::solo(&ctx, args),
         Command::Teammate(args) => agent::teammate(&ctx, args),
+        Command::Watch(args) => done(watch::run(&ctx, args)),
         Command::ModelServer(_) => unreachable!("dispatched above"),
     }
 }

@@ -11,5 +11,6 @@ mod output;
 mod run;
 mod task;
 mod team;
+mod watch;
 
 pub use dispatch::main;

@@ -11,3 +11,4 @@ mod store_cli;
 mod team_tmux;
 mod teammate;
 mod tmux;
+mod watch;

@@ -1,0 +1,16 @@
+//! `swarm watch`: the live terminal dashboard of a team (members, tasks, messages,
+//! approvals), redrawn when the team's files change. Logic lives in the files below;
+//! this module only re-exports.
+
+pub mod app;
+pub mod feed;
+pub mod model;
+pub mod ui;
+pub mod view;
+
+pub use app::{App, Flow, Jumper, run};
+pub use model::{Snapshot, Source};
+pub use ui::{Action, Panel, UiState};
+
+#[cfg(test)]
+mod fixture;

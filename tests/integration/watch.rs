@@ -1,0 +1,436 @@
+//! `swarm watch`: one frame of a real team on disk (`--once`), the key handler resolving
+//! approvals through the real files, and the live dashboard in a real terminal (tmux)
+//! redrawing when a message arrives.
+
+use std::time::Duration;
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use swarm::approvals::{self, Approval, Decision, State};
+use swarm::clock;
+use swarm::mailbox;
+use swarm::names::AgentName;
+use swarm::protocol::{
+    IdleNotification, PermissionRequest, PlanApprovalRequest, Protocol, permission_request_id,
+    plan_request_id,
+};
+use swarm::tui::{App, Flow, Jumper, Panel, Source};
+
+use crate::harness::{TestEnv, wait_until};
+
+const HOUR_MS: i64 = 3_600_000;
+
+fn plan(env: &TestEnv, agent: &str, created_ms: i64) -> Approval {
+    let req = PlanApprovalRequest {
+        from: agent.into(),
+        timestamp: clock::now_iso(),
+        plan_file_path: "/tmp/plan.md".into(),
+        plan_content: "Refactor the lexer\n\n1. split\n2. test".into(),
+        request_id: plan_request_id(agent, "alpha"),
+    };
+    let mut a = approvals::from_plan(&req);
+    a.created_ms = created_ms;
+    approvals::record(&env.store_root(), &env.team_name("alpha"), &a).unwrap()
+}
+
+fn permission(env: &TestEnv, agent: &str, id: &str, created_ms: i64) -> Approval {
+    let req = PermissionRequest {
+        request_id: id.into(),
+        agent_id: agent.into(),
+        tool_name: "Bash".into(),
+        tool_use_id: "toolu_1".into(),
+        description: "Bash: cargo test".into(),
+        input: serde_json::json!({"command": "cargo test"}),
+        permission_suggestions: vec![],
+    };
+    let mut a = approvals::from_permission(&req);
+    a.created_ms = created_ms;
+    approvals::record(&env.store_root(), &env.team_name("alpha"), &a).unwrap()
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::from(code)
+}
+
+fn app(env: &TestEnv) -> App {
+    let source = Source::new(env.store_root(), env.team_name("alpha"), Some(env.tmux()));
+    App::new(source)
+        .unwrap()
+        .with_jumper(Jumper::outside_tmux())
+}
+
+fn stored(env: &TestEnv, id: &str) -> Approval {
+    approvals::get(&env.store_root(), &env.team_name("alpha"), id).unwrap()
+}
+
+/// The protocol messages in `agent`'s live inbox.
+fn inbox(env: &TestEnv, agent: &str) -> Vec<Protocol> {
+    mailbox::read_all(
+        &env.store_root(),
+        &env.team_name("alpha"),
+        &AgentName::parse_any(agent).unwrap(),
+    )
+    .unwrap()
+    .into_iter()
+    .filter_map(|d| d.envelope.protocol())
+    .collect()
+}
+
+fn notice(app: &App) -> String {
+    app.ui()
+        .notice
+        .as_ref()
+        .map(|n| n.text.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn keys_approve_and_reject_through_the_real_files() {
+    let env = TestEnv::with_team("alpha", &["alice", "bob"]);
+    let now = clock::now_ms();
+    let plan_req = plan(&env, "alice", now - 60_000);
+    let perm_id = permission_request_id();
+    permission(&env, "bob", &perm_id, now - 30_000);
+    let mut app = app(&env);
+    assert_eq!(app.snapshot().approvals.len(), 2);
+
+    // Away from the queue, `a` only moves there: nothing is decided unseen.
+    assert_eq!(app.handle_key(key(KeyCode::Char('a'))), Flow::Continue);
+    assert_eq!(app.ui().focus, Panel::Approvals);
+    assert_eq!(stored(&env, &plan_req.request_id).state, State::Pending);
+
+    // `a` on the selected (oldest) request approves it, as a human, and answers alice.
+    app.handle_key(key(KeyCode::Char('a')));
+    let a = stored(&env, &plan_req.request_id);
+    assert_eq!(
+        (a.state, a.resolved_by.as_deref()),
+        (State::Approved, Some("human"))
+    );
+    assert!(
+        notice(&app).contains("approved alice's plan"),
+        "{}",
+        notice(&app)
+    );
+    assert!(inbox(&env, "alice").iter().any(|p| matches!(p,
+        Protocol::PlanApprovalResponse(r) if r.request_id == plan_req.request_id && r.approved)));
+    assert_eq!(app.snapshot().approvals.len(), 1, "the queue was reloaded");
+
+    // `r` asks for feedback on the bottom line; Enter sends it.
+    app.handle_key(key(KeyCode::Char('r')));
+    for c in "not now".chars() {
+        app.handle_key(key(KeyCode::Char(c)));
+    }
+    let screen = app.render_text(100, 30);
+    assert!(
+        screen.contains("reject bob's request: why (optional)? not now"),
+        "{screen}"
+    );
+    app.handle_key(key(KeyCode::Enter));
+    let r = stored(&env, &perm_id);
+    assert_eq!(
+        (r.state, r.resolved_by.as_deref(), r.feedback.as_deref()),
+        (State::Rejected, Some("human"), Some("not now"))
+    );
+    assert!(inbox(&env, "bob").iter().any(|p| matches!(p,
+        Protocol::PermissionResponse(r) if r.request_id == perm_id
+            && r.subtype == "error" && r.error.as_deref() == Some("not now"))));
+    assert!(app.snapshot().approvals.is_empty());
+
+    // A plan cannot be rejected without saying what to change; Esc leaves it pending.
+    let second = plan(&env, "alice", now - 10_000);
+    app.refresh();
+    app.handle_key(key(KeyCode::Char('r')));
+    app.handle_key(key(KeyCode::Enter));
+    assert!(notice(&app).contains("needs feedback"), "{}", notice(&app));
+    app.handle_key(key(KeyCode::Esc));
+    assert_eq!(stored(&env, &second.request_id).state, State::Pending);
+
+    // Resolved elsewhere meanwhile: the error goes to the status line, nothing breaks.
+    approvals::resolve(
+        &env.store_root(),
+        &env.team_name("alpha"),
+        &second.request_id,
+        Decision {
+            approve: true,
+            feedback: None,
+            mode: None,
+            by: "team-lead".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(app.snapshot().approvals.len(), 1, "the screen is stale");
+    app.handle_key(key(KeyCode::Char('a')));
+    let n = app.ui().notice.clone().unwrap();
+    assert!(n.error, "{n:?}");
+    assert!(
+        n.text.contains("already approved by team-lead"),
+        "{}",
+        n.text
+    );
+    assert!(
+        app.snapshot().approvals.is_empty(),
+        "reloaded after the error"
+    );
+
+    // Jumping to a pane outside tmux says how to get there instead.
+    app.handle_key(key(KeyCode::BackTab));
+    app.handle_key(key(KeyCode::BackTab));
+    assert_eq!(app.ui().focus, Panel::Members);
+    app.handle_key(key(KeyCode::Down));
+    app.handle_key(key(KeyCode::Enter));
+    assert!(
+        notice(&app).contains("alice has no tmux pane"),
+        "{}",
+        notice(&app)
+    );
+    assert_eq!(app.handle_key(key(KeyCode::Char('q'))), Flow::Quit);
+}
+
+#[test]
+fn once_prints_one_frame_of_a_real_team() {
+    let env = TestEnv::with_team("alpha", &["alice", "bob"]);
+    let team = ["--team", "alpha"];
+    let run = |args: &[&str]| {
+        let all: Vec<&str> = team.iter().chain(args).copied().collect();
+        env.run(&all).success();
+    };
+    run(&["task", "add", "Sketch the AST"]);
+    run(&["task", "add", "Write the lexer", "--blocked-by", "1"]);
+    run(&[
+        "task",
+        "add",
+        "Parse",
+        "--blocked-by",
+        "1",
+        "--blocked-by",
+        "2",
+    ]);
+    run(&["task", "claim", "1", "--as", "alice"]);
+    run(&["send", "alice", "Start on #1 please.\nDetails follow."]);
+    run(&["send", "team-lead", "On it.", "--from", "alice"]);
+    for _ in 0..3 {
+        let idle = Protocol::IdleNotification(IdleNotification {
+            from: "bob".into(),
+            timestamp: clock::now_iso(),
+            idle_reason: Some("available".into()),
+            summary: None,
+            completed_task_id: None,
+            completed_status: None,
+            failure_reason: None,
+            result: None,
+        });
+        env.deliver("alpha", "bob", "team-lead", idle.to_text());
+    }
+    permission(
+        &env,
+        "bob",
+        "perm-1770873735000-abc1234",
+        clock::now_ms() - 2 * HOUR_MS - 60_000,
+    );
+    // Acknowledged mail shows too, from the delivered log.
+    let root = env.store_root();
+    let alpha = env.team_name("alpha");
+    let alice = AgentName::new("alice").unwrap();
+    let keys: Vec<String> = mailbox::read_all(&root, &alpha, &alice)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.key)
+        .collect();
+    mailbox::ack(&root, &alpha, &alice, &keys).unwrap();
+
+    let out = env
+        .run(&[
+            "watch", "alpha", "--once", "--width", "100", "--height", "30",
+        ])
+        .success();
+    let clock_time = regex::Regex::new(r"\b\d\d:\d\d:\d\d\b").unwrap();
+    let frame = clock_time.replace_all(&out.stdout, "HH:MM:SS");
+    insta::assert_snapshot!("watch_once_100x30", frame);
+
+    // The default size, and a narrow one.
+    let out = env.run(&["watch", "--once"]).success();
+    assert_eq!(out.stdout.lines().count(), 40);
+    assert!(out.stdout.lines().all(|l| l.chars().count() <= 120));
+    let out = env
+        .run(&["watch", "--once", "--width", "60", "--height", "20"])
+        .success();
+    assert_eq!(out.stdout.lines().count(), 20);
+    for title in ["Members", "Approvals", "Tasks", "Messages"] {
+        assert!(out.stdout.contains(title), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn without_a_terminal_it_says_so_and_exits_2() {
+    let env = TestEnv::with_team("alpha", &["alice"]);
+    let out = env.run(&["watch"]).failure(2);
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("needs a terminal"), "{}", out.stderr);
+    // Size flags belong to --once.
+    env.run(&["watch", "--width", "80"]).failure(2);
+    env.run(&["watch", "nosuch", "--once"]).failure(3);
+}
+
+/// The real thing: `swarm watch` in a tmux pane redraws when mail arrives, and `q` quits
+/// with the terminal restored.
+#[test]
+fn live_dashboard_redraws_on_change_and_quits_on_q() {
+    let env = TestEnv::with_team("alpha", &["alice"]);
+    let tmux = |args: &[&str]| {
+        // The server inherits the test's environment: root and socket, nothing of the user's.
+        env.command("tmux")
+            .args(["-L", &env.tmux_socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let screen = || {
+        String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", "watch"]).stdout).into_owned()
+    };
+    let command = format!(
+        "{} watch alpha; echo \"watch exited $?\"; sleep 30",
+        crate::harness::SWARM
+    );
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "watch",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &command,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let t = Duration::from_secs(20);
+    assert!(
+        wait_until(t, || screen().contains("Members (2)")),
+        "{}",
+        screen()
+    );
+
+    env.run(&["--team", "alpha", "send", "alice", "hello from the test"])
+        .success();
+    assert!(
+        wait_until(t, || screen().contains("hello from the test")),
+        "the new message never showed:\n{}",
+        screen()
+    );
+    permission(&env, "alice", &permission_request_id(), clock::now_ms());
+    assert!(
+        wait_until(t, || screen().contains("Approvals · 1 pending")),
+        "{}",
+        screen()
+    );
+
+    tmux(&["send-keys", "-t", "watch", "q"]);
+    assert!(
+        wait_until(t, || screen().contains("watch exited 0")),
+        "{}",
+        screen()
+    );
+    // Back on the normal screen: the dashboard is gone.
+    assert!(!screen().contains("Members (2)"), "{}", screen());
+}
+
+/// Enter on a member switches the watching client to that member's pane, when the
+/// dashboard runs inside tmux on the team's server. A client needs a terminal: `script`
+/// gives it one.
+#[test]
+fn enter_on_a_member_switches_the_client_to_its_pane() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let env = TestEnv::with_team("alpha", &["alice"]);
+    let tmux = |args: &[&str]| {
+        let out = env
+            .command("tmux")
+            .args(["-L", &env.tmux_socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "tmux {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "work",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sleep 300",
+    ]);
+    let pane = tmux(&[
+        "new-window",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        "work",
+        "sleep 300",
+    ]);
+    swarm::roster::update(&env.store_root(), &env.team_name("alpha"), |c| {
+        c.member_mut("alice").unwrap().tmux_pane_id = pane.clone();
+        Ok(())
+    })
+    .unwrap();
+    let command = format!("{} watch alpha; sleep 30", crate::harness::SWARM);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dash",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &command,
+    ]);
+    let attach = format!("tmux -L {} -f /dev/null attach -t dash", env.tmux_socket);
+    let _client = crate::harness::Guarded(Some(
+        std::process::Command::new("script")
+            .args(["-qfc", &attach, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    let t = Duration::from_secs(20);
+    let clients = || tmux(&["list-clients", "-F", "#{session_name} #{pane_id}"]);
+    assert!(
+        wait_until(t, || clients().starts_with("dash ")),
+        "{}",
+        clients()
+    );
+    assert!(
+        wait_until(t, || tmux(&["capture-pane", "-p", "-t", "dash"])
+            .contains("Members (2)")),
+        "{}",
+        tmux(&["capture-pane", "-p", "-t", "dash"])
+    );
+    tmux(&["send-keys", "-t", "dash", "Down", "Enter"]);
+    assert!(
+        wait_until(t, || clients() == format!("work {pane}")),
+        "the client stayed at {}:\n{}",
+        clients(),
+        tmux(&["capture-pane", "-p", "-t", "dash"])
+    );
+    assert!(
+        tmux(&["capture-pane", "-p", "-t", "dash"])
+            .contains(&format!("showing alice (pane {pane})"))
+    );
+}
