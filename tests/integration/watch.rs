@@ -27,7 +27,7 @@ fn plan(env: &TestEnv, agent: &str, created_ms: i64) -> Approval {
         plan_content: "Refactor the lexer\n\n1. split\n2. test".into(),
         request_id: plan_request_id(agent, "alpha"),
     };
-    let mut a = approvals::from_plan(&req);
+    let mut a = approvals::from_plan(&req, None);
     a.created_ms = created_ms;
     approvals::record(&env.store_root(), &env.team_name("alpha"), &a).unwrap()
 }
