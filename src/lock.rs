@@ -147,30 +147,21 @@ fn dir_lock_path(anchor: &Path) -> PathBuf {
 }
 
 /// Takes the flock, waiting until `deadline`; with no deadline, tries once.
+///
+/// A waiter polls for a few milliseconds, then blocks in the kernel (from a helper thread,
+/// so the deadline still holds): a blocked waiter is woken the moment the lock is free,
+/// where a sleeping poller can lose to busier processes again and again.
 fn flock_sidecar(anchor: &Path, deadline: Option<Instant>) -> Result<Option<File>> {
     let path = sidecar_path(anchor);
     let started = Instant::now();
     let mut backoff = Backoff::new();
     loop {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .ctx("open lock file", &path)?;
+        let file = open_sidecar(&path)?;
         match file.try_lock() {
-            Ok(()) => {
-                // The sidecar is never replaced, but if someone did replace it our lock would
-                // guard a ghost: check we locked the file the path names now.
-                let held = file.metadata().ctx("stat lock file", &path)?;
-                match std::fs::metadata(&path) {
-                    Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
-                        return Ok(Some(file));
-                    }
-                    _ => continue,
-                }
-            }
+            Ok(()) => match verified(file, &path)? {
+                Some(f) => return Ok(Some(f)),
+                None => continue,
+            },
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
         }
@@ -183,8 +174,65 @@ fn flock_sidecar(anchor: &Path, deadline: Option<Instant>) -> Result<Option<File
                 waited: started.elapsed(),
             });
         }
-        backoff.sleep(deadline);
+        if started.elapsed() < POLL_FIRST {
+            backoff.sleep(deadline);
+            continue;
+        }
+        match block_until(file, deadline) {
+            Some(Ok(file)) => match verified(file, &path)? {
+                Some(f) => return Ok(Some(f)),
+                None => continue,
+            },
+            Some(Err(e)) => return Err(Error::io("lock", &path, e)),
+            None => {
+                return Err(Error::LockTimeout {
+                    path,
+                    waited: started.elapsed(),
+                });
+            }
+        }
     }
+}
+
+/// How long a waiter polls before it blocks in the kernel.
+const POLL_FIRST: Duration = Duration::from_millis(5);
+
+fn open_sidecar(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .ctx("open lock file", path)
+}
+
+/// The locked file, if it is still the file the path names (the sidecar is never
+/// replaced, but if someone did, our lock would guard a ghost).
+fn verified(file: File, path: &Path) -> Result<Option<File>> {
+    let held = file.metadata().ctx("stat lock file", path)?;
+    Ok(match std::fs::metadata(path) {
+        Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => Some(file),
+        _ => None,
+    })
+}
+
+/// Blocks on `file`'s flock until `deadline`. `None` on timeout: the helper thread then
+/// releases the lock as soon as it gets it (the channel drops the file).
+fn block_until(file: File, deadline: Instant) -> Option<std::io::Result<File>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("swarm-lock-wait".into())
+        .spawn(move || {
+            let result = file.lock().map(|()| file);
+            // If the waiter gave up, this send fails and drops the file, unlocking it.
+            let _ = tx.send(result);
+        });
+    if let Err(e) = spawned {
+        return Some(Err(e));
+    }
+    rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .ok()
 }
 
 type Record = Vec<(u64, i64, PathBuf)>;

@@ -91,6 +91,9 @@ impl TestEnv {
             .env("TMUX", "/nonexistent/swarm-test-bogus,0,0")
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            // Tests check that nothing is lost or doubled, not how fast: on a loaded CI
+            // machine a lock may legitimately take longer than the 10 s a person gets.
+            .env("SWARM_LOCK_TIMEOUT_MS", "60000")
             .current_dir(self.dir.path());
         cmd
     }

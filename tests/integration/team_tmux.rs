@@ -180,7 +180,8 @@ fn dry_run_prints_a_command_line_with_secrets_redacted_and_creates_nothing() {
         .replace(&env.dir.path().display().to_string(), "$TMP")
         .replace(&model.url(), "$MODEL")
         .replace(&env.tmux_socket, "$SOCKET")
-        .replace(swarm_bin(), "$SWARM");
+        .replace(swarm_bin(), "$SWARM")
+        .replace(" -e SWARM_LOCK_TIMEOUT_MS=60000", "");
     let normal = regex::Regex::new(r"parent-session-id=[0-9a-f-]+")
         .unwrap()
         .replace(&normal, "parent-session-id=$$SID");

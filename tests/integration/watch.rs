@@ -403,7 +403,8 @@ fn enter_on_a_member_switches_the_client_to_its_pane() {
     let _client = crate::harness::Guarded(Some(
         std::process::Command::new("script")
             .args(["-qfc", &attach, "/dev/null"])
-            .stdin(std::process::Stdio::null())
+            // An open pipe, not /dev/null: at end of input `script` may end the session.
+            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
