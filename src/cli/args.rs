@@ -39,37 +39,26 @@ pub struct GlobalOpts {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create, inspect and delete teams
-    #[command(subcommand)]
-    Team(TeamCommand),
+    /// Give a goal to a lead agent and watch its team work in tmux
+    Run(RunArgs),
 
-    /// Send a message to one member
-    Send(SendArgs),
+    /// Run a real team on a small job with a built-in scripted model: no API key, no network
+    Demo(DemoArgs),
 
-    /// Send a message to every member but the sender
-    Broadcast(BroadcastArgs),
-
-    /// Read an agent's inbox
-    Inbox(InboxArgs),
-
-    /// Work with the shared task list
-    #[command(subcommand)]
-    Task(TaskCommand),
-
-    /// Start a teammate in its own tmux pane
-    Spawn(SpawnArgs),
+    /// Watch a team live: members, tasks, messages and approvals in one dashboard
+    Watch(crate::cli::watch::WatchArgs),
 
     /// Show every member: process, pane, state, task, activity, tokens, cost
     Status,
+
+    /// Start a teammate in its own tmux pane
+    Spawn(SpawnArgs),
 
     /// Ask teammates to stop; insist if they do not (SIGTERM, SIGKILL), and close their panes
     Shutdown(ShutdownArgs),
 
     /// Show the team's window (attach, or switch to it inside tmux)
     Attach { team: Option<String> },
-
-    /// Run the team's lead process (started in the team window's first pane)
-    Lead(LeadArgs),
 
     /// List plan approval and permission requests
     Approvals {
@@ -94,20 +83,31 @@ pub enum Command {
         feedback: Option<String>,
     },
 
-    /// Give a goal to a lead agent and watch its team work in tmux
-    Run(RunArgs),
+    /// Create, inspect and delete teams
+    #[command(subcommand)]
+    Team(TeamCommand),
 
-    /// Run a real team on a small job with a built-in scripted model: no API key, no network
-    Demo(DemoArgs),
+    /// Send a message to one member
+    Send(SendArgs),
+
+    /// Send a message to every member but the sender
+    Broadcast(BroadcastArgs),
+
+    /// Read an agent's inbox
+    Inbox(InboxArgs),
+
+    /// Work with the shared task list
+    #[command(subcommand)]
+    Task(TaskCommand),
 
     /// Run one agent in the foreground on a prompt
     Agent(AgentArgs),
 
+    /// Run the team's lead process (started in the team window's first pane)
+    Lead(LeadArgs),
+
     /// Run a teammate in this terminal (what `swarm spawn` starts in each pane)
     Teammate(TeammateArgs),
-
-    /// Watch a team live: members, tasks, messages and approvals in one dashboard
-    Watch(crate::cli::watch::WatchArgs),
 
     /// Answer model API requests from a script, on loopback, for tests and demos
     ///
@@ -115,6 +115,7 @@ pub enum Command {
     /// POST /v1/messages until SIGINT, SIGTERM or SIGHUP. Point teammates at it with the
     /// scripted provider and --base-url URL.
     ModelServer(ModelServerArgs),
+
 }
 
 #[derive(Debug, Args)]
