@@ -115,7 +115,6 @@ pub enum Command {
     /// POST /v1/messages until SIGINT, SIGTERM or SIGHUP. Point teammates at it with the
     /// scripted provider and --base-url URL.
     ModelServer(ModelServerArgs),
-
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +125,9 @@ pub struct ModelServerArgs {
     /// Where to listen: a loopback address and port; port 0 picks a free one
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub listen: String,
+    /// Append one JSON line per request (time, agent, latest user text) to this file
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -38,6 +38,9 @@ pub fn run(args: ModelServerArgs) -> Result<()> {
             listen(SignalKind::hangup())?,
         );
         let server = ModelServer::start(script, addr).await?;
+        if let Some(log) = &args.log {
+            server.log_requests(log)?;
+        }
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", server.url())
             .and_then(|()| out.flush())

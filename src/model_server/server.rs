@@ -65,6 +65,8 @@ struct ServerState {
     requests: Mutex<Vec<RecordedRequest>>,
     counter: AtomicU64,
     cancel: CancellationToken,
+    /// One JSON line per request (time, agent, latest user text), for benchmarks.
+    log: Mutex<Option<std::fs::File>>,
 }
 
 /// A running model server. Dropping it stops it.
@@ -76,6 +78,17 @@ pub struct ModelServer {
 }
 
 impl ModelServer {
+    /// Appends one JSON line per request to `path` from now on.
+    pub fn log_requests(&self, path: &std::path::Path) -> Result<()> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io("open", path, e))?;
+        *self.state.log.lock().unwrap() = Some(file);
+        Ok(())
+    }
+
     /// Binds `addr` (loopback only; port 0 picks a free port) and serves `script` on the
     /// current tokio runtime. Returns once the socket is listening.
     pub async fn start(script: Script, addr: SocketAddr) -> Result<ModelServer> {
@@ -98,6 +111,7 @@ impl ModelServer {
             requests: Mutex::new(Vec::new()),
             counter: AtomicU64::new(0),
             cancel: cancel.clone(),
+            log: Mutex::new(None),
         });
         let app = Router::new()
             .route("/v1/messages", post(messages))
@@ -282,6 +296,15 @@ async fn handle(state: Arc<ServerState>, api: Api, headers: HeaderMap, body: Byt
     };
     let selection = state.matcher.lock().unwrap().select(&view);
     record(json.clone(), selection.outcome.clone());
+    if let Some(log) = state.log.lock().unwrap().as_mut() {
+        use std::io::Write as _;
+        let line = serde_json::json!({
+            "receivedMs": crate::clock::now_ms(),
+            "agent": view.agent,
+            "userText": view.user_text,
+        });
+        let _ = writeln!(log, "{line}");
+    }
     let Some(reply) = selection.reply else {
         let message = format!(
             "the model server's script has no rule for this request and no default reply \
