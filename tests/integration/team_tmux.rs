@@ -495,3 +495,42 @@ fn status_json_shape() {
         }),
     });
 }
+
+#[test]
+fn a_lead_that_is_stopped_takes_its_team_down_with_it() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    spawn(&env, &model, "bob", &[]).success();
+    spawn(&env, &model, "carol", &[]).success();
+    assert!(wait_until(T, || {
+        let s = status(&env);
+        ["team-lead", "bob", "carol"]
+            .iter()
+            .all(|n| member(&s, n).is_some_and(|m| m["alive"] == true))
+    }));
+    let s = status(&env);
+    let lead = member(&s, "team-lead").unwrap()["pid"].as_i64().unwrap() as i32;
+    let mates: Vec<i32> = ["bob", "carol"]
+        .iter()
+        .map(|n| member(&s, n).unwrap()["pid"].as_i64().unwrap() as i32)
+        .collect();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(lead),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(
+        wait_until(T, || !swarm::process::is_alive(lead)
+            && mates.iter().all(|p| !swarm::process::is_alive(*p))),
+        "still running after the lead stopped: {}",
+        status(&env)
+    );
+    // The teammates' panes are gone (the lead's own stays, dead, showing why it ended).
+    let left: Vec<String> = panes(&env).into_iter().map(|p| p.1).collect();
+    assert_eq!(left, ["team-lead"], "{left:?}");
+    let s = status(&env);
+    assert!(
+        member(&s, "bob").is_none() && member(&s, "carol").is_none(),
+        "{s}"
+    );
+}
