@@ -251,14 +251,16 @@ impl Runtime {
         let cancel = self.ctx.cancel.clone();
         let model = self.model_cancel.clone();
         let caught = self.caught.clone();
+        // Installed now, not in the task: on this single-threaded runtime the task first
+        // runs when the main loop first waits, which is after it may have claimed a task.
+        let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
         tokio::spawn(async move {
-            let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::hangup()),
-                signal(SignalKind::interrupt()),
-            ) else {
-                return;
-            };
             let name = tokio::select! {
                 _ = term.recv() => "SIGTERM",
                 _ = hup.recv() => "SIGHUP (its pane or tmux server went away)",
