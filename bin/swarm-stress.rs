@@ -10,6 +10,8 @@
 //!   swarm-stress mkinbox  ROOT TEAM AGENT BYTES                 send one message of BYTES
 //!   swarm-stress mktasks  ROOT TEAM COUNT                       create COUNT tasks
 //!   swarm-stress timed    ROOT TEAM FROM TO COUNT GAP_MS        send, printing "text start_ns"
+//!   swarm-stress reconcile ROOT TEAM SOCKET PASSES              time `lead::reconcile` passes
+//!                                                               on tmux -L SOCKET, print ms each
 //!
 //! Output is one line per event on stdout: the key or id it handled.
 
@@ -126,6 +128,18 @@ fn main() {
                 std::thread::sleep(gap);
             }
         }
+        "reconcile" => {
+            let tmux = swarm::tmux::Tmux::with_socket_name(arg(3));
+            let passes: usize = arg(4).parse().expect("passes");
+            for _ in 0..passes {
+                let start = Instant::now();
+                let (seen, _) =
+                    swarm::lead::reconcile(&root, &team, Some(&tmux)).unwrap_or_else(|e| fail(&e));
+                let ms = start.elapsed().as_secs_f64() * 1000.0;
+                assert!(seen.tmux_reachable, "tmux server -L {} unreachable", arg(3));
+                writeln!(out, "{ms:.3} {}", seen.members.len()).expect("write");
+            }
+        }
         _ => usage(),
     }
 }
@@ -137,7 +151,7 @@ fn fail(e: &swarm::error::Error) -> ! {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: swarm-stress send|drain|next|hold|mkinbox|mktasks|timed ROOT TEAM ... (see the source)"
+        "usage: swarm-stress send|drain|next|hold|mkinbox|mktasks|timed|reconcile ROOT TEAM ... (see the source)"
     );
     std::process::exit(2);
 }

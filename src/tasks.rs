@@ -496,7 +496,10 @@ impl TaskList {
         match task {
             Some(task) => self.claim_ready(&mut guard, task, agent, index).map(Some),
             None => {
-                self.save_index(&index);
+                // An index saying "nothing is ready" would save the next call nothing (it
+                // scans in full whenever no candidate pans out), and idle teammates ask
+                // once a second each: rather than rewrite it every time, drop a stale one.
+                self.drop_index();
                 Ok(None)
             }
         }
@@ -552,7 +555,8 @@ impl TaskList {
         );
     }
 
-    /// Called under the lock by every mutation other than `next`.
+    /// Called under the lock by every mutation other than a claim, and by `next` when
+    /// nothing is ready.
     fn drop_index(&self) {
         let _ = std::fs::remove_file(self.index_path());
     }

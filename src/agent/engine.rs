@@ -12,6 +12,7 @@
 //! [`Host`]'s. Tools run concurrently when the model calls several in one turn.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use serde_json::Value;
@@ -126,7 +127,13 @@ impl Engine {
     pub async fn run<H: Host>(&mut self, host: &mut H, text: String) -> Result<Finish, LlmError> {
         self.push_user(vec![ContentBlock::Text { text }]);
         let mut turns = 0;
+        let timings = timings_file();
         loop {
+            let mut timing = TurnTiming {
+                out: timings.as_ref(),
+                start: Instant::now(),
+                http: None,
+            };
             if host.ctx().cancel.is_cancelled() || host.ctx().shutdown_approved() {
                 return Ok(Finish::Stopped);
             }
@@ -144,10 +151,12 @@ impl Engine {
                 agent: Some(host.ctx().agent.to_string()),
             };
             let cancel = host.model_cancel();
+            let http_start = Instant::now();
             let response = {
                 let mut on_event = |e: StreamEvent| host.event(Event::Stream(e));
                 self.client.complete(&request, &mut on_event, &cancel).await
             };
+            timing.http = Some(http_start.elapsed());
             let response = match response {
                 Ok(r) => r,
                 Err(LlmError::Cancelled) => return Ok(Finish::Stopped),
@@ -326,6 +335,40 @@ impl Engine {
                     }
                 }
             }
+        }
+    }
+}
+
+/// With `SWARM_TIMINGS=FILE` set, each model turn appends one JSON line to FILE:
+/// `{"http_us": N, "turn_us": N}`, the time inside `client.complete` (the HTTP round trip,
+/// streaming included) and the whole turn (building the request, the call, the tools, the
+/// bookkeeping). For `scripts/bench`; off by default.
+fn timings_file() -> Option<std::fs::File> {
+    let path = std::env::var_os("SWARM_TIMINGS").filter(|p| !p.is_empty())?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .ok()
+}
+
+/// Writes its turn's line when the turn ends, whichever way it ends.
+struct TurnTiming<'a> {
+    out: Option<&'a std::fs::File>,
+    start: Instant,
+    http: Option<Duration>,
+}
+
+impl Drop for TurnTiming<'_> {
+    fn drop(&mut self) {
+        use std::io::Write;
+        if let (Some(mut out), Some(http)) = (self.out, self.http) {
+            let line = format!(
+                "{{\"http_us\":{},\"turn_us\":{}}}\n",
+                http.as_micros(),
+                self.start.elapsed().as_micros()
+            );
+            let _ = out.write_all(line.as_bytes());
         }
     }
 }

@@ -22,6 +22,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -120,6 +121,13 @@ impl ModelServer {
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .with_state(state.clone());
         let shutdown = cancel.clone();
+        // Replies are streamed as many small writes; with Nagle's algorithm on, each one
+        // after the first waits for the client's (delayed, ~40 ms) ACK of the previous one.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("failed to set TCP_NODELAY on a connection: {e}");
+            }
+        });
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown.cancelled_owned())
