@@ -969,7 +969,10 @@ impl Tmux {
             shown.push('…');
         }
         tracing::debug!(command = %shown, "tmux");
+        // `-u`: outside tmux with a non-UTF-8 locale, tmux would print the field separator of
+        // batched queries as `_`. (Not for attach, which must respect the user's terminal.)
         let child = Command::new("tmux")
+            .arg("-u")
             .args(self.global_args())
             .args(args)
             .stdin(if input.is_some() {

@@ -534,3 +534,23 @@ fn a_lead_that_is_stopped_takes_its_team_down_with_it() {
         "{s}"
     );
 }
+
+#[test]
+fn spawning_works_outside_tmux_in_a_non_utf8_locale() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    let mut cmd = env.swarm(&["--team", "t", "spawn", "bob"]);
+    cmd.env_remove("TMUX")
+        .env("LANG", "C")
+        .env("SWARM_PROVIDER", "scripted")
+        .env("SWARM_BASE_URL", model.url());
+    run(&mut cmd).success();
+    let mut cmd = env.swarm(&["--team", "t", "--json", "status"]);
+    cmd.env_remove("TMUX").env("LANG", "C");
+    assert!(wait_until(T, || {
+        let out = run(&mut cmd).success().stdout;
+        serde_json::from_str::<Value>(&out).is_ok_and(|s| {
+            member(&s, "bob").is_some_and(|m| m["alive"] == true && m["paneAlive"] == true)
+        })
+    }));
+}
