@@ -541,24 +541,27 @@ impl TaskList {
     }
 
     fn load_index(&self) -> Option<Index> {
-        let index: Index = json::parse(&std::fs::read(self.index_path()).ok()?).ok()?;
+        let index = Index::parse(&std::fs::read_to_string(self.index_path()).ok()?)?;
         let age = crate::clock::now_ms() - index.built_ms;
         (0..INDEX_MAX_AGE_MS).contains(&age).then_some(index)
     }
 
+    /// Written in place, not by rename: it is a cache whose torn copy fails to parse (it
+    /// ends with a trailer line) and is rebuilt, and rewriting in place spares the
+    /// filesystem a new inode on every claim.
     fn save_index(&self, index: &Index) {
-        // A cache: atomic, but not worth an fsync.
-        let _ = atomic::write_with(
-            &self.index_path(),
-            json::to_compact(index).as_bytes(),
-            false,
-        );
+        let _ = std::fs::write(self.index_path(), index.render());
     }
 
     /// Called under the lock by every mutation other than a claim, and by `next` when
     /// nothing is ready.
     fn drop_index(&self) {
-        let _ = std::fs::remove_file(self.index_path());
+        if let Ok(f) = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.index_path())
+        {
+            let _ = f.set_len(0);
+        }
     }
 
     /// Returns every open task of `owner` to pending with no owner.
@@ -580,21 +583,25 @@ impl TaskList {
 
 const INDEX_MAX_AGE_MS: i64 = 5_000;
 
-/// What `next` needs to know of each task, cached between claims.
-#[derive(Debug, Serialize, Deserialize)]
+/// What `next` needs to know of each task, cached between claims. One line per task
+/// (`<id> <status p|i|c><owned o|-><internal x|-> <blockers,comma,separated|->`) between a
+/// header with the build time and a trailer.
+#[derive(Debug)]
 struct Index {
     built_ms: i64,
     tasks: Vec<IndexEntry>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 struct IndexEntry {
     id: u64,
     status: Status,
     owned: bool,
     internal: bool,
-    blocked_by: Vec<String>,
+    blocked_by: Vec<u64>,
 }
+
+const INDEX_HEADER: &str = "swarm-task-index 1";
 
 impl IndexEntry {
     fn of(t: &Task) -> IndexEntry {
@@ -603,7 +610,7 @@ impl IndexEntry {
             status: t.status,
             owned: t.owner.is_some(),
             internal: t.is_internal(),
-            blocked_by: t.blocked_by.clone(),
+            blocked_by: t.blocked_by.iter().filter_map(|b| b.parse().ok()).collect(),
         }
     }
 }
@@ -616,13 +623,83 @@ impl Index {
         }
     }
 
+    fn render(&self) -> String {
+        let mut out = format!("{INDEX_HEADER} {}\n", self.built_ms);
+        for t in &self.tasks {
+            let status = match t.status {
+                Status::Pending => 'p',
+                Status::InProgress => 'i',
+                Status::Completed => 'c',
+            };
+            let blockers = if t.blocked_by.is_empty() {
+                "-".to_owned()
+            } else {
+                t.blocked_by
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            out.push_str(&format!(
+                "{} {status}{}{} {blockers}\n",
+                t.id,
+                if t.owned { 'o' } else { '-' },
+                if t.internal { 'x' } else { '-' },
+            ));
+        }
+        out.push_str("end\n");
+        out
+    }
+
+    fn parse(text: &str) -> Option<Index> {
+        let mut lines = text.lines();
+        let built_ms = lines
+            .next()?
+            .strip_prefix(INDEX_HEADER)?
+            .trim()
+            .parse()
+            .ok()?;
+        let mut tasks = Vec::new();
+        for line in lines {
+            if line == "end" {
+                return Some(Index { built_ms, tasks });
+            }
+            let mut parts = line.split(' ');
+            let id = parts.next()?.parse().ok()?;
+            let flags = parts.next()?.as_bytes();
+            let status = match flags.first()? {
+                b'p' => Status::Pending,
+                b'i' => Status::InProgress,
+                b'c' => Status::Completed,
+                _ => return None,
+            };
+            let blockers = parts.next()?;
+            let blocked_by = if blockers == "-" {
+                Vec::new()
+            } else {
+                blockers
+                    .split(',')
+                    .map(|b| b.parse().ok())
+                    .collect::<Option<Vec<u64>>>()?
+            };
+            tasks.push(IndexEntry {
+                id,
+                status,
+                owned: *flags.get(1)? == b'o',
+                internal: *flags.get(2)? == b'x',
+                blocked_by,
+            });
+        }
+        None // no trailer: torn
+    }
+
     /// Ids that look ready, lowest first.
     fn ready(&self) -> impl Iterator<Item = u64> + '_ {
-        let open: std::collections::HashSet<String> = self
+        let open: std::collections::HashSet<u64> = self
             .tasks
             .iter()
             .filter(|t| t.status != Status::Completed)
-            .map(|t| t.id.to_string())
+            .map(|t| t.id)
             .collect();
         self.tasks
             .iter()
@@ -707,5 +784,38 @@ fn dedup(ids: &[String]) -> Vec<String> {
 fn push_unique(v: &mut Vec<String>, id: &str) {
     if !v.iter().any(|x| x == id) {
         v.push(id.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod index_tests {
+    use super::*;
+
+    #[test]
+    fn index_round_trips_and_a_torn_one_is_refused() {
+        let index = Index {
+            built_ms: 1_700_000_000_000,
+            tasks: vec![
+                IndexEntry {
+                    id: 1,
+                    status: Status::Completed,
+                    owned: true,
+                    internal: false,
+                    blocked_by: vec![],
+                },
+                IndexEntry {
+                    id: 2,
+                    status: Status::Pending,
+                    owned: false,
+                    internal: true,
+                    blocked_by: vec![1, 3],
+                },
+            ],
+        };
+        let text = index.render();
+        let back = Index::parse(&text).unwrap();
+        assert_eq!(back.render(), text);
+        assert!(Index::parse(&text[..text.len() - 4]).is_none());
+        assert!(Index::parse("").is_none());
     }
 }
