@@ -1,6 +1,5 @@
 //! `swarm agent -p` and `swarm teammate`: running an agent in this process.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::agent::display::Display;
@@ -10,7 +9,7 @@ use crate::agent::prompt::{self, PromptInputs};
 use crate::agent::solo::SoloHost;
 use crate::agent::tools::{ToolContext, ToolName};
 use crate::cli::args::{AgentArgs, ModelOpts, PermissionOpts, TeammateArgs};
-use crate::cli::context::Ctx;
+use crate::cli::context::{Ctx, working_dir};
 use crate::error::{Error, Result};
 use crate::llm::{self, LlmConfig, LlmFlags};
 use crate::names::{AgentName, TeamName, agent_id};
@@ -40,15 +39,6 @@ pub fn permissions(opts: &PermissionOpts) -> Result<(PermissionMode, Vec<AllowRu
     Ok((mode, allow))
 }
 
-fn working_dir(cwd: Option<PathBuf>) -> Result<PathBuf> {
-    let dir = match cwd {
-        Some(d) => d,
-        None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
-    };
-    dir.canonicalize()
-        .map_err(|e| Error::io("open working directory", &dir, e))
-}
-
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -59,7 +49,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 pub fn solo(_ctx: &Ctx, args: AgentArgs) -> Result<u8> {
     let config = llm_config(&args.model)?;
     let (mode, allow) = permissions(&args.permissions)?;
-    let cwd = working_dir(args.cwd)?;
+    let cwd = working_dir(args.cwd.as_deref())?;
     llm::install_crypto_provider();
     let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&config)?);
     let agent = AgentName::new("agent").expect("valid");
@@ -142,7 +132,7 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
         allow,
         max_turns: args.permissions.max_turns,
         permission_timeout: args.permissions.permission_timeout.into(),
-        cwd: working_dir(args.cwd)?,
+        cwd: working_dir(args.cwd.as_deref())?,
         idle_poll: std::time::Duration::from_secs(1),
     };
     let code = runtime()?.block_on(teammate::run(opts))?;

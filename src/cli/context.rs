@@ -49,3 +49,14 @@ impl Ctx {
         self.team_or(None)
     }
 }
+
+/// A working directory given on the command line (else the current one), absolute and
+/// with symlinks resolved; an error naming it if it does not exist.
+pub fn working_dir(given: Option<&std::path::Path>) -> Result<std::path::PathBuf> {
+    let dir = match given {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
+    };
+    dir.canonicalize()
+        .map_err(|e| Error::io("open working directory", &dir, e))
+}

@@ -7,8 +7,8 @@ use std::time::Duration;
 use crate::agent::permissions::PermissionMode;
 use crate::agent::tools::LeadPowers;
 use crate::approvals;
-use crate::cli::args::{LeadArgs, ShutdownArgs, SpawnArgs};
-use crate::cli::context::Ctx;
+use crate::cli::args::{LeadArgs, ModelOpts, PermissionOpts, ShutdownArgs, SpawnArgs};
+use crate::cli::context::{Ctx, working_dir};
 use crate::cli::output::print_json;
 use crate::clock;
 use crate::error::{Error, Result};
@@ -34,6 +34,24 @@ pub fn inside_tmux() -> bool {
 
 pub fn team_tmux(ctx: &Ctx, team: &TeamName) -> Result<Tmux> {
     team_window::server_for(&ctx.root, team, ctx.global.tmux_socket.as_deref())
+}
+
+/// The settings a lead passes on, from its model and permission flags.
+pub fn settings_from(
+    ctx: &Ctx,
+    model: &ModelOpts,
+    permissions: &PermissionOpts,
+) -> Result<LeadSettings> {
+    let (mode, _) = crate::cli::agent::permissions(permissions)?;
+    lead_settings(
+        ctx,
+        model.provider.clone(),
+        model.model.clone(),
+        model.base_url.clone(),
+        Some(mode),
+        permissions.allow.clone(),
+        Some(permissions.max_turns),
+    )
 }
 
 /// The settings a lead started from this command line passes on.
@@ -80,10 +98,7 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     if let Some(p) = &prompt {
         crate::mailbox::check_text(p)?;
     }
-    let cwd = match &args.cwd {
-        Some(c) => std::path::absolute(c).map_err(|e| Error::io("resolve", c, e))?,
-        None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
-    };
+    let cwd = working_dir(args.cwd.as_deref())?;
     if let Some(c) = &args.color
         && !roster::PALETTE.contains(&c.as_str())
     {
@@ -272,20 +287,8 @@ pub fn lead(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
         None => None,
         Some(f) => {
             let goal = std::fs::read_to_string(f).map_err(|e| Error::io("read", f, e))?;
-            let (mode, _) = crate::cli::agent::permissions(&args.permissions)?;
-            let settings = lead_settings(
-                ctx,
-                args.model.provider.clone(),
-                args.model.model.clone(),
-                args.model.base_url.clone(),
-                Some(mode),
-                args.permissions.allow.clone(),
-                Some(args.permissions.max_turns),
-            )?;
-            let cwd = match &args.cwd {
-                Some(c) => std::path::absolute(c).map_err(|e| Error::io("resolve", c, e))?,
-                None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
-            };
+            let settings = settings_from(ctx, &args.model, &args.permissions)?;
+            let cwd = working_dir(args.cwd.as_deref())?;
             Some(LeadAgentOptions {
                 root: ctx.root.clone(),
                 team: team.clone(),

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use crate::agent::permissions::PermissionMode;
 use crate::cli::args::{DemoArgs, RunArgs};
-use crate::cli::context::Ctx;
-use crate::cli::ops::{env_map, inside_tmux, lead_settings, team_tmux};
+use crate::cli::context::{Ctx, working_dir};
+use crate::cli::ops::{env_map, inside_tmux, lead_settings, settings_from, team_tmux};
 use crate::error::{Error, Result, exit};
 use crate::inherit::LeadSettings;
 use crate::lead_agent::Approver;
@@ -154,26 +154,12 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     let approver: Approver = args.approver.parse()?;
     // Fail here, not in the pane: a missing key or a bad provider is the person's to fix.
     crate::cli::agent::llm_config(&args.model)?;
-    let (mode, _) = crate::cli::agent::permissions(&args.permissions)?;
     let team = match &args.team_name {
         Some(n) => TeamName::new(n)?,
         None => team_from_goal(&args.goal)?,
     };
-    let cwd = match &args.cwd {
-        Some(c) => c
-            .canonicalize()
-            .map_err(|e| Error::io("open working directory", c, e))?,
-        None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
-    };
-    let settings = lead_settings(
-        ctx,
-        args.model.provider.clone(),
-        args.model.model.clone(),
-        args.model.base_url.clone(),
-        Some(mode),
-        args.permissions.allow.clone(),
-        Some(args.permissions.max_turns),
-    )?;
+    let cwd = working_dir(args.cwd.as_deref())?;
+    let settings = settings_from(ctx, &args.model, &args.permissions)?;
     let window = launch(
         ctx,
         &Launch {

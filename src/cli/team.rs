@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::cli::args::TeamCommand;
-use crate::cli::context::Ctx;
+use crate::cli::context::{Ctx, working_dir};
 use crate::cli::output::print_json;
 use crate::error::{Error, Result};
 use crate::names::{AgentName, TeamName};
@@ -14,7 +14,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
     match cmd {
         TeamCommand::Create { team, description } => {
             let team = TeamName::new(&team)?;
-            let cwd = std::env::current_dir().map_err(|e| Error::io("read", ".", e))?;
+            let cwd = working_dir(None)?;
             let config = roster::create(&ctx.root, &team, description, &cwd)?;
             if ctx.json() {
                 print_json(&config);
@@ -63,10 +63,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         } => {
             let team = ctx.team()?;
             let name = AgentName::new(&agent)?;
-            let cwd = match cwd {
-                Some(c) => std::path::absolute(&c).map_err(|e| Error::io("resolve", &c, e))?,
-                None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
-            };
+            let cwd = working_dir(cwd.as_deref())?;
             let member = roster::add_member(
                 &ctx.root,
                 &team,
