@@ -57,6 +57,11 @@ pub fn working_dir(given: Option<&std::path::Path>) -> Result<std::path::PathBuf
         Some(d) => d.to_path_buf(),
         None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
     };
-    dir.canonicalize()
-        .map_err(|e| Error::io("open working directory", &dir, e))
+    dir.canonicalize().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::not_found(format!(
+            "working directory {} does not exist; create it or give another --cwd",
+            dir.display()
+        )),
+        _ => Error::io("open working directory", &dir, e),
+    })
 }

@@ -167,7 +167,7 @@ impl LlmConfig {
             None => None,
             Some(var) => Some(ApiKey::new(env(var).ok_or_else(|| {
                 LlmError::Config(format!(
-                    "{var} is not set: export it to use the {provider} provider"
+                    "{var} is not set: export it to use the {provider} provider (`swarm demo` runs without a key)"
                 ))
             })?)),
         };
@@ -377,7 +377,7 @@ mod tests {
             .to_string();
         assert_eq!(
             err,
-            "ANTHROPIC_API_KEY is not set: export it to use the anthropic provider"
+            "ANTHROPIC_API_KEY is not set: export it to use the anthropic provider (`swarm demo` runs without a key)"
         );
         let err = LlmConfig::resolve_with_env(
             &flags(Provider::OpenAi),
