@@ -39,7 +39,8 @@ pub struct GlobalOpts {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Give a goal to a lead agent and watch its team work in tmux
+    /// Give a goal to a lead agent and watch its team work in tmux (--team names the new team;
+    /// default: made from the goal)
     Run(RunArgs),
 
     /// Run a real team on a small job with a built-in scripted model: no API key, no network
@@ -450,9 +451,6 @@ pub struct LeadArgs {
 pub struct RunArgs {
     /// What the team should achieve
     pub goal: String,
-    /// The team's name [default: made from the goal]
-    #[arg(long = "name", value_name = "TEAM")]
-    pub team_name: Option<String>,
     /// The most teammates the lead may spawn
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub teammates: usize,

@@ -154,7 +154,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     let approver: Approver = args.approver.parse()?;
     // Fail here, not in the pane: a missing key or a bad provider is the person's to fix.
     crate::cli::agent::llm_config(&args.model)?;
-    let team = match &args.team_name {
+    let team = match &ctx.global.team {
         Some(n) => TeamName::new(n)?,
         None => team_from_goal(&args.goal)?,
     };

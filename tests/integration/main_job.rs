@@ -131,7 +131,7 @@ fn run_with(
     let mut cmd = env.swarm(&[
         "run",
         swarm::demo::GOAL,
-        "--name",
+        "--team",
         "t",
         "--no-attach",
         "--provider",
