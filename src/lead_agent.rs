@@ -334,6 +334,18 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     );
     ctx.lead = Some(o.powers.clone());
     ctx.cancel = stop.child_token();
+    let hooks = crate::hooks::Hooks::load(&o.cwd);
+    for problem in &hooks.problems {
+        crate::hooks::report(problem);
+    }
+    ctx.hooks = Some(Arc::new(crate::hooks::Runner {
+        hooks,
+        session_id: uuid::Uuid::new_v4().to_string(),
+        cwd: o.cwd.clone(),
+        team: o.team.to_string(),
+        agent: crate::names::LEAD.to_owned(),
+        agent_type: Some(crate::names::LEAD.to_owned()),
+    }));
     let mut engine = Engine::new(
         client.clone(),
         o.llm.model.clone(),
