@@ -129,7 +129,6 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
             args.agent_id
         )));
     }
-    let config = llm_config(&args.model)?;
     let (mut mode, allow) = permissions(&args.permissions)?;
     let cwd = working_dir(args.cwd)?;
     let mut max_turns = args.permissions.max_turns;
@@ -157,6 +156,7 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
             max_turns = n;
         }
     }
+    let config = llm_config(&args.model)?;
     let hooks = Hooks::load(&cwd);
     for problem in &hooks.problems {
         crate::hooks::report(problem);
