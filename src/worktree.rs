@@ -384,9 +384,16 @@ pub fn changes(record: &Record) -> Result<Changes> {
 
 /// Deletes the worktree, its branch and its record.
 pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
-    let repo =
-        Repository::open(&record.git_dir).map_err(|e| git_err("open", &record.git_dir, e))?;
-    if let Ok(wt) = repo.find_worktree(&record.name) {
+    // A repository that is gone took its worktrees and branches with it.
+    let repo = match Repository::open(&record.git_dir) {
+        Ok(r) => Some(r),
+        Err(_) if !record.git_dir.exists() => None,
+        Err(e) => return Err(git_err("open", &record.git_dir, e)),
+    };
+    if let Some(wt) = repo
+        .as_ref()
+        .and_then(|r| r.find_worktree(&record.name).ok())
+    {
         let mut opts = WorktreePruneOptions::new();
         opts.valid(true).locked(true).working_tree(true);
         wt.prune(Some(&mut opts))
@@ -397,7 +404,10 @@ pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io("remove", &record.path, e)),
     }
-    if let Ok(mut branch) = repo.find_branch(&record.branch, BranchType::Local) {
+    if let Some(mut branch) = repo
+        .as_ref()
+        .and_then(|r| r.find_branch(&record.branch, BranchType::Local).ok())
+    {
         branch.delete().map_err(|e| {
             git_err(
                 &format!("delete branch {} in", record.branch),
@@ -595,6 +605,16 @@ mod tests {
         remove(&root, &team, &rec).unwrap();
         assert!(!p.path.exists());
         assert_eq!(records(&root, &team).unwrap().len(), 1, "carol's stays");
+    }
+
+    #[test]
+    fn a_record_outlives_its_repository_harmlessly() {
+        let (_t, repo, root) = repo();
+        let (team, bob) = names("bob");
+        let rec = create(&root, &team, &plan(&team, &bob, &repo).unwrap()).unwrap();
+        std::fs::remove_dir_all(&repo).unwrap();
+        remove(&root, &team, &rec).unwrap();
+        assert!(records(&root, &team).unwrap().is_empty());
     }
 
     #[test]

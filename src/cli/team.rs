@@ -174,7 +174,15 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             }
             let mut removed = Vec::new();
             for record in worktree::records(&ctx.root, &team)? {
-                worktree::remove(&ctx.root, &team, &record)?;
+                if let Err(e) = worktree::remove(&ctx.root, &team, &record) {
+                    // The team goes anyway; what is left is the user's to tidy.
+                    eprintln!(
+                        "swarm: warning: {e}; remove worktree {} and branch {} by hand",
+                        record.path.display(),
+                        record.branch
+                    );
+                    continue;
+                }
                 if !ctx.json() {
                     println!(
                         "removed worktree {} and branch {}",
