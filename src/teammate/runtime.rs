@@ -724,15 +724,18 @@ impl Host for Runtime {
             input: input.clone(),
             permission_suggestions: Vec::new(),
         });
-        if let Err(e) = self.send_to_lead(&request) {
-            return Authorization::Deny(format!("could not ask {LEAD}: {e}"));
-        }
-        self.display
-            .outgoing(LEAD, &format!("permission? {description}"));
+        // Waiting is recorded before the request goes out, so whoever sees the request
+        // also sees this teammate waiting for its answer.
         self.set_activity(
             Activity::AwaitingApproval,
             Some(format!("permission for {description}")),
         );
+        if let Err(e) = self.send_to_lead(&request) {
+            self.set_activity(Activity::Working, None);
+            return Authorization::Deny(format!("could not ask {LEAD}: {e}"));
+        }
+        self.display
+            .outgoing(LEAD, &format!("permission? {description}"));
         let timeout = self.opts.permission_timeout;
         let waited = self
             .wait_for(Some(timeout), |incoming| match incoming {
@@ -790,11 +793,12 @@ impl Host for Runtime {
             plan_content: plan.to_owned(),
             request_id: request_id.clone(),
         });
+        self.set_activity(Activity::AwaitingApproval, Some("plan approval".to_owned()));
         if let Err(e) = self.send_to_lead(&request) {
+            self.set_activity(Activity::Working, None);
             return ToolOutcome::err(format!("could not send the plan to {LEAD}: {e}"));
         }
         self.display.outgoing(LEAD, "plan sent for approval");
-        self.set_activity(Activity::AwaitingApproval, Some("plan approval".to_owned()));
         let waited = self
             .wait_for(None, |incoming| match incoming {
                 Incoming::PlanResponse { from, response } if from == LEAD && response.request_id == request_id => {

@@ -269,3 +269,99 @@ fn isolation_outside_a_git_repository_is_refused_and_leaves_nothing() {
     );
     assert!(member(&env, "bob").is_none());
 }
+
+#[test]
+fn the_leads_agent_tool_spawns_into_a_worktree_and_the_lead_hears_what_was_kept() {
+    let env = TestEnv::new();
+    let repo = env.repo("job");
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("plan and spawn")
+                    .agent("team-lead")
+                    .user_contains("write notes")
+                    .no_tool_result(true)
+                    .times(1)
+                    .reply(
+                        Reply::tool(
+                            "TaskCreate",
+                            json!({"subject": "Write notes.txt", "description": "write it"}),
+                        )
+                        .tool_call(
+                            "Agent",
+                            json!({"name": "bob", "prompt": "take the task",
+                                "subagent_type": "general-purpose", "isolation": "worktree"}),
+                        ),
+                    ),
+            )
+            .rule(
+                Rule::new("work")
+                    .agent("bob")
+                    .user_regex(r"claimed task #(?P<id>\d+)")
+                    .no_tool_result(true)
+                    .reply(
+                        Reply::tool(
+                            "Write",
+                            json!({"file_path": "notes.txt", "content": "notes\n"}),
+                        )
+                        .tool_call(
+                            "TaskUpdate",
+                            json!({"taskId": "{{id}}", "status": "completed"}),
+                        ),
+                    ),
+            )
+            .default_reply(Reply::text("ok")),
+    );
+    let mut cmd = env.swarm(&[
+        "run",
+        "write notes",
+        "--name",
+        "t",
+        "--no-attach",
+        "--teammates",
+        "1",
+        "--provider",
+        "scripted",
+        "--base-url",
+        &model.url(),
+        "--cwd",
+        &repo.display().to_string(),
+        "--permission-mode",
+        "bypassPermissions",
+    ]);
+    let out = crate::harness::run_timeout(&mut cmd, Duration::from_secs(120));
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    let wt = repo
+        .canonicalize()
+        .unwrap()
+        .join(".git/swarm-worktrees/t/bob");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("notes.txt")).unwrap(),
+        "notes\n",
+        "bob did not write in his worktree"
+    );
+    assert!(!repo.join("notes.txt").exists());
+    // The lead ran the ladder as it finished: the work is kept, and it was told so.
+    assert!(branches(&repo).contains("swarm/t/bob"));
+    assert!(
+        lead_texts(&env)
+            .iter()
+            .any(|t| t.contains("bob's worktree was kept") && t.contains("swarm/t/bob")),
+        "{:?}",
+        lead_texts(&env)
+    );
+    let tool_result = model
+        .requests()
+        .iter()
+        .filter(|r| r.agent() == Some("team-lead"))
+        .map(|r| r.body["messages"].to_string())
+        .find(|m| m.contains("Spawned successfully"))
+        .unwrap_or_default();
+    assert!(
+        tool_result.contains("worktree: ") && tool_result.contains("(branch swarm/t/bob)"),
+        "{tool_result}"
+    );
+    env.run(&["team", "delete", "t"]).failure(4);
+    env.run(&["team", "delete", "t", "--force"]).success();
+    assert!(!wt.exists());
+}
