@@ -174,7 +174,9 @@ impl Catalog {
     pub fn warn_invalid(&self) {
         for bad in &self.invalid {
             eprintln!("swarm: warning: skipped agent definition {bad}");
-            tracing::warn!("skipped agent definition {bad}");
+            // Into a teammate's log too (stderr is its pane); info, so a command's own
+            // stderr does not show it twice.
+            tracing::info!("skipped agent definition {bad}");
         }
     }
 }

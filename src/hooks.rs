@@ -288,7 +288,8 @@ impl Hooks {
 /// Shows a hook problem where the user looks (stderr: the agent's pane) and logs it.
 pub fn report(problem: &str) {
     eprintln!("swarm: hook: {problem}");
-    tracing::warn!("hook: {problem}");
+    // Into a teammate's log too; info, so a command's own stderr does not show it twice.
+    tracing::info!("hook: {problem}");
 }
 
 fn short(command: &str) -> String {

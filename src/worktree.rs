@@ -192,10 +192,10 @@ pub fn plan(team: &TeamName, agent: &AgentName, cwd: &Path) -> Result<Plan> {
         )),
         _ => git_err("read HEAD of", &workdir, e),
     })?;
-    let base = head
+    let commit = head
         .peel_to_commit()
-        .map_err(|e| git_err("read HEAD of", &workdir, e))?
-        .id();
+        .map_err(|e| git_err("read HEAD of", &workdir, e))?;
+    let base = commit.id();
     let git_dir = repo
         .commondir()
         .canonicalize()
@@ -218,10 +218,20 @@ pub fn plan(team: &TeamName, agent: &AgentName, cwd: &Path) -> Result<Plan> {
             path.display()
         )));
     }
+    // The same subdirectory, if the commit has it (an untracked one will not be there).
     let rel = cwd.strip_prefix(&workdir).unwrap_or(Path::new(""));
+    let in_commit = rel.as_os_str().is_empty()
+        || commit
+            .tree()
+            .and_then(|t| t.get_path(rel))
+            .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Tree));
     Ok(Plan {
         agent: agent.to_string(),
-        cwd: path.join(rel),
+        cwd: if in_commit {
+            path.join(rel)
+        } else {
+            path.clone()
+        },
         git_dir,
         path,
         branch,
@@ -294,7 +304,7 @@ pub fn create(root: &Root, team: &TeamName, plan: &Plan) -> Result<Record> {
 }
 
 /// The teammate's working directory in a new worktree: the planned one if the checkout
-/// has it, else the worktree's root (the directory was untracked in the main checkout).
+/// has it (it should), else the worktree's root.
 pub fn working_dir(plan: &Plan) -> PathBuf {
     if plan.cwd.is_dir() {
         plan.cwd.clone()
@@ -552,6 +562,13 @@ mod tests {
         assert_eq!(p.branch, "swarm/t/bob");
         let rec = create(&root, &team, &p).unwrap();
         assert_eq!(working_dir(&p), p.path.join("src"));
+        // A directory the commit does not have means the worktree's root.
+        std::fs::create_dir_all(repo.join("untracked")).unwrap();
+        let (_, other) = names("other");
+        assert_eq!(
+            plan(&team, &other, &repo.join("untracked")).unwrap().cwd,
+            plan(&team, &other, &repo).unwrap().path
+        );
         assert!(p.path.join("src/a.txt").is_file());
         // Build output is not a change; the main checkout sees nothing new.
         std::fs::create_dir_all(p.path.join("target")).unwrap();

@@ -396,7 +396,7 @@ pub struct SpawnArgs {
     /// An agent definition (.claude/agents/*.md, ~/.claude/agents/*.md, or general-purpose, Explore, Plan); see `swarm agents list`
     #[arg(long, value_name = "TYPE")]
     pub agent_type: Option<String>,
-    /// The teammate's model [default: $SWARM_SUBAGENT_MODEL, else the agent definition's, else the lead's ($SWARM_MODEL), else the provider's]
+    /// The teammate's model, unless $SWARM_SUBAGENT_MODEL (or $CLAUDE_CODE_SUBAGENT_MODEL) is set, which wins [default: the agent definition's, else the lead's ($SWARM_MODEL), else the provider's]
     #[arg(long)]
     pub model: Option<String>,
     /// The teammate's permission mode [default: the lead's ($SWARM_PERMISSION_MODE)]

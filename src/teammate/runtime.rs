@@ -210,6 +210,13 @@ impl Runtime {
         let Some(runner) = self.ctx.hooks.clone() else {
             return HookOutcome::default();
         };
+        if runner
+            .hooks
+            .commands(event, runner.agent_type.as_deref())
+            .is_empty()
+        {
+            return HookOutcome::default();
+        }
         let mode = self.ctx.mode();
         tokio::task::spawn_blocking(move || runner.fire(event, mode, extra))
             .await
