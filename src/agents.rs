@@ -18,8 +18,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::agent::permissions::PermissionMode;
 use crate::agent::tools::ToolName;
 use crate::error::{Error, Result};
@@ -38,8 +36,7 @@ pub const ESSENTIAL: [ToolName; 5] = [
     ToolName::ExitPlanMode,
 ];
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", content = "path", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     BuiltIn,
     Project(PathBuf),

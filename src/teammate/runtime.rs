@@ -15,8 +15,8 @@
 //! On exit (approved shutdown, SIGTERM, SIGHUP, SIGINT) it returns its open tasks to
 //! pending, marks itself inactive and records why it stopped.
 //!
-//! Hooks (see [`crate::hooks`]): `SubagentStart` once registered, `SubagentStop` as it
-//! exits, and `TeammateIdle` before each idle notification; a `TeammateIdle` hook that
+//! Hooks (see [`crate::hooks`]): `SubagentStart` once registered, `SubagentStop` once it
+//! has recorded its exit, and `TeammateIdle` before each idle notification; a `TeammateIdle` hook that
 //! exits 2 sends its stderr to the model as a new turn instead, and the teammate works on.
 
 use std::path::PathBuf;
@@ -103,7 +103,12 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         cwd: opts.cwd.clone(),
         team: opts.team.to_string(),
         agent: opts.name.to_string(),
-        agent_type: opts.agent_type.clone(),
+        // As the roster has it: a teammate started without a type is general-purpose.
+        agent_type: Some(
+            opts.agent_type
+                .clone()
+                .unwrap_or_else(|| "general-purpose".to_owned()),
+        ),
     }));
     let system = prompt::teammate(&PromptInputs {
         agent: &opts.name,
@@ -165,11 +170,12 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         }
         Err(e) => (i32::from(e.exit_code()), e.to_string(), false),
     };
+    rt.finish(code, &reason, clean, &engine);
+    // After the bookkeeping, so a slow hook cut short by the ladder loses nothing.
     let mut stop = Map::new();
     stop.insert("stop_hook_active".into(), Value::Bool(false));
     stop.insert("reason".into(), Value::String(reason.clone()));
     rt.fire(HookEvent::SubagentStop, stop).await;
-    rt.finish(code, &reason, clean, &engine);
     Ok(code)
 }
 
