@@ -365,3 +365,53 @@ fn the_leads_agent_tool_spawns_into_a_worktree_and_the_lead_hears_what_was_kept(
     env.run(&["team", "delete", "t", "--force"]).success();
     assert!(!wt.exists());
 }
+
+#[test]
+fn the_supervisor_settles_the_worktree_of_a_teammate_that_died() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = env.repo("repo");
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let repo_s = repo.display().to_string();
+    let mut worktrees = Vec::new();
+    for name in ["dave", "erin"] {
+        let out = spawn(
+            &env,
+            &model,
+            name,
+            &["--isolation", "worktree", "--cwd", &repo_s],
+        )
+        .success()
+        .stdout;
+        worktrees.push(spawned_worktree(&out));
+        assert!(wait_until(T, || alive(&env, name)));
+    }
+    // erin leaves a file behind; then both die without any shutdown code running.
+    std::fs::write(worktrees[1].join("half-done.txt"), "wip").unwrap();
+    for name in ["dave", "erin"] {
+        let pid = member(&env, name).unwrap()["pid"].as_i64().unwrap() as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    }
+    // The lead in the team window notices: dave's clean worktree goes, erin's stays.
+    assert!(
+        wait_until(T, || !worktrees[0].exists()),
+        "dave's clean worktree outlived him"
+    );
+    assert!(
+        wait_until(T, || lead_texts(&env).iter().any(|t| t
+            .contains("erin's worktree was kept")
+            && t.contains("swarm/t/erin"))),
+        "{:?}",
+        lead_texts(&env)
+    );
+    assert!(worktrees[1].join("half-done.txt").exists());
+    assert_eq!(
+        branches(&repo).trim_start_matches('+').trim(),
+        "swarm/t/erin"
+    );
+    env.run(&["team", "delete", "t", "--force"]).success();
+    assert_eq!(branches(&repo), "");
+}
