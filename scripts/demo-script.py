@@ -100,7 +100,9 @@ rule("lead notes mail", agent=LEAD, reply={"text": "Noted."})
 rule("bob plans", agent="bob", user_regex=CLAIMED, no_tool_result=True,
      reply={"tool_calls": [call("ExitPlanMode",
                                 plan="Plan for task #{{id}}:\n1. Write {{path}} as the task gives it.\n2. Run its check.\n3. Mark the task completed and tell team-lead.\n\nFile: {{path}}\n```\n{{content}}\n```")]})
-rule("bob carries out the plan", agent="bob", tool_result_contains="your plan",
+# bob takes a moment over his approved plan: alice and carol, spawned as the lead
+# approves it, are up by then and claim the other tasks, so the work really is shared.
+rule("bob carries out the plan", agent="bob", tool_result_contains="your plan", delay_ms=1500,
      user_regex=r"(?s)(approved your plan|go ahead with your plan).*?Plan for task #(?P<id>\d+):.*?File: (?P<path>\S+)\n```\n(?P<content>.*?)\n```",
      reply={"tool_calls": [call("Write", file_path="{{path}}", content="{{content}}\n"), call("TaskGet", taskId="{{id}}")]})
 rule("bob revises", agent="bob", tool_result_contains="rejected your plan", reply={"text": "I will revise my plan."})

@@ -4,11 +4,15 @@
 //! Rules, in order:
 //! - identity: `--agent-id <name>@<team> --agent-name --team-name --agent-color`, also
 //!   exported as `SWARM_AGENT_ID`, `SWARM_AGENT_NAME`, `SWARM_TEAM`;
-//! - model: the spawn's `--model`, else the lead's; with neither, no `--model` at all, so
-//!   the teammate uses the provider's default. A model the user did not choose is never
-//!   forced. Provider and base URL are the lead's;
+//! - model ([`resolve_model`]), first that applies: `SWARM_SUBAGENT_MODEL` (else
+//!   `CLAUDE_CODE_SUBAGENT_MODEL`) in the lead's environment, the spawn's `--model`, the
+//!   agent definition's `model`, the lead's model. `inherit` on any rung means the lead's
+//!   model. With none of them, no `--model` at all, so the teammate uses the provider's
+//!   default: a model the user did not choose is never forced. Provider and base URL are
+//!   the lead's;
 //! - permission mode: plan when a plan is required (plan mode beats bypass), else the
-//!   spawn's mode, else the lead's; allow rules and the turn limit are the lead's;
+//!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
+//!   rules and the turn limit are the lead's;
 //! - root and tmux server are the lead's, so the team stays on one disk and one server;
 //! - environment: an allow-list copied from the lead (provider keys and URLs, proxies, CA
 //!   bundles, `SWARM_*`, `CLAUDE_CONFIG_DIR`, and `PATH`, `HOME`, `LANG`, `LC_ALL`, `USER`
@@ -52,6 +56,10 @@ pub struct SpawnSpec {
     pub permission_mode: Option<PermissionMode>,
     pub plan_mode_required: bool,
     pub cwd: PathBuf,
+    /// The agent definition's `model`, if it names one.
+    pub definition_model: Option<String>,
+    /// The agent definition's `permissionMode`, if it names one.
+    pub definition_permission_mode: Option<PermissionMode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +109,29 @@ pub fn is_secret(name: &str) -> bool {
         || upper.ends_with("_PROXY")
 }
 
+/// Environment variables that choose every teammate's model, in order.
+pub const SUBAGENT_MODEL_VARS: [&str; 2] = ["SWARM_SUBAGENT_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"];
+
+/// The teammate's model (see the module comment); `None` leaves it to the provider.
+pub fn resolve_model(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+) -> Option<String> {
+    let chosen = |m: Option<&String>| m.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
+    let from_env = SUBAGENT_MODEL_VARS.iter().find_map(|k| chosen(env.get(*k)));
+    let rungs = [
+        from_env,
+        chosen(spawn.model.as_ref()),
+        chosen(spawn.definition_model.as_ref()),
+    ];
+    match rungs.into_iter().flatten().next() {
+        Some(m) if m == "inherit" => lead.model.clone(),
+        Some(m) => Some(m),
+        None => lead.model.clone(),
+    }
+}
+
 /// The teammate's command line and environment.
 pub fn teammate_command(
     lead: &LeadSettings,
@@ -129,7 +160,7 @@ pub fn teammate_command(
     if let Some(p) = &lead.provider {
         argv.push(format!("--provider={p}"));
     }
-    if let Some(m) = spawn.model.as_ref().or(lead.model.as_ref()) {
+    if let Some(m) = resolve_model(lead, env, spawn) {
         argv.push(format!("--model={m}"));
     }
     if let Some(u) = &lead.base_url {
@@ -138,7 +169,10 @@ pub fn teammate_command(
     let mode = if spawn.plan_mode_required {
         PermissionMode::Plan
     } else {
-        spawn.permission_mode.unwrap_or(lead.permission_mode)
+        spawn
+            .permission_mode
+            .or(spawn.definition_permission_mode)
+            .unwrap_or(lead.permission_mode)
     };
     argv.push(format!("--permission-mode={mode}"));
     for rule in &lead.allow {
@@ -243,6 +277,8 @@ mod tests {
             permission_mode: None,
             plan_mode_required: false,
             cwd: "/work/repo".into(),
+            definition_model: None,
+            definition_permission_mode: None,
         }
     }
 
@@ -341,6 +377,71 @@ mod tests {
             "{:?}",
             cmd.argv
         );
+    }
+
+    fn model_of(lead: &LeadSettings, env: &BTreeMap<String, String>, s: &SpawnSpec) -> Vec<String> {
+        teammate_command(lead, env, s)
+            .argv
+            .into_iter()
+            .filter(|a| a.starts_with("--model"))
+            .collect()
+    }
+
+    #[test]
+    fn golden_model_resolution_rung_by_rung() {
+        let lead = lead();
+        let mut env = env();
+        let mut s = spawn();
+        // 4. the lead's model, when nothing else chooses.
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        // 3. the definition's model beats the lead's.
+        s.definition_model = Some("claude-haiku-4-5".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-haiku-4-5"]);
+        // 2. the spawn's model beats the definition's.
+        s.model = Some("claude-opus-4-1".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-opus-4-1"]);
+        // 1. CLAUDE_CODE_SUBAGENT_MODEL beats them all, and SWARM_SUBAGENT_MODEL beats it.
+        env.insert("CLAUDE_CODE_SUBAGENT_MODEL".into(), "cc-model".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=cc-model"]);
+        env.insert("SWARM_SUBAGENT_MODEL".into(), "swarm-model".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=swarm-model"]);
+        // An empty variable chooses nothing.
+        env.insert("SWARM_SUBAGENT_MODEL".into(), " ".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=cc-model"]);
+        // `inherit` on any rung is the lead's model.
+        env.insert("SWARM_SUBAGENT_MODEL".into(), "inherit".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        let env = super::tests::env();
+        s.model = None;
+        s.definition_model = Some("inherit".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        // ...and with no lead model, `inherit` forces nothing.
+        let mut bare = lead.clone();
+        bare.model = None;
+        assert!(model_of(&bare, &env, &s).is_empty());
+        s.definition_model = None;
+        assert!(model_of(&bare, &env, &s).is_empty());
+        s.definition_model = Some("only-the-definition".into());
+        assert_eq!(model_of(&bare, &env, &s), ["--model=only-the-definition"]);
+    }
+
+    #[test]
+    fn definition_permission_mode_sits_between_the_spawns_and_the_leads() {
+        let mode = |s: &SpawnSpec| {
+            teammate_command(&lead(), &env(), s)
+                .argv
+                .into_iter()
+                .find(|a| a.starts_with("--permission-mode="))
+                .unwrap()
+        };
+        let mut s = spawn();
+        assert_eq!(mode(&s), "--permission-mode=bypassPermissions");
+        s.definition_permission_mode = Some(PermissionMode::AcceptEdits);
+        assert_eq!(mode(&s), "--permission-mode=acceptEdits");
+        s.permission_mode = Some(PermissionMode::Default);
+        assert_eq!(mode(&s), "--permission-mode=default");
+        s.plan_mode_required = true;
+        assert_eq!(mode(&s), "--permission-mode=plan");
     }
 
     #[test]

@@ -83,6 +83,21 @@ pub enum Outcome {
 }
 
 pub fn system_prompt(o: &LeadAgentOptions) -> String {
+    let mut prompt = base_prompt(o);
+    // The agent types it may name in the Agent tool's subagent_type.
+    let catalog = crate::agents::Catalog::load(&o.cwd);
+    prompt.push_str("\n# Agent types (the Agent tool's subagent_type)\n");
+    for d in &catalog.active {
+        prompt.push_str(&format!("- {}: {}\n", d.name, d.description));
+    }
+    prompt.push_str(
+        "Give isolation \"worktree\" to a teammate whose changes should stay apart from the shared checkout: \
+         it works in its own git worktree and branch, which is kept for you to merge if it changed anything.\n",
+    );
+    prompt
+}
+
+fn base_prompt(o: &LeadAgentOptions) -> String {
     format!(
         "You are the team lead of the agent team \"{team}\", working in {cwd}. You do not change files yourself: \
          you plan, delegate and coordinate.\n\n\
@@ -334,6 +349,18 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     );
     ctx.lead = Some(o.powers.clone());
     ctx.cancel = stop.child_token();
+    let hooks = crate::hooks::Hooks::load(&o.cwd);
+    for problem in &hooks.problems {
+        crate::hooks::report(problem);
+    }
+    ctx.hooks = Some(Arc::new(crate::hooks::Runner {
+        hooks,
+        session_id: uuid::Uuid::new_v4().to_string(),
+        cwd: o.cwd.clone(),
+        team: o.team.to_string(),
+        agent: crate::names::LEAD.to_owned(),
+        agent_type: Some(crate::names::LEAD.to_owned()),
+    }));
     let mut engine = Engine::new(
         client.clone(),
         o.llm.model.clone(),

@@ -2,12 +2,15 @@
 //! Code's own on-disk formats. See CONTRIBUTING.md for the architecture.
 
 pub mod agent;
+pub mod agents;
 pub mod approvals;
 pub mod atomic;
 pub mod cli;
 pub mod clock;
 pub mod demo;
 pub mod error;
+pub mod frontmatter;
+pub mod hooks;
 pub mod inherit;
 pub mod json;
 pub mod lead;
@@ -18,6 +21,7 @@ pub mod mailbox;
 pub mod model_server;
 pub mod names;
 pub mod process;
+pub mod project;
 pub mod protocol;
 pub mod report;
 pub mod root;
@@ -33,3 +37,4 @@ pub mod teammate;
 pub mod tmux;
 pub mod tui;
 pub mod watch;
+pub mod worktree;

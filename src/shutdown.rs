@@ -4,7 +4,9 @@
 //! to the timeout → SIGTERM to every process of its session → 5 s → SIGKILL → `kill-pane`
 //! (only a pane tagged with this team) → verify the process and the pane are gone. A
 //! rejection stops the ladder unless forced. Afterwards the member leaves the roster, its
-//! open tasks return to pending and the lead is told (once; see [`crate::supervisor`]).
+//! open tasks return to pending and the lead is told (once; see [`crate::supervisor`]),
+//! and its git worktree, if it had one, is removed when unchanged and kept otherwise (see
+//! [`crate::worktree`]).
 //!
 //! Signals only reach the process the teammate's state file names (pid and start time), so
 //! a reused pid is never hit; the session is the teammate's own (tmux makes each pane a
@@ -170,13 +172,20 @@ pub fn shut_down(
             "{name}'s pane is still open after kill-pane"
         )));
     }
-    if let Some(r) = supervisor::report_exit(root, team, &last)?
-        && !r.released.is_empty()
-    {
-        step(format!(
-            "returned task(s) #{} to pending",
-            r.released.join(", #")
-        ));
+    if let Some(r) = supervisor::report_exit(root, team, &last)? {
+        if !r.released.is_empty() {
+            step(format!(
+                "returned task(s) #{} to pending",
+                r.released.join(", #")
+            ));
+        }
+        if let Some(line) = r.worktree {
+            step(line);
+        }
+    }
+    // Usually settled by the report above; this catches a teammate that never registered.
+    if let Some(line) = crate::worktree::settle(root, team, name) {
+        step(line);
     }
     roster::remove_member(root, team, name)?;
     step("removed from the roster".to_owned());

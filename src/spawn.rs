@@ -1,14 +1,18 @@
 //! Starting a teammate in its own pane.
 //!
-//! Order matters: the roster entry is reserved first (so the name is taken), the first
-//! instructions are written to the teammate's inbox, then the pane is made running the
-//! teammate directly (argv, no shell, no keystrokes), and the roster gets the pane id. If
-//! anything fails after the reservation, the reservation and the inbox go again. The team
-//! window, and the lead process in its first pane, are opened by the first spawn.
+//! Order matters: the agent definition named by `--agent-type` is applied (model,
+//! isolation, colour, initial prompt, permission mode; an unknown type is refused), the
+//! roster entry is reserved (so the name is taken), the teammate's git worktree is made
+//! when it is isolated (see [`crate::worktree`]), the first instructions are written to
+//! its inbox, then the pane is made running the teammate directly (argv, no shell, no
+//! keystrokes), and the roster gets the pane id. If anything fails after the reservation,
+//! the reservation, the worktree and the inbox go again. The team window, and the lead
+//! process in its first pane, are opened by the first spawn.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::agents::{Catalog, Definition};
 use crate::error::{Error, Result};
 use crate::inherit::{self, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::mailbox::{self, Envelope};
@@ -17,6 +21,7 @@ use crate::root::Root;
 use crate::roster::{self, NewMember};
 use crate::team_window::{self, Placement, TeamWindow, TeamWindowOptions};
 use crate::tmux::{PaneSpec, Tmux};
+use crate::worktree::{self, Isolation};
 
 #[derive(Debug, Clone)]
 pub struct SpawnRequest {
@@ -28,6 +33,8 @@ pub struct SpawnRequest {
     pub plan_mode_required: bool,
     pub cwd: PathBuf,
     pub color: Option<String>,
+    /// `None`: the agent definition's, else none.
+    pub isolation: Option<Isolation>,
 }
 
 #[derive(Debug, Clone)]
@@ -37,6 +44,62 @@ pub struct Spawned {
     pub color: String,
     /// The team window (and its lead) was opened by this spawn.
     pub opened_window: bool,
+    /// The teammate's own worktree, when it is isolated.
+    pub worktree: Option<worktree::Record>,
+    /// The model it was given, if any was.
+    pub model: Option<String>,
+}
+
+/// A spawn request with its agent definition applied.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub req: SpawnRequest,
+    pub definition: Option<Definition>,
+}
+
+/// Applies the agent definition `req.agent_type` names (from the project of `req.cwd` and
+/// the user's): its initial prompt when no prompt was given, its colour and isolation
+/// when none were. An unknown type is an error listing the known ones; invalid definition
+/// files are reported on stderr and skipped.
+pub fn prepare(req: &SpawnRequest) -> Result<Prepared> {
+    let mut req = req.clone();
+    let definition = match &req.agent_type {
+        Some(t) => {
+            let catalog = Catalog::load(&req.cwd);
+            catalog.warn_invalid();
+            Some(catalog.get(t)?.clone())
+        }
+        None => None,
+    };
+    if let Some(d) = &definition {
+        if req.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) && d.initial_prompt.is_some() {
+            req.prompt = d.initial_prompt.clone();
+        }
+        if req.color.is_none() {
+            req.color = d.color.clone();
+        }
+        if req.isolation.is_none() {
+            req.isolation = d.isolation;
+        }
+    }
+    Ok(Prepared { req, definition })
+}
+
+fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
+    let req = &prepared.req;
+    let def = prepared.definition.as_ref();
+    SpawnSpec {
+        team: team.clone(),
+        name: req.name.clone(),
+        color: color.to_owned(),
+        agent_type: req.agent_type.clone(),
+        model: req.model.clone(),
+        permission_mode: req.permission_mode,
+        plan_mode_required: req.plan_mode_required,
+        cwd: req.cwd.clone(),
+        definition_model: def.and_then(|d| d.model.clone()),
+        definition_permission_mode: def.and_then(|d| d.permission_mode),
+    }
 }
 
 /// Where and how to run things: the team's tmux server and whether the caller sits inside it.
@@ -49,13 +112,14 @@ pub fn window_options(root: &Root, team: &TeamName) -> TeamWindowOptions {
     TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"))
 }
 
-/// The teammate's command for `req`, from the lead's settings and environment.
+/// The teammate's command for a prepared request, from the lead's settings and
+/// environment.
 pub fn command_for(
     root: &Root,
     team: &TeamName,
     lead: &LeadSettings,
     env: &BTreeMap<String, String>,
-    req: &SpawnRequest,
+    prepared: &Prepared,
     color: &str,
 ) -> Result<TeammateCommand> {
     let config = roster::load(root, team)?;
@@ -64,16 +128,7 @@ pub fn command_for(
     Ok(inherit::teammate_command(
         &settings,
         env,
-        &SpawnSpec {
-            team: team.clone(),
-            name: req.name.clone(),
-            color: color.to_owned(),
-            agent_type: req.agent_type.clone(),
-            model: req.model.clone(),
-            permission_mode: req.permission_mode,
-            plan_mode_required: req.plan_mode_required,
-            cwd: req.cwd.clone(),
-        },
+        &spec(team, prepared, color),
     ))
 }
 
@@ -167,6 +222,7 @@ pub fn spawn(
     req: &SpawnRequest,
 ) -> Result<Spawned> {
     check_cwd(&req.cwd)?;
+    let mut prepared = prepare(req)?;
     let config = roster::load(root, team)?;
     if let Some(existing) = config
         .members
@@ -178,26 +234,53 @@ pub fn spawn(
             existing.name
         )));
     }
-    let color = req
+    let color = prepared
+        .req
         .color
         .clone()
         .unwrap_or_else(|| config.next_color().to_owned());
-    let cmd = command_for(root, team, lead, env, req, &color)?;
+    // Checked before anything is made, so a refusal leaves nothing behind.
+    let plan = match prepared.req.isolation {
+        Some(Isolation::Worktree) => Some(worktree::plan(team, &req.name, &req.cwd)?),
+        _ => None,
+    };
+    let model = inherit::resolve_model(lead, env, &spec(team, &prepared, &color));
     let member = roster::add_member(
         root,
         team,
         NewMember {
             name: req.name.clone(),
             color: Some(color.clone()),
-            agent_type: req.agent_type.clone(),
-            model: req.model.clone(),
-            prompt: req.prompt.clone(),
+            agent_type: prepared.req.agent_type.clone(),
+            model: model.clone(),
+            prompt: prepared.req.prompt.clone(),
             plan_mode_required: req.plan_mode_required,
             cwd: req.cwd.display().to_string(),
         },
     )?;
+    let mut made: Option<worktree::Record> = None;
     let started = (|| -> Result<Spawned> {
-        if let Some(prompt) = req.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+        if let Some(plan) = &plan {
+            let record = worktree::create(root, team, plan)?;
+            let cwd = worktree::working_dir(plan);
+            roster::update_member(root, team, req.name.as_str(), |m| {
+                m.cwd = cwd.display().to_string();
+                m.worktree_path = Some(record.path.display().to_string());
+                m.extra
+                    .insert("worktreeBranch".into(), record.branch.clone().into());
+                m.extra
+                    .insert("worktreeBaseCommit".into(), record.base.clone().into());
+            })?;
+            prepared.req.cwd = cwd;
+            made = Some(record);
+        }
+        let cmd = command_for(root, team, lead, env, &prepared, &color)?;
+        if let Some(prompt) = prepared
+            .req
+            .prompt
+            .as_deref()
+            .filter(|p| !p.trim().is_empty())
+        {
             let lead_color = config.member(LEAD).and_then(|m| m.color.clone());
             mailbox::deliver(
                 root,
@@ -218,11 +301,18 @@ pub fn spawn(
             pane: pane.to_string(),
             color: color.clone(),
             opened_window: opened,
+            worktree: made.clone(),
+            model: model.clone(),
         })
     })();
     if started.is_err() {
         let _ = roster::remove_member(root, team, req.name.as_str());
         let _ = std::fs::remove_file(root.inbox_path(team, &req.name));
+        if let Some(record) = &made
+            && let Err(e) = worktree::remove(root, team, record)
+        {
+            tracing::warn!("failed to remove the worktree of a failed spawn: {e}");
+        }
     }
     started
 }

@@ -2,6 +2,9 @@
 //! the roster stops calling it active, and the lead is told, with a `teammate_terminated`
 //! message naming the tasks released.
 //!
+//! A teammate that worked in its own git worktree has it settled here too: removed when
+//! unchanged, kept (and the lead told where) when not; see [`crate::worktree`].
+//!
 //! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
 //! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
 //! caller reports. A restarted lead therefore never repeats a report, and two observers never
@@ -25,6 +28,8 @@ pub struct Reported {
     pub name: String,
     pub reason: String,
     pub released: Vec<String>,
+    /// What became of its worktree, if it had one.
+    pub worktree: Option<String>,
 }
 
 /// Reports every teammate in `status` whose process has ended and was not reported yet.
@@ -129,9 +134,14 @@ pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Opt
     envelope.summary = Some(format!("{} stopped", m.name));
     mailbox::deliver(root, team, &AgentName::lead(), envelope)?;
     tracing::info!("{message}");
+    let worktree = crate::worktree::settle(root, team, &m.name);
+    if let Some(line) = &worktree {
+        tracing::info!("{}: {line}", m.name);
+    }
     Ok(Some(Reported {
         name: m.name.clone(),
         reason,
         released,
+        worktree,
     }))
 }

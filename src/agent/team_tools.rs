@@ -3,12 +3,18 @@
 //! Recipients are checked against the roster (an unknown name is an error the model sees,
 //! never a new inbox). Setting a task's owner goes through the real claim (compare-and-set
 //! under the list lock) and tells the new owner with a `task_assignment` message.
+//!
+//! The user's hooks (see [`crate::hooks`]): `TaskCreated` runs after TaskCreate wrote the
+//! task, and a hook that exits 2 deletes it again; `TaskCompleted` runs before TaskUpdate
+//! marks a task completed, and a hook that exits 2 refuses it. Either way the tool fails
+//! with the hook's stderr as feedback.
 
 use serde_json::{Map, Value};
 
 use crate::agent::tools::{ToolContext, ToolOutcome, required_str, value_str};
 use crate::approvals;
 use crate::clock;
+use crate::hooks::{Event, Runner as HookRunner};
 use crate::mailbox::{self, Envelope};
 use crate::names::{AgentName, LEAD};
 use crate::protocol::{
@@ -233,6 +239,18 @@ pub fn task_line(t: &Task) -> String {
     s
 }
 
+/// Runs a task event's hooks; the feedback of a hook that blocked.
+fn task_hook(ctx: &ToolContext, event: Event, task: &Task) -> Option<String> {
+    let runner = ctx.hooks.as_ref()?;
+    runner
+        .fire(
+            event,
+            ctx.mode(),
+            HookRunner::task_fields(&task.id, &task.subject, &task.description),
+        )
+        .blocked
+}
+
 pub fn task_create(input: Value, ctx: &ToolContext) -> ToolOutcome {
     let run = || -> Result<ToolOutcome, ToolOutcome> {
         let task = list(ctx)?
@@ -251,6 +269,16 @@ pub fn task_create(input: Value, ctx: &ToolContext) -> ToolOutcome {
                 metadata: input.get("metadata").and_then(Value::as_object).cloned(),
             })
             .map_err(|e| ToolOutcome::err(e.to_string()))?;
+        if let Some(feedback) = task_hook(ctx, Event::TaskCreated, &task) {
+            list(ctx)?.delete(&task.id).map_err(|e| {
+                ToolOutcome::err(format!(
+                    "TaskCreated hook feedback:\n{feedback}\n(and deleting the task failed: {e})"
+                ))
+            })?;
+            return Err(ToolOutcome::err(format!(
+                "TaskCreated hook feedback:\n{feedback}"
+            )));
+        }
         Ok(ToolOutcome::ok(format!(
             "Task #{} created successfully: {}",
             task.id, task.subject
@@ -315,6 +343,14 @@ pub fn task_update(input: Value, ctx: &ToolContext) -> ToolOutcome {
         }
         let status = status.map(Status::parse).transpose().map_err(err)?;
         let current = tasks.get(&id).map_err(err)?;
+        if status == Some(Status::Completed)
+            && current.status != Status::Completed
+            && let Some(feedback) = task_hook(ctx, Event::TaskCompleted, &current)
+        {
+            return Err(ToolOutcome::err(format!(
+                "TaskCompleted hook feedback:\n{feedback}"
+            )));
+        }
         let me = ctx.agent.as_str();
         // A new owner goes through the real claim; starting an unowned task claims it.
         let new_owner = match input.get("owner").and_then(Value::as_str) {
@@ -457,6 +493,12 @@ pub fn spawn_teammate(input: Value, ctx: &ToolContext) -> ToolOutcome {
             plan_mode_required: plan,
             cwd: ctx.cwd.clone(),
             color: None,
+            isolation: input
+                .get("isolation")
+                .and_then(Value::as_str)
+                .map(str::parse)
+                .transpose()
+                .map_err(err)?,
         };
         let place = crate::spawn::Place {
             tmux: &powers.tmux,
@@ -471,8 +513,13 @@ pub fn spawn_teammate(input: Value, ctx: &ToolContext) -> ToolOutcome {
             &req,
         )
         .map_err(err)?;
+        let worktree = spawned
+            .worktree
+            .as_ref()
+            .map(|w| format!("\nworktree: {} (branch {})", w.path.display(), w.branch))
+            .unwrap_or_default();
         Ok(ToolOutcome::ok(format!(
-            "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}\nThe agent is now running and will receive instructions via mailbox.",
+            "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}{worktree}\nThe agent is now running and will receive instructions via mailbox.",
             spawned.name, team.team, spawned.name, team.team, spawned.pane
         )))
     };

@@ -226,9 +226,10 @@ impl ToolName {
                     "name": {"type": "string", "description": "A short unique name: letters, digits, - and _"},
                     "prompt": {"type": "string", "description": "Its first instructions"},
                     "description": {"type": "string", "description": "3-5 words on its role"},
-                    "subagent_type": {"type": "string"},
+                    "subagent_type": {"type": "string", "description": "An agent type: general-purpose, Explore, Plan, or one defined in .claude/agents"},
                     "model": {"type": "string"},
-                    "mode": {"type": "string", "enum": ["plan", "default", "acceptEdits", "bypassPermissions"]}
+                    "mode": {"type": "string", "enum": ["plan", "default", "acceptEdits", "bypassPermissions"]},
+                    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it works in its own git worktree on branch swarm/<team>/<name>, so its changes do not touch the shared checkout"}
                 }, "required": ["name", "prompt"]}),
             ),
             ToolName::TeamStatus => (
@@ -291,6 +292,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// What only the lead can do: spawn teammates.
     pub lead: Option<LeadPowers>,
+    /// The user's hooks for this agent's events (TaskCreated, TaskCompleted).
+    pub hooks: Option<std::sync::Arc<crate::hooks::Runner>>,
 }
 
 /// The lead's means to start teammates, as `swarm spawn` would.
@@ -322,6 +325,7 @@ impl ToolContext {
             last_peer_dm: Mutex::new(None),
             cancel: CancellationToken::new(),
             lead: None,
+            hooks: None,
         }
     }
 

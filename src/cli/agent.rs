@@ -8,9 +8,11 @@ use crate::agent::permissions::{AllowRule, PermissionMode};
 use crate::agent::prompt::{self, PromptInputs};
 use crate::agent::solo::SoloHost;
 use crate::agent::tools::{ToolContext, ToolName};
+use crate::agents::Catalog;
 use crate::cli::args::{AgentArgs, ModelOpts, PermissionOpts, TeammateArgs};
 use crate::cli::context::{Ctx, working_dir};
 use crate::error::{Error, Result};
+use crate::hooks::Hooks;
 use crate::llm::{self, LlmConfig, LlmFlags};
 use crate::names::{AgentName, TeamName, agent_id};
 use crate::teammate::{self, TeammateOptions};
@@ -117,8 +119,38 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
             args.agent_id
         )));
     }
+    let (mut mode, allow) = permissions(&args.permissions)?;
+    let cwd = working_dir(args.cwd.as_deref())?;
+    let mut max_turns = args.permissions.max_turns;
+    let mut tools = ToolName::ALL.to_vec();
+    let mut custom_instructions = None;
+    // The definition fills in what the command line did not say.
+    if let Some(t) = &args.agent_type {
+        let catalog = Catalog::load(&cwd);
+        catalog.warn_invalid();
+        let def = catalog.get(t)?;
+        let (set, unknown) = def.tool_set(&tools);
+        if !unknown.is_empty() {
+            eprintln!(
+                "swarm: warning: agent type '{t}' ({}) names tools swarm does not have: {}",
+                def.source,
+                unknown.join(", ")
+            );
+        }
+        tools = set;
+        custom_instructions = def.instructions().map(str::to_owned);
+        if let (Some(m), false) = (def.permission_mode, args.mode_given) {
+            mode = m;
+        }
+        if let (Some(n), false) = (def.max_turns, args.max_turns_given) {
+            max_turns = n;
+        }
+    }
     let config = llm_config(&args.model)?;
-    let (mode, allow) = permissions(&args.permissions)?;
+    let hooks = Hooks::load(&cwd);
+    for problem in &hooks.problems {
+        crate::hooks::report(problem);
+    }
     let opts = TeammateOptions {
         root: ctx.root.clone(),
         team,
@@ -126,14 +158,16 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
         color: args.agent_color,
         plan_mode_required: args.plan_mode_required,
         agent_type: args.agent_type,
-        custom_instructions: None,
+        custom_instructions,
         llm: config,
         mode,
         allow,
-        max_turns: args.permissions.max_turns,
+        max_turns,
         permission_timeout: args.permissions.permission_timeout.into(),
-        cwd: working_dir(args.cwd.as_deref())?,
+        cwd,
         idle_poll: std::time::Duration::from_secs(1),
+        tools,
+        hooks,
     };
     let code = runtime()?.block_on(teammate::run(opts))?;
     Ok(u8::try_from(code).unwrap_or(1))

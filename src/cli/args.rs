@@ -101,6 +101,10 @@ pub enum Command {
     #[command(subcommand)]
     Task(TaskCommand),
 
+    /// Agent definitions: the types `--agent-type` can name
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+
     /// Run one agent in the foreground on a prompt
     Agent(AgentArgs),
 
@@ -116,6 +120,16 @@ pub enum Command {
     /// POST /v1/messages until SIGINT, SIGTERM or SIGHUP. Point teammates at it with the
     /// scripted provider and --base-url URL.
     ModelServer(ModelServerArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// List the agent types in reach: built-in, project (.claude/agents) and user (~/.claude/agents)
+    List {
+        /// Look for project definitions from this directory [default: the current one]
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -158,10 +172,10 @@ pub enum TeamCommand {
     },
     /// Remove a member from the roster, returning its open tasks to pending
     Remove { agent: String },
-    /// Delete a team's roster, inboxes and task list
+    /// Delete a team's roster, inboxes and task list, and its teammates' worktrees
     Delete {
         team: String,
-        /// Delete even if teammates are still running
+        /// Delete even if teammates are still running, or worktrees hold unmerged work
         #[arg(long)]
         force: bool,
     },
@@ -355,6 +369,7 @@ pub struct TeammateArgs {
     /// Start in plan mode; leave it only when team-lead approves a plan
     #[arg(long)]
     pub plan_mode_required: bool,
+    /// Load this agent definition: its instructions, tools, permission mode and turn limit apply
     #[arg(long)]
     pub agent_type: Option<String>,
     /// Working directory [default: the current one]
@@ -364,21 +379,28 @@ pub struct TeammateArgs {
     pub model: ModelOpts,
     #[command(flatten)]
     pub permissions: PermissionOpts,
+    /// Whether --permission-mode was given (flag or environment), set after parsing.
+    #[arg(skip)]
+    pub mode_given: bool,
+    /// Whether --max-turns was given, set after parsing.
+    #[arg(skip)]
+    pub max_turns_given: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct SpawnArgs {
     /// The teammate's name (unique within the team)
     pub name: String,
-    /// First instructions, delivered to its inbox before it starts
+    /// First instructions, delivered to its inbox before it starts [default: the agent definition's initialPrompt]
     #[arg(long, conflicts_with = "prompt_file")]
     pub prompt: Option<String>,
     /// Read the first instructions from a file
     #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
-    #[arg(long)]
+    /// An agent definition (.claude/agents/*.md, ~/.claude/agents/*.md, or general-purpose, Explore, Plan); see `swarm agents list`
+    #[arg(long, value_name = "TYPE")]
     pub agent_type: Option<String>,
-    /// The teammate's model [default: the lead's ($SWARM_MODEL), else the provider's]
+    /// The teammate's model, unless $SWARM_SUBAGENT_MODEL (or $CLAUDE_CODE_SUBAGENT_MODEL) is set, which wins [default: the agent definition's, else the lead's ($SWARM_MODEL), else the provider's]
     #[arg(long)]
     pub model: Option<String>,
     /// The teammate's permission mode [default: the lead's ($SWARM_PERMISSION_MODE)]
@@ -390,9 +412,12 @@ pub struct SpawnArgs {
     /// Working directory [default: the current one]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// red, blue, green, yellow, purple, orange, pink or cyan [default: next in turn]
+    /// red, blue, green, yellow, purple, orange, pink or cyan [default: the agent definition's, else next in turn]
     #[arg(long)]
     pub color: Option<String>,
+    /// worktree: work in a new git worktree on branch swarm/<team>/<name>, made from HEAD; none: in --cwd [default: the agent definition's, else none]
+    #[arg(long, value_name = "MODE")]
+    pub isolation: Option<String>,
     /// Print the tmux command, argv and environment (secrets redacted); create nothing
     #[arg(long)]
     pub dry_run: bool,

@@ -2,16 +2,17 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::args::{Cli, Command};
 use crate::cli::context::Ctx;
-use crate::cli::{agent, message, model_server, ops, run, task, team, watch};
+use crate::cli::{agent, agents, message, model_server, ops, run, task, team, watch};
 use crate::error::{Result, exit};
 
 /// The whole program: `main.rs` calls this and nothing else.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -31,6 +32,26 @@ pub fn main() -> ExitCode {
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// Parses the command line, noting for `swarm teammate` which settings were given rather
+/// than defaulted (an agent definition fills in only what was not given).
+fn parse() -> std::result::Result<Cli, clap::Error> {
+    let matches = Cli::command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let (Command::Teammate(args), Some(("teammate", sub))) =
+        (&mut cli.command, matches.subcommand())
+    {
+        let given = |id: &str| {
+            matches!(
+                sub.value_source(id),
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            )
+        };
+        args.mode_given = given("permission_mode");
+        args.max_turns_given = given("max_turns");
+    }
+    Ok(cli)
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -64,6 +85,7 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Demo(args) => run::demo(&ctx, args),
         Command::Agent(args) => agent::solo(&ctx, args),
         Command::Teammate(args) => agent::teammate(&ctx, args),
+        Command::Agents(cmd) => done(agents::run(&ctx, cmd)),
         Command::Watch(args) => done(watch::run(&ctx, args)),
         Command::ModelServer(_) => unreachable!("dispatched above"),
     }

@@ -1,6 +1,7 @@
 //! The `swarm` command line: argument types, the dispatcher, and one file per command group.
 
 pub mod agent;
+mod agents;
 pub mod args;
 mod context;
 mod dispatch;

@@ -120,6 +120,7 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
         plan_mode_required: args.plan_mode_required,
         cwd,
         color: args.color.clone(),
+        isolation: args.isolation.as_deref().map(str::parse).transpose()?,
     };
     let lead = lead_settings(
         ctx,
@@ -134,11 +135,21 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     let tmux = team_tmux(ctx, &team)?;
     if args.dry_run {
         let config = roster::load(&ctx.root, &team)?;
-        let color = args
+        let mut prepared = spawn::prepare(&req)?;
+        let color = prepared
+            .req
             .color
             .clone()
             .unwrap_or_else(|| config.next_color().to_owned());
-        let cmd = spawn::command_for(&ctx.root, &team, &lead, &env, &req, &color)?;
+        let worktree = match prepared.req.isolation {
+            Some(crate::worktree::Isolation::Worktree) => {
+                let plan = crate::worktree::plan(&team, &req.name, &req.cwd)?;
+                prepared.req.cwd = plan.cwd.clone();
+                Some(plan)
+            }
+            _ => None,
+        };
+        let cmd = spawn::command_for(&ctx.root, &team, &lead, &env, &prepared, &color)?;
         let mut prefix: Vec<String> = vec!["tmux".to_owned()];
         prefix.extend(
             tmux.global_args()
@@ -157,9 +168,18 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
                 "cwd": cmd.cwd,
                 "argv": cmd.argv,
                 "env": cmd.env.iter().chain(redacted.iter()).cloned().collect::<BTreeMap<_, _>>(),
+                "worktree": worktree.as_ref().map(|w| serde_json::json!({"path": w.path, "branch": w.branch, "base": w.base})),
             }));
         } else {
             println!("{}", inherit::display_command(&prefix, &cmd));
+            if let Some(w) = &worktree {
+                println!(
+                    "(would first create worktree {} on new branch {} from {})",
+                    w.path.display(),
+                    w.branch,
+                    &w.base[..12.min(w.base.len())]
+                );
+            }
         }
         return Ok(());
     }
@@ -175,9 +195,14 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
         &req,
     )?;
     if ctx.json() {
-        print_json(
-            &serde_json::json!({"name": spawned.name, "pane": spawned.pane, "color": spawned.color, "openedWindow": spawned.opened_window}),
-        );
+        print_json(&serde_json::json!({
+            "name": spawned.name,
+            "pane": spawned.pane,
+            "color": spawned.color,
+            "openedWindow": spawned.opened_window,
+            "model": spawned.model,
+            "worktree": spawned.worktree.as_ref().map(|w| serde_json::json!({"path": w.path, "branch": w.branch, "base": w.base})),
+        }));
     } else {
         println!(
             "spawned {} in pane {}{}",
@@ -189,6 +214,14 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
                 String::new()
             }
         );
+        if let Some(w) = &spawned.worktree {
+            println!(
+                "{} works in worktree {} on branch {}",
+                spawned.name,
+                w.path.display(),
+                w.branch
+            );
+        }
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::names::{AgentName, TeamName};
 use crate::roster::{self, NewMember, TeamConfig};
 use crate::tasks::TaskList;
+use crate::worktree;
 
 pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
     match cmd {
@@ -127,6 +128,9 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
                     alive.join(", ")
                 )));
             }
+            if !force {
+                refuse_unmerged(&ctx.root, &team)?;
+            }
             let opts = crate::lead::LeadOptions {
                 root: ctx.root.clone(),
                 team: team.clone(),
@@ -160,15 +164,70 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }
             }
+            // Settled by the ladder above; what is left is kept work (or a teammate that
+            // died unseen). Check again: the ladder may just have kept some.
+            if !force {
+                refuse_unmerged(&ctx.root, &team)?;
+            }
+            let mut removed = Vec::new();
+            for record in worktree::records(&ctx.root, &team)? {
+                if let Err(e) = worktree::remove(&ctx.root, &team, &record) {
+                    // The team goes anyway; what is left is the user's to tidy.
+                    eprintln!(
+                        "swarm: warning: {e}; remove worktree {} and branch {} by hand",
+                        record.path.display(),
+                        record.branch
+                    );
+                    continue;
+                }
+                if !ctx.json() {
+                    println!(
+                        "removed worktree {} and branch {}",
+                        record.path.display(),
+                        record.branch
+                    );
+                }
+                removed.push(record.branch);
+            }
             roster::delete_files(&ctx.root, &team)?;
             if ctx.json() {
-                print_json(&json!({"deleted": team.as_str()}));
+                print_json(&json!({"deleted": team.as_str(), "removedWorktrees": removed}));
             } else {
                 println!("deleted team {team}");
             }
             Ok(())
         }
     }
+}
+
+/// Refuses when a worktree of the team holds work that deleting it would lose.
+fn refuse_unmerged(root: &crate::root::Root, team: &TeamName) -> Result<()> {
+    let mut held = Vec::new();
+    for record in worktree::records(root, team)? {
+        match worktree::changes(&record) {
+            Ok(c) if c.unmerged() => held.push(format!(
+                "{} at {} ({})",
+                record.branch,
+                record.path.display(),
+                c.describe()
+            )),
+            Ok(_) => {}
+            // Its repository is gone: nothing is left to lose.
+            Err(_) if !record.git_dir.exists() => {}
+            Err(e) => held.push(format!(
+                "{} at {} ({e})",
+                record.branch,
+                record.path.display()
+            )),
+        }
+    }
+    if held.is_empty() {
+        return Ok(());
+    }
+    Err(Error::conflict(format!(
+        "team '{team}' has worktree(s) with unmerged work: {}; merge or keep that work (git merge <branch>), or pass --force to delete it with the team",
+        held.join("; ")
+    )))
 }
 
 fn print_roster(config: &TeamConfig) {

@@ -14,12 +14,16 @@
 //!
 //! On exit (approved shutdown, SIGTERM, SIGHUP, SIGINT) it returns its open tasks to
 //! pending, marks itself inactive and records why it stopped.
+//!
+//! Hooks (see [`crate::hooks`]): `SubagentStart` once registered, `SubagentStop` once it
+//! has recorded its exit, and `TeammateIdle` before each idle notification; a `TeammateIdle` hook that
+//! exits 2 sends its stderr to the model as a new turn instead, and the teammate works on.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +34,7 @@ use crate::agent::prompt::{self, PromptInputs, mail_turn};
 use crate::agent::tools::{TeamContext, ToolContext, ToolName, ToolOutcome};
 use crate::clock;
 use crate::error::{Error, Result};
+use crate::hooks::{Event as HookEvent, Hooks, Outcome as HookOutcome, Runner as HookRunner};
 use crate::llm::{self, LlmConfig};
 use crate::mailbox::{self, Envelope};
 use crate::names::{AgentName, LEAD, TeamName};
@@ -64,6 +69,9 @@ pub struct TeammateOptions {
     pub cwd: PathBuf,
     /// How often an idle teammate looks for ready tasks without being woken.
     pub idle_poll: Duration,
+    /// The model's tools (its agent definition may restrict them).
+    pub tools: Vec<ToolName>,
+    pub hooks: Hooks,
 }
 
 /// Runs the teammate until it is told to stop; returns the process exit code.
@@ -89,6 +97,19 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     };
     let mut ctx = ToolContext::new(opts.cwd.clone(), opts.name.clone(), Some(team_ctx), mode);
     ctx.allow = opts.allow.clone();
+    ctx.hooks = Some(Arc::new(HookRunner {
+        hooks: opts.hooks.clone(),
+        session_id: uuid::Uuid::new_v4().to_string(),
+        cwd: opts.cwd.clone(),
+        team: opts.team.to_string(),
+        agent: opts.name.to_string(),
+        // As the roster has it: a teammate started without a type is general-purpose.
+        agent_type: Some(
+            opts.agent_type
+                .clone()
+                .unwrap_or_else(|| "general-purpose".to_owned()),
+        ),
+    }));
     let system = prompt::teammate(&PromptInputs {
         agent: &opts.name,
         team: Some((&opts.root, &opts.team)),
@@ -101,7 +122,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         client.clone(),
         opts.llm.model.clone(),
         system,
-        ToolName::ALL.to_vec(),
+        opts.tools.clone(),
     );
     engine.max_turns = opts.max_turns;
 
@@ -135,6 +156,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         rt.opts.cwd.display()
     ));
     rt.watch_for_shutdown();
+    rt.fire(HookEvent::SubagentStart, Map::new()).await;
     let code = rt.main_loop(&mut engine).await;
     let (code, reason, clean) = match code {
         Ok(Stop::Approved) => (0, "shutdown approved".to_owned(), true),
@@ -149,6 +171,11 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         Err(e) => (i32::from(e.exit_code()), e.to_string(), false),
     };
     rt.finish(code, &reason, clean, &engine);
+    // After the bookkeeping, so a slow hook cut short by the ladder loses nothing.
+    let mut stop = Map::new();
+    stop.insert("stop_hook_active".into(), Value::Bool(false));
+    stop.insert("reason".into(), Value::String(reason.clone()));
+    rt.fire(HookEvent::SubagentStop, stop).await;
     Ok(code)
 }
 
@@ -184,6 +211,24 @@ struct Runtime {
 }
 
 impl Runtime {
+    /// Runs `event`'s hooks off the async thread (they may take up to their timeout).
+    async fn fire(&self, event: HookEvent, extra: Map<String, Value>) -> HookOutcome {
+        let Some(runner) = self.ctx.hooks.clone() else {
+            return HookOutcome::default();
+        };
+        if runner
+            .hooks
+            .commands(event, runner.agent_type.as_deref())
+            .is_empty()
+        {
+            return HookOutcome::default();
+        }
+        let mode = self.ctx.mode();
+        tokio::task::spawn_blocking(move || runner.fire(event, mode, extra))
+            .await
+            .unwrap_or_default()
+    }
+
     fn register(&mut self) -> Result<()> {
         let pid = std::process::id() as i32;
         let pane = std::env::var("TMUX_PANE")
@@ -325,6 +370,17 @@ impl Runtime {
                 && let Some(task) = self.tasks.next(self.opts.name.as_str())?
             {
                 if let Some(stop) = self.work_on_task(engine, task).await? {
+                    return Ok(stop);
+                }
+                continue;
+            }
+            if !self.idle_sent
+                && let Some(feedback) = self.fire(HookEvent::TeammateIdle, Map::new()).await.blocked
+            {
+                self.display
+                    .status(&format!("TeammateIdle hook: keep working: {feedback}"));
+                let text = format!("TeammateIdle hook feedback:\n{feedback}");
+                if let Some(stop) = self.work(engine, text, None).await? {
                     return Ok(stop);
                 }
                 continue;
@@ -681,15 +737,18 @@ impl Host for Runtime {
             input: input.clone(),
             permission_suggestions: Vec::new(),
         });
-        if let Err(e) = self.send_to_lead(&request) {
-            return Authorization::Deny(format!("could not ask {LEAD}: {e}"));
-        }
-        self.display
-            .outgoing(LEAD, &format!("permission? {description}"));
+        // Waiting is recorded before the request goes out, so whoever sees the request
+        // also sees this teammate waiting for its answer.
         self.set_activity(
             Activity::AwaitingApproval,
             Some(format!("permission for {description}")),
         );
+        if let Err(e) = self.send_to_lead(&request) {
+            self.set_activity(Activity::Working, None);
+            return Authorization::Deny(format!("could not ask {LEAD}: {e}"));
+        }
+        self.display
+            .outgoing(LEAD, &format!("permission? {description}"));
         let timeout = self.opts.permission_timeout;
         let waited = self
             .wait_for(Some(timeout), |incoming| match incoming {
@@ -747,11 +806,12 @@ impl Host for Runtime {
             plan_content: plan.to_owned(),
             request_id: request_id.clone(),
         });
+        self.set_activity(Activity::AwaitingApproval, Some("plan approval".to_owned()));
         if let Err(e) = self.send_to_lead(&request) {
+            self.set_activity(Activity::Working, None);
             return ToolOutcome::err(format!("could not send the plan to {LEAD}: {e}"));
         }
         self.display.outgoing(LEAD, "plan sent for approval");
-        self.set_activity(Activity::AwaitingApproval, Some("plan approval".to_owned()));
         let waited = self
             .wait_for(None, |incoming| match incoming {
                 Incoming::PlanResponse { from, response } if from == LEAD && response.request_id == request_id => {

@@ -389,3 +389,41 @@ impl TestEnv {
         .unwrap();
     }
 }
+
+/// Runs git in `dir` with no user or system configuration; panics if it fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=swarm test",
+            "-c",
+            "user.email=test@example.com",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_SYSTEM", "/dev/null")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+impl TestEnv {
+    /// A git repository with one commit, at `<tmp>/<name>`.
+    pub fn repo(&self, name: &str) -> PathBuf {
+        let repo = self.dir.path().join(name);
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README.md"), "# test repo\n").unwrap();
+        std::fs::write(repo.join("src/lib.rs"), "// lib\n").unwrap();
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "-q", "-m", "first"]);
+        repo
+    }
+}

@@ -3,8 +3,11 @@
 
 mod harness;
 
+mod agents;
+
 mod concurrency;
 mod engine;
+mod hooks;
 mod llm;
 mod main_job;
 mod store_cli;
@@ -12,3 +15,4 @@ mod team_tmux;
 mod teammate;
 mod tmux;
 mod watch;
+mod worktrees;

@@ -1,0 +1,417 @@
+//! Worktree isolation end to end: real git repositories, real tmux, real teammates on the
+//! scripted model, and the real shutdown ladder and `team delete`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use swarm::model_server::{Reply, Rule, Script};
+
+use crate::harness::{Run, ScriptedModel, TestEnv, git, run, wait_until};
+
+const T: Duration = Duration::from_secs(30);
+
+fn spawn(env: &TestEnv, model: &ScriptedModel, name: &str, extra: &[&str]) -> Run {
+    let mut cmd = env.swarm(&["--team", "t", "--json", "spawn", name]);
+    cmd.args(extra)
+        .env("SWARM_PROVIDER", "scripted")
+        .env("SWARM_BASE_URL", model.url());
+    run(&mut cmd)
+}
+
+fn roster(env: &TestEnv) -> Value {
+    serde_json::from_slice(&std::fs::read(env.root.join("teams/t/config.json")).unwrap()).unwrap()
+}
+
+fn member(env: &TestEnv, name: &str) -> Option<Value> {
+    roster(env)["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .cloned()
+}
+
+fn alive(env: &TestEnv, name: &str) -> bool {
+    let s: Value = serde_json::from_str(
+        &env.run(&["--team", "t", "--json", "status"])
+            .success()
+            .stdout,
+    )
+    .unwrap();
+    s["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == name && m["alive"] == true)
+}
+
+fn branches(repo: &Path) -> String {
+    git(repo, &["branch", "--list", "swarm/*"])
+}
+
+fn lead_texts(env: &TestEnv) -> Vec<String> {
+    env.lead_inbox("t").into_iter().map(|e| e.text).collect()
+}
+
+fn spawned_worktree(out: &str) -> PathBuf {
+    let v: Value = serde_json::from_str(out).unwrap();
+    PathBuf::from(v["worktree"]["path"].as_str().expect("a worktree"))
+}
+
+#[test]
+fn a_teammate_in_a_worktree_works_unseen_by_the_main_checkout_and_its_changes_are_kept() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = env.repo("repo");
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("write")
+                    .agent("bob")
+                    .user_contains("write your file")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "made-by-bob.txt", "content": "bob was here\n"}),
+                    )),
+            )
+            .default_reply(Reply::text("done")),
+    );
+    let repo_s = repo.join("src").display().to_string();
+    let out = spawn(
+        &env,
+        &model,
+        "bob",
+        &[
+            "--isolation",
+            "worktree",
+            "--cwd",
+            &repo_s,
+            "--prompt",
+            "write your file",
+            "--permission-mode",
+            "bypassPermissions",
+        ],
+    )
+    .success()
+    .stdout;
+    let wt = spawned_worktree(&out);
+    let canon = repo.canonicalize().unwrap();
+    assert_eq!(wt, canon.join(".git/swarm-worktrees/t/bob"));
+    let m = member(&env, "bob").unwrap();
+    assert_eq!(m["worktreePath"], wt.display().to_string());
+    assert_eq!(
+        m["cwd"],
+        wt.join("src").display().to_string(),
+        "same subdirectory"
+    );
+    assert_eq!(m["worktreeBranch"], "swarm/t/bob");
+    assert_eq!(
+        m["worktreeBaseCommit"].as_str().unwrap(),
+        git(&repo, &["rev-parse", "HEAD"]).trim()
+    );
+    assert!(branches(&repo).contains("swarm/t/bob"));
+    let made = wt.join("src/made-by-bob.txt");
+    assert!(
+        wait_until(T, || made.exists()),
+        "bob wrote nothing into {}",
+        wt.display()
+    );
+    assert!(!repo.join("src/made-by-bob.txt").exists());
+    assert_eq!(
+        git(&repo, &["status", "--porcelain", "--untracked-files=all"]),
+        "",
+        "the main checkout saw the worktree"
+    );
+
+    // The real ladder: the file is a change, so the worktree and its branch stay.
+    let out = env
+        .run(&["--team", "t", "shutdown", "bob", "--timeout", "10s"])
+        .success();
+    assert!(member(&env, "bob").is_none(), "{}", out.stdout);
+    assert!(made.exists(), "bob's work was deleted");
+    assert!(branches(&repo).contains("swarm/t/bob"));
+    assert!(
+        wait_until(T, || lead_texts(&env)
+            .iter()
+            .any(|t| t.contains("swarm/t/bob")
+                && t.contains(&wt.display().to_string())
+                && t.contains("1 uncommitted file(s)"))),
+        "the lead was not told about the kept worktree: {:?}",
+        lead_texts(&env)
+    );
+
+    // team delete keeps unmerged work unless forced, and says why.
+    let refused = env.run(&["team", "delete", "t"]).failure(4);
+    assert!(
+        refused.stderr.contains("unmerged work") && refused.stderr.contains("swarm/t/bob"),
+        "{}",
+        refused.stderr
+    );
+    assert!(made.exists() && env.root.join("teams/t/config.json").exists());
+    // Committing it does not make it merged.
+    git(&wt, &["add", "."]);
+    git(&wt, &["commit", "-q", "-m", "bob's work"]);
+    let refused = env.run(&["team", "delete", "t"]).failure(4);
+    assert!(
+        refused.stderr.contains("1 new commit(s)"),
+        "{}",
+        refused.stderr
+    );
+    let out = env.run(&["team", "delete", "t", "--force"]).success();
+    assert!(out.stdout.contains("removed worktree"), "{}", out.stdout);
+    assert!(!wt.exists());
+    assert_eq!(branches(&repo), "");
+    assert!(!env.root.join("teams/t").exists());
+    assert!(!git(&repo, &["worktree", "list"]).contains("swarm-worktrees"));
+}
+
+#[test]
+fn an_unchanged_worktree_and_its_branch_go_when_the_teammate_shuts_down() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = env.repo("repo");
+    // Isolation from the agent definition, not the command line.
+    std::fs::create_dir_all(repo.join(".claude/agents")).unwrap();
+    std::fs::write(
+        repo.join(".claude/agents/isolated.md"),
+        "---\nname: isolated\ndescription: works apart\nisolation: worktree\n---\nStay tidy.\n",
+    )
+    .unwrap();
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let repo_s = repo.display().to_string();
+    let out = spawn(
+        &env,
+        &model,
+        "carol",
+        &["--agent-type", "isolated", "--cwd", &repo_s],
+    )
+    .success()
+    .stdout;
+    let wt = spawned_worktree(&out);
+    assert!(wt.join("README.md").is_file());
+    assert!(wait_until(T, || alive(&env, "carol")));
+    // The main checkout moving on is no change of carol's.
+    std::fs::write(repo.join(".gitignore"), "target/\n").unwrap();
+    git(&repo, &["add", ".gitignore"]);
+    git(&repo, &["commit", "-q", "-m", "ignore target"]);
+    env.run(&["--team", "t", "shutdown", "carol", "--timeout", "10s"])
+        .success();
+    assert!(
+        wait_until(T, || !wt.exists()),
+        "the unchanged worktree is still there"
+    );
+    assert_eq!(branches(&repo), "", "the branch is still there");
+    assert!(!env.root.join("teams/t/worktrees/carol.json").exists());
+    assert!(
+        !lead_texts(&env)
+            .iter()
+            .any(|t| t.contains("worktree was kept")),
+        "{:?}",
+        lead_texts(&env)
+    );
+    // The name and the branch are free again.
+    spawn(
+        &env,
+        &model,
+        "carol",
+        &["--isolation", "worktree", "--cwd", &repo_s],
+    )
+    .success();
+    assert!(wait_until(T, || alive(&env, "carol")));
+    env.run(&["team", "delete", "t", "--force"]).success();
+    assert_eq!(branches(&repo), "");
+}
+
+#[test]
+fn isolation_outside_a_git_repository_is_refused_and_leaves_nothing() {
+    let env = TestEnv::with_team("t", &[]);
+    let plain = env.dir.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let plain_s = plain.display().to_string();
+    let out = spawn(
+        &env,
+        &model,
+        "bob",
+        &["--isolation", "worktree", "--cwd", &plain_s],
+    )
+    .failure(2);
+    assert!(
+        out.stderr.contains("needs a git repository")
+            && out
+                .stderr
+                .contains(&plain.canonicalize().unwrap().display().to_string()),
+        "{}",
+        out.stderr
+    );
+    assert!(member(&env, "bob").is_none());
+    let out = spawn(&env, &model, "bob", &["--isolation", "sideways"]).failure(2);
+    assert!(
+        out.stderr.contains("unknown isolation 'sideways'"),
+        "{}",
+        out.stderr
+    );
+    // A branch left from earlier work is not overwritten.
+    let repo = env.repo("repo");
+    git(&repo, &["branch", "swarm/t/bob"]);
+    let repo_s = repo.display().to_string();
+    let out = spawn(
+        &env,
+        &model,
+        "bob",
+        &["--isolation", "worktree", "--cwd", &repo_s],
+    )
+    .failure(4);
+    assert!(
+        out.stderr.contains("branch swarm/t/bob already exists"),
+        "{}",
+        out.stderr
+    );
+    assert!(member(&env, "bob").is_none());
+}
+
+#[test]
+fn the_leads_agent_tool_spawns_into_a_worktree_and_the_lead_hears_what_was_kept() {
+    let env = TestEnv::new();
+    let repo = env.repo("job");
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("plan and spawn")
+                    .agent("team-lead")
+                    .user_contains("write notes")
+                    .no_tool_result(true)
+                    .times(1)
+                    .reply(
+                        Reply::tool(
+                            "TaskCreate",
+                            json!({"subject": "Write notes.txt", "description": "write it"}),
+                        )
+                        .tool_call(
+                            "Agent",
+                            json!({"name": "bob", "prompt": "take the task",
+                                "subagent_type": "general-purpose", "isolation": "worktree"}),
+                        ),
+                    ),
+            )
+            .rule(
+                Rule::new("work")
+                    .agent("bob")
+                    .user_regex(r"claimed task #(?P<id>\d+)")
+                    .no_tool_result(true)
+                    .reply(
+                        Reply::tool(
+                            "Write",
+                            json!({"file_path": "notes.txt", "content": "notes\n"}),
+                        )
+                        .tool_call(
+                            "TaskUpdate",
+                            json!({"taskId": "{{id}}", "status": "completed"}),
+                        ),
+                    ),
+            )
+            .default_reply(Reply::text("ok")),
+    );
+    let mut cmd = env.swarm(&[
+        "run",
+        "write notes",
+        "--team",
+        "t",
+        "--no-attach",
+        "--teammates",
+        "1",
+        "--provider",
+        "scripted",
+        "--base-url",
+        &model.url(),
+        "--cwd",
+        &repo.display().to_string(),
+        "--permission-mode",
+        "bypassPermissions",
+    ]);
+    let out = crate::harness::run_timeout(&mut cmd, Duration::from_secs(120));
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    let wt = repo
+        .canonicalize()
+        .unwrap()
+        .join(".git/swarm-worktrees/t/bob");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("notes.txt")).unwrap(),
+        "notes\n",
+        "bob did not write in his worktree"
+    );
+    assert!(!repo.join("notes.txt").exists());
+    // The lead ran the ladder as it finished: the work is kept, and it was told so.
+    assert!(branches(&repo).contains("swarm/t/bob"));
+    assert!(
+        lead_texts(&env)
+            .iter()
+            .any(|t| t.contains("bob's worktree was kept") && t.contains("swarm/t/bob")),
+        "{:?}",
+        lead_texts(&env)
+    );
+    let tool_result = model
+        .requests()
+        .iter()
+        .filter(|r| r.agent() == Some("team-lead"))
+        .map(|r| r.body["messages"].to_string())
+        .find(|m| m.contains("Spawned successfully"))
+        .unwrap_or_default();
+    assert!(
+        tool_result.contains("worktree: ") && tool_result.contains("(branch swarm/t/bob)"),
+        "{tool_result}"
+    );
+    env.run(&["team", "delete", "t"]).failure(4);
+    env.run(&["team", "delete", "t", "--force"]).success();
+    assert!(!wt.exists());
+}
+
+#[test]
+fn the_supervisor_settles_the_worktree_of_a_teammate_that_died() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = env.repo("repo");
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let repo_s = repo.display().to_string();
+    let mut worktrees = Vec::new();
+    for name in ["dave", "erin"] {
+        let out = spawn(
+            &env,
+            &model,
+            name,
+            &["--isolation", "worktree", "--cwd", &repo_s],
+        )
+        .success()
+        .stdout;
+        worktrees.push(spawned_worktree(&out));
+        assert!(wait_until(T, || alive(&env, name)));
+    }
+    // erin leaves a file behind; then both die without any shutdown code running.
+    std::fs::write(worktrees[1].join("half-done.txt"), "wip").unwrap();
+    for name in ["dave", "erin"] {
+        let pid = member(&env, name).unwrap()["pid"].as_i64().unwrap() as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    }
+    // The lead in the team window notices: dave's clean worktree goes, erin's stays.
+    assert!(
+        wait_until(T, || !worktrees[0].exists()),
+        "dave's clean worktree outlived him"
+    );
+    assert!(
+        wait_until(T, || lead_texts(&env).iter().any(|t| t
+            .contains("erin's worktree was kept")
+            && t.contains("swarm/t/erin"))),
+        "{:?}",
+        lead_texts(&env)
+    );
+    assert!(worktrees[1].join("half-done.txt").exists());
+    assert_eq!(
+        branches(&repo).trim_start_matches('+').trim(),
+        "swarm/t/erin"
+    );
+    env.run(&["team", "delete", "t", "--force"]).success();
+    assert_eq!(branches(&repo), "");
+}
