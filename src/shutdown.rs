@@ -160,7 +160,23 @@ pub fn shut_down(
     if let Some(tmux) = tmux {
         close_pane(root, team, tmux, name, &mut step)?;
     }
-    let last = observe()?;
+    // A teammate that was still starting when the ladder began has a process only now:
+    // give it the moment kill-pane's SIGHUP takes, then insist.
+    let mut last = observe()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while last.alive && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        last = observe()?;
+    }
+    if let (true, Some(pid)) = (last.alive, last.pid) {
+        let late = Target::of(pid);
+        let n = late.signal(Signal::SIGKILL);
+        step(format!(
+            "started late and still running: SIGKILL ({n} process(es))"
+        ));
+        late.wait_gone(Duration::from_secs(5));
+        last = observe()?;
+    }
     if last.alive || target.is_some_and(|t| !t.gone()) {
         return Err(Error::Other(format!(
             "{name} is still running after SIGKILL (pid {}); check it by hand",

@@ -554,3 +554,31 @@ fn spawning_works_outside_tmux_in_a_non_utf8_locale() {
         })
     }));
 }
+
+#[test]
+fn shutting_down_right_after_spawning_leaves_nothing() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    spawn(&env, &model, "bob", &[]).success();
+    // At once, before bob has registered: the ladder must still leave nothing.
+    env.run(&["--team", "t", "shutdown", "bob", "--timeout", "2s"])
+        .success();
+    assert!(
+        !panes(&env).iter().any(|p| p.1 == "bob"),
+        "bob's pane survived"
+    );
+    let s = status(&env);
+    assert!(member(&s, "bob").is_none(), "{s}");
+    let leftover = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            cmdline(*pid).iter().any(|a| a == "--agent-name=bob")
+                && cmdline(*pid)
+                    .iter()
+                    .any(|a| a.contains(&env.root.display().to_string()))
+        })
+        .count();
+    assert_eq!(leftover, 0, "bob is still running");
+}
