@@ -171,13 +171,17 @@ impl LlmConfig {
                 ))
             })?)),
         };
+        let model = flags
+            .model
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| default_model.to_string());
         Ok(LlmConfig {
             provider,
-            model: flags
-                .model
-                .clone()
-                .filter(|m| !m.trim().is_empty())
-                .unwrap_or_else(|| default_model.to_string()),
+            model: match provider {
+                Provider::Anthropic => anthropic_alias(&model).unwrap_or(&model).to_owned(),
+                _ => model,
+            },
             base_url: normalise_base_url(&base_url)?,
             api_key,
             anthropic_version: flags
@@ -188,6 +192,17 @@ impl LlmConfig {
             idle_timeout: flags.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         })
+    }
+
+    /// The model id behind one of Claude Code's aliases (`sonnet`, `opus`, `haiku`), which
+    /// agent definitions use and the Messages API does not accept as written.
+    pub fn anthropic_alias(model: &str) -> Option<&'static str> {
+        match model.trim().to_ascii_lowercase().as_str() {
+            "sonnet" => Some(DEFAULT_ANTHROPIC_MODEL),
+            "opus" => Some("claude-opus-4-1"),
+            "haiku" => Some("claude-haiku-4-5"),
+            _ => None,
+        }
     }
 
     /// The scripted provider at `base_url` with default limits.
@@ -284,6 +299,17 @@ fn family_version(model: &str, family: &str) -> Option<(u32, u32)> {
 
 /// The approximate price of a call, from list prices: cache writes cost 1.25× input (the
 /// 5-minute TTL), cache reads 0.1×. `None` for models not in the table.
+/// The model id behind one of Claude Code's aliases (`sonnet`, `opus`, `haiku`), which
+/// agent definitions use and the Messages API does not accept as written.
+pub fn anthropic_alias(model: &str) -> Option<&'static str> {
+    match model.trim().to_ascii_lowercase().as_str() {
+        "sonnet" => Some(DEFAULT_ANTHROPIC_MODEL),
+        "opus" => Some("claude-opus-4-1"),
+        "haiku" => Some("claude-haiku-4-5"),
+        _ => None,
+    }
+}
+
 pub fn estimate_cost_usd(model: &str, usage: &Usage) -> Option<f64> {
     let (input, output) = price_per_mtok(model)?;
     let dollars = usage.input_tokens as f64 * input
@@ -315,6 +341,20 @@ mod tests {
             provider: Some(provider),
             ..LlmFlags::default()
         }
+    }
+
+    #[test]
+    fn claude_code_aliases_resolve_for_anthropic_only() {
+        let env = env_of(&[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "k")]);
+        let with = |provider, model: &str| {
+            let mut f = flags(provider);
+            f.model = Some(model.to_owned());
+            LlmConfig::resolve_with_env(&f, &env).unwrap().model
+        };
+        assert_eq!(with(Provider::Anthropic, "sonnet"), DEFAULT_ANTHROPIC_MODEL);
+        assert_eq!(with(Provider::Anthropic, "Opus"), "claude-opus-4-1");
+        assert_eq!(with(Provider::Anthropic, "claude-x-1"), "claude-x-1");
+        assert_eq!(with(Provider::OpenAi, "sonnet"), "sonnet");
     }
 
     #[test]
