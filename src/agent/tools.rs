@@ -5,7 +5,7 @@
 //! model can read and act on. Outputs over the cap are cut with a marker saying how much
 //! was dropped.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -450,10 +450,6 @@ pub fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, ToolOutc
         .get(key)
         .and_then(Value::as_str)
         .ok_or_else(|| ToolOutcome::err(format!("missing required string parameter '{key}'")))
-}
-
-pub fn is_within(path: &Path, dir: &Path) -> bool {
-    path.starts_with(dir)
 }
 
 #[cfg(test)]
