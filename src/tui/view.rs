@@ -147,6 +147,32 @@ impl Ctx<'_> {
     fn mark(&self) -> &'static str {
         if self.focused { MARK } else { " " }
     }
+
+    /// A list pane: highlight follows focus, the header hides when compact.
+    fn render_table<'t, C: Into<Constraint>>(
+        &self,
+        frame: &mut Frame,
+        area: Rect,
+        table: (
+            Block<'t>,
+            Row<'t>,
+            Vec<Row<'t>>,
+            impl IntoIterator<Item = C>,
+        ),
+        selected: Option<usize>,
+    ) {
+        let (block, header, rows, widths) = table;
+        let mut table = Table::new(rows, widths)
+            .block(block)
+            .row_highlight_style(if self.focused { SELECTED } else { Style::new() })
+            .highlight_symbol(self.mark())
+            .highlight_spacing(HighlightSpacing::Always);
+        if !self.compact {
+            table = table.header(header.style(HEADER));
+        }
+        let mut state = TableState::new().with_selected(selected);
+        frame.render_stateful_widget(table, area, &mut state);
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -407,16 +433,12 @@ fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         .iter()
         .map(|m| member_row(snap, m, short, mid, full))
         .collect();
-    let mut table = Table::new(rows, widths)
-        .block(block)
-        .row_highlight_style(if ctx.focused { SELECTED } else { Style::new() })
-        .highlight_symbol(ctx.mark())
-        .highlight_spacing(HighlightSpacing::Always);
-    if !ctx.compact {
-        table = table.header(Row::new(header).style(HEADER));
-    }
-    let mut state = TableState::new().with_selected(ctx.ui.selected_member(snap));
-    frame.render_stateful_widget(table, area, &mut state);
+    ctx.render_table(
+        frame,
+        area,
+        (block, Row::new(header), rows, widths),
+        ctx.ui.selected_member(snap),
+    );
 }
 
 fn member_row<'a>(
@@ -595,16 +617,12 @@ fn draw_tasks(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         .iter()
         .map(|t| task_row(snap, t, owner_w > 0, deps_w > 0))
         .collect();
-    let mut table = Table::new(rows, widths)
-        .block(block)
-        .row_highlight_style(if ctx.focused { SELECTED } else { Style::new() })
-        .highlight_symbol(ctx.mark())
-        .highlight_spacing(HighlightSpacing::Always);
-    if !ctx.compact {
-        table = table.header(Row::new(header).style(HEADER));
-    }
-    let mut state = TableState::new().with_selected(ctx.ui.selected_task(snap));
-    frame.render_stateful_widget(table, area, &mut state);
+    ctx.render_table(
+        frame,
+        area,
+        (block, Row::new(header), rows, widths),
+        ctx.ui.selected_task(snap),
+    );
 }
 
 fn task_row<'a>(snap: &Snapshot, t: &'a Task, owner: bool, deps: bool) -> Row<'a> {
@@ -710,24 +728,18 @@ fn draw_approvals(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         .iter()
         .map(|a| approval_row(snap, a))
         .collect();
-    let mut table = Table::new(rows, widths)
-        .block(block)
-        .row_highlight_style(if ctx.focused { SELECTED } else { Style::new() })
-        .highlight_symbol(ctx.mark())
-        .highlight_spacing(HighlightSpacing::Always);
-    if !ctx.compact {
-        table = table.header(
-            Row::new([
-                Cell::from("KIND"),
-                Cell::from("AGENT"),
-                Cell::from("REQUEST"),
-                Cell::from(Line::from("AGE").alignment(Alignment::Right)),
-            ])
-            .style(HEADER),
-        );
-    }
-    let mut state = TableState::new().with_selected(ctx.ui.selected_approval(snap));
-    frame.render_stateful_widget(table, area, &mut state);
+    let header = Row::new([
+        Cell::from("KIND"),
+        Cell::from("AGENT"),
+        Cell::from("REQUEST"),
+        Cell::from(Line::from("AGE").alignment(Alignment::Right)),
+    ]);
+    ctx.render_table(
+        frame,
+        area,
+        (block, header, rows, widths),
+        ctx.ui.selected_approval(snap),
+    );
 }
 
 fn approval_row<'a>(snap: &Snapshot, a: &'a Approval) -> Row<'a> {
