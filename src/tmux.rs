@@ -193,7 +193,10 @@ const NO_SERVER: [&str; 3] = [
     "no server running on",
     "server exited unexpectedly",
 ];
-const GONE: [&str; 6] = [
+const GONE: [&str; 7] = [
+    // A server with no session left (exiting, or kept up by `exit-empty off`) resolves
+    // no target at all.
+    "no current target",
     "can't find pane",
     "can't find window",
     "can't find session",
@@ -1167,7 +1170,12 @@ impl Tmux {
             .flag("-a")
             .flag("-F")
             .arg(pane_format());
-        let out = self.run(&cmd)?;
+        let out = match self.run(&cmd) {
+            Ok(out) => out,
+            // No session left, so no panes.
+            Err(e) if e.is_target_gone() => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
         parse_panes(&out).map_err(|why| TmuxError::BadOutput {
             command: cmd.shown(),
             output: why,
@@ -1549,6 +1557,7 @@ mod tests {
             "no such pane: %99",
             "no such window: @99",
             "no such session: $99",
+            "no current target",
         ] {
             assert!(classify("c", stderr, "s").is_target_gone(), "{stderr}");
         }

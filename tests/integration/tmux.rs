@@ -451,6 +451,18 @@ fn no_server_and_target_gone_are_told_apart() {
     assert_eq!(err.exit_code(), exit::TMUX);
     assert_eq!(tmux.display(&keep.pane, "#{pane_width}").unwrap(), "200");
 
+    // A server left with no session (it is exiting, or keeps running with `exit-empty
+    // off`) has no panes; `list-panes -a` alone would say "no current target".
+    let set = std::process::Command::new("tmux")
+        .args(["-L", &env.tmux_socket, "-f", "/dev/null"])
+        .args(["set-option", "-g", "exit-empty", "off"])
+        .status()
+        .unwrap();
+    assert!(set.success());
+    tmux.kill_session(keep.session).unwrap();
+    assert_eq!(tmux.list_panes().unwrap(), []);
+    assert!(!tmux.has_session("keep").unwrap());
+
     // kill-server: the socket file may stay behind, refusing connections.
     tmux.kill_server().unwrap();
     let e = tmux.list_panes().unwrap_err();
@@ -731,9 +743,15 @@ fn team_window_lays_out_tags_and_overflows() {
     assert_eq!(tw.close().unwrap(), 10);
     assert!(TeamWindow::find(&tmux, &t, opts(&env)).unwrap().is_none());
     assert!(!tmux.has_session("swarm-blue-team").unwrap());
-    // That was the server's last session, so it exited (exit-empty); opening again starts
-    // a new one on the same socket.
-    assert!(tmux.list_panes().unwrap_err().is_no_server());
+    // That was the server's last session, so it exits (exit-empty), a moment later;
+    // until then it has no panes. Opening again starts a new one on the same socket.
+    assert!(wait_until(WAIT, || match tmux.list_panes() {
+        Ok(panes) => {
+            assert!(panes.is_empty(), "{panes:?}");
+            false
+        }
+        Err(e) => e.is_no_server(),
+    }));
     let tw = TeamWindow::open(&tmux, &t, &sleeper(dir), Placement::Detached, opts(&env)).unwrap();
     assert_eq!(tw.panes().unwrap().len(), 1);
 }
