@@ -17,8 +17,8 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
@@ -237,12 +237,15 @@ fn block_until(file: File, deadline: Instant) -> Option<std::io::Result<File>> {
 
 type Record = Vec<(u64, i64, PathBuf)>;
 
+/// The record is the lines before the first empty one: it is overwritten in place, never
+/// truncated, because ext4 flushes a file truncated to zero when it is closed.
 fn read_record(sidecar: &mut File) -> Record {
     let mut text = String::new();
     if sidecar.seek(SeekFrom::Start(0)).is_err() || sidecar.read_to_string(&mut text).is_err() {
         return Vec::new();
     }
     text.lines()
+        .take_while(|line| !line.is_empty())
         .filter_map(|line| {
             let mut parts = line.splitn(3, ' ');
             let ino = parts.next()?.parse().ok()?;
@@ -253,12 +256,10 @@ fn read_record(sidecar: &mut File) -> Record {
 }
 
 fn write_record(sidecar: &mut File, text: &str) -> Result<()> {
-    (|| -> io::Result<()> {
-        sidecar.set_len(0)?;
-        sidecar.seek(SeekFrom::Start(0))?;
-        sidecar.write_all(text.as_bytes())
-    })()
-    .map_err(|e| Error::io("write lock file", "<flock sidecar>", e))
+    let ended = format!("{text}\n");
+    sidecar
+        .write_all_at(ended.as_bytes(), 0)
+        .map_err(|e| Error::io("write lock file", "<flock sidecar>", e))
 }
 
 /// Removes `path` if it is the very directory a dead swarm holder recorded.
@@ -425,6 +426,22 @@ mod tests {
             dir.path().join("inbox.json.flock").exists(),
             "the sidecar is never deleted"
         );
+    }
+
+    #[test]
+    fn a_shorter_record_hides_the_longer_one_it_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open_sidecar(&dir.path().join("x.flock")).unwrap();
+        write_record(&mut f, "1 2 /a/long/path\n3 4 /b\n").unwrap();
+        assert_eq!(read_record(&mut f).len(), 2);
+        write_record(&mut f, "5 6 /c\n").unwrap();
+        assert_eq!(read_record(&mut f), [(5, 6, PathBuf::from("/c"))]);
+        write_record(&mut f, "").unwrap();
+        assert_eq!(read_record(&mut f), []);
+        // A sidecar written before records were terminated still reads.
+        f.set_len(0).unwrap();
+        f.write_all_at(b"7 8 /d\n", 0).unwrap();
+        assert_eq!(read_record(&mut f), [(7, 8, PathBuf::from("/d"))]);
     }
 
     #[test]

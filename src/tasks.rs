@@ -548,9 +548,24 @@ impl TaskList {
 
     /// Written in place, not by rename: it is a cache whose torn copy fails to parse (it
     /// ends with a trailer line) and is rebuilt, and rewriting in place spares the
-    /// filesystem a new inode on every claim.
+    /// filesystem a new inode on every claim. Nor is it opened with `O_TRUNC`: ext4 flushes
+    /// a file truncated to zero when it is closed.
     fn save_index(&self, index: &Index) {
-        let _ = std::fs::write(self.index_path(), index.render());
+        use std::os::unix::fs::FileExt;
+        let text = index.render();
+        let Ok(file) = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.index_path())
+        else {
+            return;
+        };
+        if file.write_all_at(text.as_bytes(), 0).is_err()
+            || file.set_len(text.len() as u64).is_err()
+        {
+            self.drop_index();
+        }
     }
 
     /// Called under the lock by every mutation other than a claim, and by `next` when
