@@ -3,8 +3,10 @@
 //! The project directory of a working directory is its nearest ancestor (itself included)
 //! holding a `.claude/` directory, not counting the user's home (whose `.claude/` is the
 //! user scope) and not looking above it; with none, the working directory itself. Looking
-//! upwards lets a teammate in a subdirectory, or in a worktree kept under the repository's
-//! `.git/` (see [`crate::worktree`]), find the project's agents and hooks.
+//! upwards lets a teammate in a subdirectory find the project's agents and hooks. A teammate
+//! in a worktree (see [`crate::worktree`]) cannot rely on it: the worktree has its own
+//! `.claude/` when one is committed, without the uncommitted and git-ignored files, so
+//! `swarm spawn` names the project in [`PROJECT_DIR_ENV`].
 //!
 //! The user directory is `$CLAUDE_CONFIG_DIR` when set, else `$HOME/.claude`, as in
 //! Claude Code.
@@ -24,6 +26,18 @@ pub fn user_dir() -> Option<PathBuf> {
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .or_else(|| home().map(|h| h.join(".claude")))
+}
+
+/// Set by `swarm spawn` for a teammate: the project it was spawned for, which a teammate
+/// in a worktree would not find by walking up from its own working directory.
+pub const PROJECT_DIR_ENV: &str = "SWARM_PROJECT_DIR";
+
+/// A teammate's project directory: [`PROJECT_DIR_ENV`] if set, else that of `cwd`.
+pub fn teammate_project_dir(cwd: &Path) -> PathBuf {
+    match std::env::var_os(PROJECT_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => project_dir(cwd),
+    }
 }
 
 /// The project directory of `cwd` (see the module comment).

@@ -258,6 +258,9 @@ pub fn spawn(
             cwd: req.cwd.display().to_string(),
         },
     )?;
+    // A teammate in a worktree still reads the project's agent definitions and hooks,
+    // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
+    let project = crate::project::project_dir(&req.cwd);
     let mut made: Option<worktree::Record> = None;
     let started = (|| -> Result<Spawned> {
         if let Some(plan) = &plan {
@@ -274,7 +277,13 @@ pub fn spawn(
             prepared.req.cwd = cwd;
             made = Some(record);
         }
-        let cmd = command_for(root, team, lead, env, &prepared, &color)?;
+        let mut cmd = command_for(root, team, lead, env, &prepared, &color)?;
+        cmd.env
+            .retain(|(k, _)| k != crate::project::PROJECT_DIR_ENV);
+        cmd.env.push((
+            crate::project::PROJECT_DIR_ENV.to_owned(),
+            project.display().to_string(),
+        ));
         if let Some(prompt) = prepared
             .req
             .prompt

@@ -125,8 +125,9 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
     let mut tools = ToolName::ALL.to_vec();
     let mut custom_instructions = None;
     // The definition fills in what the command line did not say.
+    let project = crate::project::teammate_project_dir(&cwd);
     if let Some(t) = &args.agent_type {
-        let catalog = Catalog::load(&cwd);
+        let catalog = Catalog::load(&project);
         catalog.warn_invalid();
         let def = catalog.get(t)?;
         let (set, unknown) = def.tool_set(&tools);
@@ -147,7 +148,7 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
         }
     }
     let config = llm_config(&args.model)?;
-    let hooks = Hooks::load(&cwd);
+    let hooks = Hooks::load(&project);
     for problem in &hooks.problems {
         crate::hooks::report(problem);
     }

@@ -415,3 +415,53 @@ fn the_supervisor_settles_the_worktree_of_a_teammate_that_died() {
     env.run(&["team", "delete", "t", "--force"]).success();
     assert_eq!(branches(&repo), "");
 }
+
+#[test]
+fn a_teammate_in_a_worktree_reads_the_projects_uncommitted_definitions_and_local_hooks() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = env.repo("repo");
+    // A committed `.claude/` makes the worktree a project of its own, without the files
+    // below: one not committed yet and one git ignores.
+    std::fs::create_dir_all(repo.join(".claude/agents")).unwrap();
+    std::fs::write(repo.join(".claude/settings.json"), "{}").unwrap();
+    git(&repo, &["add", ".claude/settings.json"]);
+    git(&repo, &["commit", "-q", "-m", "settings"]);
+    std::fs::write(
+        repo.join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: reviews\n---\nReview.\n",
+    )
+    .unwrap();
+    let started = env.dir.path().join("started.json");
+    let hook = json!({"hooks": {"SubagentStart": [{"hooks": [
+        {"type": "command", "command": format!("cat > '{}'", started.display())}
+    ]}]}});
+    std::fs::write(repo.join(".claude/settings.local.json"), hook.to_string()).unwrap();
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let repo_s = repo.display().to_string();
+    let out = spawn(
+        &env,
+        &model,
+        "bob",
+        &[
+            "--agent-type",
+            "reviewer",
+            "--isolation",
+            "worktree",
+            "--cwd",
+            &repo_s,
+        ],
+    )
+    .success()
+    .stdout;
+    let wt = spawned_worktree(&out);
+    assert!(wt.join(".claude/settings.json").is_file());
+    assert!(!wt.join(".claude/agents/reviewer.md").exists());
+    assert!(
+        wait_until(T, || started.is_file() && alive(&env, "bob")),
+        "bob did not start with the project's definition and hook; his log:\n{}",
+        std::fs::read_to_string(env.root.join("teams/t/logs/bob.log")).unwrap_or_default()
+    );
+    let event: Value = serde_json::from_slice(&std::fs::read(&started).unwrap()).unwrap();
+    assert_eq!(event["hook_event_name"], "SubagentStart");
+    env.run(&["team", "delete", "t", "--force"]).success();
+}
