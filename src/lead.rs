@@ -135,12 +135,15 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
         on_signal.cancel();
     });
     let supervisor = tokio::spawn(supervise(opts.clone(), agent.is_none(), stop.clone()));
+    // Where the work began, so the report can tell what was committed since.
+    let mut base = None;
     let (code, outcome) = match agent.clone() {
         None => {
             stop.cancelled().await;
             (0, None)
         }
         Some(a) => {
+            base = report::git_head(&a.cwd);
             let (outcome, engine) = lead_agent::run(a, stop.clone()).await?;
             me.usage = engine.usage;
             me.cost_usd = engine.cost_usd;
@@ -177,7 +180,14 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             clean: code == 0,
         });
         let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
-        let text = report::render(&opts.root, &opts.team, &a.goal, &result, &a.cwd);
+        let text = report::render(
+            &opts.root,
+            &opts.team,
+            &a.goal,
+            &result,
+            &a.cwd,
+            base.as_deref(),
+        );
         let path = report::write(&opts.root, &opts.team, &text);
         println!("\n{text}\n(report written to {})", path.display());
     }

@@ -9,6 +9,7 @@ use crate::root::Root;
 use crate::state;
 use crate::status;
 use crate::tasks::{Status, TaskList};
+use crate::worktree::{self, RecordState};
 
 /// `git rev-parse HEAD` in `cwd`, if it is a repository with a commit.
 pub fn git_head(cwd: &Path) -> Option<String> {
@@ -23,12 +24,11 @@ pub fn git_head(cwd: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-/// Files changed in `cwd` since `base` (committed or not), as `git status --short` lines.
-fn changed_files(cwd: &Path) -> Option<Vec<String>> {
+fn git_lines(cwd: &Path, args: &[&str]) -> Option<Vec<String>> {
     let out = Command::new("git")
         .arg("-C")
         .arg(cwd)
-        .args(["status", "--porcelain=v1", "--untracked-files=all"])
+        .args(args)
         .output()
         .ok()?;
     out.status.success().then(|| {
@@ -40,7 +40,33 @@ fn changed_files(cwd: &Path) -> Option<Vec<String>> {
     })
 }
 
-pub fn render(root: &Root, team: &TeamName, goal: &str, outcome: &str, cwd: &Path) -> String {
+/// Files changed in `cwd`: committed since `base` (`git diff --name-status` lines), then
+/// what is not committed (`git status --short` lines).
+fn changed_files(cwd: &Path, base: Option<&str>) -> Option<Vec<String>> {
+    let mut lines = Vec::new();
+    if let Some(base) = base {
+        let committed = git_lines(cwd, &["diff", "--name-status", base, "HEAD", "--"])?;
+        lines.extend(committed.into_iter().map(|l| {
+            let (status, path) = l.split_once('\t').unwrap_or(("?", &l));
+            format!("{status:>2} {path} (committed)")
+        }));
+    }
+    lines.extend(git_lines(
+        cwd,
+        &["status", "--porcelain=v1", "--untracked-files=all"],
+    )?);
+    Some(lines)
+}
+
+/// The report. `base` is the commit `cwd` was at when the run began.
+pub fn render(
+    root: &Root,
+    team: &TeamName,
+    goal: &str,
+    outcome: &str,
+    cwd: &Path,
+    base: Option<&str>,
+) -> String {
     let mut out = format!(
         "# swarm report: team {team}\n\nGoal: {}\n\nResult: {outcome}\n\n## Tasks\n\n",
         goal.trim()
@@ -115,7 +141,7 @@ pub fn render(root: &Root, team: &TeamName, goal: &str, outcome: &str, cwd: &Pat
         }
     ));
     out.push_str(&format!("\n## Files changed in {}\n\n", cwd.display()));
-    match changed_files(cwd) {
+    match changed_files(cwd, base) {
         Some(files) if files.is_empty() => out.push_str("(none)\n"),
         Some(files) => {
             for f in files {
@@ -123,6 +149,25 @@ pub fn render(root: &Root, team: &TeamName, goal: &str, outcome: &str, cwd: &Pat
             }
         }
         None => out.push_str("(not a git repository)\n"),
+    }
+    let kept: Vec<_> = worktree::records(root, team)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.state == RecordState::Kept)
+        .collect();
+    if !kept.is_empty() {
+        out.push_str("\n## Work kept in worktrees\n\n");
+        for r in kept {
+            let changes = worktree::changes(&r)
+                .map(|c| c.describe())
+                .unwrap_or_else(|e| e.to_string());
+            out.push_str(&format!(
+                "- {}: branch {} at {} ({changes})\n",
+                r.agent,
+                r.branch,
+                r.path.display()
+            ));
+        }
     }
     out
 }
@@ -134,4 +179,54 @@ pub fn write(root: &Root, team: &TeamName, text: &str) -> std::path::PathBuf {
         tracing::warn!("failed to write {}: {e}", path.display());
     }
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn files_changed_counts_commits_since_the_start_and_what_is_not_committed() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("old.txt"), "old\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-q", "-m", "first"]);
+        let base = git_head(repo).unwrap();
+        std::fs::write(repo.join("new.txt"), "new\n").unwrap();
+        std::fs::write(repo.join("old.txt"), "changed\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-q", "-m", "work"]);
+        std::fs::write(repo.join("loose.txt"), "loose\n").unwrap();
+        assert_eq!(
+            changed_files(repo, Some(&base)).unwrap(),
+            [
+                " A new.txt (committed)",
+                " M old.txt (committed)",
+                "?? loose.txt"
+            ]
+        );
+        assert_eq!(changed_files(repo, None).unwrap(), ["?? loose.txt"]);
+        assert_eq!(changed_files(&repo.join("nope"), None), None);
+    }
 }

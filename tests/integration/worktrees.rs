@@ -350,6 +350,16 @@ fn the_leads_agent_tool_spawns_into_a_worktree_and_the_lead_hears_what_was_kept(
         "{:?}",
         lead_texts(&env)
     );
+    // The person hears it too: the report names what was kept and where.
+    assert!(
+        out.stdout.contains("## Work kept in worktrees")
+            && out.stdout.contains(&format!(
+                "- bob: branch swarm/t/bob at {} (1 uncommitted file(s))",
+                wt.display()
+            )),
+        "{}",
+        out.stdout
+    );
     let tool_result = model
         .requests()
         .iter()
