@@ -169,8 +169,12 @@ impl Catalog {
 
     /// Tells the user, on stderr, about every file that was skipped.
     pub fn warn_invalid(&self) {
+        use std::io::Write;
         for bad in &self.invalid {
-            eprintln!("swarm: warning: skipped agent definition {bad}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "swarm: warning: skipped agent definition {bad}"
+            );
             // Into a teammate's log too (stderr is its pane); info, so a command's own
             // stderr does not show it twice.
             tracing::info!("skipped agent definition {bad}");

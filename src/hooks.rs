@@ -287,7 +287,8 @@ impl Hooks {
 
 /// Shows a hook problem where the user looks (stderr: the agent's pane) and logs it.
 pub fn report(problem: &str) {
-    eprintln!("swarm: hook: {problem}");
+    // Not eprintln!: a closed pane must not turn a hook report into a panic.
+    let _ = writeln!(std::io::stderr(), "swarm: hook: {problem}");
     // Into a teammate's log too; info, so a command's own stderr does not show it twice.
     tracing::info!("hook: {problem}");
 }

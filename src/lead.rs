@@ -189,7 +189,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             base.as_deref(),
         );
         let path = report::write(&opts.root, &opts.team, &text);
-        println!("\n{text}\n(report written to {})", path.display());
+        say(&format!("\n{text}\n(report written to {})", path.display()));
     }
     me.activity = Activity::Exited;
     if me.exit.is_none() {
@@ -249,19 +249,26 @@ pub fn stop_team(opts: &LeadOptions) -> Vec<Result<shutdown::Report>> {
     if names.is_empty() {
         return Vec::new();
     }
-    println!(
+    say(&format!(
         "\nshutting down {} teammate(s): {}",
         names.len(),
         names.join(", ")
-    );
+    ));
     shutdown::shut_down_all(
         &opts.root,
         &opts.team,
         opts.tmux.as_ref(),
         &names,
         &opts.ladder,
-        &|line| println!("  {line}"),
+        &|line| say(&format!("  {line}")),
     )
+}
+
+/// Prints a line if the lead's terminal is still there. When its pane was closed, the
+/// lead is stopping the team because of it, and `println!` would panic halfway through.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 fn draw(seen: &status::TeamStatus, events: &[String]) {

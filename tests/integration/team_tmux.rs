@@ -536,6 +536,47 @@ fn a_lead_that_is_stopped_takes_its_team_down_with_it() {
 }
 
 #[test]
+fn closing_the_leads_pane_takes_its_team_down_with_it() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    spawn(&env, &model, "bob", &[]).success();
+    spawn(&env, &model, "carol", &[]).success();
+    assert!(wait_until(T, || {
+        let s = status(&env);
+        ["team-lead", "bob", "carol"]
+            .iter()
+            .all(|n| member(&s, n).is_some_and(|m| m["alive"] == true))
+    }));
+    let s = status(&env);
+    let pids: Vec<i32> = ["team-lead", "bob", "carol"]
+        .iter()
+        .map(|n| member(&s, n).unwrap()["pid"].as_i64().unwrap() as i32)
+        .collect();
+    let lead_pane = panes(&env)
+        .into_iter()
+        .find(|p| p.1 == "team-lead")
+        .expect("the lead's pane")
+        .0;
+    // What a person does with the mouse or `prefix x`: the lead's terminal goes away
+    // under it (SIGHUP, and every later write to it fails).
+    let killed = std::process::Command::new("tmux")
+        .args(["-L", &env.tmux_socket, "kill-pane", "-t", &lead_pane])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(
+        wait_until(T, || pids.iter().all(|p| !swarm::process::is_alive(*p))),
+        "still running after the lead's pane was closed: {}",
+        status(&env)
+    );
+    assert!(
+        wait_until(T, || panes(&env).is_empty()),
+        "{:?}",
+        panes(&env)
+    );
+}
+
+#[test]
 fn spawning_works_outside_tmux_in_a_non_utf8_locale() {
     let env = TestEnv::with_team("t", &[]);
     let model = idle_model();
