@@ -72,6 +72,19 @@ impl LeadLock {
     }
 }
 
+/// Whether a process holds the team's lead lock right now.
+pub fn is_running(root: &Root, team: &TeamName) -> bool {
+    let path = root.team_dir(team).join("lead.flock");
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+    {
+        Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+        Err(_) => false,
+    }
+}
+
 /// Records this process as the team's lead (Claude Code's `leadProcess`, and the lead
 /// member's pane).
 pub fn register(root: &Root, team: &TeamName) -> Result<AgentState> {

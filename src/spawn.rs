@@ -212,6 +212,31 @@ pub fn ensure_window(
     Ok((window, true))
 }
 
+/// Starts the lead again in its pane if it has stopped (a crash, or Ctrl-C in its pane,
+/// which `remain-on-exit` keeps open): a teammate spawned into a team nobody supervises
+/// would go unwatched, its death unreported.
+fn restart_stopped_lead(
+    root: &Root,
+    team: &TeamName,
+    window: &TeamWindow,
+    lead: &TeammateCommand,
+) -> Result<()> {
+    if crate::lead::is_running(root, team) {
+        return Ok(());
+    }
+    let Some(pane) = window
+        .panes()?
+        .into_iter()
+        .find(|p| p.agent.as_deref() == Some(LEAD))
+    else {
+        return Ok(());
+    };
+    if pane.dead {
+        window.tmux().respawn_pane(pane.pane, &pane_spec(lead))?;
+    }
+    Ok(())
+}
+
 /// Spawns one teammate.
 pub fn spawn(
     root: &Root,
@@ -298,8 +323,11 @@ pub fn spawn(
                 Envelope::new(LEAD, prompt).with_color(lead_color),
             )?;
         }
-        let (mut window, opened) =
-            ensure_window(root, team, place, &lead_command(team, lead, env, &[]))?;
+        let lead_cmd = lead_command(team, lead, env, &[]);
+        let (mut window, opened) = ensure_window(root, team, place, &lead_cmd)?;
+        if !opened {
+            restart_stopped_lead(root, team, &window, &lead_cmd)?;
+        }
         let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
         roster::update_member(root, team, req.name.as_str(), |m| {
             m.tmux_pane_id = pane.to_string();

@@ -536,6 +536,37 @@ fn a_lead_that_is_stopped_takes_its_team_down_with_it() {
 }
 
 #[test]
+fn a_spawn_into_a_team_whose_lead_stopped_starts_the_lead_again() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    spawn(&env, &model, "bob", &[]).success();
+    let lead_pid = || {
+        member(&status(&env), "team-lead")
+            .filter(|m| m["alive"] == true)
+            .and_then(|m| m["pid"].as_i64())
+    };
+    assert!(wait_until(T, || lead_pid().is_some()));
+    let first = lead_pid().unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(wait_until(T, || !swarm::process::is_alive(first)));
+    // Its pane stays (remain-on-exit), so the window is still found.
+    assert!(panes(&env).iter().any(|p| p.1 == "team-lead"));
+    spawn(&env, &model, "carol", &[]).success();
+    assert!(
+        wait_until(T, || lead_pid().is_some_and(|p| p as i32 != first)),
+        "no lead supervises carol: {}",
+        status(&env)
+    );
+    let lead_panes = panes(&env).iter().filter(|p| p.1 == "team-lead").count();
+    assert_eq!(lead_panes, 1, "{:?}", panes(&env));
+    env.run(&["team", "delete", "t", "--force"]).success();
+}
+
+#[test]
 fn closing_the_leads_pane_takes_its_team_down_with_it() {
     let env = TestEnv::with_team("t", &[]);
     let model = idle_model();
