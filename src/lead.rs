@@ -253,6 +253,12 @@ pub fn stop_team(opts: &LeadOptions) -> Vec<Result<shutdown::Report>> {
     let Ok(seen) = status::observe(&opts.root, &opts.team, opts.tmux.as_ref()) else {
         return Vec::new();
     };
+    if opts.tmux.is_some() && !seen.tmux_reachable {
+        // The tmux server is gone, and with it every pane: each teammate got SIGHUP and
+        // records its own end. The ladder would only take them off the roster, and the
+        // person should find them there, marked dead, with their tasks released.
+        return Vec::new();
+    }
     let names: Vec<String> = seen
         .members
         .iter()
