@@ -108,8 +108,17 @@ pub struct Place<'a> {
     pub inside_tmux: bool,
 }
 
+/// `SWARM_PANES_PER_WINDOW` (at least 2: the lead and one teammate) sets how many panes a
+/// team window holds before the team gets another window.
 pub fn window_options(root: &Root, team: &TeamName) -> TeamWindowOptions {
-    TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"))
+    let mut opts = TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"));
+    if let Some(n) = std::env::var("SWARM_PANES_PER_WINDOW")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        opts.panes_per_window = n.max(2);
+    }
+    opts
 }
 
 /// The teammate's command for a prepared request, from the lead's settings and

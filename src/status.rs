@@ -81,7 +81,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
     let config = roster::load(root, team)?;
     let panes = match tmux.map(|t| t.list_panes()) {
         Some(Ok(panes)) => Some(panes),
-        Some(Err(e)) if e.is_no_server() => None,
+        Some(Err(e)) if e.is_absent() => None,
         Some(Err(e)) => return Err(e.into()),
         None => None,
     };

@@ -512,7 +512,7 @@ fn placeholder(cwd: &Path) -> PaneSpec {
 fn panes_or_none(tmux: &Tmux) -> Result<Vec<PaneRecord>> {
     match tmux.list_panes() {
         Ok(all) => Ok(all),
-        Err(e) if e.is_no_server() => Ok(Vec::new()),
+        Err(e) if e.is_absent() => Ok(Vec::new()),
         Err(e) => Err(e.into()),
     }
 }

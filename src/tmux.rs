@@ -183,6 +183,11 @@ impl TmuxError {
         matches!(self, TmuxError::NoServer { .. })
     }
 
+    /// No tmux to ask: no server, or no tmux at all. Either way, no panes exist.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, TmuxError::NoServer { .. } | TmuxError::NotInstalled)
+    }
+
     pub fn is_target_gone(&self) -> bool {
         matches!(self, TmuxError::TargetGone { .. })
     }

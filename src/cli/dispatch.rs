@@ -124,6 +124,7 @@ fn init_logging(file: Option<std::fs::File>) {
             .with_writer(std::sync::Mutex::new(f))
             .try_init(),
         None => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
             .without_time()
             .try_init(),

@@ -654,3 +654,43 @@ fn shutting_down_right_after_spawning_leaves_nothing() {
         .count();
     assert_eq!(leftover, 0, "bob is still running");
 }
+
+#[test]
+fn a_team_that_never_used_tmux_is_deleted_where_tmux_is_not_installed() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let no_tmux = env.dir.path().join("empty-bin");
+    std::fs::create_dir_all(&no_tmux).unwrap();
+    let mut cmd = env.swarm(&["team", "delete", "t"]);
+    cmd.env("PATH", &no_tmux);
+    crate::harness::run(&mut cmd).success();
+    assert!(!env.root.join("teams/t").exists());
+}
+
+#[test]
+fn panes_per_window_is_configurable() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    for name in ["bob", "carol", "dave"] {
+        let mut cmd = env.swarm(&["--team", "t", "spawn", name]);
+        cmd.env("SWARM_PROVIDER", "scripted")
+            .env("SWARM_BASE_URL", model.url())
+            .env("SWARM_PANES_PER_WINDOW", "2");
+        crate::harness::run(&mut cmd).success();
+    }
+    let out = std::process::Command::new("tmux")
+        .args(["-L", &env.tmux_socket, "list-panes", "-a", "-F"])
+        .arg("#{window_id} #{@swarm-agent}")
+        .output()
+        .unwrap();
+    let mut per_window = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (w, a) = line.split_once(' ').unwrap();
+        per_window
+            .entry(w.to_owned())
+            .or_default()
+            .push(a.to_owned());
+    }
+    let counts: Vec<usize> = per_window.values().map(Vec::len).collect();
+    assert_eq!(counts, [2, 2], "{per_window:?}");
+    env.run(&["team", "delete", "t", "--force"]).success();
+}
