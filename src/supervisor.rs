@@ -11,8 +11,10 @@
 //! both send one.
 
 use std::io::ErrorKind;
+use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::hooks::{Event as HookEvent, Hooks, Runner};
 use crate::mailbox::{self, Envelope};
 use crate::names::{AgentName, LEAD, TeamName};
 use crate::protocol::{Protocol, TeammateTerminated};
@@ -40,7 +42,8 @@ pub fn report_exits(root: &Root, team: &TeamName, status: &TeamStatus) -> Vec<Re
         .filter(|m| {
             m.name != LEAD
                 && !m.alive
-                && m.pid.is_some()
+                // With no pid it died before it registered: only its dead pane tells.
+                && (m.pid.is_some() || m.pane_alive == Some(false))
                 && matches!(m.state.as_str(), "dead" | "exited")
         })
         .filter_map(|m| match report_exit(root, team, m) {
@@ -55,12 +58,18 @@ pub fn report_exits(root: &Root, team: &TeamName, status: &TeamStatus) -> Vec<Re
 
 /// Reports one stopped teammate, unless someone already did.
 pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Option<Reported>> {
-    let (Some(pid), Ok(agent)) = (m.pid, AgentName::parse_any(&m.name)) else {
+    let Ok(agent) = AgentName::parse_any(&m.name) else {
         return Ok(None);
+    };
+    // One report per process: its pid, or before it registered, its pane.
+    let instance = match (m.pid, &m.pane) {
+        (Some(pid), _) => pid.to_string(),
+        (None, Some(pane)) => format!("pane{}", pane.trim_start_matches('%')),
+        (None, None) => return Ok(None),
     };
     let dir = root.state_dir(team);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-    let marker = dir.join(format!("{}.{pid}.reported", m.name));
+    let marker = dir.join(format!("{}.{instance}.reported", m.name));
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -93,7 +102,15 @@ pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Opt
         .detail
         .clone()
         .unwrap_or_else(|| "process gone".to_owned());
-    // The agent could not record its end itself: record it for it.
+    // The agent could not record its end itself (nor run its SubagentStop hook): do it
+    // for it. Read before the worktree is settled below: it names the project.
+    let finished_itself = m
+        .state_file
+        .as_ref()
+        .is_some_and(|s| s.activity == Activity::Exited);
+    if !finished_itself {
+        fire_subagent_stop(root, team, m, &reason);
+    }
     if let Some(mut s) = m
         .state_file
         .clone()
@@ -144,4 +161,71 @@ pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Opt
         released,
         worktree,
     }))
+}
+
+/// Runs the SubagentStop hooks of a teammate that died without running them, from the
+/// project it was spawned for, on a thread of its own: a hook may take up to its timeout,
+/// and the reconcile loop must not wait for it.
+fn fire_subagent_stop(root: &Root, team: &TeamName, m: &MemberStatus, reason: &str) {
+    let Ok(config) = roster::load(root, team) else {
+        return;
+    };
+    let Some(member) = config.member(&m.name) else {
+        return;
+    };
+    let cwd = std::path::PathBuf::from(&member.cwd);
+    let project = match crate::worktree::read(root, team, &m.name) {
+        // `git_dir` is `<repo>/.git`.
+        Ok(Some(w)) => w.git_dir.parent().map(Path::to_path_buf),
+        _ => None,
+    }
+    .unwrap_or_else(|| crate::project::project_dir(&cwd));
+    let hooks = Hooks::load(&project);
+    if hooks
+        .commands(HookEvent::SubagentStop, member.agent_type.as_deref())
+        .is_empty()
+    {
+        return;
+    }
+    let runner = Runner {
+        hooks,
+        // The teammate's own session id died with it.
+        session_id: config.lead_session_id.clone().unwrap_or_default(),
+        cwd,
+        team: team.to_string(),
+        agent: m.name.clone(),
+        agent_type: member.agent_type.clone(),
+    };
+    let mode = m
+        .mode
+        .as_deref()
+        .and_then(|mode| mode.parse().ok())
+        .unwrap_or(crate::agent::permissions::PermissionMode::Default);
+    let mut extra = serde_json::Map::new();
+    extra.insert("stop_hook_active".into(), false.into());
+    extra.insert("reason".into(), reason.into());
+    let spawned = std::thread::Builder::new()
+        .name("swarm-subagent-stop".into())
+        .spawn(move || {
+            let outcome = runner.fire(HookEvent::SubagentStop, mode, extra);
+            for problem in &outcome.problems {
+                crate::hooks::report(problem);
+            }
+        });
+    if let Ok(handle) = spawned {
+        let mut running = STOP_HOOKS.lock().unwrap();
+        running.retain(|h| !h.is_finished());
+        running.push(handle);
+    }
+}
+
+static STOP_HOOKS: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Waits for the stop hooks this process started (each ends by its timeout at the latest).
+pub fn wait_for_stop_hooks() {
+    let handles = std::mem::take(&mut *STOP_HOOKS.lock().unwrap());
+    for h in handles {
+        let _ = h.join();
+    }
 }

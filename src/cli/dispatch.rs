@@ -25,13 +25,16 @@ pub fn main() -> ExitCode {
         }
     };
     init_logging(log_file(&cli));
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("swarm: error: {e}");
             ExitCode::from(e.exit_code())
         }
-    }
+    };
+    // Whatever noticed a death (`swarm status` too) ran its stop hooks; let them finish.
+    crate::supervisor::wait_for_stop_hooks();
+    code
 }
 
 /// Parses the command line, noting for `swarm teammate` which settings were given rather

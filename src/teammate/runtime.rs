@@ -235,6 +235,7 @@ impl Runtime {
             .ok()
             .filter(|p| p.starts_with('%'));
         let mode = self.ctx.mode().to_string();
+        let cwd = self.opts.cwd.display().to_string();
         roster::update_member(
             &self.opts.root,
             &self.opts.team,
@@ -243,6 +244,9 @@ impl Runtime {
                 m.pid = Some(pid);
                 m.is_active = Some(false);
                 m.mode = Some(mode);
+                // Where it really works (the supervisor runs its SubagentStop hook there
+                // if it dies).
+                m.cwd = cwd;
                 if let Some(p) = pane {
                     m.tmux_pane_id = p;
                     m.backend_type = Some("tmux".to_owned());

@@ -318,3 +318,34 @@ fn subagent_start_and_stop_run_matched_hooks_and_never_block() {
         "{e}"
     );
 }
+
+#[test]
+fn a_teammate_killed_outright_still_gets_its_subagent_stop_hook() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let work = with_hooks(
+        &env,
+        json!({"SubagentStop": [{"hooks": [command("cat > stop.json")]}]}),
+    );
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let (mut bob, _) = env.teammate("t", "bob", &model.url(), &[]);
+    assert!(wait_until(T, || idle(&env)), "{}", err(&env, "bob"));
+    bob.child().kill().unwrap();
+    bob.wait(T).expect("bob did not die");
+    // Whoever notices the death first runs the hook the teammate never got to run.
+    assert!(wait_until(T, || {
+        env.run(&["--team", "t", "status"]).success();
+        work.join("stop.json").is_file()
+    }));
+    let stop: Value =
+        serde_json::from_slice(&std::fs::read(work.join("stop.json")).unwrap()).unwrap();
+    assert_eq!(stop["hook_event_name"], "SubagentStop");
+    assert_eq!(stop["agent_id"], "bob@t");
+    assert!(
+        stop["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{stop}"
+    );
+    // Exactly once: later observers find it reported.
+    std::fs::remove_file(work.join("stop.json")).unwrap();
+    env.run(&["--team", "t", "status"]).success();
+    assert!(!work.join("stop.json").exists());
+}

@@ -475,3 +475,39 @@ fn a_teammate_in_a_worktree_reads_the_projects_uncommitted_definitions_and_local
     assert_eq!(event["hook_event_name"], "SubagentStart");
     env.run(&["team", "delete", "t", "--force"]).success();
 }
+
+#[test]
+fn a_teammate_that_dies_before_it_registers_is_reported_and_its_worktree_settled() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = env.repo("repo");
+    let repo_s = repo.display().to_string();
+    // No key for the provider: the teammate stops before it ever registers.
+    let mut cmd = env.swarm(&[
+        "--team",
+        "t",
+        "--json",
+        "spawn",
+        "bob",
+        "--isolation",
+        "worktree",
+        "--cwd",
+        &repo_s,
+    ]);
+    cmd.env("SWARM_PROVIDER", "anthropic")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN");
+    let wt = spawned_worktree(&run(&mut cmd).success().stdout);
+    assert!(
+        wait_until(T, || lead_texts(&env)
+            .iter()
+            .any(|t| t.contains("bob was terminated"))),
+        "{:?}",
+        lead_texts(&env)
+    );
+    assert!(
+        wait_until(T, || !wt.exists()),
+        "the unchanged worktree is still there"
+    );
+    assert_eq!(branches(&repo), "");
+    env.run(&["team", "delete", "t", "--force"]).success();
+}
