@@ -246,6 +246,26 @@ fn restart_stopped_lead(
     Ok(())
 }
 
+/// Names are unique within a team, ignoring case: `Bob` and `bob` would be one name to
+/// the person reading the panes.
+pub fn check_name_free(
+    config: &roster::TeamConfig,
+    team: &TeamName,
+    name: &AgentName,
+) -> Result<()> {
+    match config
+        .members
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(name.as_str()))
+    {
+        Some(existing) => Err(Error::conflict(format!(
+            "team '{team}' already has a member named '{}'; names are unique within a team, pick another (or shut that one down first)",
+            existing.name
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Spawns one teammate.
 pub fn spawn(
     root: &Root,
@@ -258,16 +278,7 @@ pub fn spawn(
     check_cwd(&req.cwd)?;
     let mut prepared = prepare(req)?;
     let config = roster::load(root, team)?;
-    if let Some(existing) = config
-        .members
-        .iter()
-        .find(|m| m.name.eq_ignore_ascii_case(req.name.as_str()))
-    {
-        return Err(Error::conflict(format!(
-            "team '{team}' already has a member named '{}'; names are unique within a team, pick another (or shut that one down first)",
-            existing.name
-        )));
-    }
+    check_name_free(&config, team, &req.name)?;
     let color = prepared
         .req
         .color

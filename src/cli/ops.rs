@@ -135,6 +135,7 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     let tmux = team_tmux(ctx, &team)?;
     if args.dry_run {
         let config = roster::load(&ctx.root, &team)?;
+        spawn::check_name_free(&config, &team, &req.name)?;
         let mut prepared = spawn::prepare(&req)?;
         let color = prepared
             .req

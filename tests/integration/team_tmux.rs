@@ -190,6 +190,12 @@ fn dry_run_prints_a_command_line_with_secrets_redacted_and_creates_nothing() {
         .replace(&normal, "-e PATH=$$PATH ");
     insta::assert_snapshot!("spawn_dry_run", normal.trim());
     assert!(!out.contains("sk-test"), "{out}");
+    // A dry run refuses what the real spawn would refuse.
+    env.run(&["--team", "t", "team", "add", "carol"]).success();
+    let e = spawn(&env, &model, "Carol", &["--dry-run"])
+        .failure(4)
+        .stderr;
+    assert!(e.contains("already has a member named 'carol'"), "{e}");
 }
 
 fn swarm_bin() -> &'static str {
