@@ -171,6 +171,11 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             }
             let mut removed = Vec::new();
             for record in worktree::records(&ctx.root, &team)? {
+                // Only --force gets here with unmerged work: say what it threw away.
+                let lost = worktree::changes(&record)
+                    .ok()
+                    .filter(|c| c.unmerged())
+                    .map(|c| c.describe());
                 if let Err(e) = worktree::remove(&ctx.root, &team, &record) {
                     // The team goes anyway; what is left is the user's to tidy.
                     eprintln!(
@@ -182,9 +187,11 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
                 }
                 if !ctx.json() {
                     println!(
-                        "removed worktree {} and branch {}",
+                        "removed worktree {} and branch {}{}",
                         record.path.display(),
-                        record.branch
+                        record.branch,
+                        lost.map(|l| format!(", discarding {l}"))
+                            .unwrap_or_default()
                     );
                 }
                 removed.push(record.branch);

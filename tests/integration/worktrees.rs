@@ -159,7 +159,12 @@ fn a_teammate_in_a_worktree_works_unseen_by_the_main_checkout_and_its_changes_ar
         refused.stderr
     );
     let out = env.run(&["team", "delete", "t", "--force"]).success();
-    assert!(out.stdout.contains("removed worktree"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("removed worktree")
+            && out.stdout.contains("discarding 1 new commit(s)"),
+        "{}",
+        out.stdout
+    );
     assert!(!wt.exists());
     assert_eq!(branches(&repo), "");
     assert!(!env.root.join("teams/t").exists());
