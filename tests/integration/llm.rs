@@ -554,6 +554,18 @@ async fn e12_client_errors_and_a_final_429_are_not_retried() {
             429,
             "rate_limit_error",
         ),
+        (
+            // A spend limit: no header says so, only the body.
+            "spend",
+            Fault::status(429)
+                .retry_after("1")
+                .body(json!({"type": "error",
+                "error": {"type": "rate_limit_error",
+                          "message": "You have reached your specified workspace API usage limits.",
+                          "details": {"error_code": "enforced_spend_limit_reached"}}})),
+            429,
+            "rate_limit_error",
+        ),
     ];
     let mut script = Script::new();
     for (agent, fault, _, _) in &cases {
