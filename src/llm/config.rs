@@ -202,6 +202,7 @@ impl LlmConfig {
             anthropic_version: flags
                 .anthropic_version
                 .clone()
+                .filter(|v| !v.trim().is_empty())
                 .unwrap_or_else(|| DEFAULT_ANTHROPIC_VERSION.to_string()),
             max_retries: flags.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             idle_timeout: flags.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
@@ -467,6 +468,24 @@ mod tests {
         let c = LlmConfig::scripted("http://127.0.0.1:4000").unwrap();
         assert!(c.api_key.is_none());
         assert_eq!(c.model, "scripted");
+    }
+
+    #[test]
+    fn the_anthropic_version_is_configurable_and_blank_means_the_default() {
+        let env = env_of(&[("ANTHROPIC_API_KEY", "k")]);
+        let version = |v: &str| {
+            LlmConfig::resolve_with_env(
+                &LlmFlags {
+                    anthropic_version: Some(v.to_owned()),
+                    ..LlmFlags::default()
+                },
+                &env,
+            )
+            .unwrap()
+            .anthropic_version
+        };
+        assert_eq!(version("2099-01-01"), "2099-01-01");
+        assert_eq!(version(" "), DEFAULT_ANTHROPIC_VERSION);
     }
 
     #[test]

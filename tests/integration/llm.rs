@@ -1239,3 +1239,35 @@ fn agent_command_uses_a_local_openai_compatible_server_without_a_key() {
     assert_eq!(sent[0].path, "/v1/chat/completions");
     assert_eq!(sent[0].header("authorization"), None);
 }
+
+#[test]
+fn agent_command_sends_the_chosen_anthropic_version() {
+    let env = TestEnv::new();
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let url = model.url();
+    let agent = [
+        "agent",
+        "-p",
+        "hi",
+        "--provider",
+        "scripted",
+        "--base-url",
+        &url,
+    ];
+    env.run(&agent).success();
+    let mut with_flag = agent.to_vec();
+    with_flag.extend(["--anthropic-version", "2099-01-01"]);
+    env.run(&with_flag).success();
+    run(env.swarm(&agent).env("ANTHROPIC_VERSION", "2098-12-31")).success();
+    // A flag beats the environment.
+    run(env.swarm(&with_flag).env("ANTHROPIC_VERSION", "2098-12-31")).success();
+    let versions: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|r| r.header("anthropic-version").unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        versions,
+        ["2023-06-01", "2099-01-01", "2098-12-31", "2099-01-01"]
+    );
+}
