@@ -8,8 +8,8 @@
 //!   `CLAUDE_CODE_SUBAGENT_MODEL`) in the lead's environment, the spawn's `--model`, the
 //!   agent definition's `model`, the lead's model. `inherit` on any rung means the lead's
 //!   model. With none of them, no `--model` at all, so the teammate uses the provider's
-//!   default: a model the user did not choose is never forced. Provider and base URL are
-//!   the lead's;
+//!   default: a model the user did not choose is never forced. Provider, base URL and
+//!   `anthropic-version` are the lead's;
 //! - permission mode: plan when a plan is required (plan mode beats bypass), else the
 //!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
 //!   rules and the turn limit are the lead's;
@@ -38,6 +38,7 @@ pub struct LeadSettings {
     pub provider: Option<String>,
     pub model: Option<String>,
     pub base_url: Option<String>,
+    pub anthropic_version: Option<String>,
     pub permission_mode: PermissionMode,
     pub allow: Vec<String>,
     pub max_turns: Option<u32>,
@@ -70,10 +71,11 @@ pub struct TeammateCommand {
     pub cwd: PathBuf,
 }
 
-const PASSED: [&str; 24] = [
+const PASSED: [&str; 25] = [
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_VERSION",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "HTTPS_PROXY",
@@ -165,6 +167,9 @@ pub fn teammate_command(
     }
     if let Some(u) = &lead.base_url {
         argv.push(format!("--base-url={u}"));
+    }
+    if let Some(v) = &lead.anthropic_version {
+        argv.push(format!("--anthropic-version={v}"));
     }
     let mode = if spawn.plan_mode_required {
         PermissionMode::Plan
@@ -259,6 +264,7 @@ mod tests {
             provider: Some("anthropic".into()),
             model: Some("claude-sonnet-4-5".into()),
             base_url: None,
+            anthropic_version: Some("2023-06-01".into()),
             permission_mode: PermissionMode::BypassPermissions,
             allow: vec!["Bash(cargo test:*)".into()],
             max_turns: Some(50),
@@ -285,6 +291,7 @@ mod tests {
     fn env() -> BTreeMap<String, String> {
         [
             ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+            ("ANTHROPIC_VERSION", "2023-06-01"),
             ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
             ("PATH", "/usr/bin:/bin"),
             ("SWARM_LOG", "debug"),
@@ -316,6 +323,7 @@ mod tests {
                 "--cwd=/work/repo",
                 "--provider=anthropic",
                 "--model=claude-sonnet-4-5",
+                "--anthropic-version=2023-06-01",
                 "--permission-mode=bypassPermissions",
                 "--allow=Bash(cargo test:*)",
                 "--max-turns=50",
@@ -329,6 +337,7 @@ mod tests {
         assert_eq!(
             env,
             [
+                ("ANTHROPIC_VERSION", "2023-06-01"),
                 ("CLAUDE_CONFIG_DIR", "/cfg"),
                 ("PATH", "/usr/bin:/bin"),
                 ("SWARM_AGENT_ID", "bob@alpha"),
@@ -371,9 +380,12 @@ mod tests {
     fn no_model_is_forced() {
         let mut l = lead();
         l.model = None;
+        l.anthropic_version = None;
         let cmd = teammate_command(&l, &env(), &spawn());
         assert!(
-            !cmd.argv.iter().any(|a| a.starts_with("--model")),
+            !cmd.argv
+                .iter()
+                .any(|a| a.starts_with("--model") || a.starts_with("--anthropic-version")),
             "{:?}",
             cmd.argv
         );

@@ -164,6 +164,9 @@ pub fn lead_command(
     if let Some(u) = &lead.base_url {
         argv.push(format!("--base-url={u}"));
     }
+    if let Some(v) = &lead.anthropic_version {
+        argv.push(format!("--anthropic-version={v}"));
+    }
     argv.push(format!("--permission-mode={}", lead.permission_mode));
     for rule in &lead.allow {
         argv.push(format!("--allow={rule}"));

@@ -4,6 +4,10 @@
 //! are folded, and symlinks in the part that exists are followed, so neither `../x` nor a
 //! symlink pointing out escapes. An allow rule naming the tool and a matching path
 //! (`Read(/data/**)`) opens a path outside.
+//!
+//! Grep takes Claude Code's options, which are ripgrep's (`-A`/`-B`/`-C`, `-n`, `-i`,
+//! `type`, `multiline`), and answers in ripgrep's format, so prompts written for Claude
+//! Code carry over.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -247,9 +251,13 @@ pub fn grep(input: Value, ctx: &ToolContext) -> ToolOutcome {
     let run = || -> Result<ToolOutcome, ToolOutcome> {
         let pattern = required_str(&input, "pattern")?;
         let root = search_root(&input, ctx, ToolName::Grep)?;
-        let insensitive = input.get("-i").and_then(Value::as_bool).unwrap_or(false);
+        let flag = |key: &str| input.get(key).and_then(Value::as_bool);
+        let multiline = flag("multiline").unwrap_or(false);
+        // As `rg -U --multiline-dotall`: `^` and `$` keep meaning line starts and ends.
         let re = regex::RegexBuilder::new(pattern)
-            .case_insensitive(insensitive)
+            .case_insensitive(flag("-i").unwrap_or(false))
+            .multi_line(multiline)
+            .dot_matches_new_line(multiline)
             .build()
             .map_err(|e| ToolOutcome::err(format!("invalid regex {pattern}: {e}")))?;
         let filter = match input.get("glob").and_then(Value::as_str) {
@@ -260,17 +268,44 @@ pub fn grep(input: Value, ctx: &ToolContext) -> ToolOutcome {
             ),
             None => None,
         };
+        let types = match input.get("type").and_then(Value::as_str) {
+            Some(t) => Some(
+                ignore::types::TypesBuilder::new()
+                    .add_defaults()
+                    .select(t)
+                    .build()
+                    .map_err(|e| {
+                        ToolOutcome::err(format!(
+                            "invalid type {t}: {e}; use a ripgrep type such as rust, py, js or go, or a glob"
+                        ))
+                    })?,
+            ),
+            None => None,
+        };
         let mode = input
             .get("output_mode")
             .and_then(Value::as_str)
             .unwrap_or("files_with_matches");
         let limit = optional_usize(&input, "head_limit").unwrap_or(LIST_LIMIT);
-        let mut lines = Vec::new();
-        let files = if root.is_file() {
+        // -A and -B beat -C, as in rg.
+        let around = optional_usize(&input, "-C").unwrap_or(0);
+        let before = optional_usize(&input, "-B").unwrap_or(around);
+        let after = optional_usize(&input, "-A").unwrap_or(around);
+        let numbers = flag("-n").unwrap_or(true);
+        let mut files = if root.is_file() {
             vec![root.clone()]
         } else {
-            walk(&root).collect()
+            walk(&root)
+                .filter(|p| {
+                    types
+                        .as_ref()
+                        .is_none_or(|t| t.matched(p, false).is_whitelist())
+                })
+                .collect()
         };
+        // Sorted by file, not by output line, so that each file's lines stay in order.
+        files.sort();
+        let mut out = Vec::new();
         for path in files {
             if let Some(f) = &filter
                 && !path.file_name().is_some_and(|n| f.is_match(n))
@@ -281,32 +316,23 @@ pub fn grep(input: Value, ctx: &ToolContext) -> ToolOutcome {
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue; // binary or unreadable
             };
+            let hits = matching_lines(&re, &text, multiline);
+            if hits.is_empty() {
+                continue;
+            }
             let shown = display(&path, &ctx.cwd);
             match mode {
                 "content" => {
-                    for (i, line) in text.lines().enumerate() {
-                        if re.is_match(line) {
-                            lines.push(format!("{shown}:{}:{line}", i + 1));
-                        }
-                    }
+                    let lines: Vec<&str> = text.lines().collect();
+                    push_content(&mut out, &shown, &lines, &hits, (before, after), numbers);
                 }
-                "count" => {
-                    let n = text.lines().filter(|l| re.is_match(l)).count();
-                    if n > 0 {
-                        lines.push(format!("{shown}:{n}"));
-                    }
-                }
-                _ => {
-                    if re.is_match(&text) {
-                        lines.push(shown);
-                    }
-                }
+                "count" => out.push(format!("{shown}:{}", hits.len())),
+                _ => out.push(shown),
             }
         }
-        lines.sort();
-        let total = lines.len();
-        lines.truncate(limit);
-        let mut out = lines.join("\n");
+        let total = out.len();
+        out.truncate(limit);
+        let mut out = out.join("\n");
         if total == 0 {
             out = format!("no matches for {pattern}");
         } else if total > limit {
@@ -315,6 +341,70 @@ pub fn grep(input: Value, ctx: &ToolContext) -> ToolOutcome {
         Ok(ToolOutcome::ok(out))
     };
     run().unwrap_or_else(|e| e)
+}
+
+/// The 0-based numbers, ascending, of the lines a match touches. In multiline mode a
+/// match can touch several.
+fn matching_lines(re: &regex::Regex, text: &str, multiline: bool) -> Vec<usize> {
+    if !multiline {
+        return text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| re.is_match(l))
+            .map(|(i, _)| i)
+            .collect();
+    }
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_of = |at: usize| starts.partition_point(|&s| s <= at) - 1;
+    let mut hits = Vec::new();
+    for m in re.find_iter(text) {
+        let last = m.end().saturating_sub(1).max(m.start());
+        hits.extend(line_of(m.start())..=line_of(last));
+    }
+    hits.dedup();
+    // An empty match after a final newline is on no line.
+    let count = text.lines().count();
+    hits.retain(|&i| i < count);
+    hits
+}
+
+/// Content lines in rg's format: `path:N:line` for a match, `path-N-line` for context
+/// (without numbers `path:line`, `path-line`), and `--` between groups that do not touch.
+fn push_content(
+    out: &mut Vec<String>,
+    shown: &str,
+    lines: &[&str],
+    hits: &[usize],
+    (before, after): (usize, usize),
+    numbers: bool,
+) {
+    let context = before > 0 || after > 0;
+    let mut next: Option<usize> = None; // the first line of this file not yet shown
+    for &hit in hits {
+        let from = hit.saturating_sub(before).max(next.unwrap_or(0));
+        let to = hit.saturating_add(after).min(lines.len() - 1);
+        if from > to {
+            continue;
+        }
+        if context && !out.is_empty() && next.is_none_or(|n| from > n) {
+            out.push("--".to_owned());
+        }
+        for (i, line) in lines.iter().enumerate().take(to + 1).skip(from) {
+            let mark = if hits.binary_search(&i).is_ok() {
+                ':'
+            } else {
+                '-'
+            };
+            out.push(if numbers {
+                format!("{shown}{mark}{}{mark}{line}", i + 1)
+            } else {
+                format!("{shown}{mark}{line}")
+            });
+        }
+        next = Some(to + 1);
+    }
 }
 
 #[cfg(test)]
@@ -380,6 +470,82 @@ mod tests {
             "a/b.txt:2"
         );
         assert!(read(json!({}), &c).is_error);
+    }
+
+    #[test]
+    fn grep_context_line_numbers_types_and_multiline() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(cwd.join("src")).unwrap();
+        std::fs::write(
+            cwd.join("src/a.rs"),
+            "fn one() {}\nlet x = 1;\nlet y = 2;\nfn two() {}\nlet z = 3;\n",
+        )
+        .unwrap();
+        std::fs::write(cwd.join("notes.txt"), "fn one, then fn two\n").unwrap();
+        let c = ctx(&cwd);
+        let g = |input: Value| {
+            let out = grep(input, &c);
+            assert!(!out.is_error, "{}", out.content);
+            out.content
+        };
+        // Context: `:` marks a match, `-` a context line, `--` a gap (ripgrep's format).
+        assert_eq!(
+            g(json!({"pattern": "^fn two", "output_mode": "content", "-C": 1})),
+            "src/a.rs-3-let y = 2;\nsrc/a.rs:4:fn two() {}\nsrc/a.rs-5-let z = 3;"
+        );
+        assert_eq!(
+            g(json!({"pattern": "^fn", "output_mode": "content", "-A": 1, "type": "rust"})),
+            "src/a.rs:1:fn one() {}\nsrc/a.rs-2-let x = 1;\n--\nsrc/a.rs:4:fn two() {}\nsrc/a.rs-5-let z = 3;"
+        );
+        assert_eq!(
+            g(json!({"pattern": "^fn two", "output_mode": "content", "-C": 2, "-B": 0})),
+            "src/a.rs:4:fn two() {}\nsrc/a.rs-5-let z = 3;"
+        );
+        // Windows that touch merge into one group.
+        assert_eq!(
+            g(json!({"pattern": "^let [xy]", "output_mode": "content", "-B": 1})),
+            "src/a.rs-1-fn one() {}\nsrc/a.rs:2:let x = 1;\nsrc/a.rs:3:let y = 2;"
+        );
+        assert_eq!(
+            g(json!({"pattern": "two", "output_mode": "content", "-n": false})),
+            "notes.txt:fn one, then fn two\nsrc/a.rs:fn two() {}"
+        );
+        assert_eq!(
+            g(json!({"pattern": "two", "output_mode": "content", "-B": 1, "-n": false})),
+            "notes.txt:fn one, then fn two\n--\nsrc/a.rs-let y = 2;\nsrc/a.rs:fn two() {}"
+        );
+        // File types are ripgrep's.
+        assert_eq!(g(json!({"pattern": "one"})), "notes.txt\nsrc/a.rs");
+        assert_eq!(g(json!({"pattern": "one", "type": "rust"})), "src/a.rs");
+        assert_eq!(
+            g(json!({"pattern": "one", "type": "py"})),
+            "no matches for one"
+        );
+        let bad = grep(json!({"pattern": "one", "type": "nosuch"}), &c);
+        assert!(
+            bad.is_error && bad.content.contains("nosuch"),
+            "{}",
+            bad.content
+        );
+        // Multiline: a match may span lines, `.` crosses them, `^` is still a line start.
+        let across = "x = 1;\\nlet y";
+        assert_eq!(
+            g(json!({"pattern": across, "output_mode": "content"})),
+            "no matches for x = 1;\\nlet y"
+        );
+        assert_eq!(
+            g(json!({"pattern": across, "output_mode": "content", "multiline": true})),
+            "src/a.rs:2:let x = 1;\nsrc/a.rs:3:let y = 2;"
+        );
+        assert_eq!(
+            g(json!({"pattern": "^fn one.*^fn two", "multiline": true})),
+            "src/a.rs"
+        );
+        assert_eq!(
+            g(json!({"pattern": "^let x.*^let y", "output_mode": "count", "multiline": true})),
+            "src/a.rs:2"
+        );
     }
 
     #[test]

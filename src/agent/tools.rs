@@ -171,9 +171,15 @@ impl ToolName {
                     "pattern": {"type": "string"},
                     "path": {"type": "string"},
                     "glob": {"type": "string", "description": "Only files matching this glob"},
+                    "type": {"type": "string", "description": "Only files of this type, as ripgrep names them (rust, py, js, go...)"},
                     "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"]},
+                    "-A": {"type": "number", "description": "Lines of context after each match (content mode)"},
+                    "-B": {"type": "number", "description": "Lines of context before each match (content mode)"},
+                    "-C": {"type": "number", "description": "Lines of context before and after each match (content mode)"},
+                    "-n": {"type": "boolean", "description": "Show line numbers (content mode; default true)"},
                     "-i": {"type": "boolean"},
-                    "head_limit": {"type": "number"}
+                    "head_limit": {"type": "number"},
+                    "multiline": {"type": "boolean", "description": "Let a match span lines, with . matching newlines"}
                 }, "required": ["pattern"]}),
             ),
             ToolName::SendMessage => (
@@ -474,6 +480,27 @@ mod tests {
             let spec = t.spec();
             assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
             assert_eq!(ToolName::parse(&spec.name), Some(t));
+        }
+    }
+
+    #[test]
+    fn grep_declares_claude_codes_options() {
+        let schema = ToolName::Grep.spec().input_schema;
+        for option in [
+            "pattern",
+            "path",
+            "glob",
+            "type",
+            "output_mode",
+            "-A",
+            "-B",
+            "-C",
+            "-n",
+            "-i",
+            "head_limit",
+            "multiline",
+        ] {
+            assert!(schema["properties"].get(option).is_some(), "{option}");
         }
     }
 }

@@ -27,6 +27,7 @@ pub fn llm_config(opts: &ModelOpts) -> Result<LlmConfig> {
         provider,
         model: opts.model.clone(),
         base_url: opts.base_url.clone(),
+        anthropic_version: opts.anthropic_version.clone(),
         ..LlmFlags::default()
     })?)
 }

@@ -313,6 +313,9 @@ pub struct ModelOpts {
     /// API base URL [default: $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the provider's]
     #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
     pub base_url: Option<String>,
+    /// The anthropic-version header of the anthropic and scripted providers [default: 2023-06-01]
+    #[arg(long, env = "ANTHROPIC_VERSION", value_name = "VERSION")]
+    pub anthropic_version: Option<String>,
 }
 
 /// What an agent may do without asking.
@@ -426,6 +429,9 @@ pub struct SpawnArgs {
     pub provider: Option<String>,
     #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
     pub base_url: Option<String>,
+    /// The anthropic-version header teammates send [default: 2023-06-01]
+    #[arg(long, env = "ANTHROPIC_VERSION", value_name = "VERSION")]
+    pub anthropic_version: Option<String>,
     /// Allow rules teammates inherit, e.g. 'Bash(cargo test:*)' (repeatable)
     #[arg(long = "allow", value_name = "RULE")]
     pub allow: Vec<String>,

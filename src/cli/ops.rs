@@ -43,15 +43,18 @@ pub fn settings_from(
     permissions: &PermissionOpts,
 ) -> Result<LeadSettings> {
     let (mode, _) = crate::cli::agent::permissions(permissions)?;
-    lead_settings(
-        ctx,
-        model.provider.clone(),
-        model.model.clone(),
-        model.base_url.clone(),
-        Some(mode),
-        permissions.allow.clone(),
-        Some(permissions.max_turns),
-    )
+    Ok(LeadSettings {
+        anthropic_version: model.anthropic_version.clone(),
+        ..lead_settings(
+            ctx,
+            model.provider.clone(),
+            model.model.clone(),
+            model.base_url.clone(),
+            Some(mode),
+            permissions.allow.clone(),
+            Some(permissions.max_turns),
+        )?
+    })
 }
 
 /// The settings a lead started from this command line passes on.
@@ -80,6 +83,7 @@ pub fn lead_settings(
         provider,
         model: model.or_else(|| std::env::var("SWARM_MODEL").ok().filter(|m| !m.is_empty())),
         base_url,
+        anthropic_version: None,
         permission_mode: mode,
         allow,
         max_turns,
@@ -122,15 +126,18 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
         color: args.color.clone(),
         isolation: args.isolation.as_deref().map(str::parse).transpose()?,
     };
-    let lead = lead_settings(
-        ctx,
-        args.provider.clone(),
-        None,
-        args.base_url.clone(),
-        None,
-        args.allow.clone(),
-        args.max_turns,
-    )?;
+    let lead = LeadSettings {
+        anthropic_version: args.anthropic_version.clone(),
+        ..lead_settings(
+            ctx,
+            args.provider.clone(),
+            None,
+            args.base_url.clone(),
+            None,
+            args.allow.clone(),
+            args.max_turns,
+        )?
+    };
     let env = env_map();
     let tmux = team_tmux(ctx, &team)?;
     if args.dry_run {

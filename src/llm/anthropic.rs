@@ -473,7 +473,8 @@ impl Accumulator {
                     .to_string();
                 let status = http::status_for_kind(&kind);
                 return Err(Failure {
-                    retryable: crate::llm::retry::should_retry_status(status, None),
+                    retryable: crate::llm::retry::should_retry_status(status, None)
+                        && !crate::llm::retry::is_spend_limit(error),
                     retry_after: None,
                     error: LlmError::Api {
                         status,
@@ -692,6 +693,12 @@ mod tests {
             json!({"type": "error", "error": {"type": "invalid_request_error", "message": "no"}}),
         )]);
         assert!(!r.unwrap_err().retryable);
+        let (r, _) = feed(&[(
+            "error",
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "limit",
+                "details": {"error_code": "enforced_spend_limit_reached"}}}),
+        )]);
+        assert!(!r.unwrap_err().retryable, "a spend limit is final");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! - The API key comes only from the environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`),
 //!   never from argv, and [`ApiKey`]'s `Debug` prints no part of it, so neither does the
 //!   config's.
+//! - Anthropic needs a key. An OpenAI-compatible server needs one only at api.openai.com:
+//!   local servers usually take none, and then no `Authorization` header is sent.
 //! - The scripted provider speaks the Anthropic wire protocol to `swarm model-server`,
 //!   needs no key, and never falls back to a default URL: a test or demo must not reach
 //!   the real API by accident.
@@ -163,14 +165,27 @@ impl LlmConfig {
                         .into(),
                 )
             })?;
-        let api_key = match key_var {
-            None => None,
-            Some(var) => Some(ApiKey::new(env(var).ok_or_else(|| {
-                LlmError::Config(format!(
-                    "{var} is not set: export it to use the {provider} provider (`swarm demo` runs without a key)"
-                ))
-            })?)),
-        };
+        let base_url = normalise_base_url(&base_url)?;
+        let api_key = key_var.and_then(env).map(ApiKey::new);
+        if api_key.is_none() {
+            match provider {
+                Provider::Anthropic => {
+                    return Err(LlmError::Config(
+                        "ANTHROPIC_API_KEY is not set: export it to use the anthropic provider (`swarm demo` runs without a key)"
+                            .into(),
+                    ));
+                }
+                // Local servers (llama.cpp, Ollama, vLLM) usually take no key; OpenAI's
+                // own API always does, so say so here rather than with a 401 per pane.
+                Provider::OpenAi if is_openai_api(&base_url) => {
+                    return Err(LlmError::Config(
+                        "OPENAI_API_KEY is not set: export it to use api.openai.com, or pass --base-url for a local server that needs no key"
+                            .into(),
+                    ));
+                }
+                Provider::OpenAi | Provider::Scripted => {}
+            }
+        }
         let model = flags
             .model
             .clone()
@@ -182,11 +197,12 @@ impl LlmConfig {
                 Provider::Anthropic => anthropic_alias(&model).unwrap_or(&model).to_owned(),
                 _ => model,
             },
-            base_url: normalise_base_url(&base_url)?,
+            base_url,
             api_key,
             anthropic_version: flags
                 .anthropic_version
                 .clone()
+                .filter(|v| !v.trim().is_empty())
                 .unwrap_or_else(|| DEFAULT_ANTHROPIC_VERSION.to_string()),
             max_retries: flags.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             idle_timeout: flags.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
@@ -235,6 +251,13 @@ fn normalise_base_url(url: &str) -> Result<String, LlmError> {
         )));
     }
     Ok(trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_string())
+}
+
+fn is_openai_api(base_url: &str) -> bool {
+    reqwest::Url::parse(base_url).is_ok_and(|u| {
+        u.host_str()
+            .is_some_and(|h| h.eq_ignore_ascii_case("api.openai.com"))
+    })
 }
 
 /// The client for a configuration.
@@ -419,13 +442,17 @@ mod tests {
             err,
             "ANTHROPIC_API_KEY is not set: export it to use the anthropic provider (`swarm demo` runs without a key)"
         );
+        // OpenAI's own API needs a key; a blank one counts as none.
         let err = LlmConfig::resolve_with_env(
             &flags(Provider::OpenAi),
             env_of(&[("OPENAI_API_KEY", " ")]),
         )
         .unwrap_err()
         .to_string();
-        assert!(err.starts_with("OPENAI_API_KEY is not set"), "{err}");
+        assert_eq!(
+            err,
+            "OPENAI_API_KEY is not set: export it to use api.openai.com, or pass --base-url for a local server that needs no key"
+        );
         // The scripted provider never borrows the real API's URL or key.
         let err = LlmConfig::resolve_with_env(
             &flags(Provider::Scripted),
@@ -441,6 +468,64 @@ mod tests {
         let c = LlmConfig::scripted("http://127.0.0.1:4000").unwrap();
         assert!(c.api_key.is_none());
         assert_eq!(c.model, "scripted");
+    }
+
+    #[test]
+    fn the_anthropic_version_is_configurable_and_blank_means_the_default() {
+        let env = env_of(&[("ANTHROPIC_API_KEY", "k")]);
+        let version = |v: &str| {
+            LlmConfig::resolve_with_env(
+                &LlmFlags {
+                    anthropic_version: Some(v.to_owned()),
+                    ..LlmFlags::default()
+                },
+                &env,
+            )
+            .unwrap()
+            .anthropic_version
+        };
+        assert_eq!(version("2099-01-01"), "2099-01-01");
+        assert_eq!(version(" "), DEFAULT_ANTHROPIC_VERSION);
+    }
+
+    #[test]
+    fn a_local_openai_compatible_server_needs_no_key() {
+        let c = LlmConfig::resolve_with_env(
+            &LlmFlags {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..flags(Provider::OpenAi)
+            },
+            env_of(&[]),
+        )
+        .unwrap();
+        assert!(c.api_key.is_none());
+        assert_eq!(c.base_url, "http://127.0.0.1:9");
+        let c = LlmConfig::resolve_with_env(
+            &flags(Provider::OpenAi),
+            env_of(&[("OPENAI_BASE_URL", "http://localhost:11434/v1")]),
+        )
+        .unwrap();
+        assert!(c.api_key.is_none());
+        let c = LlmConfig::resolve_with_env(
+            &LlmFlags {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..flags(Provider::OpenAi)
+            },
+            env_of(&[("OPENAI_API_KEY", "sk-local")]),
+        )
+        .unwrap();
+        assert_eq!(c.api_key.unwrap().expose(), "sk-local");
+        // The Anthropic API always needs one, whatever the URL.
+        let err = LlmConfig::resolve_with_env(
+            &LlmFlags {
+                base_url: Some("http://127.0.0.1:9".into()),
+                ..flags(Provider::Anthropic)
+            },
+            env_of(&[]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("ANTHROPIC_API_KEY is not set"), "{err}");
     }
 
     #[test]

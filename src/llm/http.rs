@@ -159,7 +159,8 @@ pub(crate) async fn error_response(
     });
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     Failure {
-        retryable: retry::should_retry_status(status, header("x-should-retry")),
+        retryable: retry::should_retry_status(status, header("x-should-retry"))
+            && !error.is_some_and(retry::is_spend_limit),
         retry_after: retry::parse_retry_after(
             header("retry-after-ms"),
             header("retry-after"),

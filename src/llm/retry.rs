@@ -4,7 +4,9 @@
 //! - Retried: connection failures (including a stream that breaks off or goes silent),
 //!   408, 409, 429 and every status ≥ 500 (529 included), and `error` events inside a 200
 //!   stream whose type maps to one of those. An `x-should-retry: true|false` header decides
-//!   before the status does; so a 429 with `x-should-retry: false` (a spend limit) is final.
+//!   before the status does; so a 429 with `x-should-retry: false` is final. A spend limit
+//!   (`error.details.error_code: "enforced_spend_limit_reached"` in the body) is final
+//!   whatever the status and headers say: no wait lifts it.
 //! - Never retried by default: 400, 401, 403, 404, 413, cancellation, malformed streams.
 //! - Delay: `retry-after-ms`, else `retry-after` (seconds, or an HTTP date), when the value
 //!   is in (0, 60] s; otherwise 0.5 s × 2^n capped at 8 s, times (1 − 0.25·rand), where n
@@ -60,6 +62,14 @@ pub fn should_retry_status(status: u16, x_should_retry: Option<&str>) -> bool {
         _ => {}
     }
     matches!(status, 408 | 409 | 429) || status >= 500
+}
+
+/// Whether an API error object (the body's `error`) is a spend limit.
+pub fn is_spend_limit(error: &serde_json::Value) -> bool {
+    error
+        .pointer("/details/error_code")
+        .and_then(serde_json::Value::as_str)
+        == Some("enforced_spend_limit_reached")
 }
 
 /// The server-requested delay, when it is a usable one: `retry-after-ms` (milliseconds),
@@ -163,6 +173,22 @@ mod tests {
         assert!(!should_retry_status(529, Some("false")));
         assert!(should_retry_status(400, Some("true")));
         assert!(should_retry_status(429, Some("maybe")));
+    }
+
+    #[test]
+    fn a_spend_limit_is_recognised_by_its_error_code() {
+        use serde_json::json;
+        assert!(is_spend_limit(
+            &json!({"type": "rate_limit_error", "message": "m",
+            "details": {"error_code": "enforced_spend_limit_reached"}})
+        ));
+        assert!(!is_spend_limit(
+            &json!({"type": "rate_limit_error", "message": "m"})
+        ));
+        assert!(!is_spend_limit(
+            &json!({"details": {"error_code": "something_else"}})
+        ));
+        assert!(!is_spend_limit(&serde_json::Value::Null));
     }
 
     #[test]

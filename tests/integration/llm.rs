@@ -18,7 +18,7 @@ use swarm::llm::{
 use swarm::model_server::{Fault, ModelServer, Outcome, Raw, Reply, Rule, Script};
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{TestEnv, run, wait_timeout};
+use crate::harness::{ScriptedModel, TestEnv, run, wait_timeout};
 
 /// Far above any scenario's own numbers; only a hang reaches it.
 const HANG: Duration = Duration::from_secs(30);
@@ -554,6 +554,18 @@ async fn e12_client_errors_and_a_final_429_are_not_retried() {
             429,
             "rate_limit_error",
         ),
+        (
+            // A spend limit: no header says so, only the body.
+            "spend",
+            Fault::status(429)
+                .retry_after("1")
+                .body(json!({"type": "error",
+                "error": {"type": "rate_limit_error",
+                          "message": "You have reached your specified workspace API usage limits.",
+                          "details": {"error_code": "enforced_spend_limit_reached"}}})),
+            429,
+            "rate_limit_error",
+        ),
     ];
     let mut script = Script::new();
     for (agent, fault, _, _) in &cases {
@@ -932,6 +944,28 @@ async fn e20_openai_interleaved_tool_calls_usage_and_done() {
 }
 
 #[tokio::test]
+async fn openai_without_a_key_sends_no_authorization_header() {
+    let server = serve(Script::new().default_reply(Reply::text("hello from a local model"))).await;
+    // A local server (llama.cpp, Ollama, vLLM) usually needs no key, so none is set.
+    let config = LlmConfig::resolve_with_env(
+        &LlmFlags {
+            provider: Some(Provider::OpenAi),
+            base_url: Some(format!("{}/v1", server.url())),
+            model: Some("local-model".into()),
+            ..LlmFlags::default()
+        },
+        |_| None,
+    )
+    .unwrap();
+    let client = build_client(&config).unwrap();
+    let out = complete(client.as_ref(), &request("hi")).await;
+    assert_eq!(text_of(out.ok()), "hello from a local model");
+    let sent = &server.requests()[0];
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(sent.header("authorization"), None);
+}
+
+#[tokio::test]
 async fn e20_openai_round_trip_through_the_rendered_stream() {
     let server = serve(
         Script::new()
@@ -1181,4 +1215,59 @@ fn model_server_command_refuses_bad_input() {
     .failure(2);
     assert!(out.stderr.contains("invalid --listen"), "{}", out.stderr);
     run(&mut env.swarm(&["model-server", "--script", "/nonexistent/s.json"])).failure(1);
+}
+
+#[test]
+fn agent_command_uses_a_local_openai_compatible_server_without_a_key() {
+    let env = TestEnv::new();
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("local hello")));
+    let base_url = format!("{}/v1", model.url());
+    let out = env
+        .run(&[
+            "agent",
+            "-p",
+            "hi",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base_url,
+        ])
+        .success();
+    assert!(out.stdout.contains("local hello"), "{}", out.stdout);
+    let sent = model.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].path, "/v1/chat/completions");
+    assert_eq!(sent[0].header("authorization"), None);
+}
+
+#[test]
+fn agent_command_sends_the_chosen_anthropic_version() {
+    let env = TestEnv::new();
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let url = model.url();
+    let agent = [
+        "agent",
+        "-p",
+        "hi",
+        "--provider",
+        "scripted",
+        "--base-url",
+        &url,
+    ];
+    env.run(&agent).success();
+    let mut with_flag = agent.to_vec();
+    with_flag.extend(["--anthropic-version", "2099-01-01"]);
+    env.run(&with_flag).success();
+    run(env.swarm(&agent).env("ANTHROPIC_VERSION", "2098-12-31")).success();
+    // A flag beats the environment.
+    run(env.swarm(&with_flag).env("ANTHROPIC_VERSION", "2098-12-31")).success();
+    let versions: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|r| r.header("anthropic-version").unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        versions,
+        ["2023-06-01", "2099-01-01", "2098-12-31", "2099-01-01"]
+    );
 }

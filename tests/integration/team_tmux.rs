@@ -256,6 +256,30 @@ fn hostile_names_prompts_directories_and_models_arrive_literally_or_are_refused(
 }
 
 #[test]
+fn a_teammate_sends_the_anthropic_version_it_was_spawned_with() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    spawn(
+        &env,
+        &model,
+        "bob",
+        &["--prompt", "hello", "--anthropic-version", "2099-01-01"],
+    )
+    .success();
+    assert!(wait_until(T, || model
+        .requests()
+        .iter()
+        .any(|r| r.agent() == Some("bob"))));
+    let sent: Vec<String> = model
+        .requests()
+        .iter()
+        .filter(|r| r.agent() == Some("bob"))
+        .map(|r| r.header("anthropic-version").unwrap_or("").to_owned())
+        .collect();
+    assert!(sent.iter().all(|v| v == "2099-01-01"), "{sent:?}");
+}
+
+#[test]
 fn a_killed_teammate_is_marked_dead_its_task_released_and_the_lead_told() {
     let env = TestEnv::with_team("t", &[]);
     let model = ScriptedModel::start(
