@@ -426,10 +426,13 @@ fn the_ladder_stops_a_teammate_that_will_not_stop_and_leaves_nothing() {
     let pid = member(&status(&env), "bob").unwrap()["pid"]
         .as_i64()
         .unwrap() as i32;
-    let session: Vec<i32> = swarm::process::session_members(pid);
+    // "working" comes before the command starts; the trap is set once `sleep` runs.
     assert!(
-        session.len() >= 2,
-        "bob's command should be running: {session:?}"
+        wait_until(T, || swarm::process::session_members(pid)
+            .into_iter()
+            .any(|p| cmdline(p).first().is_some_and(|c| c.ends_with("sleep")))),
+        "bob's command should be running: {:?}",
+        swarm::process::session_members(pid)
     );
     let out = env
         .run(&["--team", "t", "shutdown", "bob", "--timeout", "1s"])
