@@ -90,6 +90,11 @@ pub fn shut_down(
     };
     let mut step = |s: String| {
         progress(&format!("{name}: {s}"));
+        // Gone from the roster after the last step; nothing to record then.
+        let _ = roster::update_member(root, team, name, |m| {
+            m.extra
+                .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
+        });
         report.steps.push(s);
     };
     let observe = || -> Result<MemberStatus> {
@@ -127,6 +132,10 @@ pub fn shut_down(
             }
             if let Some(reason) = rejection(root, team, &request_id) {
                 step(format!("refused: {reason}"));
+                // It goes on working: no longer being shut down.
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
                 report.outcome = Outcome::Rejected(reason);
                 return Ok(report);
             }

@@ -136,6 +136,10 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
     })
 }
 
+/// The roster field where the shutdown ladder records its last step, so a teammate that
+/// ignores the request still shows as being shut down, and how far that got.
+pub const SHUTDOWN_STEP: &str = "swarmShutdownStep";
+
 fn member_status(
     _config: &TeamConfig,
     m: &Member,
@@ -154,7 +158,10 @@ fn member_status(
     } else {
         None
     };
-    let (label, detail) = if alive {
+    let ladder_step = m.extra.get(SHUTDOWN_STEP).and_then(|v| v.as_str());
+    let (label, detail) = if let (true, Some(step)) = (alive, ladder_step) {
+        ("shutting-down".to_owned(), Some(step.to_owned()))
+    } else if alive {
         let s = state.as_ref();
         (
             s.map(|s| s.activity.as_str())

@@ -434,10 +434,25 @@ fn the_ladder_stops_a_teammate_that_will_not_stop_and_leaves_nothing() {
         "bob's command should be running: {:?}",
         swarm::process::session_members(pid)
     );
-    let out = env
-        .run(&["--team", "t", "shutdown", "bob", "--timeout", "1s"])
-        .success()
-        .stdout;
+    let ladder = env
+        .swarm(&["--team", "t", "shutdown", "bob", "--timeout", "3s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While bob ignores the request, he shows as being shut down, and how far it got.
+    assert!(
+        wait_until(T, || member(&status(&env), "bob").is_some_and(
+            |m| m["state"] == "shutting-down"
+                && m["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.starts_with("asked to shut down"))
+        )),
+        "{}",
+        status(&env)
+    );
+    let out = ladder.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let out = String::from_utf8_lossy(&out.stdout);
     assert!(out.contains("SIGTERM"), "{out}");
     assert!(
         swarm::process::session_members(pid).is_empty(),
