@@ -194,6 +194,24 @@ fn swarm_run_with_the_lead_approving_plans() {
         "{approvals}"
     );
     assert!(swarm::demo::run_check(&job).unwrap().0);
+    // The broadcast reached every teammate, and the lead heard them go idle.
+    let delivered = |agent: &str| {
+        std::fs::read_to_string(
+            env.root
+                .join(format!("teams/t/inboxes/{agent}.delivered.jsonl")),
+        )
+        .unwrap_or_default()
+    };
+    for mate in ["alice", "bob", "carol"] {
+        assert!(
+            delivered(mate).contains("Tasks #1-#3 are independent"),
+            "{mate} never got the broadcast"
+        );
+    }
+    assert!(
+        delivered("team-lead").contains("idle_notification"),
+        "the lead heard no idle notification"
+    );
     env.run(&["team", "delete", "t"]).success();
 }
 
