@@ -167,12 +167,14 @@ fn read(p: &std::path::Path) -> Result<Option<Approval>> {
     }
 }
 
+fn unknown(team: &TeamName, id: &str) -> Error {
+    Error::not_found(format!(
+        "no request '{id}' in team '{team}'; see `swarm approvals`"
+    ))
+}
+
 pub fn get(root: &Root, team: &TeamName, id: &str) -> Result<Approval> {
-    read(&path(root, team, id)?)?.ok_or_else(|| {
-        Error::not_found(format!(
-            "no request '{id}' in team '{team}'; see `swarm approvals`"
-        ))
-    })
+    read(&path(root, team, id)?)?.ok_or_else(|| unknown(team, id))
 }
 
 /// Every request, oldest first.
@@ -198,12 +200,13 @@ pub fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
 /// Resolves a pending request exactly once and sends the answer to the teammate.
 pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Result<Approval> {
     let p = path(root, team, id)?;
+    // Records are never deleted, so one that is not there yet needs no lock to say so
+    // (and its directory may not exist for the lock file either).
+    if !p.exists() {
+        return Err(unknown(team, id));
+    }
     let _guard = lock::lock(&p)?;
-    let mut a = read(&p)?.ok_or_else(|| {
-        Error::not_found(format!(
-            "no request '{id}' in team '{team}'; see `swarm approvals`"
-        ))
-    })?;
+    let mut a = read(&p)?.ok_or_else(|| unknown(team, id))?;
     if a.state != State::Pending {
         return Err(Error::conflict(format!(
             "request {id} was already {} by {}",
@@ -262,9 +265,13 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
     Ok(a)
 }
 
-/// Marks a pending request expired (its teammate stopped waiting, or stopped).
+/// Marks a pending request expired (its teammate stopped waiting, or stopped). `None` when
+/// there is no such request or it was resolved already.
 pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Option<Approval>> {
     let p = path(root, team, id)?;
+    if !p.exists() {
+        return Ok(None);
+    }
     let _guard = lock::lock(&p)?;
     let Some(mut a) = read(&p)? else {
         return Ok(None);
