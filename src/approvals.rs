@@ -1,11 +1,13 @@
 //! Approvals as durable state: every plan approval and permission request a teammate sends
 //! the lead, with its request id and state, `teams/<team>/approvals/<request-id>.json`.
 //!
-//! A request is recorded once (recording again is a no-op), moves from `pending` to
-//! `approved`, `rejected` or `expired` exactly once (the transition happens under the file's
-//! lock; a second resolution is refused with a conflict), and its answer goes to the
-//! teammate's inbox in the same step, which wakes it at once. Who decides is the caller's
-//! business: the lead's model, a person (`swarm approve`, the dashboard), or a timeout.
+//! A request is recorded once, by the teammate that asks, before it asks (recording again
+//! is a no-op, except that the lead fills in a plan's mode, which the teammate cannot
+//! know). It moves from `pending` to `approved`, `rejected` or `expired` exactly once (the
+//! transition happens under the file's lock; a second resolution is refused with a
+//! conflict), and its answer goes to the teammate's inbox in the same step, which wakes it
+//! at once. Who decides is the caller's business: the lead's model, a person (`swarm
+//! approve`, the dashboard), or a timeout.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -149,7 +151,13 @@ pub fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Appro
     let d = dir(root, team);
     std::fs::create_dir_all(&d).ctx("create directory", &d)?;
     let _guard = lock::lock(&p)?;
-    if let Some(existing) = read(&p)? {
+    if let Some(mut existing) = read(&p)? {
+        // A plan-mode teammate records its plan without the mode approval gives it (its
+        // own mode is `plan`); the lead, recording the same request, knows it.
+        if existing.state == State::Pending && existing.mode.is_none() && approval.mode.is_some() {
+            existing.mode = approval.mode.clone();
+            atomic::write(&p, &json::to_pretty(&existing))?;
+        }
         return Ok(existing);
     }
     atomic::write(&p, &json::to_pretty(approval))?;
@@ -285,4 +293,38 @@ pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Optio
     a.feedback = Some(why.to_owned());
     atomic::write(&p, &json::to_pretty(&a))?;
     Ok(Some(a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(id: &str) -> PlanApprovalRequest {
+        PlanApprovalRequest {
+            from: "bob".into(),
+            timestamp: clock::now_iso(),
+            plan_file_path: "/plans/bob.md".into(),
+            plan_content: "1. write it".into(),
+            request_id: id.into(),
+        }
+    }
+
+    #[test]
+    fn recording_again_keeps_the_record_and_only_fills_in_the_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, team) = (Root::new(dir.path()), TeamName::new("t").unwrap());
+        let id = "plan_approval-1@bob@t";
+        let first = record(&root, &team, &from_plan(&plan(id), None)).unwrap();
+        let mut again = from_plan(&plan(id), Some("acceptEdits".into()));
+        again.created_ms += 1000;
+        let stored = record(&root, &team, &again).unwrap();
+        assert_eq!(stored.created_ms, first.created_ms);
+        assert_eq!(stored.mode.as_deref(), Some("acceptEdits"));
+        assert_eq!(list(&root, &team).unwrap(), [stored]);
+        // Once it is decided, nothing recorded later changes it.
+        expire(&root, &team, id, "bob stopped").unwrap().unwrap();
+        let late = record(&root, &team, &from_plan(&plan(id), Some("plan".into()))).unwrap();
+        assert_eq!(late.state, State::Expired);
+        assert_eq!(late.mode.as_deref(), Some("acceptEdits"));
+    }
 }

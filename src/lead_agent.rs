@@ -5,7 +5,8 @@
 //! - teammates' messages, terminations and refusals wake it;
 //! - idle notifications are coalesced per teammate, and wake it only when they carry news
 //!   (a finished or failed task, a result); a bare "I'm idle" waits for the next wake;
-//! - plan approval and permission requests are recorded in [`approvals`] first; with the
+//! - plan approval and permission requests are recorded in [`approvals`] (by the teammate
+//!   that asks, and again here, which adds the mode a plan's approval gives); with the
 //!   lead as approver they wake it (it answers with SendMessage, which resolves the record
 //!   exactly once), with a human approver they wait for `swarm approve`/the dashboard;
 //! - a `shutdown_approved` is only ever information: nothing a teammate writes makes the

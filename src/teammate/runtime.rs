@@ -12,6 +12,9 @@
 //! - a tool call that needs permission sends `permission_request` and waits for the
 //!   matching `permission_response`; no answer in time means no.
 //!
+//! Both requests are recorded in [`approvals`] before they are sent, so a person can
+//! answer them with no lead agent running.
+//!
 //! On exit (approved shutdown, SIGTERM, SIGHUP, SIGINT) it returns its open tasks to
 //! pending, marks itself inactive and records why it stopped.
 //!
@@ -32,6 +35,7 @@ use crate::agent::engine::{Authorization, Engine, Event, Finish, Host};
 use crate::agent::permissions::{AllowRule, PermissionMode};
 use crate::agent::prompt::{self, PromptInputs, mail_turn};
 use crate::agent::tools::{TeamContext, ToolContext, ToolName, ToolOutcome};
+use crate::approvals;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::hooks::{Event as HookEvent, Hooks, Outcome as HookOutcome, Runner as HookRunner};
@@ -728,7 +732,7 @@ impl Host for Runtime {
         tool_use_id: &str,
     ) -> Authorization {
         let request_id = protocol::permission_request_id();
-        let request = Protocol::PermissionRequest(PermissionRequest {
+        let request = PermissionRequest {
             request_id: request_id.clone(),
             agent_id: self.opts.name.to_string(),
             tool_name: tool.as_str().to_owned(),
@@ -736,14 +740,22 @@ impl Host for Runtime {
             description: description.to_owned(),
             input: input.clone(),
             permission_suggestions: Vec::new(),
-        });
+        };
+        let recorded = approvals::record(
+            &self.opts.root,
+            &self.opts.team,
+            &approvals::from_permission(&request),
+        );
+        if let Err(e) = recorded {
+            return Authorization::Deny(format!("could not record the request: {e}"));
+        }
         // Waiting is recorded before the request goes out, so whoever sees the request
         // also sees this teammate waiting for its answer.
         self.set_activity(
             Activity::AwaitingApproval,
             Some(format!("permission for {description}")),
         );
-        if let Err(e) = self.send_to_lead(&request) {
+        if let Err(e) = self.send_to_lead(&Protocol::PermissionRequest(request)) {
             self.set_activity(Activity::Working, None);
             return Authorization::Deny(format!("could not ask {LEAD}: {e}"));
         }
@@ -799,15 +811,23 @@ impl Host for Runtime {
         {
             tracing::warn!("failed to write the plan file {}: {e}", plan_path.display());
         }
-        let request = Protocol::PlanApprovalRequest(PlanApprovalRequest {
+        let request = PlanApprovalRequest {
             from: self.opts.name.to_string(),
             timestamp: clock::now_iso(),
             plan_file_path: plan_path.display().to_string(),
             plan_content: plan.to_owned(),
             request_id: request_id.clone(),
-        });
+        };
+        let recorded = approvals::record(
+            &self.opts.root,
+            &self.opts.team,
+            &approvals::from_plan(&request, None),
+        );
+        if let Err(e) = recorded {
+            return ToolOutcome::err(format!("could not record the plan for approval: {e}"));
+        }
         self.set_activity(Activity::AwaitingApproval, Some("plan approval".to_owned()));
-        if let Err(e) = self.send_to_lead(&request) {
+        if let Err(e) = self.send_to_lead(&Protocol::PlanApprovalRequest(request)) {
             self.set_activity(Activity::Working, None);
             return ToolOutcome::err(format!("could not send the plan to {LEAD}: {e}"));
         }

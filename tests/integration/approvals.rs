@@ -2,7 +2,155 @@
 //! agent that leaves them to a person: recorded by the teammate that asks, resolved exactly
 //! once by `swarm approve`, expired when nobody answers in time or the teammate is gone.
 
-use crate::harness::TestEnv;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use swarm::model_server::{Reply, Rule, Script};
+use swarm::protocol::Protocol;
+
+use crate::harness::{Run, ScriptedModel, TestEnv, run, wait_until};
+
+const T: Duration = Duration::from_secs(30);
+
+fn spawn(env: &TestEnv, model: &ScriptedModel, name: &str, extra: &[&str]) -> Run {
+    let work = env.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut cmd = env.swarm(&["--team", "t", "spawn", name, "--cwd"]);
+    cmd.arg(&work)
+        .args(extra)
+        .env("SWARM_PROVIDER", "scripted")
+        .env("SWARM_BASE_URL", model.url());
+    run(&mut cmd)
+}
+
+fn approvals(env: &TestEnv) -> Vec<Value> {
+    let out = env.run(&["--team", "t", "--json", "approvals"]).success();
+    serde_json::from_str::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Waits for a request of `kind` from `agent` in state `state`; returns its record.
+fn wait_for_record(env: &TestEnv, kind: &str, agent: &str, state: &str) -> Value {
+    let mut found = None;
+    wait_until(T, || {
+        found = approvals(env)
+            .into_iter()
+            .find(|a| a["kind"] == kind && a["agent"] == agent && a["state"] == state);
+        found.is_some()
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "no {state} {kind} request from {agent}: {:?}\n{}",
+            approvals(env),
+            log(env, agent)
+        )
+    })
+}
+
+fn log(env: &TestEnv, agent: &str) -> String {
+    std::fs::read_to_string(env.root.join(format!("teams/t/logs/{agent}.log"))).unwrap_or_default()
+}
+
+/// How many answers to `request_id` reached `agent`, read or not.
+fn answers(env: &TestEnv, agent: &str, request_id: &str) -> usize {
+    let (root, team) = (env.store_root(), env.team_name("t"));
+    let agent = swarm::names::AgentName::new(agent).unwrap();
+    let live = swarm::mailbox::read_all(&root, &team, &agent)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.envelope);
+    let delivered = swarm::mailbox::read_delivered(&root, &team, &agent).unwrap();
+    live.chain(delivered)
+        .filter(|e| match e.protocol() {
+            Some(Protocol::PlanApprovalResponse(r)) => r.request_id == request_id,
+            Some(Protocol::PermissionResponse(r)) => r.request_id == request_id,
+            _ => false,
+        })
+        .count()
+}
+
+#[test]
+fn with_a_person_as_lead_requests_are_recorded_and_swarm_approve_unblocks_the_teammate() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("plan")
+                    .agent("carol")
+                    .user_contains("write carol.txt")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "ExitPlanMode",
+                        json!({"plan": "1. write carol.txt"}),
+                    )),
+            )
+            .rule(
+                Rule::new("do")
+                    .agent("carol")
+                    .tool_result_contains("approved your plan")
+                    .reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "carol.txt", "content": "approved"}),
+                    )),
+            )
+            .rule(
+                Rule::new("end")
+                    .agent("carol")
+                    .no_tool_result(false)
+                    .reply(Reply::text("done")),
+            ),
+    );
+    spawn(
+        &env,
+        &model,
+        "carol",
+        &["--plan-mode-required", "--prompt", "please write carol.txt"],
+    )
+    .success();
+    // No lead process reads the lead's inbox: the teammate's own record is all there is.
+    let plan = wait_for_record(&env, "plan", "carol", "pending");
+    let plan_id = plan["requestId"].as_str().unwrap().to_owned();
+    assert_eq!(plan["summary"], "plan: 1. write carol.txt", "{plan}");
+    let out = env
+        .run(&["--team", "t", "approvals", "--pending"])
+        .success();
+    assert!(out.stdout.contains(&plan_id), "{}", out.stdout);
+    env.run(&["--team", "t", "approve", &plan_id]).success();
+    // Approved with no mode named: the default mode, so the write asks in turn.
+    let permission = wait_for_record(&env, "permission", "carol", "pending");
+    let permission_id = permission["requestId"].as_str().unwrap().to_owned();
+    assert!(
+        !env.dir.path().join("work/carol.txt").exists(),
+        "wrote without permission"
+    );
+    env.run(&["--team", "t", "approve", &permission_id])
+        .success();
+    let written = env.dir.path().join("work/carol.txt");
+    assert!(
+        wait_until(T, || written.exists()),
+        "carol did not go on after the approvals:\n{}",
+        log(&env, "carol")
+    );
+    assert_eq!(std::fs::read_to_string(&written).unwrap(), "approved");
+    // Each resolved exactly once: one record each, approved by the person, one answer each.
+    let all = approvals(&env);
+    for id in [&plan_id, &permission_id] {
+        let records: Vec<&Value> = all.iter().filter(|a| a["requestId"] == **id).collect();
+        assert_eq!(records.len(), 1, "{all:?}");
+        assert_eq!(records[0]["state"], "approved", "{all:?}");
+        assert_eq!(records[0]["resolvedBy"], "human", "{all:?}");
+        assert_eq!(answers(&env, "carol", id), 1, "{id}");
+        let again = env.run(&["--team", "t", "approve", id]).failure(4);
+        assert!(
+            again.stderr.contains("already approved"),
+            "{}",
+            again.stderr
+        );
+    }
+}
 
 #[test]
 fn approving_in_a_team_with_no_requests_is_not_found() {
