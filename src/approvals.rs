@@ -7,7 +7,8 @@
 //! transition happens under the file's lock; a second resolution is refused with a
 //! conflict), and its answer goes to the teammate's inbox in the same step, which wakes it
 //! at once. Who decides is the caller's business: the lead's model, a person (`swarm
-//! approve`, the dashboard), or a timeout.
+//! approve`, the dashboard), or a timeout; a request expires when its teammate stops
+//! waiting for it, or stops.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -215,6 +216,13 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
     }
     let _guard = lock::lock(&p)?;
     let mut a = read(&p)?.ok_or_else(|| unknown(team, id))?;
+    if a.state == State::Expired {
+        return Err(Error::conflict(format!(
+            "request {id} has expired ({}); {} no longer waits for an answer",
+            a.feedback.as_deref().unwrap_or("nobody answered in time"),
+            a.agent
+        )));
+    }
     if a.state != State::Pending {
         return Err(Error::conflict(format!(
             "request {id} was already {} by {}",
@@ -295,6 +303,17 @@ pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Optio
     Ok(Some(a))
 }
 
+/// Expires every request of `agent` still pending: it stopped, so nobody waits for them.
+pub fn expire_all(root: &Root, team: &TeamName, agent: &str, why: &str) -> Result<Vec<Approval>> {
+    let mut expired = Vec::new();
+    for a in list(root, team)? {
+        if a.agent == agent && a.state == State::Pending {
+            expired.extend(expire(root, team, &a.request_id, why)?);
+        }
+    }
+    Ok(expired)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,5 +345,39 @@ mod tests {
         let late = record(&root, &team, &from_plan(&plan(id), Some("plan".into()))).unwrap();
         assert_eq!(late.state, State::Expired);
         assert_eq!(late.mode.as_deref(), Some("acceptEdits"));
+    }
+
+    #[test]
+    fn an_expired_request_cannot_be_decided_and_an_unknown_one_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, team) = (Root::new(dir.path()), TeamName::new("t").unwrap());
+        let decision = || Decision {
+            approve: true,
+            feedback: None,
+            mode: None,
+            by: "human".into(),
+        };
+        let err = resolve(&root, &team, "plan_approval-1@bob@t", decision()).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::NOT_FOUND, "{err}");
+        assert_eq!(
+            expire(&root, &team, "plan_approval-1@bob@t", "x").unwrap(),
+            None
+        );
+        assert!(!dir.path().join("teams").exists(), "created files");
+        let id = "plan_approval-2@bob@t";
+        record(&root, &team, &from_plan(&plan(id), None)).unwrap();
+        assert_eq!(
+            expire_all(&root, &team, "bob", "bob stopped")
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(expire_all(&root, &team, "bob", "again").unwrap().is_empty());
+        let err = resolve(&root, &team, id, decision()).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::CONFLICT, "{err}");
+        assert_eq!(
+            err.to_string(),
+            "request plan_approval-2@bob@t has expired (bob stopped); bob no longer waits for an answer"
+        );
     }
 }

@@ -43,7 +43,7 @@ pub fn settings_from(
     permissions: &PermissionOpts,
 ) -> Result<LeadSettings> {
     let (mode, _) = crate::cli::agent::permissions(permissions)?;
-    lead_settings(
+    let mut settings = lead_settings(
         ctx,
         model.provider.clone(),
         model.model.clone(),
@@ -51,7 +51,9 @@ pub fn settings_from(
         Some(mode),
         permissions.allow.clone(),
         Some(permissions.max_turns),
-    )
+    )?;
+    settings.permission_timeout = Some(permissions.permission_timeout.into());
+    Ok(settings)
 }
 
 /// The settings a lead started from this command line passes on.
@@ -83,6 +85,7 @@ pub fn lead_settings(
         permission_mode: mode,
         allow,
         max_turns,
+        permission_timeout: None,
         tmux_socket: ctx.global.tmux_socket.clone(),
         session_id: None,
     })

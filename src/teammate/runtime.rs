@@ -13,7 +13,8 @@
 //!   matching `permission_response`; no answer in time means no.
 //!
 //! Both requests are recorded in [`approvals`] before they are sent, so a person can
-//! answer them with no lead agent running.
+//! answer them with no lead agent running; a request it stops waiting for (a timeout, or
+//! the teammate stopping) is marked expired.
 //!
 //! On exit (approved shutdown, SIGTERM, SIGHUP, SIGINT) it returns its open tasks to
 //! pending, marks itself inactive and records why it stopped.
@@ -613,6 +614,20 @@ impl Runtime {
         Ok(())
     }
 
+    /// Expires a request this agent stopped waiting for. False when someone decided it
+    /// first: the answer is then in the inbox already (it is sent under the record's lock).
+    fn expire(&self, request_id: &str, why: &str) -> bool {
+        match approvals::expire(&self.opts.root, &self.opts.team, request_id, why) {
+            Ok(Some(_)) => true,
+            Ok(None) => approvals::get(&self.opts.root, &self.opts.team, request_id)
+                .map_or(true, |a| a.state == approvals::State::Expired),
+            Err(e) => {
+                tracing::warn!("failed to expire {request_id}: {e}");
+                true
+            }
+        }
+    }
+
     /// Waits for a protocol answer matching `pick`, handling a shutdown request meanwhile.
     async fn wait_for<T>(
         &mut self,
@@ -659,6 +674,14 @@ impl Runtime {
 
     fn finish(&mut self, code: i32, reason: &str, clean: bool, engine: &Engine) {
         let me = self.opts.name.to_string();
+        if let Err(e) = approvals::expire_all(
+            &self.opts.root,
+            &self.opts.team,
+            &me,
+            &format!("{me} stopped: {reason}"),
+        ) {
+            tracing::warn!("failed to expire this agent's pending requests: {e}");
+        }
         let released: Vec<String> = self
             .tasks
             .release(&me)
@@ -756,22 +779,33 @@ impl Host for Runtime {
             Some(format!("permission for {description}")),
         );
         if let Err(e) = self.send_to_lead(&Protocol::PermissionRequest(request)) {
+            self.expire(&request_id, &format!("could not ask {LEAD}"));
             self.set_activity(Activity::Working, None);
             return Authorization::Deny(format!("could not ask {LEAD}: {e}"));
         }
         self.display
             .outgoing(LEAD, &format!("permission? {description}"));
         let timeout = self.opts.permission_timeout;
-        let waited = self
-            .wait_for(Some(timeout), |incoming| match incoming {
-                Incoming::PermissionResponse { from, response }
-                    if from == LEAD && response.request_id == request_id =>
-                {
-                    Some(response.clone())
-                }
-                _ => None,
-            })
-            .await;
+        let mut pick = |incoming: &Incoming| match incoming {
+            Incoming::PermissionResponse { from, response }
+                if from == LEAD && response.request_id == request_id =>
+            {
+                Some(response.clone())
+            }
+            _ => None,
+        };
+        let mut waited = self.wait_for(Some(timeout), &mut pick).await;
+        if matches!(waited, Waited::TimedOut)
+            && !self.expire(
+                &request_id,
+                &format!("no answer within {} s", timeout.as_secs()),
+            )
+        {
+            // Decided just as the wait ended: take the answer rather than contradict it.
+            waited = self
+                .wait_for(Some(crate::watch::RESCAN_EVERY), &mut pick)
+                .await;
+        }
         self.set_activity(Activity::Working, None);
         match waited {
             Waited::Got(response) if response.subtype == "success" => {
@@ -828,6 +862,7 @@ impl Host for Runtime {
         }
         self.set_activity(Activity::AwaitingApproval, Some("plan approval".to_owned()));
         if let Err(e) = self.send_to_lead(&Protocol::PlanApprovalRequest(request)) {
+            self.expire(&request_id, &format!("could not ask {LEAD}"));
             self.set_activity(Activity::Working, None);
             return ToolOutcome::err(format!("could not send the plan to {LEAD}: {e}"));
         }
@@ -877,6 +912,7 @@ impl Host for Runtime {
                     "{LEAD} rejected your plan. You are still in plan mode. Feedback:\n{feedback}\n\nRevise the plan and call ExitPlanMode again."
                 ))
             }
+            // `finish` expires the request: this only happens on the way out.
             Waited::TimedOut | Waited::Stopped => {
                 ToolOutcome::err("stopped while waiting for plan approval")
             }

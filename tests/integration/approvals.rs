@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use swarm::model_server::{Reply, Rule, Script};
 use swarm::protocol::Protocol;
 
-use crate::harness::{Run, ScriptedModel, TestEnv, run, wait_until};
+use crate::harness::{Guarded, Run, ScriptedModel, TestEnv, run, wait_until};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -52,6 +52,11 @@ fn wait_for_record(env: &TestEnv, kind: &str, agent: &str, state: &str) -> Value
 
 fn log(env: &TestEnv, agent: &str) -> String {
     std::fs::read_to_string(env.root.join(format!("teams/t/logs/{agent}.log"))).unwrap_or_default()
+}
+
+fn pid_of(env: &TestEnv, agent: &str) -> i32 {
+    let roster = swarm::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    roster.member(agent).unwrap().pid.unwrap()
 }
 
 /// How many answers to `request_id` reached `agent`, read or not.
@@ -149,6 +154,142 @@ fn with_a_person_as_lead_requests_are_recorded_and_swarm_approve_unblocks_the_te
             "{}",
             again.stderr
         );
+    }
+}
+
+#[test]
+fn a_permission_nobody_answers_in_time_expires_and_cannot_be_approved_later() {
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("lead spawns bob")
+                    .agent("team-lead")
+                    .user_contains("Goal:")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Agent",
+                        json!({"name": "bob", "prompt": "please write bob.txt"}),
+                    )),
+            )
+            .rule(
+                Rule::new("lead waits")
+                    .agent("team-lead")
+                    .reply(Reply::text("Waiting.")),
+            )
+            .rule(
+                Rule::new("bob writes")
+                    .agent("bob")
+                    .user_contains("please write bob.txt")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "bob.txt", "content": "too late"}),
+                    )),
+            )
+            .rule(
+                Rule::new("bob gives up")
+                    .agent("bob")
+                    .no_tool_result(false)
+                    .reply(Reply::text("I was not allowed to write bob.txt.")),
+            ),
+    );
+    let mut cmd = env.swarm(&[
+        "run",
+        "write bob.txt",
+        "--team",
+        "t",
+        "--no-attach",
+        "--provider",
+        "scripted",
+        "--approver",
+        "human",
+        "--permission-mode",
+        "default",
+        "--permission-timeout",
+        "1s",
+        "--base-url",
+    ]);
+    cmd.arg(model.url())
+        .arg("--cwd")
+        .arg(&job)
+        .stdout(std::fs::File::create(env.dir.path().join("run.out")).unwrap())
+        .stderr(std::fs::File::create(env.dir.path().join("run.err")).unwrap());
+    let _run = Guarded(Some(cmd.spawn().unwrap()));
+    // Nobody answers: after the teammate's timeout the request is expired...
+    let expired = wait_for_record(&env, "permission", "bob", "expired");
+    let id = expired["requestId"].as_str().unwrap().to_owned();
+    // ...the model is told it was denied, and nothing was written...
+    assert!(
+        wait_until(T, || model.requests().iter().any(|r| r.agent()
+            == Some("bob")
+            && r.body.to_string().contains("permission denied"))),
+        "bob's model was not told:\n{}",
+        log(&env, "bob")
+    );
+    assert!(!job.join("bob.txt").exists());
+    // ...and a late approval is refused, in one line, as a conflict.
+    let late = env.run(&["--team", "t", "approve", &id]).failure(4);
+    assert!(late.stderr.contains("expired"), "{}", late.stderr);
+    assert_eq!(late.stderr.trim().lines().count(), 1, "{}", late.stderr);
+    assert_eq!(answers(&env, "bob", &id), 0);
+    let all = approvals(&env);
+    assert_eq!(
+        all.iter().filter(|a| a["requestId"] == id.as_str()).count(),
+        1
+    );
+}
+
+#[test]
+fn requests_of_a_teammate_that_stops_or_dies_expire() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("plan")
+                    .user_contains("make a plan")
+                    .no_tool_result(true)
+                    .reply(Reply::tool("ExitPlanMode", json!({"plan": "1. think"}))),
+            )
+            .default_reply(Reply::text("ok")),
+    );
+    for name in ["carol", "dave"] {
+        spawn(
+            &env,
+            &model,
+            name,
+            &["--plan-mode-required", "--prompt", "make a plan"],
+        )
+        .success();
+    }
+    let carol = wait_for_record(&env, "plan", "carol", "pending");
+    let dave = wait_for_record(&env, "plan", "dave", "pending");
+    // carol is killed outright: whoever notices the death expires her request.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid_of(&env, "carol")),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(T, || {
+        env.run(&["--team", "t", "status"]).success();
+        approvals(&env)
+            .iter()
+            .any(|a| a["requestId"] == carol["requestId"] && a["state"] == "expired")
+    }));
+    // dave is asked to stop while he waits: he expires his own request on the way out.
+    env.run(&["--team", "t", "shutdown", "dave"]).success();
+    let record = approvals(&env)
+        .into_iter()
+        .find(|a| a["requestId"] == dave["requestId"])
+        .unwrap();
+    assert_eq!(record["state"], "expired", "{record}");
+    for id in [&carol["requestId"], &dave["requestId"]] {
+        let late = env
+            .run(&["--team", "t", "approve", id.as_str().unwrap()])
+            .failure(4);
+        assert!(late.stderr.contains("expired"), "{}", late.stderr);
     }
 }
 
