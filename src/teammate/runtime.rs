@@ -941,10 +941,19 @@ impl Host for Runtime {
     }
 
     fn event(&mut self, event: Event) {
-        if let Event::ToolEnd { description, .. } = &event
-            && description.starts_with("SendMessage(")
-        {
-            self.touch();
+        match &event {
+            // Per response, not per piece of work, so status shows what a long job costs
+            // while it runs. The engine's totals replace these sums when the work ends.
+            Event::Response { usage, cost_usd } => {
+                self.state.usage.add(usage);
+                self.state.cost_usd += cost_usd.unwrap_or(0.0);
+                self.state.model_calls += 1;
+                self.touch();
+            }
+            Event::ToolEnd { description, .. } if description.starts_with("SendMessage(") => {
+                self.touch();
+            }
+            _ => {}
         }
         self.display.event(&event);
     }
