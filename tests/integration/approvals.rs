@@ -235,6 +235,24 @@ fn a_permission_nobody_answers_in_time_expires_and_cannot_be_approved_later() {
     assert!(late.stderr.contains("expired"), "{}", late.stderr);
     assert_eq!(late.stderr.trim().lines().count(), 1, "{}", late.stderr);
     assert_eq!(answers(&env, "bob", &id), 0);
+    // With a person approving, the lead agent is told about the request (not asked, and
+    // not woken for it): at its next wake, here a message.
+    env.run(&[
+        "--team",
+        "t",
+        "send",
+        "team-lead",
+        "any news?",
+        "--from",
+        "bob",
+    ])
+    .success();
+    assert!(
+        wait_until(T, || model.requests().iter().any(|r| r.agent()
+            == Some("team-lead")
+            && r.body.to_string().contains(&id))),
+        "the lead was never told about {id}"
+    );
     let all = approvals(&env);
     assert_eq!(
         all.iter().filter(|a| a["requestId"] == id.as_str()).count(),
