@@ -1,11 +1,14 @@
 //! Approvals as durable state: every plan approval and permission request a teammate sends
 //! the lead, with its request id and state, `teams/<team>/approvals/<request-id>.json`.
 //!
-//! A request is recorded once (recording again is a no-op), moves from `pending` to
-//! `approved`, `rejected` or `expired` exactly once (the transition happens under the file's
-//! lock; a second resolution is refused with a conflict), and its answer goes to the
-//! teammate's inbox in the same step, which wakes it at once. Who decides is the caller's
-//! business: the lead's model, a person (`swarm approve`, the dashboard), or a timeout.
+//! A request is recorded once, by the teammate that asks, before it asks (recording again
+//! is a no-op, except that the lead fills in a plan's mode, which the teammate cannot
+//! know). It moves from `pending` to `approved`, `rejected` or `expired` exactly once (the
+//! transition happens under the file's lock; a second resolution is refused with a
+//! conflict), and its answer goes to the teammate's inbox in the same step, which wakes it
+//! at once. Who decides is the caller's business: the lead's model, a person (`swarm
+//! approve`, the dashboard), or a timeout; a request expires when its teammate stops
+//! waiting for it, or stops.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -149,7 +152,13 @@ pub fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Appro
     let d = dir(root, team);
     std::fs::create_dir_all(&d).ctx("create directory", &d)?;
     let _guard = lock::lock(&p)?;
-    if let Some(existing) = read(&p)? {
+    if let Some(mut existing) = read(&p)? {
+        // A plan-mode teammate records its plan without the mode approval gives it (its
+        // own mode is `plan`); the lead, recording the same request, knows it.
+        if existing.state == State::Pending && existing.mode.is_none() && approval.mode.is_some() {
+            existing.mode = approval.mode.clone();
+            atomic::write(&p, &json::to_pretty(&existing))?;
+        }
         return Ok(existing);
     }
     atomic::write(&p, &json::to_pretty(approval))?;
@@ -167,12 +176,14 @@ fn read(p: &std::path::Path) -> Result<Option<Approval>> {
     }
 }
 
+fn unknown(team: &TeamName, id: &str) -> Error {
+    Error::not_found(format!(
+        "no request '{id}' in team '{team}'; see `swarm approvals`"
+    ))
+}
+
 pub fn get(root: &Root, team: &TeamName, id: &str) -> Result<Approval> {
-    read(&path(root, team, id)?)?.ok_or_else(|| {
-        Error::not_found(format!(
-            "no request '{id}' in team '{team}'; see `swarm approvals`"
-        ))
-    })
+    read(&path(root, team, id)?)?.ok_or_else(|| unknown(team, id))
 }
 
 /// Every request, oldest first.
@@ -198,12 +209,20 @@ pub fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
 /// Resolves a pending request exactly once and sends the answer to the teammate.
 pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Result<Approval> {
     let p = path(root, team, id)?;
+    // Records are never deleted, so one that is not there yet needs no lock to say so
+    // (and its directory may not exist for the lock file either).
+    if !p.exists() {
+        return Err(unknown(team, id));
+    }
     let _guard = lock::lock(&p)?;
-    let mut a = read(&p)?.ok_or_else(|| {
-        Error::not_found(format!(
-            "no request '{id}' in team '{team}'; see `swarm approvals`"
-        ))
-    })?;
+    let mut a = read(&p)?.ok_or_else(|| unknown(team, id))?;
+    if a.state == State::Expired {
+        return Err(Error::conflict(format!(
+            "request {id} has expired ({}); {} no longer waits for an answer",
+            a.feedback.as_deref().unwrap_or("nobody answered in time"),
+            a.agent
+        )));
+    }
     if a.state != State::Pending {
         return Err(Error::conflict(format!(
             "request {id} was already {} by {}",
@@ -262,9 +281,13 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
     Ok(a)
 }
 
-/// Marks a pending request expired (its teammate stopped waiting, or stopped).
+/// Marks a pending request expired (its teammate stopped waiting, or stopped). `None` when
+/// there is no such request or it was resolved already.
 pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Option<Approval>> {
     let p = path(root, team, id)?;
+    if !p.exists() {
+        return Ok(None);
+    }
     let _guard = lock::lock(&p)?;
     let Some(mut a) = read(&p)? else {
         return Ok(None);
@@ -278,4 +301,83 @@ pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Optio
     a.feedback = Some(why.to_owned());
     atomic::write(&p, &json::to_pretty(&a))?;
     Ok(Some(a))
+}
+
+/// Expires every request of `agent` still pending: it stopped, so nobody waits for them.
+pub fn expire_all(root: &Root, team: &TeamName, agent: &str, why: &str) -> Result<Vec<Approval>> {
+    let mut expired = Vec::new();
+    for a in list(root, team)? {
+        if a.agent == agent && a.state == State::Pending {
+            expired.extend(expire(root, team, &a.request_id, why)?);
+        }
+    }
+    Ok(expired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(id: &str) -> PlanApprovalRequest {
+        PlanApprovalRequest {
+            from: "bob".into(),
+            timestamp: clock::now_iso(),
+            plan_file_path: "/plans/bob.md".into(),
+            plan_content: "1. write it".into(),
+            request_id: id.into(),
+        }
+    }
+
+    #[test]
+    fn recording_again_keeps_the_record_and_only_fills_in_the_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, team) = (Root::new(dir.path()), TeamName::new("t").unwrap());
+        let id = "plan_approval-1@bob@t";
+        let first = record(&root, &team, &from_plan(&plan(id), None)).unwrap();
+        let mut again = from_plan(&plan(id), Some("acceptEdits".into()));
+        again.created_ms += 1000;
+        let stored = record(&root, &team, &again).unwrap();
+        assert_eq!(stored.created_ms, first.created_ms);
+        assert_eq!(stored.mode.as_deref(), Some("acceptEdits"));
+        assert_eq!(list(&root, &team).unwrap(), [stored]);
+        // Once it is decided, nothing recorded later changes it.
+        expire(&root, &team, id, "bob stopped").unwrap().unwrap();
+        let late = record(&root, &team, &from_plan(&plan(id), Some("plan".into()))).unwrap();
+        assert_eq!(late.state, State::Expired);
+        assert_eq!(late.mode.as_deref(), Some("acceptEdits"));
+    }
+
+    #[test]
+    fn an_expired_request_cannot_be_decided_and_an_unknown_one_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, team) = (Root::new(dir.path()), TeamName::new("t").unwrap());
+        let decision = || Decision {
+            approve: true,
+            feedback: None,
+            mode: None,
+            by: "human".into(),
+        };
+        let err = resolve(&root, &team, "plan_approval-1@bob@t", decision()).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::NOT_FOUND, "{err}");
+        assert_eq!(
+            expire(&root, &team, "plan_approval-1@bob@t", "x").unwrap(),
+            None
+        );
+        assert!(!dir.path().join("teams").exists(), "created files");
+        let id = "plan_approval-2@bob@t";
+        record(&root, &team, &from_plan(&plan(id), None)).unwrap();
+        assert_eq!(
+            expire_all(&root, &team, "bob", "bob stopped")
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(expire_all(&root, &team, "bob", "again").unwrap().is_empty());
+        let err = resolve(&root, &team, id, decision()).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::CONFLICT, "{err}");
+        assert_eq!(
+            err.to_string(),
+            "request plan_approval-2@bob@t has expired (bob stopped); bob no longer waits for an answer"
+        );
+    }
 }

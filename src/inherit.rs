@@ -12,7 +12,7 @@
 //!   `anthropic-version` are the lead's;
 //! - permission mode: plan when a plan is required (plan mode beats bypass), else the
 //!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
-//!   rules and the turn limit are the lead's;
+//!   rules, the turn limit and how long to wait for a permission answer are the lead's;
 //! - root and tmux server are the lead's, so the team stays on one disk and one server;
 //! - environment: an allow-list copied from the lead (provider keys and URLs, proxies, CA
 //!   bundles, `SWARM_*`, `CLAUDE_CONFIG_DIR`, and `PATH`, `HOME`, `LANG`, `LC_ALL`, `USER`
@@ -25,6 +25,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::agent::permissions::PermissionMode;
 use crate::names::{AgentName, TeamName, agent_id};
@@ -42,8 +43,17 @@ pub struct LeadSettings {
     pub permission_mode: PermissionMode,
     pub allow: Vec<String>,
     pub max_turns: Option<u32>,
+    pub permission_timeout: Option<Duration>,
     pub tmux_socket: Option<String>,
     pub session_id: Option<String>,
+}
+
+/// `--permission-timeout=...`, as the flag reads it back.
+pub fn permission_timeout_flag(timeout: Duration) -> String {
+    format!(
+        "--permission-timeout={}",
+        humantime::format_duration(timeout)
+    )
 }
 
 /// One teammate to start.
@@ -186,6 +196,9 @@ pub fn teammate_command(
     if let Some(n) = lead.max_turns {
         argv.push(format!("--max-turns={n}"));
     }
+    if let Some(t) = lead.permission_timeout {
+        argv.push(permission_timeout_flag(t));
+    }
 
     let (mut plain, secret) = environment(lead, env);
     plain.insert(
@@ -268,6 +281,7 @@ mod tests {
             permission_mode: PermissionMode::BypassPermissions,
             allow: vec!["Bash(cargo test:*)".into()],
             max_turns: Some(50),
+            permission_timeout: Some(Duration::from_secs(90)),
             tmux_socket: Some("swarm-x".into()),
             session_id: Some("11111111-2222-3333-4444-555555555555".into()),
         }
@@ -327,6 +341,7 @@ mod tests {
                 "--permission-mode=bypassPermissions",
                 "--allow=Bash(cargo test:*)",
                 "--max-turns=50",
+                "--permission-timeout=1m 30s",
             ]
         );
         let env: Vec<(&str, &str)> = cmd

@@ -5,9 +5,11 @@
 //! - teammates' messages, terminations and refusals wake it;
 //! - idle notifications are coalesced per teammate, and wake it only when they carry news
 //!   (a finished or failed task, a result); a bare "I'm idle" waits for the next wake;
-//! - plan approval and permission requests are recorded in [`approvals`] first; with the
+//! - plan approval and permission requests are recorded in [`approvals`] (by the teammate
+//!   that asks, and again here, which adds the mode a plan's approval gives); with the
 //!   lead as approver they wake it (it answers with SendMessage, which resolves the record
-//!   exactly once), with a human approver they wait for `swarm approve`/the dashboard;
+//!   exactly once), with a human approver they wait for `swarm approve`/the dashboard, and
+//!   the lead hears of them at its next wake;
 //! - a `shutdown_approved` is only ever information: nothing a teammate writes makes the
 //!   lead exit.
 //!
@@ -204,6 +206,14 @@ impl LeadHost {
                             )),
                         ));
                         wake = true;
+                    } else if self.approver == Approver::Human {
+                        self.mail.push((
+                            d.key.clone(),
+                            wrap(human_decides(
+                                &format!("approval of a {}", record.summary),
+                                &record,
+                            )),
+                        ));
                     }
                 }
                 Some(Protocol::PermissionRequest(req)) => {
@@ -227,6 +237,14 @@ impl LeadHost {
                             )),
                         ));
                         wake = true;
+                    } else if self.approver == Approver::Human {
+                        self.mail.push((
+                            d.key.clone(),
+                            wrap(human_decides(
+                                &format!("permission to run {}", req.description),
+                                &record,
+                            )),
+                        ));
                     }
                 }
                 Some(Protocol::ShutdownApproved(a)) => {
@@ -271,6 +289,17 @@ impl LeadHost {
         self.state.last_activity_ms = clock::now_ms();
         let _ = state::write(&self.root, &self.team, &AgentName::lead(), &self.state);
     }
+}
+
+/// What the lead is told of a request a person decides. It does not wake the lead: there
+/// is nothing for it to do.
+fn human_decides(what: &str, record: &approvals::Approval) -> String {
+    format!(
+        "{} asked for {what} (request id {}, {} when you were told). A person decides it with `swarm approve` or `swarm reject`; do not answer it yourself.",
+        record.agent,
+        record.request_id,
+        record.state.as_str()
+    )
 }
 
 fn render_idle(n: &IdleNotification) -> String {

@@ -171,6 +171,12 @@ pub fn lead_command(
     for rule in &lead.allow {
         argv.push(format!("--allow={rule}"));
     }
+    if let Some(n) = lead.max_turns {
+        argv.push(format!("--max-turns={n}"));
+    }
+    if let Some(t) = lead.permission_timeout {
+        argv.push(inherit::permission_timeout_flag(t));
+    }
     argv.extend(extra.iter().cloned());
     let (mut env, secret_env) = inherit::environment(lead, env);
     env.insert("SWARM_AGENT_ID".to_owned(), format!("{LEAD}@{team}"));

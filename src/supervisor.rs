@@ -1,6 +1,6 @@
 //! Acting on deaths: when a teammate's process is gone, its open tasks go back to pending,
-//! the roster stops calling it active, and the lead is told, with a `teammate_terminated`
-//! message naming the tasks released.
+//! its pending approval requests expire, the roster stops calling it active, and the lead
+//! is told, with a `teammate_terminated` message naming the tasks released.
 //!
 //! A teammate that worked in its own git worktree has it settled here too: removed when
 //! unchanged, kept (and the lead told where) when not; see [`crate::worktree`].
@@ -102,6 +102,15 @@ pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Opt
         .detail
         .clone()
         .unwrap_or_else(|| "process gone".to_owned());
+    // Nobody waits for their answers any more; one that exited cleanly expired its own.
+    if let Err(e) = crate::approvals::expire_all(
+        root,
+        team,
+        &m.name,
+        &format!("{} stopped: {reason}", m.name),
+    ) {
+        tracing::warn!("failed to expire {}'s pending requests: {e}", m.name);
+    }
     // The agent could not record its end itself (nor run its SubagentStop hook): do it
     // for it. Read before the worktree is settled below: it names the project.
     let finished_itself = m

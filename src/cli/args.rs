@@ -71,7 +71,7 @@ pub enum Command {
     /// Approve a pending request
     Approve {
         request_id: String,
-        /// For a plan: the permission mode the teammate gets [default: default]
+        /// For a plan: the permission mode the teammate gets [default: the lead agent's, else default]
         #[arg(long, value_name = "MODE")]
         mode: Option<String>,
     },

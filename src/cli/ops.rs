@@ -43,18 +43,18 @@ pub fn settings_from(
     permissions: &PermissionOpts,
 ) -> Result<LeadSettings> {
     let (mode, _) = crate::cli::agent::permissions(permissions)?;
-    Ok(LeadSettings {
-        anthropic_version: model.anthropic_version.clone(),
-        ..lead_settings(
-            ctx,
-            model.provider.clone(),
-            model.model.clone(),
-            model.base_url.clone(),
-            Some(mode),
-            permissions.allow.clone(),
-            Some(permissions.max_turns),
-        )?
-    })
+    let mut settings = lead_settings(
+        ctx,
+        model.provider.clone(),
+        model.model.clone(),
+        model.base_url.clone(),
+        Some(mode),
+        permissions.allow.clone(),
+        Some(permissions.max_turns),
+    )?;
+    settings.anthropic_version = model.anthropic_version.clone();
+    settings.permission_timeout = Some(permissions.permission_timeout.into());
+    Ok(settings)
 }
 
 /// The settings a lead started from this command line passes on.
@@ -87,6 +87,7 @@ pub fn lead_settings(
         permission_mode: mode,
         allow,
         max_turns,
+        permission_timeout: None,
         tmux_socket: ctx.global.tmux_socket.clone(),
         session_id: None,
     })

@@ -12,6 +12,10 @@
 //! - a tool call that needs permission sends `permission_request` and waits for the
 //!   matching `permission_response`; no answer in time means no.
 //!
+//! Both requests are recorded in [`approvals`] before they are sent, so a person can
+//! answer them with no lead agent running; a request it stops waiting for (a timeout, or
+//! the teammate stopping) is marked expired.
+//!
 //! On exit (approved shutdown, SIGTERM, SIGHUP, SIGINT) it returns its open tasks to
 //! pending, marks itself inactive and records why it stopped.
 //!
@@ -32,6 +36,7 @@ use crate::agent::engine::{Authorization, Engine, Event, Finish, Host};
 use crate::agent::permissions::{AllowRule, PermissionMode};
 use crate::agent::prompt::{self, PromptInputs, mail_turn};
 use crate::agent::tools::{TeamContext, ToolContext, ToolName, ToolOutcome};
+use crate::approvals;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::hooks::{Event as HookEvent, Hooks, Outcome as HookOutcome, Runner as HookRunner};
@@ -613,6 +618,20 @@ impl Runtime {
         Ok(())
     }
 
+    /// Expires a request this agent stopped waiting for. False when someone decided it
+    /// first: the answer is then in the inbox already (it is sent under the record's lock).
+    fn expire(&self, request_id: &str, why: &str) -> bool {
+        match approvals::expire(&self.opts.root, &self.opts.team, request_id, why) {
+            Ok(Some(_)) => true,
+            Ok(None) => approvals::get(&self.opts.root, &self.opts.team, request_id)
+                .map_or(true, |a| a.state == approvals::State::Expired),
+            Err(e) => {
+                tracing::warn!("failed to expire {request_id}: {e}");
+                true
+            }
+        }
+    }
+
     /// Waits for a protocol answer matching `pick`, handling a shutdown request meanwhile.
     async fn wait_for<T>(
         &mut self,
@@ -659,6 +678,14 @@ impl Runtime {
 
     fn finish(&mut self, code: i32, reason: &str, clean: bool, engine: &Engine) {
         let me = self.opts.name.to_string();
+        if let Err(e) = approvals::expire_all(
+            &self.opts.root,
+            &self.opts.team,
+            &me,
+            &format!("{me} stopped: {reason}"),
+        ) {
+            tracing::warn!("failed to expire this agent's pending requests: {e}");
+        }
         let released: Vec<String> = self
             .tasks
             .release(&me)
@@ -732,7 +759,7 @@ impl Host for Runtime {
         tool_use_id: &str,
     ) -> Authorization {
         let request_id = protocol::permission_request_id();
-        let request = Protocol::PermissionRequest(PermissionRequest {
+        let request = PermissionRequest {
             request_id: request_id.clone(),
             agent_id: self.opts.name.to_string(),
             tool_name: tool.as_str().to_owned(),
@@ -740,30 +767,49 @@ impl Host for Runtime {
             description: description.to_owned(),
             input: input.clone(),
             permission_suggestions: Vec::new(),
-        });
+        };
+        let recorded = approvals::record(
+            &self.opts.root,
+            &self.opts.team,
+            &approvals::from_permission(&request),
+        );
+        if let Err(e) = recorded {
+            return Authorization::Deny(format!("could not record the request: {e}"));
+        }
         // Waiting is recorded before the request goes out, so whoever sees the request
         // also sees this teammate waiting for its answer.
         self.set_activity(
             Activity::AwaitingApproval,
             Some(format!("permission for {description}")),
         );
-        if let Err(e) = self.send_to_lead(&request) {
+        if let Err(e) = self.send_to_lead(&Protocol::PermissionRequest(request)) {
+            self.expire(&request_id, &format!("could not ask {LEAD}"));
             self.set_activity(Activity::Working, None);
             return Authorization::Deny(format!("could not ask {LEAD}: {e}"));
         }
         self.display
             .outgoing(LEAD, &format!("permission? {description}"));
         let timeout = self.opts.permission_timeout;
-        let waited = self
-            .wait_for(Some(timeout), |incoming| match incoming {
-                Incoming::PermissionResponse { from, response }
-                    if from == LEAD && response.request_id == request_id =>
-                {
-                    Some(response.clone())
-                }
-                _ => None,
-            })
-            .await;
+        let mut pick = |incoming: &Incoming| match incoming {
+            Incoming::PermissionResponse { from, response }
+                if from == LEAD && response.request_id == request_id =>
+            {
+                Some(response.clone())
+            }
+            _ => None,
+        };
+        let mut waited = self.wait_for(Some(timeout), &mut pick).await;
+        if matches!(waited, Waited::TimedOut)
+            && !self.expire(
+                &request_id,
+                &format!("no answer within {} s", timeout.as_secs()),
+            )
+        {
+            // Decided just as the wait ended: take the answer rather than contradict it.
+            waited = self
+                .wait_for(Some(crate::watch::RESCAN_EVERY), &mut pick)
+                .await;
+        }
         self.set_activity(Activity::Working, None);
         match waited {
             Waited::Got(response) if response.subtype == "success" => {
@@ -803,15 +849,24 @@ impl Host for Runtime {
         {
             tracing::warn!("failed to write the plan file {}: {e}", plan_path.display());
         }
-        let request = Protocol::PlanApprovalRequest(PlanApprovalRequest {
+        let request = PlanApprovalRequest {
             from: self.opts.name.to_string(),
             timestamp: clock::now_iso(),
             plan_file_path: plan_path.display().to_string(),
             plan_content: plan.to_owned(),
             request_id: request_id.clone(),
-        });
+        };
+        let recorded = approvals::record(
+            &self.opts.root,
+            &self.opts.team,
+            &approvals::from_plan(&request, None),
+        );
+        if let Err(e) = recorded {
+            return ToolOutcome::err(format!("could not record the plan for approval: {e}"));
+        }
         self.set_activity(Activity::AwaitingApproval, Some("plan approval".to_owned()));
-        if let Err(e) = self.send_to_lead(&request) {
+        if let Err(e) = self.send_to_lead(&Protocol::PlanApprovalRequest(request)) {
+            self.expire(&request_id, &format!("could not ask {LEAD}"));
             self.set_activity(Activity::Working, None);
             return ToolOutcome::err(format!("could not send the plan to {LEAD}: {e}"));
         }
@@ -861,6 +916,7 @@ impl Host for Runtime {
                     "{LEAD} rejected your plan. You are still in plan mode. Feedback:\n{feedback}\n\nRevise the plan and call ExitPlanMode again."
                 ))
             }
+            // `finish` expires the request: this only happens on the way out.
             Waited::TimedOut | Waited::Stopped => {
                 ToolOutcome::err("stopped while waiting for plan approval")
             }
@@ -889,10 +945,19 @@ impl Host for Runtime {
     }
 
     fn event(&mut self, event: Event) {
-        if let Event::ToolEnd { description, .. } = &event
-            && description.starts_with("SendMessage(")
-        {
-            self.touch();
+        match &event {
+            // Per response, not per piece of work, so status shows what a long job costs
+            // while it runs. The engine's totals replace these sums when the work ends.
+            Event::Response { usage, cost_usd } => {
+                self.state.usage.add(usage);
+                self.state.cost_usd += cost_usd.unwrap_or(0.0);
+                self.state.model_calls += 1;
+                self.touch();
+            }
+            Event::ToolEnd { description, .. } if description.starts_with("SendMessage(") => {
+                self.touch();
+            }
+            _ => {}
         }
         self.display.event(&event);
     }

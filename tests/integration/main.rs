@@ -4,6 +4,7 @@
 mod harness;
 
 mod agents;
+mod approvals;
 
 mod concurrency;
 mod engine;

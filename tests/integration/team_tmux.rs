@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::model_server::{Reply, Rule, Script};
+use swarm::model_server::{Fault, Reply, Rule, Script};
 use swarm::protocol::Protocol;
 use swarm::tasks::{Status, TaskList};
 
@@ -542,6 +542,46 @@ fn status_json_shape() {
             "[name]@t"
         }),
     });
+}
+
+#[test]
+fn status_shows_a_teammates_tokens_while_it_is_still_working() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("first step")
+                    .agent("bob")
+                    .user_contains("two steps")
+                    .no_tool_result(true)
+                    .reply(Reply::tool("Glob", json!({"pattern": "*"}))),
+            )
+            .rule(
+                Rule::new("second step stalls")
+                    .agent("bob")
+                    .no_tool_result(false)
+                    .reply(Reply::text("still thinking"))
+                    .fault(Fault::stall(2, 120_000)),
+            ),
+    );
+    spawn(&env, &model, "bob", &["--prompt", "do this in two steps"]).success();
+    // The first response is in, the second hangs: the work has not ended.
+    assert!(
+        wait_until(T, || model.requests().len() >= 2),
+        "bob never made his second request"
+    );
+    let mut seen = Value::Null;
+    assert!(
+        wait_until(T, || {
+            seen = status(&env);
+            member(&seen, "bob").is_some_and(|m| {
+                m["state"] == "working"
+                    && m["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0
+                    && m["modelCalls"].as_u64().unwrap_or(0) >= 1
+            })
+        }),
+        "no tokens while working: {seen}"
+    );
 }
 
 #[test]
