@@ -7,7 +7,7 @@ use swarm::mailbox::{self, Envelope};
 use swarm::names::AgentName;
 use swarm::protocol::{Protocol, ShutdownRequest};
 
-use crate::harness::{TestEnv, run_timeout};
+use crate::harness::{Run, TestEnv, run_timeout};
 
 fn normalise(text: &str, cwd: &str) -> String {
     let uuid =
@@ -522,6 +522,88 @@ fn claim_outcomes_are_distinct() {
             .all(|t| t.get("owner").is_none())
     );
     assert_eq!(pending.as_array().unwrap().len(), 2);
+}
+
+/// Whether some process holds the flock on `sidecar` (how swarm processes exclude each
+/// other); taking it to find out releases it at once.
+fn flock_held(sidecar: &std::path::Path) -> bool {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(sidecar)
+        .unwrap();
+    matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+}
+
+/// Runs `swarm ARGS` while the test holds Claude Code's per-task lock of task `id` and, like
+/// a Claude Code TaskUpdate, gives the task to carol under it before letting go.
+fn while_claude_code_gives_task_to_carol(env: &TestEnv, id: &str, args: &[&str]) -> Run {
+    let dir = env.root.join("tasks/alpha");
+    let task_path = dir.join(format!("{id}.json"));
+    let lockdir = dir.join(format!("{id}.json.lock"));
+    std::fs::create_dir(&lockdir).unwrap();
+    let mut cmd = env.swarm(args);
+    let swarm = std::thread::spawn(move || crate::harness::run(&mut cmd));
+    assert!(
+        crate::harness::wait_until(Duration::from_secs(30), || flock_held(
+            &dir.join(".lock.flock")
+        )),
+        "swarm {args:?} never took the list's flock"
+    );
+    // Time to read the task too, if it (wrongly) reads before taking the task's lock.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!swarm.is_finished(), "swarm {args:?} ignored the task lock");
+    let mut task = read_json(&task_path);
+    task["owner"] = json!("carol");
+    task["status"] = json!("in_progress");
+    std::fs::write(&task_path, serde_json::to_vec_pretty(&task).unwrap()).unwrap();
+    std::fs::remove_dir(&lockdir).unwrap();
+    swarm.join().unwrap()
+}
+
+#[test]
+fn claims_wait_for_claude_codes_task_lock_and_read_the_task_after_it() {
+    let env = TestEnv::with_team("alpha", &["bob", "carol"]);
+    for subject in ["a", "b", "c"] {
+        env.run(&["task", "add", subject]).success();
+    }
+    let out =
+        while_claude_code_gives_task_to_carol(&env, "1", &["task", "claim", "1", "--as", "bob"])
+            .failure(4);
+    assert!(
+        out.stderr.contains("already claimed by carol"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        read_json(env.root.join("tasks/alpha/1.json"))["owner"],
+        "carol"
+    );
+
+    // `next` finds #2 ready, but carol gets it while `next` waits for its lock: #3 instead.
+    let out = while_claude_code_gives_task_to_carol(
+        &env,
+        "2",
+        &["--json", "task", "next", "--as", "bob"],
+    )
+    .success();
+    let claimed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(claimed["id"], "3", "{}", out.stdout);
+    assert_eq!(
+        read_json(env.root.join("tasks/alpha/2.json"))["owner"],
+        "carol"
+    );
+    assert_eq!(
+        read_json(env.root.join("tasks/alpha/3.json"))["owner"],
+        "bob"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(env.root.join("tasks/alpha"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(leftovers.is_empty(), "lock directories left: {leftovers:?}");
 }
 
 #[test]
