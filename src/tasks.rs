@@ -330,12 +330,16 @@ impl TaskList {
         self.drop_index();
         let mut task = self.lock_task(&mut guard, id)?.ok_or_else(|| missing(id))?;
         let mut touched: HashMap<String, Task> = HashMap::new();
-        let graph = self.graph()?;
+        // Each accepted edge joins the graph before the next is checked: two edges that are
+        // each harmless alone may close a cycle together.
+        let mut graph = self.graph()?;
         for b in dedup(&patch.add_blocked_by) {
             self.check_edge(&graph, id, &b)?;
+            graph.entry(id.to_owned()).or_default().push(b);
         }
         for c in dedup(&patch.add_blocks) {
             self.check_edge(&graph, &c, id)?;
+            graph.entry(c).or_default().push(id.to_owned());
         }
         if let Some(s) = patch.subject {
             task.subject = s;

@@ -448,6 +448,20 @@ fn task_dependencies_are_checked_and_symmetric() {
         serde_json::from_str::<Value>(&out.stdout).unwrap()["id"],
         "4"
     );
+
+    // Two edges in one update are checked together: each against the graph with the other.
+    env.run(&["task", "add", "e"]).success();
+    let out = env
+        .run(&["task", "update", "4", "--blocked-by", "5", "--blocks", "5"])
+        .failure(2);
+    assert!(out.stderr.contains("cycle"), "{}", out.stderr);
+    // 4 waits for 2, which waits for 1; 1 waiting for 4 closes the loop.
+    let out = env
+        .run(&["task", "update", "4", "--blocked-by", "2", "--blocks", "1"])
+        .failure(2);
+    assert!(out.stderr.contains("cycle"), "{}", out.stderr);
+    let t4 = read_json(env.root.join("tasks/alpha/4.json"));
+    assert_eq!((&t4["blocks"], &t4["blockedBy"]), (&json!([]), &json!([])));
 }
 
 #[test]
