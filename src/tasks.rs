@@ -493,7 +493,7 @@ impl TaskList {
 
     /// Claims the first ready task (pending, unowned, every blocker completed) for `agent`.
     ///
-    /// A cache of every task's state (`.swarm-index.json`, rebuilt after any other mutation
+    /// A cache of every task's state (`.swarm-index`, rebuilt after any other mutation
     /// and every few seconds) saves reading the whole list per claim. It only proposes
     /// candidates: each is re-read and re-checked from its file before it is claimed, and
     /// "nothing is ready" is only answered after a full scan, so a stale cache can change
@@ -574,8 +574,9 @@ impl TaskList {
         Ok(true)
     }
 
+    /// Not `*.json`: Claude Code takes every such file in the task directory for a task.
     fn index_path(&self) -> PathBuf {
-        self.dir.join(".swarm-index.json")
+        self.dir.join(".swarm-index")
     }
 
     fn load_index(&self) -> Option<Index> {

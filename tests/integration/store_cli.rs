@@ -536,6 +536,25 @@ fn claim_outcomes_are_distinct() {
             .all(|t| t.get("owner").is_none())
     );
     assert_eq!(pending.as_array().unwrap().len(), 2);
+    // Claude Code reads every `*.json` in the task directory as a task: swarm's own files
+    // there must not look like one.
+    let names: Vec<String> = std::fs::read_dir(env.root.join("tasks/alpha"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with(".swarm-index")),
+        "{names:?}"
+    );
+    for n in &names {
+        if let Some(stem) = n.strip_suffix(".json") {
+            assert!(
+                stem.bytes().all(|b| b.is_ascii_digit()),
+                "{n} is not a task"
+            );
+        }
+    }
 }
 
 /// Whether some process holds the flock on `sidecar` (how swarm processes exclude each
