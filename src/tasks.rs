@@ -136,18 +136,19 @@ pub enum ClaimRefusal {
 
 impl ClaimRefusal {
     pub fn into_error(self, id: &str, agent: &str) -> Error {
+        let another = format!("pick another with `swarm task next --as {agent}`");
         match self {
             ClaimRefusal::NotFound => {
                 Error::not_found(format!("task #{id} does not exist; see `swarm task list`"))
             }
-            ClaimRefusal::AlreadyClaimed { owner } => {
-                Error::conflict(format!("task #{id} is already claimed by {owner}"))
-            }
+            ClaimRefusal::AlreadyClaimed { owner } => Error::conflict(format!(
+                "task #{id} is already claimed by {owner}; {another}"
+            )),
             ClaimRefusal::AlreadyCompleted => {
-                Error::conflict(format!("task #{id} is already completed"))
+                Error::conflict(format!("task #{id} is already completed; {another}"))
             }
             ClaimRefusal::Blocked { blockers } => Error::conflict(format!(
-                "task #{id} is blocked by open task(s) {}",
+                "task #{id} is blocked by open task(s) {}; wait for them or {another}",
                 blockers
                     .iter()
                     .map(|b| format!("#{b}"))

@@ -477,19 +477,24 @@ fn claim_outcomes_are_distinct() {
             .stderr
             .contains("does not exist")
     );
+    // Each refusal says what to do instead.
+    let out = env.run(&["task", "claim", "2", "--as", "bob"]).failure(4);
     assert!(
-        env.run(&["task", "claim", "2", "--as", "bob"])
-            .failure(4)
-            .stderr
-            .contains("blocked by open task(s) #1")
+        out.stderr.contains(
+            "task #2 is blocked by open task(s) #1; wait for them or pick another with `swarm task next --as bob`"
+        ),
+        "{}",
+        out.stderr
     );
     env.run(&["task", "claim", "1", "--as", "bob"]).success();
     env.run(&["task", "claim", "1", "--as", "bob"]).success(); // idempotent
+    let out = env.run(&["task", "claim", "1", "--as", "alice"]).failure(4);
     assert!(
-        env.run(&["task", "claim", "1", "--as", "alice"])
-            .failure(4)
-            .stderr
-            .contains("already claimed by bob")
+        out.stderr.contains(
+            "task #1 is already claimed by bob; pick another with `swarm task next --as alice`"
+        ),
+        "{}",
+        out.stderr
     );
     assert!(
         env.run(&["task", "claim", "3", "--as", "bob", "--busy-check"])
@@ -500,11 +505,13 @@ fn claim_outcomes_are_distinct() {
     env.run(&["task", "claim", "3", "--as", "nobody"])
         .failure(3);
     env.run(&["task", "done", "1"]).success();
+    let out = env.run(&["task", "claim", "1", "--as", "alice"]).failure(4);
     assert!(
-        env.run(&["task", "claim", "1", "--as", "alice"])
-            .failure(4)
-            .stderr
-            .contains("already completed")
+        out.stderr.contains(
+            "task #1 is already completed; pick another with `swarm task next --as alice`"
+        ),
+        "{}",
+        out.stderr
     );
     // Next skips blocked work until its blocker is done; release hands work back.
     let next: Value = serde_json::from_str(
