@@ -647,6 +647,49 @@ fn claims_wait_for_claude_codes_task_lock_and_read_the_task_after_it() {
 }
 
 #[test]
+fn root_is_the_flag_then_swarm_root_then_claude_config_dir_then_home() {
+    let env = TestEnv::new();
+    let d = env.dir.path();
+    let flag = d.join("flag");
+    let swarm_root = d.join("swarm-root");
+    let config_dir = d.join("config-dir");
+    let home_root = env.home.join(".claude");
+    let create = |team: &str, use_flag: bool, use_swarm_root: bool, use_config_dir: bool| {
+        let mut args = Vec::new();
+        let flag_arg = flag.display().to_string();
+        if use_flag {
+            args.extend(["--root", flag_arg.as_str()]);
+        }
+        args.extend(["team", "create", team]);
+        let mut cmd = env.swarm(&args);
+        cmd.env_remove("SWARM_ROOT");
+        if use_swarm_root {
+            cmd.env("SWARM_ROOT", &swarm_root);
+        }
+        if use_config_dir {
+            cmd.env("CLAUDE_CONFIG_DIR", &config_dir);
+        }
+        crate::harness::run(&mut cmd).success();
+    };
+    create("one", true, true, true);
+    create("two", false, true, true);
+    create("three", false, false, true);
+    create("four", false, false, false);
+    let teams = |root: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(root.join("teams"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert_eq!(teams(&flag), ["one"]);
+    assert_eq!(teams(&swarm_root), ["two"]);
+    assert_eq!(teams(&config_dir), ["three"]);
+    assert_eq!(teams(&home_root), ["four"]);
+    assert!(!env.root.join("teams").exists());
+}
+
+#[test]
 fn a_fresh_claude_code_lock_is_respected_and_a_stale_one_broken() {
     let env = TestEnv::with_team("alpha", &["bob"]);
     let lockdir = env.root.join("teams/alpha/inboxes/bob.json.lock");
