@@ -41,11 +41,33 @@ pub struct Locked {
 
 impl Locked {
     /// Additionally takes Claude Code's directory lock of another file (a single task
-    /// inside a list-locked task directory). Released with the rest.
+    /// inside a list-locked task directory). Released with the rest. Taking one this guard
+    /// already holds does nothing: waiting for it would wait for ourselves.
     pub fn also_lock_dir(&mut self, anchor: &Path) -> Result<()> {
+        if self.holds_dir(anchor) {
+            return Ok(());
+        }
         let deadline = Instant::now() + lock_timeout();
         let dir = DirLock::acquire(anchor, deadline, None)?;
         self.dirs.push(dir);
+        self.record()
+    }
+
+    pub fn holds_dir(&self, anchor: &Path) -> bool {
+        let path = dir_lock_path(anchor);
+        self.dirs.iter().any(|d| d.path == path)
+    }
+
+    /// Releases the directory lock of `anchor` taken with [`Locked::also_lock_dir`] before
+    /// the rest, so a Claude Code process may write that file while this guard lives on.
+    pub fn unlock_dir(&mut self, anchor: &Path) -> Result<()> {
+        let path = dir_lock_path(anchor);
+        let Some(i) = self.dirs.iter().position(|d| d.path == path) else {
+            return Ok(());
+        };
+        // Removed before the record forgets it: a crash in between leaves a record naming a
+        // directory that is gone (or, if remade, has another inode), which breaks nothing.
+        drop(self.dirs.remove(i));
         self.record()
     }
 
@@ -442,6 +464,26 @@ mod tests {
         f.set_len(0).unwrap();
         f.write_all_at(b"7 8 /d\n", 0).unwrap();
         assert_eq!(read_record(&mut f), [(7, 8, PathBuf::from("/d"))]);
+    }
+
+    #[test]
+    fn a_held_dir_lock_is_taken_once_and_can_be_let_go_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("1.json");
+        let lockdir = dir.path().join("1.json.lock");
+        let mut l = lock_sidecar_only(&dir.path().join(".lock")).unwrap();
+        l.also_lock_dir(&task).unwrap();
+        assert!(l.holds_dir(&task));
+        l.also_lock_dir(&task).unwrap();
+        assert_eq!(read_record(&mut l.sidecar).len(), 1);
+        l.unlock_dir(&task).unwrap();
+        assert!(!lockdir.exists());
+        assert!(!l.holds_dir(&task));
+        assert_eq!(read_record(&mut l.sidecar), []);
+        l.also_lock_dir(&task).unwrap();
+        assert!(lockdir.is_dir());
+        drop(l);
+        assert!(!lockdir.exists());
     }
 
     #[test]

@@ -312,6 +312,156 @@ mod tests {
         );
     }
 
+    /// Field names, order and optional fields as `claude-code-format.md` §5 gives them.
+    #[test]
+    fn every_message_type_is_written_and_read_as_claude_code_does() {
+        let ts = || "2026-02-12T05:22:25.366Z".to_owned();
+        let cases = [
+            (
+                Protocol::IdleNotification(IdleNotification {
+                    from: "bob".into(),
+                    timestamp: ts(),
+                    idle_reason: None,
+                    summary: None,
+                    completed_task_id: None,
+                    completed_status: None,
+                    failure_reason: None,
+                    result: None,
+                }),
+                r#"{"type":"idle_notification","from":"bob","timestamp":"2026-02-12T05:22:25.366Z"}"#,
+            ),
+            (
+                Protocol::IdleNotification(IdleNotification {
+                    from: "bob".into(),
+                    timestamp: ts(),
+                    idle_reason: Some("failed".into()),
+                    summary: Some("[to alice] the parser is done".into()),
+                    completed_task_id: Some("3".into()),
+                    completed_status: Some("failed".into()),
+                    failure_reason: Some("tests fail".into()),
+                    result: Some("Done.\nSee src/parse.rs".into()),
+                }),
+                r#"{"type":"idle_notification","from":"bob","timestamp":"2026-02-12T05:22:25.366Z","idleReason":"failed","summary":"[to alice] the parser is done","completedTaskId":"3","completedStatus":"failed","failureReason":"tests fail","result":"Done.\nSee src/parse.rs"}"#,
+            ),
+            (
+                Protocol::ShutdownApproved(ShutdownApproved {
+                    request_id: "shutdown-1702500000000@bob".into(),
+                    from: "bob".into(),
+                    timestamp: ts(),
+                    pane_id: Some("%3".into()),
+                    backend_type: Some("tmux".into()),
+                }),
+                r#"{"type":"shutdown_approved","requestId":"shutdown-1702500000000@bob","from":"bob","timestamp":"2026-02-12T05:22:25.366Z","paneId":"%3","backendType":"tmux"}"#,
+            ),
+            (
+                Protocol::ShutdownApproved(ShutdownApproved {
+                    request_id: "shutdown-1702500000000@bob".into(),
+                    from: "bob".into(),
+                    timestamp: ts(),
+                    pane_id: None,
+                    backend_type: None,
+                }),
+                r#"{"type":"shutdown_approved","requestId":"shutdown-1702500000000@bob","from":"bob","timestamp":"2026-02-12T05:22:25.366Z"}"#,
+            ),
+            (
+                Protocol::ShutdownRejected(ShutdownRejected {
+                    request_id: "shutdown-1702500000000@bob".into(),
+                    from: "bob".into(),
+                    reason: "still on task #2".into(),
+                    timestamp: ts(),
+                }),
+                r#"{"type":"shutdown_rejected","requestId":"shutdown-1702500000000@bob","from":"bob","reason":"still on task #2","timestamp":"2026-02-12T05:22:25.366Z"}"#,
+            ),
+            (
+                Protocol::PlanApprovalRequest(PlanApprovalRequest {
+                    from: "bob".into(),
+                    timestamp: ts(),
+                    plan_file_path: "/home/u/.claude/plans/bob.md".into(),
+                    plan_content: "# Plan\n1. \"parse\"".into(),
+                    request_id: "plan_approval-1702500000000@bob@alpha".into(),
+                }),
+                r##"{"type":"plan_approval_request","from":"bob","timestamp":"2026-02-12T05:22:25.366Z","planFilePath":"/home/u/.claude/plans/bob.md","planContent":"# Plan\n1. \"parse\"","requestId":"plan_approval-1702500000000@bob@alpha"}"##,
+            ),
+            (
+                Protocol::PlanApprovalResponse(PlanApprovalResponse {
+                    request_id: "plan_approval-1702500000000@bob@alpha".into(),
+                    approved: true,
+                    feedback: None,
+                    timestamp: ts(),
+                    permission_mode: Some("default".into()),
+                }),
+                r#"{"type":"plan_approval_response","requestId":"plan_approval-1702500000000@bob@alpha","approved":true,"timestamp":"2026-02-12T05:22:25.366Z","permissionMode":"default"}"#,
+            ),
+            (
+                Protocol::PlanApprovalResponse(PlanApprovalResponse {
+                    request_id: "plan_approval-1702500000000@bob@alpha".into(),
+                    approved: false,
+                    feedback: Some("split step 2".into()),
+                    timestamp: ts(),
+                    permission_mode: None,
+                }),
+                r#"{"type":"plan_approval_response","requestId":"plan_approval-1702500000000@bob@alpha","approved":false,"feedback":"split step 2","timestamp":"2026-02-12T05:22:25.366Z"}"#,
+            ),
+            (
+                Protocol::PermissionResponse(PermissionResponse {
+                    request_id: "perm-1702500000000-abc1234".into(),
+                    subtype: "success".into(),
+                    response: Some(PermissionGrant {
+                        updated_input: Some(serde_json::json!({"command": "ls -la"})),
+                        permission_updates: Some(vec![serde_json::json!({
+                            "type": "addRules",
+                            "rules": [{"toolName": "Bash", "ruleContent": "ls:*"}],
+                            "behavior": "allow",
+                            "destination": "session"
+                        })]),
+                    }),
+                    error: None,
+                }),
+                r#"{"type":"permission_response","request_id":"perm-1702500000000-abc1234","subtype":"success","response":{"updated_input":{"command":"ls -la"},"permission_updates":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls:*"}],"behavior":"allow","destination":"session"}]}}"#,
+            ),
+            (
+                Protocol::PermissionResponse(PermissionResponse {
+                    request_id: "perm-1702500000000-abc1234".into(),
+                    subtype: "success".into(),
+                    response: Some(PermissionGrant::default()),
+                    error: None,
+                }),
+                r#"{"type":"permission_response","request_id":"perm-1702500000000-abc1234","subtype":"success","response":{}}"#,
+            ),
+            (
+                Protocol::PermissionResponse(PermissionResponse {
+                    request_id: "perm-1702500000000-abc1234".into(),
+                    subtype: "error".into(),
+                    response: None,
+                    error: Some("denied by the lead".into()),
+                }),
+                r#"{"type":"permission_response","request_id":"perm-1702500000000-abc1234","subtype":"error","error":"denied by the lead"}"#,
+            ),
+            (
+                Protocol::TaskAssignment(TaskAssignment {
+                    task_id: "2".into(),
+                    subject: "Write the parser".into(),
+                    description: "Parse the input".into(),
+                    assigned_by: "team-lead".into(),
+                    timestamp: ts(),
+                }),
+                r#"{"type":"task_assignment","taskId":"2","subject":"Write the parser","description":"Parse the input","assignedBy":"team-lead","timestamp":"2026-02-12T05:22:25.366Z"}"#,
+            ),
+            (
+                Protocol::TeammateTerminated(TeammateTerminated {
+                    message: "bob has shut down.".into(),
+                    agent: None,
+                    released_task_ids: vec![],
+                }),
+                r#"{"type":"teammate_terminated","message":"bob has shut down."}"#,
+            ),
+        ];
+        for (message, wire) in cases {
+            assert_eq!(message.to_text(), wire, "{}", message.kind());
+            assert_eq!(Protocol::parse(wire), Some(message), "{wire}");
+        }
+    }
+
     #[test]
     fn plain_text_stays_plain() {
         for t in [

@@ -4,8 +4,10 @@
 //!
 //! Invariants:
 //! - every mutation holds the list lock ([`lock::lock`] on `.lock`: flock on `.lock.flock`
-//!   and Claude Code's `.lock.lock/`), and also Claude Code's per-task lock `<id>.json.lock/`
-//!   of each task it rewrites, because Claude Code updates single tasks under that lock only;
+//!   and Claude Code's `.lock.lock/`; `next` only the flock, as Claude Code's own claim takes
+//!   no list lock), and also Claude Code's per-task lock `<id>.json.lock/` of each task it
+//!   rewrites, taken before that task is read, because Claude Code updates single tasks
+//!   under that lock only;
 //! - ids are `1 + max(file ids, high-water mark)` and are never reused: deleting a task
 //!   first raises the mark;
 //! - dependencies are symmetric (`A.blockedBy ∋ B` ⇔ `B.blocks ∋ A`), refer to existing
@@ -134,18 +136,19 @@ pub enum ClaimRefusal {
 
 impl ClaimRefusal {
     pub fn into_error(self, id: &str, agent: &str) -> Error {
+        let another = format!("pick another with `swarm task next --as {agent}`");
         match self {
             ClaimRefusal::NotFound => {
                 Error::not_found(format!("task #{id} does not exist; see `swarm task list`"))
             }
-            ClaimRefusal::AlreadyClaimed { owner } => {
-                Error::conflict(format!("task #{id} is already claimed by {owner}"))
-            }
+            ClaimRefusal::AlreadyClaimed { owner } => Error::conflict(format!(
+                "task #{id} is already claimed by {owner}; {another}"
+            )),
             ClaimRefusal::AlreadyCompleted => {
-                Error::conflict(format!("task #{id} is already completed"))
+                Error::conflict(format!("task #{id} is already completed; {another}"))
             }
             ClaimRefusal::Blocked { blockers } => Error::conflict(format!(
-                "task #{id} is blocked by open task(s) {}",
+                "task #{id} is blocked by open task(s) {}; wait for them or {another}",
                 blockers
                     .iter()
                     .map(|b| format!("#{b}"))
@@ -208,15 +211,26 @@ impl TaskList {
         Ok(anchor)
     }
 
-    /// Writes a task while holding its per-task lock too.
+    /// Writes a task while holding its per-task lock too (already held if the task was
+    /// read with [`TaskList::lock_task`]; a new task's is taken here).
     fn write_task(&self, guard: &mut lock::Locked, task: &Task) -> Result<()> {
         let path = self.task_path(&task.id);
         guard.also_lock_dir(&path)?;
         atomic::write(&path, &json::to_pretty(task))
     }
 
+    /// Takes Claude Code's per-task lock of `id`, then reads the task: Claude Code writes a
+    /// task under that lock alone, so a task read before it was taken may already be stale.
+    fn lock_task(&self, guard: &mut lock::Locked, id: &str) -> Result<Option<Task>> {
+        if !is_task_id(id) {
+            return Ok(None);
+        }
+        guard.also_lock_dir(&self.task_path(id))?;
+        self.read_task(id)
+    }
+
     fn read_task(&self, id: &str) -> Result<Option<Task>> {
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+        if !is_task_id(id) {
             return Ok(None);
         }
         let path = self.task_path(id);
@@ -287,7 +301,10 @@ impl TaskList {
         let id = (max_file.max(self.high_water_mark()) + 1).to_string();
         let mut blockers = Vec::new();
         for b in dedup(&new.blocked_by) {
-            blockers.push(self.read_task(&b)?.ok_or_else(|| missing_dependency(&b))?);
+            blockers.push(
+                self.lock_task(&mut guard, &b)?
+                    .ok_or_else(|| missing_dependency(&b))?,
+            );
         }
         let task = Task {
             id: id.clone(),
@@ -312,14 +329,18 @@ impl TaskList {
     pub fn update(&self, id: &str, patch: TaskPatch) -> Result<Task> {
         let mut guard = self.lock()?;
         self.drop_index();
-        let mut task = self.read_task(id)?.ok_or_else(|| missing(id))?;
+        let mut task = self.lock_task(&mut guard, id)?.ok_or_else(|| missing(id))?;
         let mut touched: HashMap<String, Task> = HashMap::new();
-        let graph = self.graph()?;
+        // Each accepted edge joins the graph before the next is checked: two edges that are
+        // each harmless alone may close a cycle together.
+        let mut graph = self.graph()?;
         for b in dedup(&patch.add_blocked_by) {
             self.check_edge(&graph, id, &b)?;
+            graph.entry(id.to_owned()).or_default().push(b);
         }
         for c in dedup(&patch.add_blocks) {
             self.check_edge(&graph, &c, id)?;
+            graph.entry(c).or_default().push(id.to_owned());
         }
         if let Some(s) = patch.subject {
             task.subject = s;
@@ -350,7 +371,9 @@ impl TaskList {
             push_unique(&mut task.blocked_by, &b);
             let mut other = match touched.remove(&b) {
                 Some(t) => t,
-                None => self.read_task(&b)?.ok_or_else(|| missing_dependency(&b))?,
+                None => self
+                    .lock_task(&mut guard, &b)?
+                    .ok_or_else(|| missing_dependency(&b))?,
             };
             push_unique(&mut other.blocks, id);
             touched.insert(b, other);
@@ -359,7 +382,9 @@ impl TaskList {
             push_unique(&mut task.blocks, &c);
             let mut other = match touched.remove(&c) {
                 Some(t) => t,
-                None => self.read_task(&c)?.ok_or_else(|| missing_dependency(&c))?,
+                None => self
+                    .lock_task(&mut guard, &c)?
+                    .ok_or_else(|| missing_dependency(&c))?,
             };
             push_unique(&mut other.blocked_by, id);
             touched.insert(c, other);
@@ -420,16 +445,19 @@ impl TaskList {
     pub fn delete(&self, id: &str) -> Result<Task> {
         let mut guard = self.lock()?;
         self.drop_index();
-        let task = self.read_task(id)?.ok_or_else(|| missing(id))?;
+        let task = self.lock_task(&mut guard, id)?.ok_or_else(|| missing(id))?;
         let n = task.numeric_id();
         if n > self.high_water_mark() {
             atomic::write(&self.mark_path(), n.to_string().as_bytes())?;
         }
         let path = self.task_path(id);
-        guard.also_lock_dir(&path)?;
         std::fs::remove_file(&path).ctx("remove", &path)?;
         atomic::sync_dir(&self.dir)?;
-        for mut other in self.list()? {
+        let refers = |t: &Task| t.blocks.iter().chain(&t.blocked_by).any(|x| x == id);
+        for other in self.list()?.into_iter().filter(refers) {
+            let Some(mut other) = self.lock_task(&mut guard, &other.id)? else {
+                continue;
+            };
             let before = (other.blocks.len(), other.blocked_by.len());
             other.blocks.retain(|x| x != id);
             other.blocked_by.retain(|x| x != id);
@@ -449,7 +477,7 @@ impl TaskList {
         busy_check: bool,
     ) -> Result<Result<Task, ClaimRefusal>> {
         let mut guard = self.lock()?;
-        let Some(mut task) = self.read_task(id)? else {
+        let Some(mut task) = self.lock_task(&mut guard, id)? else {
             return Ok(Err(ClaimRefusal::NotFound));
         };
         let tasks = self.list()?;
@@ -466,43 +494,54 @@ impl TaskList {
 
     /// Claims the first ready task (pending, unowned, every blocker completed) for `agent`.
     ///
-    /// A cache of every task's state (`.swarm-index.json`, rebuilt after any other mutation
+    /// A cache of every task's state (`.swarm-index`, rebuilt after any other mutation
     /// and every few seconds) saves reading the whole list per claim. It only proposes
     /// candidates: each is re-read and re-checked from its file before it is claimed, and
     /// "nothing is ready" is only answered after a full scan, so a stale cache can change
     /// which ready task is picked but never claims a task twice or misses all of them.
     pub fn next(&self, agent: &str) -> Result<Option<Task>> {
-        // Only the claimed task's file changes, and it gets Claude Code's per-task lock in
-        // `write_task`; the flock keeps swarm claimers apart.
+        // Only the claimed task's file changes, and each candidate is read under Claude
+        // Code's per-task lock, as Claude Code's own claim does; the flock keeps swarm
+        // claimers apart.
         let mut guard = lock::lock_sidecar_only(&self.list_anchor()?)?;
-        if let Some(mut index) = self.load_index() {
-            let candidates: Vec<u64> = index.ready().collect();
-            for id in candidates {
-                let id = id.to_string();
-                let Some(task) = self.read_task(&id)? else {
-                    index.forget(&id);
-                    continue;
-                };
-                if self.is_ready(&task)? {
-                    return self.claim_ready(&mut guard, task, agent, index).map(Some);
+        if let Some(index) = self.load_index()
+            && let Some(task) = self.claim_first_ready(&mut guard, index, agent)?
+        {
+            return Ok(Some(task));
+        }
+        let index = Index::build(&self.list()?);
+        let claimed = self.claim_first_ready(&mut guard, index, agent)?;
+        if claimed.is_none() {
+            // An index saying "nothing is ready" would save the next call nothing (it scans
+            // in full whenever no candidate pans out), and idle teammates ask once a second
+            // each: rather than rewrite it every time, drop a stale one.
+            self.drop_index();
+        }
+        Ok(claimed)
+    }
+
+    /// Claims the first of `index`'s ready candidates that is still ready once locked.
+    fn claim_first_ready(
+        &self,
+        guard: &mut lock::Locked,
+        mut index: Index,
+        agent: &str,
+    ) -> Result<Option<Task>> {
+        let candidates: Vec<u64> = index.ready().collect();
+        for id in candidates {
+            let id = id.to_string();
+            let task = self.lock_task(guard, &id)?;
+            match task {
+                Some(task) if self.is_ready(&task)? => {
+                    return self.claim_ready(guard, task, agent, index).map(Some);
                 }
-                index.refresh(&task);
+                Some(task) => index.refresh(&task),
+                None => index.forget(&id),
             }
+            // Not ours to write after all: let Claude Code have it back.
+            guard.unlock_dir(&self.task_path(&id))?;
         }
-        let tasks = self.list()?;
-        let index = Index::build(&tasks);
-        let ready = index.ready().next();
-        let task = ready.and_then(|id| tasks.into_iter().find(|t| t.numeric_id() == id));
-        match task {
-            Some(task) => self.claim_ready(&mut guard, task, agent, index).map(Some),
-            None => {
-                // An index saying "nothing is ready" would save the next call nothing (it
-                // scans in full whenever no candidate pans out), and idle teammates ask
-                // once a second each: rather than rewrite it every time, drop a stale one.
-                self.drop_index();
-                Ok(None)
-            }
-        }
+        Ok(None)
     }
 
     fn claim_ready(
@@ -536,8 +575,9 @@ impl TaskList {
         Ok(true)
     }
 
+    /// Not `*.json`: Claude Code takes every such file in the task directory for a task.
     fn index_path(&self) -> PathBuf {
-        self.dir.join(".swarm-index.json")
+        self.dir.join(".swarm-index")
     }
 
     fn load_index(&self) -> Option<Index> {
@@ -584,8 +624,12 @@ impl TaskList {
         let mut guard = self.lock()?;
         self.drop_index();
         let mut released = Vec::new();
-        for mut task in self.list()? {
-            if task.is_open() && task.owned_by(owner) {
+        let theirs = |t: &Task| t.is_open() && t.owned_by(owner);
+        for task in self.list()?.into_iter().filter(theirs) {
+            let Some(mut task) = self.lock_task(&mut guard, &task.id)? else {
+                continue;
+            };
+            if theirs(&task) {
                 task.owner = None;
                 task.status = Status::Pending;
                 self.write_task(&mut guard, &task)?;
@@ -783,6 +827,11 @@ fn missing_dependency(id: &str) -> Error {
     Error::not_found(format!(
         "dependency task #{id} does not exist; see `swarm task list`"
     ))
+}
+
+/// Only a decimal id names a task file, and only a task file's lock is ever taken.
+fn is_task_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn dedup(ids: &[String]) -> Vec<String> {

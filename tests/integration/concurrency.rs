@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use swarm::tasks::{NewTask, TaskList};
 
-use crate::harness::{TestEnv, run, wait_timeout};
+use crate::harness::{Guarded, TestEnv, run, wait_timeout, wait_until};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -260,6 +260,38 @@ fn a_dead_lock_holder_never_blocks_anyone() {
         .env("SWARM_LOCK_TIMEOUT_MS", "2000"))
     .success();
     assert!(!env.root.join("teams/t/inboxes/bob.json.lock").exists());
+}
+
+#[test]
+fn a_held_lock_directory_is_kept_fresh() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let r = root(&env);
+    let mut holder = Guarded(Some(
+        env.stress(&["hold", &r, "t", "bob"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.child().stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+    // Claude Code breaks a lock directory untouched for 10 s, so a holder must keep touching
+    // it however long it holds the lock: watch it move forward twice.
+    let lockdir = env.root.join("teams/t/inboxes/bob.json.lock");
+    let mtime = || std::fs::metadata(&lockdir).unwrap().modified().unwrap();
+    let mut last = mtime();
+    for refresh in 1..=2 {
+        assert!(
+            wait_until(Duration::from_secs(30), || mtime() > last),
+            "refresh {refresh}: the lock directory's mtime stayed at {last:?}"
+        );
+        last = mtime();
+    }
+    assert!(holder.is_running());
 }
 
 #[test]

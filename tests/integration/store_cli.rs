@@ -7,7 +7,7 @@ use swarm::mailbox::{self, Envelope};
 use swarm::names::AgentName;
 use swarm::protocol::{Protocol, ShutdownRequest};
 
-use crate::harness::{TestEnv, run_timeout};
+use crate::harness::{Run, TestEnv, run_timeout};
 
 fn normalise(text: &str, cwd: &str) -> String {
     let uuid =
@@ -448,6 +448,20 @@ fn task_dependencies_are_checked_and_symmetric() {
         serde_json::from_str::<Value>(&out.stdout).unwrap()["id"],
         "4"
     );
+
+    // Two edges in one update are checked together: each against the graph with the other.
+    env.run(&["task", "add", "e"]).success();
+    let out = env
+        .run(&["task", "update", "4", "--blocked-by", "5", "--blocks", "5"])
+        .failure(2);
+    assert!(out.stderr.contains("cycle"), "{}", out.stderr);
+    // 4 waits for 2, which waits for 1; 1 waiting for 4 closes the loop.
+    let out = env
+        .run(&["task", "update", "4", "--blocked-by", "2", "--blocks", "1"])
+        .failure(2);
+    assert!(out.stderr.contains("cycle"), "{}", out.stderr);
+    let t4 = read_json(env.root.join("tasks/alpha/4.json"));
+    assert_eq!((&t4["blocks"], &t4["blockedBy"]), (&json!([]), &json!([])));
 }
 
 #[test]
@@ -463,19 +477,24 @@ fn claim_outcomes_are_distinct() {
             .stderr
             .contains("does not exist")
     );
+    // Each refusal says what to do instead.
+    let out = env.run(&["task", "claim", "2", "--as", "bob"]).failure(4);
     assert!(
-        env.run(&["task", "claim", "2", "--as", "bob"])
-            .failure(4)
-            .stderr
-            .contains("blocked by open task(s) #1")
+        out.stderr.contains(
+            "task #2 is blocked by open task(s) #1; wait for them or pick another with `swarm task next --as bob`"
+        ),
+        "{}",
+        out.stderr
     );
     env.run(&["task", "claim", "1", "--as", "bob"]).success();
     env.run(&["task", "claim", "1", "--as", "bob"]).success(); // idempotent
+    let out = env.run(&["task", "claim", "1", "--as", "alice"]).failure(4);
     assert!(
-        env.run(&["task", "claim", "1", "--as", "alice"])
-            .failure(4)
-            .stderr
-            .contains("already claimed by bob")
+        out.stderr.contains(
+            "task #1 is already claimed by bob; pick another with `swarm task next --as alice`"
+        ),
+        "{}",
+        out.stderr
     );
     assert!(
         env.run(&["task", "claim", "3", "--as", "bob", "--busy-check"])
@@ -486,11 +505,13 @@ fn claim_outcomes_are_distinct() {
     env.run(&["task", "claim", "3", "--as", "nobody"])
         .failure(3);
     env.run(&["task", "done", "1"]).success();
+    let out = env.run(&["task", "claim", "1", "--as", "alice"]).failure(4);
     assert!(
-        env.run(&["task", "claim", "1", "--as", "alice"])
-            .failure(4)
-            .stderr
-            .contains("already completed")
+        out.stderr.contains(
+            "task #1 is already completed; pick another with `swarm task next --as alice`"
+        ),
+        "{}",
+        out.stderr
     );
     // Next skips blocked work until its blocker is done; release hands work back.
     let next: Value = serde_json::from_str(
@@ -522,6 +543,150 @@ fn claim_outcomes_are_distinct() {
             .all(|t| t.get("owner").is_none())
     );
     assert_eq!(pending.as_array().unwrap().len(), 2);
+    // Claude Code reads every `*.json` in the task directory as a task: swarm's own files
+    // there must not look like one.
+    let names: Vec<String> = std::fs::read_dir(env.root.join("tasks/alpha"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with(".swarm-index")),
+        "{names:?}"
+    );
+    for n in &names {
+        if let Some(stem) = n.strip_suffix(".json") {
+            assert!(
+                stem.bytes().all(|b| b.is_ascii_digit()),
+                "{n} is not a task"
+            );
+        }
+    }
+}
+
+/// Whether some process holds the flock on `sidecar` (how swarm processes exclude each
+/// other); taking it to find out releases it at once.
+fn flock_held(sidecar: &std::path::Path) -> bool {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(sidecar)
+        .unwrap();
+    matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+}
+
+/// Runs `swarm ARGS` while the test holds Claude Code's per-task lock of task `id` and, like
+/// a Claude Code TaskUpdate, gives the task to carol under it before letting go.
+fn while_claude_code_gives_task_to_carol(env: &TestEnv, id: &str, args: &[&str]) -> Run {
+    let dir = env.root.join("tasks/alpha");
+    let task_path = dir.join(format!("{id}.json"));
+    let lockdir = dir.join(format!("{id}.json.lock"));
+    std::fs::create_dir(&lockdir).unwrap();
+    let mut cmd = env.swarm(args);
+    let swarm = std::thread::spawn(move || crate::harness::run(&mut cmd));
+    assert!(
+        crate::harness::wait_until(Duration::from_secs(30), || flock_held(
+            &dir.join(".lock.flock")
+        )),
+        "swarm {args:?} never took the list's flock"
+    );
+    // Time to read the task too, if it (wrongly) reads before taking the task's lock.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!swarm.is_finished(), "swarm {args:?} ignored the task lock");
+    let mut task = read_json(&task_path);
+    task["owner"] = json!("carol");
+    task["status"] = json!("in_progress");
+    std::fs::write(&task_path, serde_json::to_vec_pretty(&task).unwrap()).unwrap();
+    std::fs::remove_dir(&lockdir).unwrap();
+    swarm.join().unwrap()
+}
+
+#[test]
+fn claims_wait_for_claude_codes_task_lock_and_read_the_task_after_it() {
+    let env = TestEnv::with_team("alpha", &["bob", "carol"]);
+    for subject in ["a", "b", "c"] {
+        env.run(&["task", "add", subject]).success();
+    }
+    let out =
+        while_claude_code_gives_task_to_carol(&env, "1", &["task", "claim", "1", "--as", "bob"])
+            .failure(4);
+    assert!(
+        out.stderr.contains("already claimed by carol"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        read_json(env.root.join("tasks/alpha/1.json"))["owner"],
+        "carol"
+    );
+
+    // `next` finds #2 ready, but carol gets it while `next` waits for its lock: #3 instead.
+    let out = while_claude_code_gives_task_to_carol(
+        &env,
+        "2",
+        &["--json", "task", "next", "--as", "bob"],
+    )
+    .success();
+    let claimed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(claimed["id"], "3", "{}", out.stdout);
+    assert_eq!(
+        read_json(env.root.join("tasks/alpha/2.json"))["owner"],
+        "carol"
+    );
+    assert_eq!(
+        read_json(env.root.join("tasks/alpha/3.json"))["owner"],
+        "bob"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(env.root.join("tasks/alpha"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(leftovers.is_empty(), "lock directories left: {leftovers:?}");
+}
+
+#[test]
+fn root_is_the_flag_then_swarm_root_then_claude_config_dir_then_home() {
+    let env = TestEnv::new();
+    let d = env.dir.path();
+    let flag = d.join("flag");
+    let swarm_root = d.join("swarm-root");
+    let config_dir = d.join("config-dir");
+    let home_root = env.home.join(".claude");
+    let create = |team: &str, use_flag: bool, use_swarm_root: bool, use_config_dir: bool| {
+        let mut args = Vec::new();
+        let flag_arg = flag.display().to_string();
+        if use_flag {
+            args.extend(["--root", flag_arg.as_str()]);
+        }
+        args.extend(["team", "create", team]);
+        let mut cmd = env.swarm(&args);
+        cmd.env_remove("SWARM_ROOT");
+        if use_swarm_root {
+            cmd.env("SWARM_ROOT", &swarm_root);
+        }
+        if use_config_dir {
+            cmd.env("CLAUDE_CONFIG_DIR", &config_dir);
+        }
+        crate::harness::run(&mut cmd).success();
+    };
+    create("one", true, true, true);
+    create("two", false, true, true);
+    create("three", false, false, true);
+    create("four", false, false, false);
+    let teams = |root: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(root.join("teams"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert_eq!(teams(&flag), ["one"]);
+    assert_eq!(teams(&swarm_root), ["two"]);
+    assert_eq!(teams(&config_dir), ["three"]);
+    assert_eq!(teams(&home_root), ["four"]);
+    assert!(!env.root.join("teams").exists());
 }
 
 #[test]
