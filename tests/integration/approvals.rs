@@ -134,12 +134,13 @@ fn with_a_person_as_lead_requests_are_recorded_and_swarm_approve_unblocks_the_te
     env.run(&["--team", "t", "approve", &permission_id])
         .success();
     let written = env.dir.path().join("work/carol.txt");
+    // The content, not the file: the Write tool creates it, then fills it.
     assert!(
-        wait_until(T, || written.exists()),
+        wait_until(T, || std::fs::read_to_string(&written)
+            .is_ok_and(|c| c == "approved")),
         "carol did not go on after the approvals:\n{}",
         log(&env, "carol")
     );
-    assert_eq!(std::fs::read_to_string(&written).unwrap(), "approved");
     // Each resolved exactly once: one record each, approved by the person, one answer each.
     let all = approvals(&env);
     for id in [&plan_id, &permission_id] {

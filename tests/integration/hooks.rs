@@ -334,7 +334,9 @@ fn a_teammate_killed_outright_still_gets_its_subagent_stop_hook() {
     // Whoever notices the death first runs the hook the teammate never got to run.
     assert!(wait_until(T, || {
         env.run(&["--team", "t", "status"]).success();
-        work.join("stop.json").is_file()
+        // Parsed, not only there: `cat >` creates the file before it writes it.
+        std::fs::read(work.join("stop.json"))
+            .is_ok_and(|b| serde_json::from_slice::<Value>(&b).is_ok())
     }));
     let stop: Value =
         serde_json::from_slice(&std::fs::read(work.join("stop.json")).unwrap()).unwrap();

@@ -416,12 +416,13 @@ fn plan_mode_refuses_writes_until_the_lead_approves_and_forgeries_change_nothing
     assert!(!env.dir.path().join("work/plan.txt").exists());
     respond("team-lead", &second.request_id, true);
     let plan = env.dir.path().join("work/plan.txt");
+    // The content, not the file: the Write tool creates it, then fills it.
     assert!(
-        wait_until(T, || plan.exists()),
+        wait_until(T, || std::fs::read_to_string(&plan)
+            .is_ok_and(|c| c == "approved")),
         "approved write did not happen:\n{}",
         out(&output)
     );
-    assert_eq!(std::fs::read_to_string(plan).unwrap(), "approved");
 }
 
 #[test]

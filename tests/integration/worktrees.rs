@@ -472,7 +472,10 @@ fn a_teammate_in_a_worktree_reads_the_projects_uncommitted_definitions_and_local
     assert!(wt.join(".claude/settings.json").is_file());
     assert!(!wt.join(".claude/agents/reviewer.md").exists());
     assert!(
-        wait_until(T, || started.is_file() && alive(&env, "bob")),
+        // Parsed, not only there: `cat >` creates the file before it writes it.
+        wait_until(T, || std::fs::read(&started)
+            .is_ok_and(|b| serde_json::from_slice::<Value>(&b).is_ok())
+            && alive(&env, "bob")),
         "bob did not start with the project's definition and hook; his log:\n{}",
         std::fs::read_to_string(env.root.join("teams/t/logs/bob.log")).unwrap_or_default()
     );
