@@ -584,19 +584,24 @@ fn status_shows_a_teammates_tokens_while_it_is_still_working() {
     );
 }
 
-#[test]
-fn a_lead_that_is_stopped_takes_its_team_down_with_it() {
-    let env = TestEnv::with_team("t", &[]);
-    let model = idle_model();
-    spawn(&env, &model, "bob", &[]).success();
-    spawn(&env, &model, "carol", &[]).success();
+/// Spawns bob and carol (and so the lead) and waits until all three run; their status.
+fn lead_bob_and_carol(env: &TestEnv, model: &ScriptedModel) -> Value {
+    spawn(env, model, "bob", &[]).success();
+    spawn(env, model, "carol", &[]).success();
     assert!(wait_until(T, || {
-        let s = status(&env);
+        let s = status(env);
         ["team-lead", "bob", "carol"]
             .iter()
             .all(|n| member(&s, n).is_some_and(|m| m["alive"] == true))
     }));
-    let s = status(&env);
+    status(env)
+}
+
+#[test]
+fn a_lead_that_is_stopped_takes_its_team_down_with_it() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    let s = lead_bob_and_carol(&env, &model);
     let lead = member(&s, "team-lead").unwrap()["pid"].as_i64().unwrap() as i32;
     let mates: Vec<i32> = ["bob", "carol"]
         .iter()
@@ -658,15 +663,7 @@ fn a_spawn_into_a_team_whose_lead_stopped_starts_the_lead_again() {
 fn closing_the_leads_pane_takes_its_team_down_with_it() {
     let env = TestEnv::with_team("t", &[]);
     let model = idle_model();
-    spawn(&env, &model, "bob", &[]).success();
-    spawn(&env, &model, "carol", &[]).success();
-    assert!(wait_until(T, || {
-        let s = status(&env);
-        ["team-lead", "bob", "carol"]
-            .iter()
-            .all(|n| member(&s, n).is_some_and(|m| m["alive"] == true))
-    }));
-    let s = status(&env);
+    let s = lead_bob_and_carol(&env, &model);
     let pids: Vec<i32> = ["team-lead", "bob", "carol"]
         .iter()
         .map(|n| member(&s, n).unwrap()["pid"].as_i64().unwrap() as i32)
