@@ -334,3 +334,84 @@ fn approving_in_a_team_with_no_requests_is_not_found() {
     }
     assert!(!env.root.join("teams/alpha/approvals").exists());
 }
+
+#[test]
+fn the_lead_agent_answers_a_permission_request_once_and_the_teammate_goes_on() {
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("lead spawns bob")
+                    .agent("team-lead")
+                    .user_contains("Goal:")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Agent",
+                        json!({"name": "bob", "prompt": "please write bob.txt"}),
+                    )),
+            )
+            .rule(
+                // The demo's rule: the request as the lead agent sees it in its inbox.
+                Rule::new("lead grants")
+                    .agent("team-lead")
+                    .user_regex(r#"teammate_id="(?P<who>[^"]+)"[^>]*>\n[^\n]* asks permission to run (?P<what>.*?) \(request id (?P<rid>[^)]+)\)"#)
+                    .reply(Reply::tool(
+                        "SendMessage",
+                        json!({"to": "{{who}}", "message": {"type": "permission_response",
+                            "request_id": "{{rid}}", "approve": true}}),
+                    )),
+            )
+            .rule(
+                Rule::new("lead waits")
+                    .agent("team-lead")
+                    .reply(Reply::text("Waiting.")),
+            )
+            .rule(
+                Rule::new("bob writes")
+                    .agent("bob")
+                    .user_contains("please write bob.txt")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "bob.txt", "content": "granted"}),
+                    )),
+            )
+            .rule(
+                Rule::new("bob is done")
+                    .agent("bob")
+                    .no_tool_result(false)
+                    .reply(Reply::text("Written.")),
+            ),
+    );
+    let mut cmd = env.swarm(&[
+        "run",
+        "write bob.txt",
+        "--team",
+        "t",
+        "--no-attach",
+        "--provider",
+        "scripted",
+        "--permission-mode",
+        "default",
+        "--base-url",
+    ]);
+    cmd.arg(model.url())
+        .arg("--cwd")
+        .arg(&job)
+        .stdout(std::fs::File::create(env.dir.path().join("run.out")).unwrap())
+        .stderr(std::fs::File::create(env.dir.path().join("run.err")).unwrap());
+    let _run = Guarded(Some(cmd.spawn().unwrap()));
+    let granted = wait_for_record(&env, "permission", "bob", "approved");
+    assert_eq!(granted["resolvedBy"], "team-lead", "{granted}");
+    let id = granted["requestId"].as_str().unwrap().to_owned();
+    assert!(
+        wait_until(T, || std::fs::read_to_string(job.join("bob.txt"))
+            .is_ok_and(|c| c == "granted")),
+        "bob did not go on after the lead granted it:\n{}",
+        log(&env, "bob")
+    );
+    assert_eq!(answers(&env, "bob", &id), 1);
+    env.run(&["team", "delete", "t", "--force"]).success();
+}
