@@ -351,3 +351,30 @@ fn a_teammate_killed_outright_still_gets_its_subagent_stop_hook() {
     env.run(&["--team", "t", "status"]).success();
     assert!(!work.join("stop.json").exists());
 }
+
+#[test]
+fn hooks_come_from_the_project_its_local_settings_and_the_user() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let ran = env.dir.path().join("ran.txt");
+    let hook = |who: &str| {
+        json!({"hooks": {"SubagentStart": [{"hooks": [
+            command(&format!("echo {who} >> '{}'", ran.display()))
+        ]}]}})
+        .to_string()
+    };
+    let work = with_hooks(&env, json!({}));
+    std::fs::write(work.join(".claude/settings.json"), hook("project")).unwrap();
+    std::fs::write(work.join(".claude/settings.local.json"), hook("local")).unwrap();
+    std::fs::create_dir_all(env.home.join(".claude")).unwrap();
+    std::fs::write(env.home.join(".claude/settings.json"), hook("user")).unwrap();
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let (_bob, _) = env.teammate("t", "bob", &model.url(), &[]);
+    assert!(wait_until(T, || idle(&env)), "{}", err(&env, "bob"));
+    let mut who: Vec<String> = std::fs::read_to_string(&ran)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    who.sort();
+    assert_eq!(who, ["local", "project", "user"], "{}", err(&env, "bob"));
+}
