@@ -5,8 +5,10 @@ use serde_json::json;
 use crate::cli::args::TaskCommand;
 use crate::cli::context::Ctx;
 use crate::cli::output::{print_json, status_mark, task_detail, task_line};
-use crate::error::Result;
-use crate::roster;
+use crate::error::{Error, Result};
+use crate::hooks::{Event, Hooks, Runner};
+use crate::names::LEAD;
+use crate::roster::{self, TeamConfig};
 use crate::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
 
 pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
@@ -35,6 +37,14 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
                 blocked_by,
                 metadata: None,
             })?;
+            if let Some(feedback) = task_hook(&config, Event::TaskCreated, &task) {
+                list.delete(&task.id)?;
+                return Err(Error::conflict(format!(
+                    "a TaskCreated hook refused task #{} and it was removed: {}",
+                    task.id,
+                    one_line(&feedback)
+                )));
+            }
             show(&task);
         }
         TaskCommand::List { status, owner, all } => {
@@ -109,6 +119,15 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             }
         }
         TaskCommand::Done { id } => {
+            let current = list.get(&id)?;
+            if current.status != Status::Completed
+                && let Some(feedback) = task_hook(&config, Event::TaskCompleted, &current)
+            {
+                return Err(Error::conflict(format!(
+                    "a TaskCompleted hook refused to let task #{id} be completed: {}",
+                    one_line(&feedback)
+                )));
+            }
             let patch = TaskPatch {
                 status: Some(Status::Completed),
                 ..TaskPatch::default()
@@ -137,4 +156,35 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs the user's task hooks for a task changed by hand, as the lead (the person at the
+/// CLI leads the team); `Some(feedback)` when one blocks.
+fn task_hook(config: &TeamConfig, event: Event, task: &Task) -> Option<String> {
+    let cwd = std::env::current_dir().ok()?;
+    let hooks = Hooks::load(&cwd);
+    if hooks.commands(event, None).is_empty() {
+        return None;
+    }
+    let runner = Runner {
+        hooks,
+        session_id: config.lead_session_id.clone().unwrap_or_default(),
+        cwd,
+        team: config.name.clone(),
+        agent: LEAD.to_owned(),
+        agent_type: None,
+    };
+    let outcome = runner.fire(
+        event,
+        crate::agent::permissions::PermissionMode::Default,
+        Runner::task_fields(&task.id, &task.subject, &task.description),
+    );
+    for problem in &outcome.problems {
+        crate::hooks::report(problem);
+    }
+    outcome.blocked
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

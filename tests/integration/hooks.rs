@@ -378,3 +378,64 @@ fn hooks_come_from_the_project_its_local_settings_and_the_user() {
     who.sort();
     assert_eq!(who, ["local", "project", "user"], "{}", err(&env, "bob"));
 }
+
+#[test]
+fn task_hooks_also_judge_tasks_made_and_completed_by_hand() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    // `swarm` runs in the test's dir: that is the project.
+    let dir = env.dir.path();
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    let refuse = |word: &str, why: &str| {
+        command(&format!(
+            "if grep -q {word}; then echo '{why}' >&2; exit 2; fi"
+        ))
+    };
+    std::fs::write(
+        dir.join(".claude/settings.json"),
+        json!({"hooks": {
+            "TaskCreated": [{"hooks": [refuse("forbidden", "no forbidden tasks")]}],
+            "TaskCompleted": [{"hooks": [refuse("unfinished", "not done yet")]}],
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let refused = env
+        .run(&["--team", "t", "task", "add", "a forbidden task"])
+        .failure(4);
+    assert!(
+        refused.stderr.contains("no forbidden tasks"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        env.run(&["--team", "t", "--json", "task", "list"])
+            .success()
+            .stdout
+            .trim(),
+        "[]"
+    );
+    env.run(&["--team", "t", "task", "add", "an unfinished task"])
+        .success();
+    env.run(&["--team", "t", "task", "add", "a fine task"])
+        .success();
+    let refused = env.run(&["--team", "t", "task", "done", "2"]).failure(4);
+    assert!(
+        refused.stderr.contains("not done yet"),
+        "{}",
+        refused.stderr
+    );
+    env.run(&["--team", "t", "task", "done", "3"]).success();
+    let tasks: Value = serde_json::from_str(
+        &env.run(&["--team", "t", "--json", "task", "list"])
+            .success()
+            .stdout,
+    )
+    .unwrap();
+    let status: Vec<&str> = tasks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["pending", "completed"]);
+}
