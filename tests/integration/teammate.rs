@@ -459,3 +459,97 @@ fn sigterm_stops_cleanly_and_returns_open_tasks() {
     assert_eq!(s.activity, swarm::state::Activity::Exited);
     assert_eq!(s.exit.unwrap().released_tasks, vec!["1".to_owned()]);
 }
+
+#[test]
+fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_when_blocked() {
+    let env = TestEnv::with_team("t", &["bob", "alice"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("assign")
+                    .agent("bob")
+                    .user_contains("hand the tasks to alice")
+                    .no_tool_result(true)
+                    .reply(
+                        Reply::tool("TaskUpdate", json!({"taskId": "1", "owner": "alice"}))
+                            .tool_call("TaskUpdate", json!({"taskId": "3", "owner": "alice"})),
+                    ),
+            )
+            .rule(
+                Rule::new("wrap up")
+                    .agent("bob")
+                    .no_tool_result(false)
+                    .reply(Reply::text("assigned")),
+            ),
+    );
+    for args in [
+        &["task", "add", "ready one"][..],
+        &["task", "add", "alice's own"],
+        &["task", "add", "blocked", "--blocked-by", "2"],
+    ] {
+        env.run(args).success();
+    }
+    env.run(&["task", "claim", "2", "--as", "alice"]).success();
+    env.run(&["send", "bob", "please hand the tasks to alice"])
+        .success();
+    let (_bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    assert!(
+        env.wait_for_lead_message("t", T, |p| matches!(p, Protocol::IdleNotification(_)))
+            .is_some(),
+        "bob never went idle:\n{}",
+        out(&output)
+    );
+    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let given = list.get("1").unwrap();
+    assert_eq!(given.owner.as_deref(), Some("alice"), "{given:?}");
+    assert_eq!(given.status, Status::InProgress);
+    let blocked = list.get("3").unwrap();
+    assert_eq!(
+        (blocked.status, blocked.owner),
+        (Status::Pending, None),
+        "a blocked task was given away"
+    );
+    // alice is told about task 1 only, by bob.
+    let alice_inbox: Vec<_> = swarm::mailbox::read_all(
+        &env.store_root(),
+        &env.team_name("t"),
+        &swarm::names::AgentName::new("alice").unwrap(),
+    )
+    .unwrap()
+    .into_iter()
+    .filter_map(|d| d.envelope.protocol().map(|p| (d.envelope.from.clone(), p)))
+    .collect();
+    let assignments: Vec<_> = alice_inbox
+        .iter()
+        .filter_map(|(from, p)| match p {
+            Protocol::TaskAssignment(a) => Some((from.as_str(), a)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(assignments.len(), 1, "{alice_inbox:?}");
+    let (from, a) = assignments[0];
+    assert_eq!(from, "bob");
+    assert_eq!(a.task_id, "1");
+    assert_eq!(a.subject, "ready one");
+    assert_eq!(a.assigned_by, "bob");
+    // The model saw the refusal for the blocked task as an error result.
+    let results = model
+        .requests()
+        .into_iter()
+        .filter_map(|r| {
+            r.body["messages"].as_array()?.last()?["content"]
+                .as_array()
+                .cloned()
+        })
+        .find(|c| c.first().is_some_and(|b| b["type"] == "tool_result"))
+        .expect("no request carried the tool results");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_ne!(results[0]["is_error"], true, "{results:?}");
+    assert_eq!(results[1]["is_error"], true, "{results:?}");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("blocked by open task(s) #2")),
+        "{results:?}"
+    );
+}
