@@ -553,3 +553,38 @@ fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_w
         "{results:?}"
     );
 }
+
+#[test]
+fn sighup_stops_cleanly_and_returns_open_tasks() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let model = ScriptedModel::start(
+        Script::new().rule(
+            Rule::new("slow")
+                .agent("bob")
+                .reply(Reply::text("..."))
+                .fault(Fault::stall(2, 60_000)),
+        ),
+    );
+    env.run(&["task", "add", "long job"]).success();
+    let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    assert!(
+        wait_until(T, || list.get("1").unwrap().owned_by("bob")),
+        "bob never claimed:\n{}",
+        out(&output)
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(bob.child().id() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    let status = bob
+        .wait(Duration::from_secs(15))
+        .expect("bob ignored SIGHUP");
+    assert_eq!(status.code(), Some(130), "{status:?}\n{}", out(&output));
+    let task = list.get("1").unwrap();
+    assert_eq!((task.status, task.owner), (Status::Pending, None));
+    let s = state(&env, "bob").unwrap();
+    assert_eq!(s.activity, swarm::state::Activity::Exited);
+    assert_eq!(s.exit.unwrap().released_tasks, vec!["1".to_owned()]);
+}
