@@ -588,3 +588,109 @@ fn sighup_stops_cleanly_and_returns_open_tasks() {
     assert_eq!(s.activity, swarm::state::Activity::Exited);
     assert_eq!(s.exit.unwrap().released_tasks, vec!["1".to_owned()]);
 }
+
+#[test]
+fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_request() {
+    let env = TestEnv::with_team("t", &["bob", "alice"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("note")
+                    .agent("bob")
+                    .user_contains("NOTE-FROM-ALICE")
+                    .times(1)
+                    .delay_ms(3000)
+                    .reply(Reply::text("noted")),
+            )
+            .rule(
+                Rule::new("first step")
+                    .agent("bob")
+                    .user_contains("start the job")
+                    .no_tool_result(true)
+                    .delay_ms(3000)
+                    .reply(Reply::tool("TaskList", json!({}))),
+            )
+            .default_reply(Reply::text("done")),
+    );
+    env.run(&["send", "bob", "please start the job"]).success();
+    let (_bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    // bob's first model call is slow; the note arrives while it is in flight.
+    assert!(
+        wait_until(T, || !model.requests().is_empty()),
+        "bob never called the model:\n{}",
+        out(&output)
+    );
+    env.deliver(
+        "t",
+        "alice",
+        "bob",
+        "NOTE-FROM-ALICE: use the blue one".into(),
+    );
+    let root = env.store_root();
+    let team = env.team_name("t");
+    let bob_name = swarm::names::AgentName::new("bob").unwrap();
+    let carrying = |r: &swarm::model_server::RecordedRequest| {
+        r.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m.to_string().contains("NOTE-FROM-ALICE"))
+    };
+    assert!(
+        wait_until(T, || model.requests().iter().any(carrying)),
+        "the note never reached the model:\n{}",
+        out(&output)
+    );
+    // While that request is unanswered (3 s), the note is still in the live inbox.
+    let live = || -> Vec<String> {
+        swarm::mailbox::read_all(&root, &team, &bob_name)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.envelope.text)
+            .collect()
+    };
+    let delivered = || -> Vec<String> {
+        swarm::mailbox::read_delivered(&root, &team, &bob_name)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.text)
+            .collect()
+    };
+    assert!(
+        live().iter().any(|t| t.contains("NOTE-FROM-ALICE")),
+        "acknowledged before the model answered: live {:?}, delivered {:?}",
+        live(),
+        delivered()
+    );
+    // The request that carries it: after the tool result of the first step, wrapped.
+    let requests = model.requests();
+    let request = requests.iter().find(|r| carrying(r)).unwrap();
+    let last = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let blocks = last["content"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "tool_result", "{last}");
+    let text = blocks
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        text.contains("<teammate-message teammate_id=\"alice\""),
+        "{text}"
+    );
+    assert!(text.contains("NOTE-FROM-ALICE: use the blue one"), "{text}");
+    assert!(text.contains("</teammate-message>"), "{text}");
+    // Once the model has answered, it moves to the delivered log.
+    assert!(
+        wait_until(T, || !live().iter().any(|t| t.contains("NOTE-FROM-ALICE"))
+            && delivered().iter().any(|t| t.contains("NOTE-FROM-ALICE"))),
+        "not acknowledged: live {:?}, delivered {:?}\n{}",
+        live(),
+        delivered(),
+        out(&output)
+    );
+}
