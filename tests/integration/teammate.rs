@@ -694,3 +694,30 @@ fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_re
         out(&output)
     );
 }
+
+#[test]
+fn max_turns_stops_a_looping_model_and_reports_it() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let model =
+        ScriptedModel::start(Script::new().default_reply(Reply::tool("TaskList", json!({}))));
+    env.run(&["send", "bob", "loop forever"]).success();
+    let (mut bob, output) = env.teammate("t", "bob", &model.url(), &["--max-turns", "2"]);
+    let idle = env
+        .wait_for_lead_message("t", T, |p| matches!(p, Protocol::IdleNotification(_)))
+        .unwrap_or_else(|| panic!("no idle notification:\n{}", out(&output)));
+    let Protocol::IdleNotification(idle) = idle else {
+        unreachable!()
+    };
+    assert_eq!(idle.idle_reason.as_deref(), Some("failed"));
+    assert!(
+        idle.failure_reason
+            .as_deref()
+            .is_some_and(|f| f.contains("stopped after 2 model turns")),
+        "{idle:?}"
+    );
+    assert_eq!(model.requests().len(), 2);
+    // Idle means idle: no more model calls.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(model.requests().len(), 2);
+    assert!(bob.is_running(), "bob exited:\n{}", out(&output));
+}
