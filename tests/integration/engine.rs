@@ -9,7 +9,7 @@ use swarm::agent::engine::{Authorization, Engine, Event, Finish, Host};
 use swarm::agent::permissions::PermissionMode;
 use swarm::agent::tools::{ToolContext, ToolName, ToolOutcome};
 use swarm::llm::{self, LlmConfig};
-use swarm::model_server::{Reply, Rule, Script};
+use swarm::model_server::{Raw, Reply, Rule, Script};
 use swarm::names::AgentName;
 
 use crate::harness::ScriptedModel;
@@ -229,4 +229,59 @@ fn tool_calls_cut_off_by_max_tokens_are_not_run() {
     let (finish, _) = run(&model, dir.path().to_path_buf(), "go");
     assert_eq!(finish, Finish::EndTurn("ok".into()));
     assert!(!dir.path().join("ran.txt").exists());
+}
+
+#[test]
+fn invalid_tool_json_from_the_model_is_an_error_result_and_the_loop_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let frame = |data: Value| {
+        format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap()
+        )
+    };
+    let body: String = [
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "model": "m", "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 12, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block":
+            {"type": "tool_use", "id": "toolu_bad", "name": "Bash", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta":
+            {"type": "input_json_delta", "partial_json": "{\"command\": \"touch ran.txt\", oops"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+            "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ]
+    .into_iter()
+    .map(frame)
+    .collect();
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("broken")
+                    .no_tool_result(true)
+                    .reply(Reply::raw(Raw::new(body))),
+            )
+            .rule(
+                Rule::new("recover")
+                    .tool_result_contains("not valid JSON")
+                    .reply(Reply::text("recovered")),
+            ),
+    );
+    let (finish, _) = run(&model, dir.path().to_path_buf(), "go");
+    assert_eq!(finish, Finish::EndTurn("recovered".into()));
+    assert!(!dir.path().join("ran.txt").exists(), "ran a broken call");
+    assert_eq!(model.requests().len(), 2);
+    let second = messages(&model, 1);
+    let result = &second[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "toolu_bad");
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("oops")),
+        "{result}"
+    );
 }

@@ -459,3 +459,265 @@ fn sigterm_stops_cleanly_and_returns_open_tasks() {
     assert_eq!(s.activity, swarm::state::Activity::Exited);
     assert_eq!(s.exit.unwrap().released_tasks, vec!["1".to_owned()]);
 }
+
+#[test]
+fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_when_blocked() {
+    let env = TestEnv::with_team("t", &["bob", "alice"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("assign")
+                    .agent("bob")
+                    .user_contains("hand the tasks to alice")
+                    .no_tool_result(true)
+                    .reply(
+                        Reply::tool("TaskUpdate", json!({"taskId": "1", "owner": "alice"}))
+                            .tool_call("TaskUpdate", json!({"taskId": "3", "owner": "alice"})),
+                    ),
+            )
+            .rule(
+                Rule::new("wrap up")
+                    .agent("bob")
+                    .no_tool_result(false)
+                    .reply(Reply::text("assigned")),
+            ),
+    );
+    for args in [
+        &["task", "add", "ready one"][..],
+        &["task", "add", "alice's own"],
+        &["task", "add", "blocked", "--blocked-by", "2"],
+    ] {
+        env.run(args).success();
+    }
+    env.run(&["task", "claim", "2", "--as", "alice"]).success();
+    env.run(&["send", "bob", "please hand the tasks to alice"])
+        .success();
+    let (_bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    assert!(
+        env.wait_for_lead_message("t", T, |p| matches!(p, Protocol::IdleNotification(_)))
+            .is_some(),
+        "bob never went idle:\n{}",
+        out(&output)
+    );
+    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let given = list.get("1").unwrap();
+    assert_eq!(given.owner.as_deref(), Some("alice"), "{given:?}");
+    assert_eq!(given.status, Status::InProgress);
+    let blocked = list.get("3").unwrap();
+    assert_eq!(
+        (blocked.status, blocked.owner),
+        (Status::Pending, None),
+        "a blocked task was given away"
+    );
+    // alice is told about task 1 only, by bob.
+    let alice_inbox: Vec<_> = swarm::mailbox::read_all(
+        &env.store_root(),
+        &env.team_name("t"),
+        &swarm::names::AgentName::new("alice").unwrap(),
+    )
+    .unwrap()
+    .into_iter()
+    .filter_map(|d| d.envelope.protocol().map(|p| (d.envelope.from.clone(), p)))
+    .collect();
+    let assignments: Vec<_> = alice_inbox
+        .iter()
+        .filter_map(|(from, p)| match p {
+            Protocol::TaskAssignment(a) => Some((from.as_str(), a)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(assignments.len(), 1, "{alice_inbox:?}");
+    let (from, a) = assignments[0];
+    assert_eq!(from, "bob");
+    assert_eq!(a.task_id, "1");
+    assert_eq!(a.subject, "ready one");
+    assert_eq!(a.assigned_by, "bob");
+    // The model saw the refusal for the blocked task as an error result.
+    let results = model
+        .requests()
+        .into_iter()
+        .filter_map(|r| {
+            r.body["messages"].as_array()?.last()?["content"]
+                .as_array()
+                .cloned()
+        })
+        .find(|c| c.first().is_some_and(|b| b["type"] == "tool_result"))
+        .expect("no request carried the tool results");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_ne!(results[0]["is_error"], true, "{results:?}");
+    assert_eq!(results[1]["is_error"], true, "{results:?}");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("blocked by open task(s) #2")),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn sighup_stops_cleanly_and_returns_open_tasks() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let model = ScriptedModel::start(
+        Script::new().rule(
+            Rule::new("slow")
+                .agent("bob")
+                .reply(Reply::text("..."))
+                .fault(Fault::stall(2, 60_000)),
+        ),
+    );
+    env.run(&["task", "add", "long job"]).success();
+    let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    assert!(
+        wait_until(T, || list.get("1").unwrap().owned_by("bob")),
+        "bob never claimed:\n{}",
+        out(&output)
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(bob.child().id() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    let status = bob
+        .wait(Duration::from_secs(15))
+        .expect("bob ignored SIGHUP");
+    assert_eq!(status.code(), Some(130), "{status:?}\n{}", out(&output));
+    let task = list.get("1").unwrap();
+    assert_eq!((task.status, task.owner), (Status::Pending, None));
+    let s = state(&env, "bob").unwrap();
+    assert_eq!(s.activity, swarm::state::Activity::Exited);
+    assert_eq!(s.exit.unwrap().released_tasks, vec!["1".to_owned()]);
+}
+
+#[test]
+fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_request() {
+    let env = TestEnv::with_team("t", &["bob", "alice"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("note")
+                    .agent("bob")
+                    .user_contains("NOTE-FROM-ALICE")
+                    .times(1)
+                    .delay_ms(3000)
+                    .reply(Reply::text("noted")),
+            )
+            .rule(
+                Rule::new("first step")
+                    .agent("bob")
+                    .user_contains("start the job")
+                    .no_tool_result(true)
+                    .delay_ms(3000)
+                    .reply(Reply::tool("TaskList", json!({}))),
+            )
+            .default_reply(Reply::text("done")),
+    );
+    env.run(&["send", "bob", "please start the job"]).success();
+    let (_bob, output) = env.teammate("t", "bob", &model.url(), &[]);
+    // bob's first model call is slow; the note arrives while it is in flight.
+    assert!(
+        wait_until(T, || !model.requests().is_empty()),
+        "bob never called the model:\n{}",
+        out(&output)
+    );
+    env.deliver(
+        "t",
+        "alice",
+        "bob",
+        "NOTE-FROM-ALICE: use the blue one".into(),
+    );
+    let root = env.store_root();
+    let team = env.team_name("t");
+    let bob_name = swarm::names::AgentName::new("bob").unwrap();
+    let carrying = |r: &swarm::model_server::RecordedRequest| {
+        r.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m.to_string().contains("NOTE-FROM-ALICE"))
+    };
+    assert!(
+        wait_until(T, || model.requests().iter().any(carrying)),
+        "the note never reached the model:\n{}",
+        out(&output)
+    );
+    // While that request is unanswered (3 s), the note is still in the live inbox.
+    let live = || -> Vec<String> {
+        swarm::mailbox::read_all(&root, &team, &bob_name)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.envelope.text)
+            .collect()
+    };
+    let delivered = || -> Vec<String> {
+        swarm::mailbox::read_delivered(&root, &team, &bob_name)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.text)
+            .collect()
+    };
+    assert!(
+        live().iter().any(|t| t.contains("NOTE-FROM-ALICE")),
+        "acknowledged before the model answered: live {:?}, delivered {:?}",
+        live(),
+        delivered()
+    );
+    // The request that carries it: after the tool result of the first step, wrapped.
+    let requests = model.requests();
+    let request = requests.iter().find(|r| carrying(r)).unwrap();
+    let last = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let blocks = last["content"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "tool_result", "{last}");
+    let text = blocks
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        text.contains("<teammate-message teammate_id=\"alice\""),
+        "{text}"
+    );
+    assert!(text.contains("NOTE-FROM-ALICE: use the blue one"), "{text}");
+    assert!(text.contains("</teammate-message>"), "{text}");
+    // Once the model has answered, it moves to the delivered log.
+    assert!(
+        wait_until(T, || !live().iter().any(|t| t.contains("NOTE-FROM-ALICE"))
+            && delivered().iter().any(|t| t.contains("NOTE-FROM-ALICE"))),
+        "not acknowledged: live {:?}, delivered {:?}\n{}",
+        live(),
+        delivered(),
+        out(&output)
+    );
+}
+
+#[test]
+fn max_turns_stops_a_looping_model_and_reports_it() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let model =
+        ScriptedModel::start(Script::new().default_reply(Reply::tool("TaskList", json!({}))));
+    env.run(&["send", "bob", "loop forever"]).success();
+    let (mut bob, output) = env.teammate("t", "bob", &model.url(), &["--max-turns", "2"]);
+    let idle = env
+        .wait_for_lead_message("t", T, |p| matches!(p, Protocol::IdleNotification(_)))
+        .unwrap_or_else(|| panic!("no idle notification:\n{}", out(&output)));
+    let Protocol::IdleNotification(idle) = idle else {
+        unreachable!()
+    };
+    assert_eq!(idle.idle_reason.as_deref(), Some("failed"));
+    assert!(
+        idle.failure_reason
+            .as_deref()
+            .is_some_and(|f| f.contains("stopped after 2 model turns")),
+        "{idle:?}"
+    );
+    assert_eq!(model.requests().len(), 2);
+    // Idle means idle: no more model calls.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(model.requests().len(), 2);
+    assert!(bob.is_running(), "bob exited:\n{}", out(&output));
+}
