@@ -41,6 +41,10 @@ pub struct LeadOptions {
     pub draw: bool,
 }
 
+fn lock_path(root: &Root, team: &TeamName) -> std::path::PathBuf {
+    root.team_dir(team).join("lead.flock")
+}
+
 /// Holds the team's lead lock; the lead is whoever holds it.
 pub struct LeadLock {
     _file: File,
@@ -48,7 +52,7 @@ pub struct LeadLock {
 
 impl LeadLock {
     pub fn acquire(root: &Root, team: &TeamName) -> Result<LeadLock> {
-        let path = root.team_dir(team).join("lead.flock");
+        let path = lock_path(root, team);
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -74,7 +78,7 @@ impl LeadLock {
 
 /// Whether a process holds the team's lead lock right now.
 pub fn is_running(root: &Root, team: &TeamName) -> bool {
-    let path = root.team_dir(team).join("lead.flock");
+    let path = lock_path(root, team);
     match std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -215,12 +215,8 @@ fn fire_subagent_stop(root: &Root, team: &TeamName, m: &MemberStatus, reason: &s
     extra.insert("reason".into(), reason.into());
     let spawned = std::thread::Builder::new()
         .name("swarm-subagent-stop".into())
-        .spawn(move || {
-            let outcome = runner.fire(HookEvent::SubagentStop, mode, extra);
-            for problem in &outcome.problems {
-                crate::hooks::report(problem);
-            }
-        });
+        // Problems are reported by the run itself.
+        .spawn(move || drop(runner.fire(HookEvent::SubagentStop, mode, extra)));
     if let Ok(handle) = spawned {
         let mut running = STOP_HOOKS.lock().unwrap();
         running.retain(|h| !h.is_finished());

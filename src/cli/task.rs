@@ -162,27 +162,22 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
 /// CLI leads the team); `Some(feedback)` when one blocks.
 fn task_hook(config: &TeamConfig, event: Event, task: &Task) -> Option<String> {
     let cwd = std::env::current_dir().ok()?;
-    let hooks = Hooks::load(&cwd);
-    if hooks.commands(event, None).is_empty() {
-        return None;
-    }
     let runner = Runner {
-        hooks,
+        hooks: Hooks::load(&cwd),
         session_id: config.lead_session_id.clone().unwrap_or_default(),
         cwd,
         team: config.name.clone(),
         agent: LEAD.to_owned(),
         agent_type: None,
     };
-    let outcome = runner.fire(
-        event,
-        crate::agent::permissions::PermissionMode::Default,
-        Runner::task_fields(&task.id, &task.subject, &task.description),
-    );
-    for problem in &outcome.problems {
-        crate::hooks::report(problem);
-    }
-    outcome.blocked
+    // Problems are reported by the run itself.
+    runner
+        .fire(
+            event,
+            crate::agent::permissions::PermissionMode::Default,
+            Runner::task_fields(&task.id, &task.subject, &task.description),
+        )
+        .blocked
 }
 
 fn one_line(text: &str) -> String {

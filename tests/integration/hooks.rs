@@ -393,7 +393,10 @@ fn task_hooks_also_judge_tasks_made_and_completed_by_hand() {
     std::fs::write(
         dir.join(".claude/settings.json"),
         json!({"hooks": {
-            "TaskCreated": [{"hooks": [refuse("forbidden", "no forbidden tasks")]}],
+            "TaskCreated": [{"hooks": [
+                refuse("forbidden", "no forbidden tasks"),
+                command("if grep -q grumpy; then exit 1; fi"),
+            ]}],
             "TaskCompleted": [{"hooks": [refuse("unfinished", "not done yet")]}],
         }})
         .to_string(),
@@ -414,17 +417,28 @@ fn task_hooks_also_judge_tasks_made_and_completed_by_hand() {
             .trim(),
         "[]"
     );
+    // A failing hook that does not block is reported once, and the task stays.
+    let grumpy = env
+        .run(&["--team", "t", "task", "add", "a grumpy task"])
+        .success();
+    assert_eq!(
+        grumpy.stderr.matches("exited with 1").count(),
+        1,
+        "{}",
+        grumpy.stderr
+    );
+    env.run(&["--team", "t", "task", "delete", "2"]).success();
     env.run(&["--team", "t", "task", "add", "an unfinished task"])
         .success();
     env.run(&["--team", "t", "task", "add", "a fine task"])
         .success();
-    let refused = env.run(&["--team", "t", "task", "done", "2"]).failure(4);
+    let refused = env.run(&["--team", "t", "task", "done", "3"]).failure(4);
     assert!(
         refused.stderr.contains("not done yet"),
         "{}",
         refused.stderr
     );
-    env.run(&["--team", "t", "task", "done", "3"]).success();
+    env.run(&["--team", "t", "task", "done", "4"]).success();
     let tasks: Value = serde_json::from_str(
         &env.run(&["--team", "t", "--json", "task", "list"])
             .success()
