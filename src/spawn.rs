@@ -112,11 +112,18 @@ pub struct Place<'a> {
 /// team window holds before the team gets another window.
 pub fn window_options(root: &Root, team: &TeamName) -> TeamWindowOptions {
     let mut opts = TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"));
-    if let Some(n) = std::env::var("SWARM_PANES_PER_WINDOW")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-    {
-        opts.panes_per_window = n.max(2);
+    // Read once: a bad value is worth one warning, not one per window lookup.
+    static GIVEN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let given = GIVEN.get_or_init(|| {
+        let v = std::env::var("SWARM_PANES_PER_WINDOW").ok()?;
+        let n = v.trim().parse::<usize>();
+        if n.is_err() {
+            tracing::warn!("SWARM_PANES_PER_WINDOW={v:?} is not a number; ignoring it");
+        }
+        n.ok()
+    });
+    if let Some(n) = given {
+        opts.panes_per_window = (*n).max(2);
     }
     opts
 }
