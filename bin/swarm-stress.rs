@@ -18,10 +18,10 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use swarm::mailbox::{self, Envelope};
-use swarm::names::{AgentName, TeamName};
-use swarm::root::Root;
-use swarm::tasks::{NewTask, TaskList};
+use swarm::store::layout::Root;
+use swarm::store::mailbox::{self, Envelope};
+use swarm::store::names::{AgentName, TeamName};
+use swarm::store::tasks::{NewTask, TaskList};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -81,8 +81,8 @@ fn main() {
         }
         "hold" => {
             let agent = AgentName::parse_any(arg(3)).expect("agent name");
-            let _guard =
-                swarm::lock::lock(&root.inbox_path(&team, &agent)).unwrap_or_else(|e| fail(&e));
+            let _guard = swarm::util::lock::lock(&root.inbox_path(&team, &agent))
+                .unwrap_or_else(|e| fail(&e));
             writeln!(out, "locked").expect("write");
             out.flush().expect("flush");
             std::thread::sleep(Duration::from_secs(3600));
@@ -134,7 +134,8 @@ fn main() {
             for _ in 0..passes {
                 let start = Instant::now();
                 let (seen, _) =
-                    swarm::lead::reconcile(&root, &team, Some(&tmux)).unwrap_or_else(|e| fail(&e));
+                    swarm::roles::lead::dispatcher::reconcile(&root, &team, Some(&tmux))
+                        .unwrap_or_else(|e| fail(&e));
                 let ms = start.elapsed().as_secs_f64() * 1000.0;
                 assert!(seen.tmux_reachable, "tmux server -L {} unreachable", arg(3));
                 writeln!(out, "{ms:.3} {}", seen.members.len()).expect("write");
@@ -144,7 +145,7 @@ fn main() {
     }
 }
 
-fn fail(e: &swarm::error::Error) -> ! {
+fn fail(e: &swarm::util::error::Error) -> ! {
     eprintln!("swarm-stress: {e}");
     std::process::exit(i32::from(e.exit_code()));
 }

@@ -1,40 +1,17 @@
 //! swarm: teams of AI coding agents side by side in tmux, coordinating through Claude
-//! Code's own on-disk formats. See CONTRIBUTING.md for the architecture.
+//! Code's own on-disk formats.
+//!
+//! The modules are layers, listed here from the bottom up; each uses only the ones above
+//! it in this list (CONTRIBUTING.md has the picture, and `tests/integration/layers.rs`
+//! checks it).
 
 pub mod agent;
-pub mod agents;
-pub mod approvals;
-pub mod atomic;
-pub mod cli;
-pub mod clock;
+pub mod config;
 pub mod demo;
-pub mod error;
-pub mod frontmatter;
-pub mod hooks;
-pub mod inherit;
-pub mod json;
-pub mod lead;
-pub mod lead_agent;
 pub mod llm;
-pub mod lock;
-pub mod mailbox;
-pub mod model_server;
-pub mod names;
-pub mod process;
-pub mod project;
-pub mod protocol;
-pub mod report;
-pub mod root;
-pub mod roster;
-pub mod shutdown;
-pub mod spawn;
-pub mod state;
-pub mod status;
-pub mod supervisor;
-pub mod tasks;
-pub mod team_window;
-pub mod teammate;
+pub mod roles;
+pub mod store;
+pub mod team;
 pub mod tmux;
-pub mod tui;
-pub mod watch;
-pub mod worktree;
+pub mod ui;
+pub mod util;

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    swarm::cli::main()
+    swarm::ui::cli::main()
 }

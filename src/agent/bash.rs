@@ -72,7 +72,7 @@ pub async fn run(input: Value, ctx: &ToolContext) -> ToolOutcome {
     };
     let Some((out, err, dropped, status)) = outcome else {
         if let Some(pgid) = pgid {
-            crate::process::signal_group(pgid, Signal::SIGKILL);
+            crate::util::process::signal_group(pgid, Signal::SIGKILL);
         }
         let _ = child.wait().await;
         let why = if ctx.cancel.is_cancelled() {
@@ -128,8 +128,8 @@ fn keep(buf: &mut Vec<u8>, chunk: &[u8], cap: usize, dropped: &mut usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::permissions::PermissionMode;
-    use crate::names::AgentName;
+    use crate::config::permissions::PermissionMode;
+    use crate::store::names::AgentName;
     use serde_json::json;
 
     fn ctx() -> (tempfile::TempDir, ToolContext) {

@@ -18,8 +18,8 @@ use futures_util::future::join_all;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::permissions::{self, Verdict};
 use crate::agent::tools::{self, ToolContext, ToolName, ToolOutcome, call_target, describe_call};
+use crate::config::permissions::{self, Verdict};
 use crate::llm::{
     ContentBlock, LlmClient, LlmError, Message, Request, Role, StopReason, StreamEvent, Usage,
     anthropic::INVALID_ARGUMENTS_KEY, estimate_cost_usd,

@@ -410,8 +410,8 @@ fn push_content(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::permissions::PermissionMode;
-    use crate::names::AgentName;
+    use crate::config::permissions::PermissionMode;
+    use crate::store::names::AgentName;
     use serde_json::json;
 
     fn ctx(dir: &Path) -> ToolContext {

@@ -1,11 +1,12 @@
-//! An agent: the model loop, its tools, permissions, prompts and display.
+//! An agent: the model loop and its host trait, the general tools (Bash, Read, Write,
+//! Edit, Glob, Grep), prompts and what a pane shows.
+//!
+//! Knows nothing of teams or tmux: team tools plug into the engine from `team`. Uses
+//! `config`, `store`, `llm` and `util`.
 
 pub mod bash;
 pub mod display;
 pub mod engine;
 pub mod fs_tools;
-pub mod permissions;
 pub mod prompt;
-pub mod solo;
-pub mod team_tools;
 pub mod tools;

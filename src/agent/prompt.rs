@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use crate::agent::permissions::PermissionMode;
-use crate::names::{AgentName, LEAD, TeamName};
-use crate::root::Root;
+use crate::config::permissions::PermissionMode;
+use crate::store::layout::Root;
+use crate::store::names::{AgentName, LEAD, TeamName};
 
 pub struct PromptInputs<'a> {
     pub agent: &'a AgentName,

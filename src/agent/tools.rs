@@ -13,11 +13,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::permissions::{AllowRule, PermissionMode, ToolKind};
-use crate::agent::{bash, fs_tools, team_tools};
+use crate::agent::{bash, fs_tools};
+use crate::config::permissions::{AllowRule, PermissionMode, ToolKind};
 use crate::llm::ToolSpec;
-use crate::names::{AgentName, TeamName};
-use crate::root::Root;
+use crate::store::layout::Root;
+use crate::store::names::{AgentName, TeamName};
+use crate::team::tools as team_tools;
 
 /// Largest tool output sent to the model, in bytes.
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
@@ -299,13 +300,13 @@ pub struct ToolContext {
     /// What only the lead can do: spawn teammates.
     pub lead: Option<LeadPowers>,
     /// The user's hooks for this agent's events (TaskCreated, TaskCompleted).
-    pub hooks: Option<std::sync::Arc<crate::hooks::Runner>>,
+    pub hooks: Option<std::sync::Arc<crate::config::hooks::Runner>>,
 }
 
 /// The lead's means to start teammates, as `swarm spawn` would.
 #[derive(Debug, Clone)]
 pub struct LeadPowers {
-    pub settings: crate::inherit::LeadSettings,
+    pub settings: crate::team::inherit::LeadSettings,
     pub env: std::collections::BTreeMap<String, String>,
     pub tmux: crate::tmux::Tmux,
     pub inside_tmux: bool,

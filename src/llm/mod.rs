@@ -1,9 +1,13 @@
-//! Talking to language models: one trait, an Anthropic Messages API client, an
-//! OpenAI-compatible client, retries, and the shared conversation types.
+//! Talking to language models, both ways: one trait, an Anthropic Messages API client,
+//! an OpenAI-compatible client, retries, the shared conversation types, and the scripted
+//! model server that stands in for a real API in tests and the demo.
+//!
+//! Knows nothing of teams, files or tmux. Uses only `util`.
 
 pub mod anthropic;
 pub mod config;
 pub mod http;
+pub mod model_server;
 pub mod openai;
 pub mod retry;
 pub mod sse;

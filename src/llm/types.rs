@@ -273,12 +273,12 @@ pub enum LlmError {
 
 /// How a model failure surfaces from a command: configuration mistakes are usage errors,
 /// cancellation is an interruption, everything else exits with the model code.
-impl From<LlmError> for crate::error::Error {
-    fn from(e: LlmError) -> crate::error::Error {
+impl From<LlmError> for crate::util::error::Error {
+    fn from(e: LlmError) -> crate::util::error::Error {
         match e {
-            LlmError::Config(m) => crate::error::Error::Usage(m),
-            LlmError::Cancelled => crate::error::Error::Interrupted,
-            other => crate::error::Error::Model(other.to_string()),
+            LlmError::Config(m) => crate::util::error::Error::Usage(m),
+            LlmError::Cancelled => crate::util::error::Error::Interrupted,
+            other => crate::util::error::Error::Model(other.to_string()),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use swarm::tasks::{NewTask, TaskList};
+use swarm::store::tasks::{NewTask, TaskList};
 
 use crate::harness::{Guarded, TestEnv, run, wait_timeout, wait_until};
 

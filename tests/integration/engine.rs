@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use swarm::agent::engine::{Authorization, Engine, Event, Finish, Host};
-use swarm::agent::permissions::PermissionMode;
 use swarm::agent::tools::{ToolContext, ToolName, ToolOutcome};
+use swarm::config::permissions::PermissionMode;
+use swarm::llm::model_server::{Raw, Reply, Rule, Script};
 use swarm::llm::{self, LlmConfig};
-use swarm::model_server::{Raw, Reply, Rule, Script};
-use swarm::names::AgentName;
+use swarm::store::names::AgentName;
 
 use crate::harness::ScriptedModel;
 

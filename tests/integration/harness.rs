@@ -6,8 +6,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use swarm::names::TeamName;
-use swarm::root::Root;
+use swarm::store::layout::Root;
+use swarm::store::names::TeamName;
 use swarm::tmux::Tmux;
 
 pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
@@ -235,12 +235,12 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// A scripted model server running in this test process, on its own runtime thread.
 pub struct ScriptedModel {
-    pub server: Option<swarm::model_server::ModelServer>,
+    pub server: Option<swarm::llm::model_server::ModelServer>,
     pub runtime: tokio::runtime::Runtime,
 }
 
 impl ScriptedModel {
-    pub fn start(script: swarm::model_server::Script) -> ScriptedModel {
+    pub fn start(script: swarm::llm::model_server::Script) -> ScriptedModel {
         swarm::llm::install_crypto_provider();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -248,7 +248,7 @@ impl ScriptedModel {
             .build()
             .unwrap();
         let server = runtime
-            .block_on(swarm::model_server::ModelServer::start_local(script))
+            .block_on(swarm::llm::model_server::ModelServer::start_local(script))
             .expect("start the scripted model server");
         ScriptedModel {
             server: Some(server),
@@ -260,7 +260,7 @@ impl ScriptedModel {
         self.server.as_ref().unwrap().url()
     }
 
-    pub fn requests(&self) -> Vec<swarm::model_server::RecordedRequest> {
+    pub fn requests(&self) -> Vec<swarm::llm::model_server::RecordedRequest> {
         self.server.as_ref().unwrap().requests()
     }
 }
@@ -347,10 +347,10 @@ impl TestEnv {
     }
 
     /// The lead's inbox, parsed.
-    pub fn lead_inbox(&self, team: &str) -> Vec<swarm::mailbox::Envelope> {
+    pub fn lead_inbox(&self, team: &str) -> Vec<swarm::store::mailbox::Envelope> {
         let root = self.store_root();
         let team = self.team_name(team);
-        swarm::mailbox::read_all(&root, &team, &swarm::names::AgentName::lead())
+        swarm::store::mailbox::read_all(&root, &team, &swarm::store::names::AgentName::lead())
             .unwrap()
             .into_iter()
             .map(|d| d.envelope)
@@ -362,8 +362,8 @@ impl TestEnv {
         &self,
         team: &str,
         timeout: Duration,
-        mut pred: impl FnMut(&swarm::protocol::Protocol) -> bool,
-    ) -> Option<swarm::protocol::Protocol> {
+        mut pred: impl FnMut(&swarm::store::protocol::Protocol) -> bool,
+    ) -> Option<swarm::store::protocol::Protocol> {
         let mut found = None;
         wait_until(timeout, || {
             found = self
@@ -380,11 +380,11 @@ impl TestEnv {
     pub fn deliver(&self, team: &str, from: &str, to: &str, text: String) {
         let root = self.store_root();
         let team = self.team_name(team);
-        swarm::mailbox::deliver(
+        swarm::store::mailbox::deliver(
             &root,
             &team,
-            &swarm::names::AgentName::parse_any(to).unwrap(),
-            swarm::mailbox::Envelope::new(from, text),
+            &swarm::store::names::AgentName::parse_any(to).unwrap(),
+            swarm::store::mailbox::Envelope::new(from, text),
         )
         .unwrap();
     }

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use swarm::llm::model_server::{Fault, ModelServer, Outcome, Raw, Reply, Rule, Script};
 use swarm::llm::{
     ContentBlock, LlmClient, LlmConfig, LlmError, LlmFlags, Message, Provider, Request, Response,
     Role, StopReason, StreamEvent, ToolSpec, build_client,
 };
-use swarm::model_server::{Fault, ModelServer, Outcome, Raw, Reply, Rule, Script};
 use tokio_util::sync::CancellationToken;
 
 use crate::harness::{ScriptedModel, TestEnv, run, wait_timeout};
@@ -534,8 +534,8 @@ async fn e11_retries_exhausted_keeps_the_message_and_request_id() {
         err.to_string(),
         "model API error 529 overloaded_error: Overloaded (request-id req_scripted_000003)"
     );
-    let e: swarm::error::Error = err.clone().into();
-    assert_eq!(e.exit_code(), swarm::error::exit::MODEL);
+    let e: swarm::util::error::Error = err.clone().into();
+    assert_eq!(e.exit_code(), swarm::util::error::exit::MODEL);
 }
 
 #[tokio::test]
@@ -1117,7 +1117,7 @@ async fn the_server_refuses_non_loopback_addresses() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("loopback"), "{err}");
-    assert_eq!(err.exit_code(), swarm::error::exit::USAGE);
+    assert_eq!(err.exit_code(), swarm::util::error::exit::USAGE);
 }
 
 #[test]

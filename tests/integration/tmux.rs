@@ -9,15 +9,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use swarm::error::exit;
-use swarm::names::{AgentName, TeamName};
-use swarm::process;
-use swarm::roster::{PALETTE, tmux_colour};
-use swarm::team_window::{Placement, TeamWindow, TeamWindowOptions, session_name};
+use swarm::store::names::{AgentName, TeamName};
+use swarm::store::roster::{PALETTE, tmux_colour};
+use swarm::team::window::{Placement, TeamWindow, TeamWindowOptions, session_name};
 use swarm::tmux::{
     AGENT_OPTION, Direction, NewPane, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, Size,
     TEAM_OPTION, Tmux, TmuxCommand, TmuxError,
 };
+use swarm::util::error::exit;
+use swarm::util::process;
 
 use crate::harness::{TestEnv, wait_until};
 
@@ -447,7 +447,7 @@ fn no_server_and_target_gone_are_told_apart() {
     assert!(e.is_target_gone(), "{e:?}");
     let e = tmux.display(&gone, "#{pane_pid}").unwrap_err();
     assert!(e.is_target_gone(), "{e:?}");
-    let err: swarm::error::Error = e.into();
+    let err: swarm::util::error::Error = e.into();
     assert_eq!(err.exit_code(), exit::TMUX);
     assert_eq!(tmux.display(&keep.pane, "#{pane_width}").unwrap(), "200");
 
@@ -472,7 +472,7 @@ fn no_server_and_target_gone_are_told_apart() {
         e.is_no_server(),
         "after kill-server a target is not 'gone': {e:?}"
     );
-    let err: swarm::error::Error = e.into();
+    let err: swarm::util::error::Error = e.into();
     assert_eq!(err.exit_code(), exit::TMUX);
     assert!(
         err.to_string().contains("no tmux server is running"),
@@ -510,7 +510,7 @@ fn a_command_that_hangs_times_out() {
     let slow = tmux.clone().timeout(Duration::from_millis(300));
     let e = slow.run(&TmuxCommand::wait_for("never")).unwrap_err();
     assert!(matches!(e, TmuxError::Timeout { .. }), "{e:?}");
-    let err: swarm::error::Error = e.into();
+    let err: swarm::util::error::Error = e.into();
     assert_eq!(err.exit_code(), exit::TMUX);
     // The server itself is fine, and a signalled channel does not block.
     let waiter = {
@@ -941,19 +941,23 @@ fn secrets_reach_the_pane_but_no_command_line() {
         ["python3", "-c", "import os,sys; open(sys.argv[1],'w').write(os.environ.get('SWARM_TEST_KEY','<unset>'))", &out.display().to_string()],
     )
     .secret_env("SWARM_TEST_KEY", secret);
-    let team = swarm::names::TeamName::new("sec").unwrap();
-    let opts = swarm::team_window::TeamWindowOptions::new(env.dir.path().join("tmux.flock"));
+    let team = swarm::store::names::TeamName::new("sec").unwrap();
+    let opts = swarm::team::window::TeamWindowOptions::new(env.dir.path().join("tmux.flock"));
     let lead = PaneSpec::new(env.dir.path(), ["sleep", "600"]);
-    let mut tw = swarm::team_window::TeamWindow::open(
+    let mut tw = swarm::team::window::TeamWindow::open(
         &tmux,
         &team,
         &lead,
-        swarm::team_window::Placement::Detached,
+        swarm::team::window::Placement::Detached,
         opts,
     )
     .unwrap();
     let pane = tw
-        .add_teammate(&swarm::names::AgentName::new("bob").unwrap(), "blue", &spec)
+        .add_teammate(
+            &swarm::store::names::AgentName::new("bob").unwrap(),
+            "blue",
+            &spec,
+        )
         .unwrap();
     assert!(crate::harness::wait_until(Duration::from_secs(20), || {
         std::fs::read_to_string(&out).is_ok_and(|s| !s.is_empty())
@@ -977,7 +981,7 @@ fn secrets_reach_the_pane_but_no_command_line() {
     let bad = PaneSpec::new(env.dir.path(), ["sleep", "1"]).secret_env("K", "line\nbreak");
     assert!(
         tw.add_teammate(
-            &swarm::names::AgentName::new("carol").unwrap(),
+            &swarm::store::names::AgentName::new("carol").unwrap(),
             "green",
             &bad
         )

@@ -5,15 +5,15 @@
 use std::time::Duration;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
-use swarm::approvals::{self, Approval, Decision, State};
-use swarm::clock;
-use swarm::mailbox;
-use swarm::names::AgentName;
-use swarm::protocol::{
+use swarm::store::approvals::{self, Approval, Decision, State};
+use swarm::store::mailbox;
+use swarm::store::names::AgentName;
+use swarm::store::protocol::{
     IdleNotification, PermissionRequest, PlanApprovalRequest, Protocol, permission_request_id,
     plan_request_id,
 };
-use swarm::tui::{App, Flow, Jumper, Panel, Source};
+use swarm::ui::dashboard::{App, Flow, Jumper, Panel, Source};
+use swarm::util::clock;
 
 use crate::harness::{TestEnv, wait_until};
 
@@ -380,7 +380,7 @@ fn enter_on_a_member_switches_the_client_to_its_pane() {
         "work",
         "sleep 300",
     ]);
-    swarm::roster::update(&env.store_root(), &env.team_name("alpha"), |c| {
+    swarm::store::roster::update(&env.store_root(), &env.team_name("alpha"), |c| {
         c.member_mut("alice").unwrap().tmux_pane_id = pane.clone();
         Ok(())
     })

@@ -1,0 +1,10 @@
+//! What the user configured: where the project and the user's settings are, agent
+//! definitions (Markdown with frontmatter), hooks, permission modes and allow rules.
+//!
+//! Uses `store` (names, the colour palette) and `util`.
+
+pub mod agents;
+pub mod frontmatter;
+pub mod hooks;
+pub mod permissions;
+pub mod project;

@@ -1,0 +1,6 @@
+//! `swarm demo`: a real team on a small real job, with the scripted model standing in for
+//! an LLM.
+//!
+//! Uses `roles`, `team` and everything below.
+
+pub mod job;

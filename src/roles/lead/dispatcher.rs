@@ -1,0 +1,314 @@
+//! `swarm lead`: the process in a team's first pane. It owns the team's live state.
+//!
+//! One dispatcher loop, fed by a reconcile tick (twice a second: one batched tmux query,
+//! a pid check per agent, see [`status::observe`]) and by signals. Each tick it reports
+//! teammates whose process ended (tasks back to pending, `teammate_terminated` to the lead's
+//! inbox; exactly once, see [`supervisor`]) and redraws the team's table in its pane.
+//!
+//! Only one lead runs per team (an flock on `teams/<team>/lead.flock`, held for life). On
+//! Ctrl-C, SIGTERM or SIGHUP it shuts its teammates down through the ladder, unless it was
+//! started with `--keep-team`, and leaves the team's files for the record.
+
+use std::fs::File;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::roles::lead::agent::{self as lead_agent, LeadAgentOptions};
+use crate::store::layout::Root;
+use crate::store::names::{AgentName, LEAD, TeamName};
+use crate::store::roster;
+use crate::store::state::{self, Activity, AgentState, ExitInfo};
+use crate::team::report;
+use crate::team::shutdown::{self, LadderOptions};
+use crate::team::status;
+use crate::team::supervisor;
+use crate::tmux::Tmux;
+use crate::util::clock;
+use crate::util::error::{Error, IoContext, Result};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone)]
+pub struct LeadOptions {
+    pub root: Root,
+    pub team: TeamName,
+    pub tmux: Option<Tmux>,
+    pub keep_team: bool,
+    pub reconcile_every: Duration,
+    pub ladder: LadderOptions,
+    /// Draw the team table in this terminal.
+    pub draw: bool,
+}
+
+fn lock_path(root: &Root, team: &TeamName) -> std::path::PathBuf {
+    root.team_dir(team).join("lead.flock")
+}
+
+/// Holds the team's lead lock; the lead is whoever holds it.
+pub struct LeadLock {
+    _file: File,
+}
+
+impl LeadLock {
+    pub fn acquire(root: &Root, team: &TeamName) -> Result<LeadLock> {
+        let path = lock_path(root, team);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .ctx("open", &path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(LeadLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let pid = roster::load(root, team)
+                    .ok()
+                    .and_then(|c| c.extra.get("leadProcess").and_then(|p| p["pid"].as_i64()));
+                Err(Error::conflict(format!(
+                    "team '{team}' already has a lead running{}; attach to it with `swarm attach {team}`",
+                    pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock", &path, e)),
+        }
+    }
+}
+
+/// Whether a process holds the team's lead lock right now.
+pub fn is_running(root: &Root, team: &TeamName) -> bool {
+    let path = lock_path(root, team);
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+    {
+        Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+        Err(_) => false,
+    }
+}
+
+/// Records this process as the team's lead (Claude Code's `leadProcess`, and the lead
+/// member's pane).
+pub fn register(root: &Root, team: &TeamName) -> Result<AgentState> {
+    let pid = std::process::id() as i32;
+    let pane = std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'));
+    roster::update(root, team, |c| {
+        c.extra.insert(
+            "leadProcess".to_owned(),
+            json!({
+                "pid": pid,
+                "pidSpace": "host",
+                "claimedAt": clock::now_ms(),
+                "procStart": crate::util::process::start_ticks(pid).map(|t| t.to_string()),
+            }),
+        );
+        if let (Some(p), Some(lead)) = (pane.clone(), c.member_mut(LEAD)) {
+            lead.tmux_pane_id = p;
+            lead.backend_type = Some("tmux".to_owned());
+        }
+        Ok(())
+    })?;
+    let state = AgentState::new(Activity::Idle);
+    state::write(root, team, &AgentName::lead(), &state)?;
+    Ok(state)
+}
+
+/// One reconcile pass: look, report what ended. Returns the status seen.
+pub fn reconcile(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+) -> Result<(status::TeamStatus, Vec<supervisor::Reported>)> {
+    let seen = status::observe(root, team, tmux)?;
+    let reported = supervisor::report_exits(root, team, &seen);
+    Ok((seen, reported))
+}
+
+/// Runs the lead until a signal or, with an agent, until its goal is done; returns the
+/// exit code.
+pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i32> {
+    let _lock = LeadLock::acquire(&opts.root, &opts.team)?;
+    let mut me = register(&opts.root, &opts.team)?;
+    let stop = CancellationToken::new();
+    let listen = |kind| {
+        signal(kind).map_err(|e| Error::Other(format!("failed to install a signal handler: {e}")))
+    };
+    let (mut int, mut term, mut hup) = (
+        listen(SignalKind::interrupt())?,
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::hangup())?,
+    );
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+        on_signal.cancel();
+    });
+    let supervisor = tokio::spawn(supervise(opts.clone(), agent.is_none(), stop.clone()));
+    // Where the work began, so the report can tell what was committed since.
+    let mut base = None;
+    let (code, outcome) = match agent.clone() {
+        None => {
+            stop.cancelled().await;
+            (0, None)
+        }
+        Some(a) => {
+            base = report::git_head(&a.cwd);
+            let (outcome, engine) = lead_agent::run(a, stop.clone()).await?;
+            me.usage = engine.usage;
+            me.cost_usd = engine.cost_usd;
+            me.model_calls = engine.model_calls;
+            let code = match &outcome {
+                lead_agent::Outcome::Done => 0,
+                lead_agent::Outcome::Stopped(_) => i32::from(crate::util::error::exit::INTERRUPTED),
+                lead_agent::Outcome::Failed(_) => i32::from(crate::util::error::exit::MODEL),
+            };
+            (code, Some(outcome))
+        }
+    };
+    if !opts.keep_team {
+        me.activity = Activity::ShuttingDown;
+        let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
+        let opts2 = opts.clone();
+        let _ = tokio::task::spawn_blocking(move || stop_team(&opts2)).await;
+    }
+    stop.cancel();
+    let _ = supervisor.await;
+    if let (Some(a), Some(outcome)) = (agent, outcome) {
+        let result = match &outcome {
+            lead_agent::Outcome::Done => "done: every task is completed".to_owned(),
+            lead_agent::Outcome::Stopped(why) => format!("stopped: {why}"),
+            lead_agent::Outcome::Failed(why) => format!("failed: {why}"),
+        };
+        // The lead's own figures, then the whole team's as it ends.
+        // The report reads everyone's state file, the lead's figures included; `Exited`
+        // comes last, since waiters take it to mean the report is there.
+        me.exit = Some(ExitInfo {
+            code,
+            reason: result.clone(),
+            released_tasks: Vec::new(),
+            clean: code == 0,
+        });
+        let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
+        let text = report::render(
+            &opts.root,
+            &opts.team,
+            &a.goal,
+            &result,
+            &a.cwd,
+            base.as_deref(),
+        );
+        let path = report::write(&opts.root, &opts.team, &text);
+        say(&format!("\n{text}\n(report written to {})", path.display()));
+    }
+    me.activity = Activity::Exited;
+    if me.exit.is_none() {
+        me.exit = Some(ExitInfo {
+            code,
+            reason: "the lead stopped".to_owned(),
+            released_tasks: Vec::new(),
+            clean: true,
+        });
+    }
+    let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
+    Ok(code)
+}
+
+/// The reconcile loop, until `stop`: report what ended, redraw the table when asked to.
+async fn supervise(opts: LeadOptions, draw_table: bool, stop: CancellationToken) {
+    let mut events: Vec<String> = Vec::new();
+    let mut interval = tokio::time::interval(opts.reconcile_every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        let (root, team, tmux) = (opts.root.clone(), opts.team.clone(), opts.tmux.clone());
+        match tokio::task::spawn_blocking(move || reconcile(&root, &team, tmux.as_ref())).await {
+            Ok(Ok((seen, reported))) => {
+                for r in reported {
+                    events.push(format!(
+                        "{} {} stopped: {}",
+                        clock::now_iso(),
+                        r.name,
+                        r.reason
+                    ));
+                }
+                if draw_table && opts.draw {
+                    draw(&seen, &events);
+                }
+            }
+            Ok(Err(e)) => tracing::warn!("reconcile failed: {e}"),
+            Err(e) => tracing::warn!("reconcile panicked: {e}"),
+        }
+    }
+}
+
+/// Runs the ladder on every teammate that is alive.
+pub fn stop_team(opts: &LeadOptions) -> Vec<Result<shutdown::Report>> {
+    let Ok(seen) = status::observe(&opts.root, &opts.team, opts.tmux.as_ref()) else {
+        return Vec::new();
+    };
+    if opts.tmux.is_some() && !seen.tmux_reachable {
+        // The tmux server is gone, and with it every pane: each teammate got SIGHUP and
+        // records its own end. The ladder would only take them off the roster, and the
+        // person should find them there, marked dead, with their tasks released.
+        return Vec::new();
+    }
+    let names: Vec<String> = seen
+        .members
+        .iter()
+        .filter(|m| m.name != LEAD && (m.alive || m.pane_alive == Some(true)))
+        .map(|m| m.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    say(&format!(
+        "\nshutting down {} teammate(s): {}",
+        names.len(),
+        names.join(", ")
+    ));
+    shutdown::shut_down_all(
+        &opts.root,
+        &opts.team,
+        opts.tmux.as_ref(),
+        &names,
+        &opts.ladder,
+        &|line| say(&format!("  {line}")),
+    )
+}
+
+/// Prints a line if the lead's terminal is still there. When its pane was closed, the
+/// lead is stopping the team because of it, and `println!` would panic halfway through.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
+
+fn draw(seen: &status::TeamStatus, events: &[String]) {
+    use std::io::Write;
+    let mut out = String::from("\x1b[H\x1b[2J");
+    let width = ratatui::crossterm::terminal::size()
+        .map(|(w, _)| usize::from(w))
+        .unwrap_or(80);
+    out.push_str(&status::render_for_width(seen, clock::now_ms(), width));
+    if !events.is_empty() {
+        out.push('\n');
+        for e in events.iter().rev().take(10).rev() {
+            out.push_str(&format!("  {e}\n"));
+        }
+    }
+    out.push_str("\n(swarm lead: supervising; Ctrl-C shuts the team down)\n");
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    let _ = stdout.flush();
+}

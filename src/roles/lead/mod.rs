@@ -1,0 +1,5 @@
+//! `swarm lead`: the dispatcher loop that owns a team's live state, and the lead agent
+//! that turns a goal into tasks and teammates.
+
+pub mod agent;
+pub mod dispatcher;

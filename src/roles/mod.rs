@@ -1,0 +1,8 @@
+//! What runs in a pane: a teammate (`swarm teammate`), the lead (`swarm lead`: the
+//! supervisor loop and the lead agent), and the one-agent `swarm agent -p`.
+//!
+//! Uses `team` and everything below it.
+
+pub mod lead;
+pub mod solo;
+pub mod teammate;

@@ -1,0 +1,16 @@
+//! The store: a team on disk, in Claude Code's layout and formats. Every path is built in
+//! [`layout`]; names are validated in [`names`]; the roster, the mailboxes (with their
+//! spool and delivered log), the task list, approvals, each agent's state and the
+//! protocol messages carried in mail each have a module.
+//!
+//! The layers above reach team files and their locks only through this module's public
+//! operations. Uses `util` and, for the token figures in agent state, `llm`'s `Usage`.
+
+pub mod approvals;
+pub mod layout;
+pub mod mailbox;
+pub mod names;
+pub mod protocol;
+pub mod roster;
+pub mod state;
+pub mod tasks;

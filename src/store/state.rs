@@ -1,0 +1,148 @@
+//! Each agent's live state, `teams/<team>/state/<agent>.json`: pid, what it is doing, its
+//! current task, when it last did something, and its token usage and cost.
+//!
+//! swarm's own file (Claude Code has no such thing), written only by the agent it
+//! describes, so it needs no lock: every write replaces it atomically, and readers (`swarm
+//! status`, the lead's supervisor, the dashboard) see a whole file. It is not fsynced: it
+//! describes the present, and after a power loss the present is gone anyway.
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::Usage;
+use crate::store::layout::Root;
+use crate::store::names::{AgentName, TeamName};
+use crate::util::error::Result;
+use crate::util::{atomic, clock, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activity {
+    Starting,
+    Idle,
+    Working,
+    AwaitingApproval,
+    ShuttingDown,
+    Exited,
+}
+
+impl Activity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Activity::Starting => "starting",
+            Activity::Idle => "idle",
+            Activity::Working => "working",
+            Activity::AwaitingApproval => "awaiting-approval",
+            Activity::ShuttingDown => "shutting-down",
+            Activity::Exited => "exited",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentState {
+    pub pid: i32,
+    /// With the pid, identifies the process even after the pid is reused.
+    #[serde(default)]
+    pub start_ticks: Option<u64>,
+    pub activity: Activity,
+    #[serde(default)]
+    pub current_task: Option<String>,
+    /// Epoch milliseconds of the last thing the agent did.
+    pub last_activity_ms: i64,
+    #[serde(default)]
+    pub detail: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub model_calls: u64,
+    #[serde(default)]
+    pub exit: Option<ExitInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitInfo {
+    pub code: i32,
+    pub reason: String,
+    #[serde(default)]
+    pub released_tasks: Vec<String>,
+    /// The agent stopped itself in an orderly way (approved shutdown, a signal it
+    /// handled); false when someone else recorded its death.
+    #[serde(default)]
+    pub clean: bool,
+}
+
+impl AgentState {
+    pub fn new(activity: Activity) -> AgentState {
+        let pid = std::process::id() as i32;
+        AgentState {
+            pid,
+            start_ticks: crate::util::process::start_ticks(pid),
+            activity,
+            current_task: None,
+            last_activity_ms: clock::now_ms(),
+            detail: None,
+            model: None,
+            mode: None,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            model_calls: 0,
+            exit: None,
+        }
+    }
+
+    /// True if the process this state describes is still running.
+    pub fn process_alive(&self) -> bool {
+        crate::util::process::is_alive(self.pid)
+            && (self.start_ticks.is_none()
+                || crate::util::process::start_ticks(self.pid) == self.start_ticks)
+    }
+}
+
+pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState) -> Result<()> {
+    let dir = root.state_dir(team);
+    if !dir.is_dir() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| crate::util::error::Error::io("create directory", &dir, e))?;
+    }
+    atomic::write_with(
+        &root.state_path(team, agent),
+        &json::to_pretty(state),
+        false,
+    )
+}
+
+pub fn read(root: &Root, team: &TeamName, agent: &AgentName) -> Option<AgentState> {
+    json::parse(&std::fs::read(root.state_path(team, agent)).ok()?).ok()
+}
+
+/// Every agent that has a state file, by name (teammates that left the roster included).
+pub fn all(root: &Root, team: &TeamName) -> Vec<(String, AgentState)> {
+    let Ok(entries) = std::fs::read_dir(root.state_dir(team)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, AgentState)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e
+                .file_name()
+                .to_string_lossy()
+                .strip_suffix(".json")?
+                .to_owned();
+            let agent = AgentName::parse_any(&name).ok()?;
+            Some((name, read(root, team, &agent)?))
+        })
+        .collect();
+    // The lead first, then by name.
+    out.sort_by(|a, b| {
+        (a.0 != crate::store::names::LEAD, &a.0).cmp(&(b.0 != crate::store::names::LEAD, &b.0))
+    });
+    out
+}

@@ -1,0 +1,493 @@
+//! What a teammate inherits from its lead: one pure function from the lead's settings and
+//! environment to the teammate's argv and environment.
+//!
+//! Rules, in order:
+//! - identity: `--agent-id <name>@<team> --agent-name --team-name --agent-color`, also
+//!   exported as `SWARM_AGENT_ID`, `SWARM_AGENT_NAME`, `SWARM_TEAM`;
+//! - model ([`resolve_model`]), first that applies: `SWARM_SUBAGENT_MODEL` (else
+//!   `CLAUDE_CODE_SUBAGENT_MODEL`) in the lead's environment, the spawn's `--model`, the
+//!   agent definition's `model`, the lead's model. `inherit` on any rung means the lead's
+//!   model. With none of them, no `--model` at all, so the teammate uses the provider's
+//!   default: a model the user did not choose is never forced. Provider, base URL and
+//!   `anthropic-version` are the lead's;
+//! - permission mode: plan when a plan is required (plan mode beats bypass), else the
+//!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
+//!   rules, the turn limit and how long to wait for a permission answer are the lead's;
+//! - root and tmux server are the lead's, so the team stays on one disk and one server;
+//! - environment: an allow-list copied from the lead (provider keys and URLs, proxies, CA
+//!   bundles, `SWARM_*`, `CLAUDE_CONFIG_DIR`, and `PATH`, `HOME`, `LANG`, `LC_ALL`, `USER`
+//!   so commands run as they would for the lead). Anything that looks like a credential
+//!   (a name with KEY, TOKEN, SECRET, PASSWORD or AUTH, or a proxy URL) goes to
+//!   `secret_env`, which never reaches a command line.
+//!
+//! Every valued flag is written `--flag=value`, so a value starting with `-` is still a
+//! value.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::config::permissions::PermissionMode;
+use crate::store::names::{AgentName, TeamName, agent_id};
+
+/// The lead's side of the inheritance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeadSettings {
+    /// The swarm binary teammates run (the lead's own, by absolute path).
+    pub exe: PathBuf,
+    pub root: PathBuf,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub anthropic_version: Option<String>,
+    pub permission_mode: PermissionMode,
+    pub allow: Vec<String>,
+    pub max_turns: Option<u32>,
+    pub permission_timeout: Option<Duration>,
+    pub tmux_socket: Option<String>,
+    pub session_id: Option<String>,
+}
+
+/// `--permission-timeout=...`, as the flag reads it back.
+pub fn permission_timeout_flag(timeout: Duration) -> String {
+    format!(
+        "--permission-timeout={}",
+        humantime::format_duration(timeout)
+    )
+}
+
+/// One teammate to start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpawnSpec {
+    pub team: TeamName,
+    pub name: AgentName,
+    pub color: String,
+    pub agent_type: Option<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<PermissionMode>,
+    pub plan_mode_required: bool,
+    pub cwd: PathBuf,
+    /// The agent definition's `model`, if it names one.
+    pub definition_model: Option<String>,
+    /// The agent definition's `permissionMode`, if it names one.
+    pub definition_permission_mode: Option<PermissionMode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeammateCommand {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub secret_env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+const PASSED: [&str; 25] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_VERSION",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "CLAUDE_CONFIG_DIR",
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "USER",
+];
+
+/// Set per teammate, never copied from the lead.
+const IDENTITY: [&str; 3] = ["SWARM_AGENT_ID", "SWARM_AGENT_NAME", "SWARM_TEAM"];
+
+/// Whether an environment variable may carry a credential.
+pub fn is_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"]
+        .iter()
+        .any(|w| upper.contains(w))
+        || upper.ends_with("_PROXY")
+}
+
+/// Environment variables that choose every teammate's model, in order.
+pub const SUBAGENT_MODEL_VARS: [&str; 2] = ["SWARM_SUBAGENT_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"];
+
+/// The teammate's model (see the module comment); `None` leaves it to the provider.
+pub fn resolve_model(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+) -> Option<String> {
+    let chosen = |m: Option<&String>| m.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
+    let from_env = SUBAGENT_MODEL_VARS.iter().find_map(|k| chosen(env.get(*k)));
+    let rungs = [
+        from_env,
+        chosen(spawn.model.as_ref()),
+        chosen(spawn.definition_model.as_ref()),
+    ];
+    match rungs.into_iter().flatten().next() {
+        Some(m) if m == "inherit" => lead.model.clone(),
+        Some(m) => Some(m),
+        None => lead.model.clone(),
+    }
+}
+
+/// The teammate's command line and environment.
+pub fn teammate_command(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+) -> TeammateCommand {
+    let mut argv = vec![
+        lead.exe.display().to_string(),
+        format!("--root={}", lead.root.display()),
+        "teammate".to_owned(),
+        format!("--agent-id={}", agent_id(&spawn.name, &spawn.team)),
+        format!("--agent-name={}", spawn.name),
+        format!("--team-name={}", spawn.team),
+        format!("--agent-color={}", spawn.color),
+    ];
+    if let Some(sid) = &lead.session_id {
+        argv.push(format!("--parent-session-id={sid}"));
+    }
+    if spawn.plan_mode_required {
+        argv.push("--plan-mode-required".to_owned());
+    }
+    if let Some(t) = &spawn.agent_type {
+        argv.push(format!("--agent-type={t}"));
+    }
+    argv.push(format!("--cwd={}", spawn.cwd.display()));
+    if let Some(p) = &lead.provider {
+        argv.push(format!("--provider={p}"));
+    }
+    if let Some(m) = resolve_model(lead, env, spawn) {
+        argv.push(format!("--model={m}"));
+    }
+    if let Some(u) = &lead.base_url {
+        argv.push(format!("--base-url={u}"));
+    }
+    if let Some(v) = &lead.anthropic_version {
+        argv.push(format!("--anthropic-version={v}"));
+    }
+    let mode = if spawn.plan_mode_required {
+        PermissionMode::Plan
+    } else {
+        spawn
+            .permission_mode
+            .or(spawn.definition_permission_mode)
+            .unwrap_or(lead.permission_mode)
+    };
+    argv.push(format!("--permission-mode={mode}"));
+    for rule in &lead.allow {
+        argv.push(format!("--allow={rule}"));
+    }
+    if let Some(n) = lead.max_turns {
+        argv.push(format!("--max-turns={n}"));
+    }
+    if let Some(t) = lead.permission_timeout {
+        argv.push(permission_timeout_flag(t));
+    }
+
+    let (mut plain, secret) = environment(lead, env);
+    plain.insert(
+        "SWARM_AGENT_ID".to_owned(),
+        agent_id(&spawn.name, &spawn.team),
+    );
+    plain.insert("SWARM_AGENT_NAME".to_owned(), spawn.name.to_string());
+    plain.insert("SWARM_TEAM".to_owned(), spawn.team.to_string());
+    TeammateCommand {
+        argv,
+        env: plain.into_iter().collect(),
+        secret_env: secret.into_iter().collect(),
+        cwd: spawn.cwd.clone(),
+    }
+}
+
+/// The environment a process started for the lead gets: the allow-list, split into plain
+/// and secret, plus the lead's root and tmux server. No identity: callers add it.
+pub fn environment(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let mut plain = BTreeMap::new();
+    let mut secret = BTreeMap::new();
+    for (k, v) in env {
+        let passed = PASSED.contains(&k.as_str())
+            || (k.starts_with("SWARM_") && !IDENTITY.contains(&k.as_str()));
+        if !passed || v.is_empty() {
+            continue;
+        }
+        if is_secret(k) {
+            secret.insert(k.clone(), v.clone());
+        } else {
+            plain.insert(k.clone(), v.clone());
+        }
+    }
+    plain.insert("SWARM_ROOT".to_owned(), lead.root.display().to_string());
+    match &lead.tmux_socket {
+        Some(s) => {
+            plain.insert("SWARM_TMUX_SOCKET".to_owned(), s.clone());
+        }
+        None => {
+            plain.remove("SWARM_TMUX_SOCKET");
+        }
+    }
+    (plain, secret)
+}
+
+/// A copy-pasteable shell rendering of `tmux ... -- argv`, secrets redacted.
+pub fn display_command(tmux_prefix: &[String], cmd: &TeammateCommand) -> String {
+    let q = |s: &str| shell_escape::escape(s.into()).into_owned();
+    let mut parts: Vec<String> = tmux_prefix.iter().map(|s| q(s)).collect();
+    parts.push("-c".to_owned());
+    parts.push(q(&cmd.cwd.display().to_string()));
+    for (k, v) in &cmd.env {
+        parts.push("-e".to_owned());
+        parts.push(q(&format!("{k}={v}")));
+    }
+    for (k, _) in &cmd.secret_env {
+        parts.push("-e".to_owned());
+        parts.push(q(&format!("{k}=<redacted>")));
+    }
+    parts.push("--".to_owned());
+    parts.extend(cmd.argv.iter().map(|a| q(a)));
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lead() -> LeadSettings {
+        LeadSettings {
+            exe: "/opt/swarm/bin/swarm".into(),
+            root: "/home/u/.claude".into(),
+            provider: Some("anthropic".into()),
+            model: Some("claude-sonnet-4-5".into()),
+            base_url: None,
+            anthropic_version: Some("2023-06-01".into()),
+            permission_mode: PermissionMode::BypassPermissions,
+            allow: vec!["Bash(cargo test:*)".into()],
+            max_turns: Some(50),
+            permission_timeout: Some(Duration::from_secs(90)),
+            tmux_socket: Some("swarm-x".into()),
+            session_id: Some("11111111-2222-3333-4444-555555555555".into()),
+        }
+    }
+
+    fn spawn() -> SpawnSpec {
+        SpawnSpec {
+            team: TeamName::new("alpha").unwrap(),
+            name: AgentName::new("bob").unwrap(),
+            color: "blue".into(),
+            agent_type: None,
+            model: None,
+            permission_mode: None,
+            plan_mode_required: false,
+            cwd: "/work/repo".into(),
+            definition_model: None,
+            definition_permission_mode: None,
+        }
+    }
+
+    fn env() -> BTreeMap<String, String> {
+        [
+            ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+            ("ANTHROPIC_VERSION", "2023-06-01"),
+            ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
+            ("PATH", "/usr/bin:/bin"),
+            ("SWARM_LOG", "debug"),
+            ("SWARM_AGENT_NAME", "team-lead"),
+            ("SWARM_TMUX_SOCKET", "ignored-lead-value"),
+            ("AWS_SECRET_ACCESS_KEY", "not on the list"),
+            ("EDITOR", "vim"),
+            ("CLAUDE_CONFIG_DIR", "/cfg"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+    }
+
+    #[test]
+    fn golden_teammate_command() {
+        let cmd = teammate_command(&lead(), &env(), &spawn());
+        assert_eq!(
+            cmd.argv,
+            [
+                "/opt/swarm/bin/swarm",
+                "--root=/home/u/.claude",
+                "teammate",
+                "--agent-id=bob@alpha",
+                "--agent-name=bob",
+                "--team-name=alpha",
+                "--agent-color=blue",
+                "--parent-session-id=11111111-2222-3333-4444-555555555555",
+                "--cwd=/work/repo",
+                "--provider=anthropic",
+                "--model=claude-sonnet-4-5",
+                "--anthropic-version=2023-06-01",
+                "--permission-mode=bypassPermissions",
+                "--allow=Bash(cargo test:*)",
+                "--max-turns=50",
+                "--permission-timeout=1m 30s",
+            ]
+        );
+        let env: Vec<(&str, &str)> = cmd
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                ("ANTHROPIC_VERSION", "2023-06-01"),
+                ("CLAUDE_CONFIG_DIR", "/cfg"),
+                ("PATH", "/usr/bin:/bin"),
+                ("SWARM_AGENT_ID", "bob@alpha"),
+                ("SWARM_AGENT_NAME", "bob"),
+                ("SWARM_LOG", "debug"),
+                ("SWARM_ROOT", "/home/u/.claude"),
+                ("SWARM_TEAM", "alpha"),
+                ("SWARM_TMUX_SOCKET", "swarm-x"),
+            ]
+        );
+        let secrets: Vec<&str> = cmd.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(secrets, ["ANTHROPIC_API_KEY", "HTTPS_PROXY"]);
+        assert!(
+            !cmd.argv.iter().any(|a| a.contains("sk-ant")),
+            "a key reached argv"
+        );
+    }
+
+    #[test]
+    fn plan_mode_beats_bypass_and_spawn_settings_beat_the_leads() {
+        let mut s = spawn();
+        s.plan_mode_required = true;
+        s.permission_mode = Some(PermissionMode::AcceptEdits);
+        let cmd = teammate_command(&lead(), &env(), &s);
+        assert!(cmd.argv.contains(&"--plan-mode-required".to_owned()));
+        assert!(cmd.argv.contains(&"--permission-mode=plan".to_owned()));
+        assert!(!cmd.argv.iter().any(|a| a.contains("bypass")));
+        let mut s = spawn();
+        s.permission_mode = Some(PermissionMode::AcceptEdits);
+        s.model = Some("-odd-model".into());
+        let cmd = teammate_command(&lead(), &env(), &s);
+        assert!(
+            cmd.argv
+                .contains(&"--permission-mode=acceptEdits".to_owned())
+        );
+        assert!(cmd.argv.contains(&"--model=-odd-model".to_owned()));
+    }
+
+    #[test]
+    fn no_model_is_forced() {
+        let mut l = lead();
+        l.model = None;
+        l.anthropic_version = None;
+        let cmd = teammate_command(&l, &env(), &spawn());
+        assert!(
+            !cmd.argv
+                .iter()
+                .any(|a| a.starts_with("--model") || a.starts_with("--anthropic-version")),
+            "{:?}",
+            cmd.argv
+        );
+    }
+
+    fn model_of(lead: &LeadSettings, env: &BTreeMap<String, String>, s: &SpawnSpec) -> Vec<String> {
+        teammate_command(lead, env, s)
+            .argv
+            .into_iter()
+            .filter(|a| a.starts_with("--model"))
+            .collect()
+    }
+
+    #[test]
+    fn golden_model_resolution_rung_by_rung() {
+        let lead = lead();
+        let mut env = env();
+        let mut s = spawn();
+        // 4. the lead's model, when nothing else chooses.
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        // 3. the definition's model beats the lead's.
+        s.definition_model = Some("claude-haiku-4-5".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-haiku-4-5"]);
+        // 2. the spawn's model beats the definition's.
+        s.model = Some("claude-opus-4-1".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-opus-4-1"]);
+        // 1. CLAUDE_CODE_SUBAGENT_MODEL beats them all, and SWARM_SUBAGENT_MODEL beats it.
+        env.insert("CLAUDE_CODE_SUBAGENT_MODEL".into(), "cc-model".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=cc-model"]);
+        env.insert("SWARM_SUBAGENT_MODEL".into(), "swarm-model".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=swarm-model"]);
+        // An empty variable chooses nothing.
+        env.insert("SWARM_SUBAGENT_MODEL".into(), " ".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=cc-model"]);
+        // `inherit` on any rung is the lead's model.
+        env.insert("SWARM_SUBAGENT_MODEL".into(), "inherit".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        let env = super::tests::env();
+        s.model = None;
+        s.definition_model = Some("inherit".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        // ...and with no lead model, `inherit` forces nothing.
+        let mut bare = lead.clone();
+        bare.model = None;
+        assert!(model_of(&bare, &env, &s).is_empty());
+        s.definition_model = None;
+        assert!(model_of(&bare, &env, &s).is_empty());
+        s.definition_model = Some("only-the-definition".into());
+        assert_eq!(model_of(&bare, &env, &s), ["--model=only-the-definition"]);
+    }
+
+    #[test]
+    fn definition_permission_mode_sits_between_the_spawns_and_the_leads() {
+        let mode = |s: &SpawnSpec| {
+            teammate_command(&lead(), &env(), s)
+                .argv
+                .into_iter()
+                .find(|a| a.starts_with("--permission-mode="))
+                .unwrap()
+        };
+        let mut s = spawn();
+        assert_eq!(mode(&s), "--permission-mode=bypassPermissions");
+        s.definition_permission_mode = Some(PermissionMode::AcceptEdits);
+        assert_eq!(mode(&s), "--permission-mode=acceptEdits");
+        s.permission_mode = Some(PermissionMode::Default);
+        assert_eq!(mode(&s), "--permission-mode=default");
+        s.plan_mode_required = true;
+        assert_eq!(mode(&s), "--permission-mode=plan");
+    }
+
+    #[test]
+    fn display_redacts_secrets() {
+        let cmd = teammate_command(&lead(), &env(), &spawn());
+        let shown = display_command(
+            &[
+                "tmux".into(),
+                "-L".into(),
+                "swarm-x".into(),
+                "split-window".into(),
+            ],
+            &cmd,
+        );
+        assert!(shown.contains("ANTHROPIC_API_KEY=<redacted>"), "{shown}");
+        assert!(
+            !shown.contains("sk-ant") && !shown.contains("pw@"),
+            "{shown}"
+        );
+        assert!(shown.contains("'--allow=Bash(cargo test:*)'"), "{shown}");
+    }
+}

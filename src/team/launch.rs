@@ -1,0 +1,407 @@
+//! Starting a teammate in its own pane.
+//!
+//! Order matters: the agent definition named by `--agent-type` is applied (model,
+//! isolation, colour, initial prompt, permission mode; an unknown type is refused), the
+//! roster entry is reserved (so the name is taken), the teammate's git worktree is made
+//! when it is isolated (see [`crate::team::worktree`]), the first instructions are written to
+//! its inbox, then the pane is made running the teammate directly (argv, no shell, no
+//! keystrokes), and the roster gets the pane id. If anything fails after the reservation,
+//! the reservation, the worktree and the inbox go again. The team window, and the lead
+//! process in its first pane, are opened by the first spawn.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::agents::{Catalog, Definition};
+use crate::store::layout::Root;
+use crate::store::mailbox::{self, Envelope};
+use crate::store::names::{AgentName, LEAD, TeamName};
+use crate::store::roster::{self, NewMember};
+use crate::team::inherit::{self, LeadSettings, SpawnSpec, TeammateCommand};
+use crate::team::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
+use crate::team::worktree::{self, Isolation};
+use crate::tmux::{PaneSpec, Tmux};
+use crate::util::error::{Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct SpawnRequest {
+    pub name: AgentName,
+    pub prompt: Option<String>,
+    pub agent_type: Option<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<crate::config::permissions::PermissionMode>,
+    pub plan_mode_required: bool,
+    pub cwd: PathBuf,
+    pub color: Option<String>,
+    /// `None`: the agent definition's, else none.
+    pub isolation: Option<Isolation>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Spawned {
+    pub name: String,
+    pub pane: String,
+    pub color: String,
+    /// The team window (and its lead) was opened by this spawn.
+    pub opened_window: bool,
+    /// The teammate's own worktree, when it is isolated.
+    pub worktree: Option<worktree::Record>,
+    /// The model it was given, if any was.
+    pub model: Option<String>,
+}
+
+/// A spawn request with its agent definition applied.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub req: SpawnRequest,
+    pub definition: Option<Definition>,
+}
+
+/// Applies the agent definition `req.agent_type` names (from the project of `req.cwd` and
+/// the user's): its initial prompt when no prompt was given, its colour and isolation
+/// when none were. An unknown type is an error listing the known ones; invalid definition
+/// files are reported on stderr and skipped.
+pub fn prepare(req: &SpawnRequest) -> Result<Prepared> {
+    let mut req = req.clone();
+    let definition = match &req.agent_type {
+        Some(t) => {
+            let catalog = Catalog::load(&req.cwd);
+            catalog.warn_invalid();
+            Some(catalog.get(t)?.clone())
+        }
+        None => None,
+    };
+    if let Some(d) = &definition {
+        if req.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) && d.initial_prompt.is_some() {
+            req.prompt = d.initial_prompt.clone();
+        }
+        if req.color.is_none() {
+            req.color = d.color.clone();
+        }
+        if req.isolation.is_none() {
+            req.isolation = d.isolation;
+        }
+    }
+    Ok(Prepared { req, definition })
+}
+
+fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
+    let req = &prepared.req;
+    let def = prepared.definition.as_ref();
+    SpawnSpec {
+        team: team.clone(),
+        name: req.name.clone(),
+        color: color.to_owned(),
+        agent_type: req.agent_type.clone(),
+        model: req.model.clone(),
+        permission_mode: req.permission_mode,
+        plan_mode_required: req.plan_mode_required,
+        cwd: req.cwd.clone(),
+        definition_model: def.and_then(|d| d.model.clone()),
+        definition_permission_mode: def.and_then(|d| d.permission_mode),
+    }
+}
+
+/// Where and how to run things: the team's tmux server and whether the caller sits inside it.
+pub struct Place<'a> {
+    pub tmux: &'a Tmux,
+    pub inside_tmux: bool,
+}
+
+/// `SWARM_PANES_PER_WINDOW` (at least 2: the lead and one teammate) sets how many panes a
+/// team window holds before the team gets another window.
+pub fn window_options(root: &Root, team: &TeamName) -> TeamWindowOptions {
+    let mut opts = TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"));
+    // Read once: a bad value is worth one warning, not one per window lookup.
+    static GIVEN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let given = GIVEN.get_or_init(|| {
+        let v = std::env::var("SWARM_PANES_PER_WINDOW").ok()?;
+        let n = v.trim().parse::<usize>();
+        if n.is_err() {
+            tracing::warn!("SWARM_PANES_PER_WINDOW={v:?} is not a number; ignoring it");
+        }
+        n.ok()
+    });
+    if let Some(n) = given {
+        opts.panes_per_window = (*n).max(2);
+    }
+    opts
+}
+
+/// The teammate's command for a prepared request, from the lead's settings and
+/// environment.
+pub fn command_for(
+    root: &Root,
+    team: &TeamName,
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    prepared: &Prepared,
+    color: &str,
+) -> Result<TeammateCommand> {
+    let config = roster::load(root, team)?;
+    let mut settings = lead.clone();
+    settings.session_id = config.lead_session_id.clone();
+    Ok(inherit::teammate_command(
+        &settings,
+        env,
+        &spec(team, prepared, color),
+    ))
+}
+
+/// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
+/// supervise in turn.
+pub fn lead_command(
+    team: &TeamName,
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    extra: &[String],
+) -> TeammateCommand {
+    let mut argv = vec![
+        lead.exe.display().to_string(),
+        format!("--root={}", lead.root.display()),
+        "lead".to_owned(),
+        format!("--team={team}"),
+    ];
+    if let Some(p) = &lead.provider {
+        argv.push(format!("--provider={p}"));
+    }
+    if let Some(m) = &lead.model {
+        argv.push(format!("--model={m}"));
+    }
+    if let Some(u) = &lead.base_url {
+        argv.push(format!("--base-url={u}"));
+    }
+    if let Some(v) = &lead.anthropic_version {
+        argv.push(format!("--anthropic-version={v}"));
+    }
+    argv.push(format!("--permission-mode={}", lead.permission_mode));
+    for rule in &lead.allow {
+        argv.push(format!("--allow={rule}"));
+    }
+    if let Some(n) = lead.max_turns {
+        argv.push(format!("--max-turns={n}"));
+    }
+    if let Some(t) = lead.permission_timeout {
+        argv.push(inherit::permission_timeout_flag(t));
+    }
+    argv.extend(extra.iter().cloned());
+    let (mut env, secret_env) = inherit::environment(lead, env);
+    env.insert("SWARM_AGENT_ID".to_owned(), format!("{LEAD}@{team}"));
+    env.insert("SWARM_AGENT_NAME".to_owned(), LEAD.to_owned());
+    env.insert("SWARM_TEAM".to_owned(), team.to_string());
+    TeammateCommand {
+        argv,
+        env: env.into_iter().collect(),
+        secret_env: secret_env.into_iter().collect(),
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+    }
+}
+
+fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
+    PaneSpec {
+        cwd: cmd.cwd.clone(),
+        env: cmd.env.clone(),
+        argv: cmd.argv.clone(),
+        secret_env: cmd.secret_env.clone(),
+    }
+}
+
+/// Opens the team's window with the lead in its first pane, unless it is open already.
+/// Returns the window and whether this call opened it.
+pub fn ensure_window(
+    root: &Root,
+    team: &TeamName,
+    place: &Place,
+    lead: &TeammateCommand,
+) -> Result<(TeamWindow, bool)> {
+    if let Some(w) = TeamWindow::find(place.tmux, team, window_options(root, team))? {
+        return Ok((w, false));
+    }
+    let placement = Placement::for_caller(place.tmux, place.inside_tmux)?;
+    let window = TeamWindow::open(
+        place.tmux,
+        team,
+        &pane_spec(lead),
+        placement,
+        window_options(root, team),
+    )?;
+    team_window::record_server(root, &window)?;
+    let pane = window
+        .lead_pane()?
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    roster::update_member(root, team, LEAD, |m| {
+        m.tmux_pane_id = pane;
+        m.backend_type = Some("tmux".to_owned());
+    })?;
+    Ok((window, true))
+}
+
+/// Starts the lead again in its pane if it has stopped (a crash, or Ctrl-C in its pane,
+/// which `remain-on-exit` keeps open): a teammate spawned into a team nobody supervises
+/// would go unwatched, its death unreported.
+fn restart_stopped_lead(
+    root: &Root,
+    team: &TeamName,
+    window: &TeamWindow,
+    lead: &TeammateCommand,
+) -> Result<()> {
+    if crate::roles::lead::dispatcher::is_running(root, team) {
+        return Ok(());
+    }
+    let Some(pane) = window
+        .panes()?
+        .into_iter()
+        .find(|p| p.agent.as_deref() == Some(LEAD))
+    else {
+        return Ok(());
+    };
+    if pane.dead {
+        window.tmux().respawn_pane(pane.pane, &pane_spec(lead))?;
+    }
+    Ok(())
+}
+
+/// Names are unique within a team, ignoring case: `Bob` and `bob` would be one name to
+/// the person reading the panes.
+pub fn check_name_free(
+    config: &roster::TeamConfig,
+    team: &TeamName,
+    name: &AgentName,
+) -> Result<()> {
+    match config
+        .members
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(name.as_str()))
+    {
+        Some(existing) => Err(Error::conflict(format!(
+            "team '{team}' already has a member named '{}'; names are unique within a team, pick another (or shut that one down first)",
+            existing.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Spawns one teammate.
+pub fn spawn(
+    root: &Root,
+    team: &TeamName,
+    place: &Place,
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    req: &SpawnRequest,
+) -> Result<Spawned> {
+    check_cwd(&req.cwd)?;
+    let mut prepared = prepare(req)?;
+    let config = roster::load(root, team)?;
+    check_name_free(&config, team, &req.name)?;
+    let color = prepared
+        .req
+        .color
+        .clone()
+        .unwrap_or_else(|| config.next_color().to_owned());
+    // Checked before anything is made, so a refusal leaves nothing behind.
+    let plan = match prepared.req.isolation {
+        Some(Isolation::Worktree) => Some(worktree::plan(team, &req.name, &req.cwd)?),
+        _ => None,
+    };
+    let model = inherit::resolve_model(lead, env, &spec(team, &prepared, &color));
+    let member = roster::add_member(
+        root,
+        team,
+        NewMember {
+            name: req.name.clone(),
+            color: Some(color.clone()),
+            agent_type: prepared.req.agent_type.clone(),
+            model: model.clone(),
+            prompt: prepared.req.prompt.clone(),
+            plan_mode_required: req.plan_mode_required,
+            cwd: req.cwd.display().to_string(),
+        },
+    )?;
+    // A teammate in a worktree still reads the project's agent definitions and hooks,
+    // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
+    let project = crate::config::project::project_dir(&req.cwd);
+    let mut made: Option<worktree::Record> = None;
+    let started = (|| -> Result<Spawned> {
+        if let Some(plan) = &plan {
+            let record = worktree::create(root, team, plan)?;
+            let cwd = worktree::working_dir(plan);
+            roster::update_member(root, team, req.name.as_str(), |m| {
+                m.cwd = cwd.display().to_string();
+                m.worktree_path = Some(record.path.display().to_string());
+                m.extra
+                    .insert("worktreeBranch".into(), record.branch.clone().into());
+                m.extra
+                    .insert("worktreeBaseCommit".into(), record.base.clone().into());
+            })?;
+            prepared.req.cwd = cwd;
+            made = Some(record);
+        }
+        let mut cmd = command_for(root, team, lead, env, &prepared, &color)?;
+        cmd.env
+            .retain(|(k, _)| k != crate::config::project::PROJECT_DIR_ENV);
+        cmd.env.push((
+            crate::config::project::PROJECT_DIR_ENV.to_owned(),
+            project.display().to_string(),
+        ));
+        if let Some(prompt) = prepared
+            .req
+            .prompt
+            .as_deref()
+            .filter(|p| !p.trim().is_empty())
+        {
+            let lead_color = config.member(LEAD).and_then(|m| m.color.clone());
+            mailbox::deliver(
+                root,
+                team,
+                &req.name,
+                Envelope::new(LEAD, prompt).with_color(lead_color),
+            )?;
+        }
+        let lead_cmd = lead_command(team, lead, env, &[]);
+        let (mut window, opened) = ensure_window(root, team, place, &lead_cmd)?;
+        if !opened {
+            restart_stopped_lead(root, team, &window, &lead_cmd)?;
+        }
+        let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
+        roster::update_member(root, team, req.name.as_str(), |m| {
+            m.tmux_pane_id = pane.to_string();
+            m.backend_type = Some("tmux".to_owned());
+        })?;
+        Ok(Spawned {
+            name: member.name.clone(),
+            pane: pane.to_string(),
+            color: color.clone(),
+            opened_window: opened,
+            worktree: made.clone(),
+            model: model.clone(),
+        })
+    })();
+    if started.is_err() {
+        let _ = roster::remove_member(root, team, req.name.as_str());
+        let _ = std::fs::remove_file(root.inbox_path(team, &req.name));
+        if let Some(record) = &made
+            && let Err(e) = worktree::remove(root, team, record)
+        {
+            tracing::warn!("failed to remove the worktree of a failed spawn: {e}");
+        }
+    }
+    started
+}
+
+fn check_cwd(cwd: &Path) -> Result<()> {
+    if !cwd.is_absolute() {
+        return Err(Error::usage(format!(
+            "--cwd {} must be an absolute path",
+            cwd.display()
+        )));
+    }
+    if !cwd.is_dir() {
+        return Err(Error::not_found(format!(
+            "working directory {} does not exist",
+            cwd.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,232 @@
+//! The final report of a run: what was asked, what each task came to and who did it, which
+//! files changed, and what every agent spent. Written to `teams/<team>/report.md`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::store::layout::Root;
+use crate::store::names::TeamName;
+use crate::store::state;
+use crate::store::tasks::{Status, TaskList};
+use crate::team::status;
+use crate::team::worktree::{self, RecordState};
+
+/// `git rev-parse HEAD` in `cwd`, if it is a repository with a commit.
+pub fn git_head(cwd: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(cwd)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn git_lines(cwd: &Path, args: &[&str]) -> Option<Vec<String>> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(cwd)
+        .args(args)
+        .output()
+        .ok()?;
+    out.status.success().then(|| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim_end().to_owned())
+            .filter(|l| !l.is_empty())
+            .collect()
+    })
+}
+
+/// Files changed in `cwd`: committed since `base` (`git diff --name-status` lines), then
+/// what is not committed (`git status --short` lines).
+fn changed_files(cwd: &Path, base: Option<&str>) -> Option<Vec<String>> {
+    let mut lines = Vec::new();
+    if let Some(base) = base {
+        let committed = git_lines(cwd, &["diff", "--name-status", base, "HEAD", "--"])?;
+        lines.extend(committed.into_iter().map(|l| {
+            let (status, path) = l.split_once('\t').unwrap_or(("?", &l));
+            format!("{status:>2} {path} (committed)")
+        }));
+    }
+    lines.extend(git_lines(
+        cwd,
+        &["status", "--porcelain=v1", "--untracked-files=all"],
+    )?);
+    Some(lines)
+}
+
+/// The report. `base` is the commit `cwd` was at when the run began.
+pub fn render(
+    root: &Root,
+    team: &TeamName,
+    goal: &str,
+    outcome: &str,
+    cwd: &Path,
+    base: Option<&str>,
+) -> String {
+    let mut out = format!(
+        "# swarm report: team {team}\n\nGoal: {}\n\nResult: {outcome}\n\n## Tasks\n\n",
+        goal.trim()
+    );
+    let tasks = TaskList::new(root, team).list().unwrap_or_default();
+    for t in &tasks {
+        let mark = match t.status {
+            Status::Completed => "x",
+            Status::InProgress => "~",
+            Status::Pending => " ",
+        };
+        out.push_str(&format!(
+            "- [{mark}] #{} {}{}{}\n",
+            t.id,
+            t.subject,
+            t.owner
+                .as_ref()
+                .map(|o| format!(" ({o})"))
+                .unwrap_or_default(),
+            if t.blocked_by.is_empty() {
+                String::new()
+            } else {
+                format!(" after #{}", t.blocked_by.join(", #"))
+            }
+        ));
+    }
+    if tasks.is_empty() {
+        out.push_str("(no tasks)\n");
+    }
+    out.push_str("\n## Who did what\n\n");
+    let mut total_in = 0u64;
+    let mut total_out = 0u64;
+    let mut total_cost = 0f64;
+    for (name, m) in state::all(root, team) {
+        let done: Vec<String> = tasks
+            .iter()
+            .filter(|t| t.status == Status::Completed && t.owned_by(&name))
+            .map(|t| format!("#{}", t.id))
+            .collect();
+        let tokens_in = m.usage.input_tokens
+            + m.usage.cache_read_input_tokens
+            + m.usage.cache_creation_input_tokens;
+        total_in += tokens_in;
+        total_out += m.usage.output_tokens;
+        total_cost += m.cost_usd;
+        out.push_str(&format!(
+            "- {}: {} · {} model calls, {} tokens in, {} out{}\n",
+            name,
+            if done.is_empty() {
+                "no tasks completed".to_owned()
+            } else {
+                format!("completed {}", done.join(", "))
+            },
+            m.model_calls,
+            status::tokens(tokens_in),
+            status::tokens(m.usage.output_tokens),
+            if m.cost_usd > 0.0 {
+                format!(", ~${:.4}", m.cost_usd)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    out.push_str(&format!(
+        "- total: {} tokens in, {} out{}\n",
+        status::tokens(total_in),
+        status::tokens(total_out),
+        if total_cost > 0.0 {
+            format!(", ~${total_cost:.4}")
+        } else {
+            String::new()
+        }
+    ));
+    out.push_str(&format!("\n## Files changed in {}\n\n", cwd.display()));
+    match changed_files(cwd, base) {
+        Some(files) if files.is_empty() => out.push_str("(none)\n"),
+        Some(files) => {
+            for f in files {
+                out.push_str(&format!("    {f}\n"));
+            }
+        }
+        None => out.push_str("(not a git repository)\n"),
+    }
+    let kept: Vec<_> = worktree::records(root, team)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.state == RecordState::Kept)
+        .collect();
+    if !kept.is_empty() {
+        out.push_str("\n## Work kept in worktrees\n\n");
+        for r in kept {
+            let changes = worktree::changes(&r)
+                .map(|c| c.describe())
+                .unwrap_or_else(|e| e.to_string());
+            out.push_str(&format!(
+                "- {}: branch {} at {} ({changes})\n",
+                r.agent,
+                r.branch,
+                r.path.display()
+            ));
+        }
+    }
+    out
+}
+
+/// Writes the report next to the roster and returns its path.
+pub fn write(root: &Root, team: &TeamName, text: &str) -> std::path::PathBuf {
+    let path = root.team_dir(team).join("report.md");
+    if let Err(e) = crate::util::atomic::write(&path, text.as_bytes()) {
+        tracing::warn!("failed to write {}: {e}", path.display());
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn files_changed_counts_commits_since_the_start_and_what_is_not_committed() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("old.txt"), "old\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-q", "-m", "first"]);
+        let base = git_head(repo).unwrap();
+        std::fs::write(repo.join("new.txt"), "new\n").unwrap();
+        std::fs::write(repo.join("old.txt"), "changed\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-q", "-m", "work"]);
+        std::fs::write(repo.join("loose.txt"), "loose\n").unwrap();
+        assert_eq!(
+            changed_files(repo, Some(&base)).unwrap(),
+            [
+                " A new.txt (committed)",
+                " M old.txt (committed)",
+                "?? loose.txt"
+            ]
+        );
+        assert_eq!(changed_files(repo, None).unwrap(), ["?? loose.txt"]);
+        assert_eq!(changed_files(&repo.join("nope"), None), None);
+    }
+}

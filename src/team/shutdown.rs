@@ -1,0 +1,338 @@
+//! The shutdown ladder: ask, wait, then insist, and verify nothing is left.
+//!
+//! `shutdown_request` → wait for the teammate to exit (it approves and exits by itself) up
+//! to the timeout → SIGTERM to every process of its session → 5 s → SIGKILL → `kill-pane`
+//! (only a pane tagged with this team) → verify the process and the pane are gone. A
+//! rejection stops the ladder unless forced. Afterwards the member leaves the roster, its
+//! open tasks return to pending and the lead is told (once; see [`crate::team::supervisor`]),
+//! and its git worktree, if it had one, is removed when unchanged and kept otherwise (see
+//! [`crate::team::worktree`]).
+//!
+//! Signals only reach the process the teammate's state file names (pid and start time), so
+//! a reused pid is never hit; the session is the teammate's own (tmux makes each pane a
+//! session leader), which also holds what its Bash tool started.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::store::layout::Root;
+use crate::store::mailbox::{self, Envelope};
+use crate::store::names::{AgentName, LEAD, TeamName};
+use crate::store::protocol::{self, Protocol, ShutdownRequest};
+use crate::store::roster;
+use crate::team::status::{self, MemberStatus};
+use crate::team::supervisor;
+use crate::team::window::{TeamWindow, TeamWindowOptions};
+use crate::tmux::Tmux;
+use crate::util::error::{Error, Result};
+use crate::util::{clock, process};
+
+#[derive(Debug, Clone)]
+pub struct LadderOptions {
+    /// How long to wait for the teammate to agree and exit.
+    pub timeout: Duration,
+    /// Skip the request: terminate at once.
+    pub force: bool,
+    /// Between SIGTERM and SIGKILL.
+    pub grace: Duration,
+}
+
+impl Default for LadderOptions {
+    fn default() -> LadderOptions {
+        LadderOptions {
+            timeout: Duration::from_secs(30),
+            force: false,
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It agreed and exited by itself.
+    Approved,
+    /// It stopped on SIGTERM.
+    Terminated,
+    /// It needed SIGKILL.
+    Killed,
+    /// It was not running.
+    NotRunning,
+    /// It said no (and the ladder was not forced).
+    Rejected(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub name: String,
+    pub outcome: Outcome,
+    pub steps: Vec<String>,
+}
+
+/// Runs the ladder for one teammate. `progress` hears each step as it happens.
+pub fn shut_down(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    name: &str,
+    opts: &LadderOptions,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Report> {
+    if name == LEAD {
+        return Err(Error::usage(
+            "the lead is not shut down with the ladder; stop it in its pane (Ctrl-C)",
+        ));
+    }
+    let mut report = Report {
+        name: name.to_owned(),
+        outcome: Outcome::NotRunning,
+        steps: Vec::new(),
+    };
+    let mut step = |s: String| {
+        progress(&format!("{name}: {s}"));
+        // Gone from the roster after the last step; nothing to record then.
+        let _ = roster::update_member(root, team, name, |m| {
+            m.extra
+                .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
+        });
+        report.steps.push(s);
+    };
+    let observe = || -> Result<MemberStatus> {
+        let st = status::observe(root, team, tmux)?;
+        st.member(name).cloned().ok_or_else(|| {
+            Error::not_found(format!(
+                "no member named '{name}' in team '{team}'; see `swarm status`"
+            ))
+        })
+    };
+    let first = observe()?;
+    let target = first.pid.filter(|_| first.alive).map(Target::of);
+    let alive = |m: &MemberStatus| m.alive;
+    if first.alive && !opts.force {
+        let request_id = protocol::shutdown_request_id(name);
+        let request = Protocol::ShutdownRequest(ShutdownRequest {
+            request_id: request_id.clone(),
+            from: LEAD.to_owned(),
+            reason: Some("the lead is shutting the team down".to_owned()),
+            timestamp: clock::now_iso(),
+        });
+        mailbox::deliver(
+            root,
+            team,
+            &AgentName::parse_any(name)?,
+            Envelope::new(LEAD, request.to_text()),
+        )?;
+        step(format!("asked to shut down ({request_id})"));
+        let deadline = Instant::now() + opts.timeout;
+        loop {
+            if !alive(&observe()?) {
+                report.outcome = Outcome::Approved;
+                step("agreed and exited".to_owned());
+                break;
+            }
+            if let Some(reason) = rejection(root, team, &request_id) {
+                step(format!("refused: {reason}"));
+                // It goes on working: no longer being shut down.
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
+                report.outcome = Outcome::Rejected(reason);
+                return Ok(report);
+            }
+            if Instant::now() >= deadline {
+                step(format!("no exit within {} s", opts.timeout.as_secs()));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    if report.outcome != Outcome::Approved && alive(&observe()?) {
+        let target = target.unwrap_or(Target::Nothing);
+        let n = target.signal(Signal::SIGTERM);
+        step(format!("SIGTERM to {target} ({n} process(es))"));
+        report.outcome = Outcome::Terminated;
+        if !target.wait_gone(opts.grace) {
+            let n = target.signal(Signal::SIGKILL);
+            step(format!(
+                "still running after {} s: SIGKILL ({n} process(es))",
+                opts.grace.as_secs()
+            ));
+            report.outcome = Outcome::Killed;
+            target.wait_gone(Duration::from_secs(5));
+        }
+    } else if let Some(target) = target
+        && !target.wait_gone(Duration::from_secs(2))
+    {
+        // Whatever its Bash tool left behind goes with it.
+        target.signal(Signal::SIGKILL);
+    }
+    if let Some(tmux) = tmux {
+        close_pane(root, team, tmux, name, &mut step)?;
+    }
+    // A teammate that was still starting when the ladder began has a process only now:
+    // give it the moment kill-pane's SIGHUP takes, then insist.
+    let mut last = observe()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while last.alive && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        last = observe()?;
+    }
+    if let (true, Some(pid)) = (last.alive, last.pid) {
+        let late = Target::of(pid);
+        let n = late.signal(Signal::SIGKILL);
+        step(format!(
+            "started late and still running: SIGKILL ({n} process(es))"
+        ));
+        late.wait_gone(Duration::from_secs(5));
+        last = observe()?;
+    }
+    if last.alive || target.is_some_and(|t| !t.gone()) {
+        return Err(Error::Other(format!(
+            "{name} is still running after SIGKILL (pid {}); check it by hand",
+            last.pid.unwrap_or_default()
+        )));
+    }
+    if last.pane_alive == Some(true) {
+        return Err(Error::Tmux(format!(
+            "{name}'s pane is still open after kill-pane"
+        )));
+    }
+    if let Some(r) = supervisor::report_exit(root, team, &last)? {
+        if !r.released.is_empty() {
+            step(format!(
+                "returned task(s) #{} to pending",
+                r.released.join(", #")
+            ));
+        }
+        if let Some(line) = r.worktree {
+            step(line);
+        }
+    }
+    // Usually settled by the report above; this catches a teammate that never registered.
+    if let Some(line) = crate::team::worktree::settle(root, team, name) {
+        step(line);
+    }
+    roster::remove_member(root, team, name)?;
+    step("removed from the roster".to_owned());
+    Ok(report)
+}
+
+/// Kills the teammate's pane if it is tagged with this team and still there.
+fn close_pane(
+    root: &Root,
+    team: &TeamName,
+    tmux: &Tmux,
+    name: &str,
+    step: &mut dyn FnMut(String),
+) -> Result<()> {
+    let opts = TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"));
+    let Some(window) = TeamWindow::find(tmux, team, opts)? else {
+        return Ok(());
+    };
+    for pane in window.panes()? {
+        if pane.agent.as_deref() == Some(name) {
+            window.kill_pane(pane.pane)?;
+            step(format!("closed pane {}", pane.pane));
+        }
+    }
+    Ok(())
+}
+
+/// What the ladder signals: the teammate's whole session when it leads one (as every pane
+/// process does), else its process group when it leads that, else the process alone, so
+/// a teammate started some other way never takes its parent's session down with it.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Session(i32),
+    Group(i32),
+    Process(i32),
+    Nothing,
+}
+
+impl Target {
+    fn of(pid: i32) -> Target {
+        if process::session_of(pid) == Some(pid) {
+            Target::Session(pid)
+        } else if process::pgid_of(pid) == Some(pid) {
+            Target::Group(pid)
+        } else {
+            Target::Process(pid)
+        }
+    }
+
+    fn signal(self, signal: Signal) -> usize {
+        match self {
+            Target::Session(sid) => process::signal_session(sid, signal),
+            Target::Group(pgid) => usize::from(process::signal_group(pgid, signal)),
+            Target::Process(pid) => usize::from(process::signal(pid, signal)),
+            Target::Nothing => 0,
+        }
+    }
+
+    fn gone(self) -> bool {
+        match self {
+            Target::Session(sid) => process::session_members(sid).is_empty(),
+            Target::Group(pid) | Target::Process(pid) => !process::is_alive(pid),
+            Target::Nothing => true,
+        }
+    }
+
+    fn wait_gone(self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.gone() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Session(s) => write!(f, "session {s}"),
+            Target::Group(g) => write!(f, "process group {g}"),
+            Target::Process(p) => write!(f, "pid {p}"),
+            Target::Nothing => f.write_str("nothing"),
+        }
+    }
+}
+
+/// The reason of a `shutdown_rejected` answering `request_id`, if one arrived.
+fn rejection(root: &Root, team: &TeamName, request_id: &str) -> Option<String> {
+    mailbox::read_all(root, team, &AgentName::lead())
+        .ok()?
+        .into_iter()
+        .find_map(|d| match d.envelope.protocol() {
+            Some(Protocol::ShutdownRejected(r)) if r.request_id == request_id => Some(r.reason),
+            _ => None,
+        })
+}
+
+/// Runs the ladder for several teammates at once; each result in input order.
+pub fn shut_down_all(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    names: &[String],
+    opts: &LadderOptions,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Vec<Result<Report>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|n| s.spawn(move || shut_down(root, team, tmux, n, opts, progress)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Other("the shutdown ladder panicked".into())))
+            })
+            .collect()
+    })
+}

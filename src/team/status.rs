@@ -1,0 +1,358 @@
+//! The team as it is right now: every member's process, pane, activity, task and usage,
+//! from one read of the roster, each agent's state file, one batched tmux query and a pid
+//! check per agent.
+//!
+//! Liveness is decided in this order of trust: the process (pid, and its start time so a
+//! reused pid is not mistaken for the agent), then the pane, then what the agent last
+//! wrote about itself. Nothing here writes; [`crate::team::supervisor`] acts on what it shows.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::llm::Usage;
+use crate::store::layout::Root;
+use crate::store::names::{AgentName, LEAD, TeamName};
+use crate::store::roster::{self, Member, TeamConfig};
+use crate::store::state::{self, Activity, AgentState};
+use crate::store::tasks::{Status, TaskList};
+use crate::tmux::{PaneRecord, Tmux};
+use crate::util::error::Result;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberStatus {
+    pub name: String,
+    pub agent_id: String,
+    pub color: Option<String>,
+    pub agent_type: Option<String>,
+    pub model: Option<String>,
+    pub pid: Option<i32>,
+    pub pane: Option<String>,
+    /// The agent's process is running.
+    pub alive: bool,
+    /// The pane exists and its process has not exited; `None` when tmux could not be asked.
+    pub pane_alive: Option<bool>,
+    /// starting, idle, working, awaiting-approval, shutting-down, exited, dead, not-started.
+    pub state: String,
+    /// Why a member is dead or exited, or what it waits for.
+    pub detail: Option<String>,
+    pub current_task: Option<String>,
+    pub last_activity_ms: Option<i64>,
+    pub mode: Option<String>,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub model_calls: u64,
+    pub exit_code: Option<i32>,
+    /// The dead pane's exit status or signal, as tmux saw it.
+    #[serde(skip)]
+    pub pane_record: Option<PaneRecord>,
+    #[serde(skip)]
+    pub state_file: Option<AgentState>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCounts {
+    pub pending: usize,
+    pub in_progress: usize,
+    pub completed: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamStatus {
+    pub team: String,
+    pub description: Option<String>,
+    /// False when tmux could not be asked (no server); pane facts are then unknown.
+    pub tmux_reachable: bool,
+    pub members: Vec<MemberStatus>,
+    pub tasks: TaskCounts,
+}
+
+impl TeamStatus {
+    pub fn member(&self, name: &str) -> Option<&MemberStatus> {
+        self.members.iter().find(|m| m.name == name)
+    }
+}
+
+/// Looks at the team. `tmux` is the server the team's panes live on, if any.
+pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<TeamStatus> {
+    let config = roster::load(root, team)?;
+    let panes = match tmux.map(|t| t.list_panes()) {
+        Some(Ok(panes)) => Some(panes),
+        Some(Err(e)) if e.is_absent() => None,
+        Some(Err(e)) => return Err(e.into()),
+        None => None,
+    };
+    let by_agent: HashMap<&str, &PaneRecord> = panes
+        .iter()
+        .flatten()
+        .filter(|p| p.belongs_to(team.as_str()))
+        .filter_map(|p| p.agent.as_deref().map(|a| (a, p)))
+        .collect();
+    let tasks = TaskList::new(root, team).list().unwrap_or_default();
+    let mut counts = TaskCounts::default();
+    for t in &tasks {
+        match t.status {
+            Status::Pending => counts.pending += 1,
+            Status::InProgress => counts.in_progress += 1,
+            Status::Completed => counts.completed += 1,
+        }
+    }
+    let members = config
+        .members
+        .iter()
+        .map(|m| {
+            let state = AgentName::parse_any(&m.name)
+                .ok()
+                .and_then(|a| state::read(root, team, &a));
+            let pane = by_agent.get(m.name.as_str()).copied().cloned();
+            let current = state
+                .as_ref()
+                .and_then(|s| s.current_task.clone())
+                .or_else(|| {
+                    tasks
+                        .iter()
+                        .find(|t| t.status == Status::InProgress && t.owned_by(&m.name))
+                        .map(|t| t.id.clone())
+                });
+            member_status(
+                &config,
+                m,
+                state,
+                pane,
+                panes.is_some() && tmux.is_some(),
+                current,
+            )
+        })
+        .collect();
+    Ok(TeamStatus {
+        team: config.name.clone(),
+        description: config.description.clone(),
+        tmux_reachable: panes.is_some(),
+        members,
+        tasks: counts,
+    })
+}
+
+/// The roster field where the shutdown ladder records its last step, so a teammate that
+/// ignores the request still shows as being shut down, and how far that got.
+pub const SHUTDOWN_STEP: &str = "swarmShutdownStep";
+
+fn member_status(
+    _config: &TeamConfig,
+    m: &Member,
+    state: Option<AgentState>,
+    pane: Option<PaneRecord>,
+    tmux_known: bool,
+    current_task: Option<String>,
+) -> MemberStatus {
+    let pid = state.as_ref().map(|s| s.pid).or(m.pid);
+    let alive = match &state {
+        Some(s) => s.process_alive() && s.activity != Activity::Exited,
+        None => m.pid.is_some_and(crate::util::process::is_alive),
+    };
+    let pane_alive = if tmux_known {
+        Some(pane.as_ref().is_some_and(|p| !p.dead))
+    } else {
+        None
+    };
+    let ladder_step = m.extra.get(SHUTDOWN_STEP).and_then(|v| v.as_str());
+    let (label, detail) = if let (true, Some(step)) = (alive, ladder_step) {
+        ("shutting-down".to_owned(), Some(step.to_owned()))
+    } else if alive {
+        let s = state.as_ref();
+        (
+            s.map(|s| s.activity.as_str())
+                .unwrap_or("running")
+                .to_owned(),
+            s.and_then(|s| s.detail.clone()),
+        )
+    } else if let Some(s) = state.as_ref().filter(|s| s.activity == Activity::Exited) {
+        let clean = s.exit.as_ref().is_none_or(|e| e.clean);
+        (
+            if clean { "exited" } else { "dead" }.to_owned(),
+            s.exit
+                .as_ref()
+                .map(|e| e.reason.clone())
+                .or_else(|| s.detail.clone()),
+        )
+    } else if pid.is_none() {
+        match pane.as_ref() {
+            Some(p) if !p.dead => ("starting".to_owned(), None),
+            Some(p) => ("dead".to_owned(), Some(pane_death(p))),
+            None => ("not-started".to_owned(), None),
+        }
+    } else {
+        let why = match (&pane, tmux_known) {
+            (_, false) => "process gone; tmux server unreachable".to_owned(),
+            (None, true) => "process gone; its pane was closed".to_owned(),
+            (Some(p), true) if p.dead => pane_death(p),
+            (Some(_), true) => "process gone".to_owned(),
+        };
+        ("dead".to_owned(), Some(why))
+    };
+    let exit_code = state
+        .as_ref()
+        .and_then(|s| s.exit.as_ref().map(|e| e.code))
+        .or_else(|| {
+            pane.as_ref()
+                .filter(|p| p.dead)
+                .and_then(|p| p.dead_status.or(p.dead_signal.map(|s| 128 + s)))
+        });
+    MemberStatus {
+        name: m.name.clone(),
+        agent_id: m.agent_id.clone(),
+        color: m.color.clone(),
+        agent_type: m.agent_type.clone(),
+        model: state
+            .as_ref()
+            .and_then(|s| s.model.clone())
+            .or_else(|| m.model.clone()),
+        pid,
+        pane: pane
+            .as_ref()
+            .map(|p| p.pane.to_string())
+            .or_else(|| Some(m.tmux_pane_id.clone()).filter(|p| p.starts_with('%'))),
+        alive,
+        pane_alive,
+        state: label,
+        detail,
+        current_task: if alive { current_task } else { None },
+        last_activity_ms: state.as_ref().map(|s| s.last_activity_ms),
+        mode: state
+            .as_ref()
+            .and_then(|s| s.mode.clone())
+            .or_else(|| m.mode.clone()),
+        usage: state.as_ref().map(|s| s.usage).unwrap_or_default(),
+        cost_usd: state.as_ref().map(|s| s.cost_usd).unwrap_or(0.0),
+        model_calls: state.as_ref().map(|s| s.model_calls).unwrap_or(0),
+        exit_code,
+        pane_record: pane,
+        state_file: state,
+    }
+}
+
+fn pane_death(p: &PaneRecord) -> String {
+    match (p.dead_signal, p.dead_status) {
+        (Some(sig), _) => format!("killed by signal {sig}"),
+        (None, Some(code)) => format!("exited with status {code}"),
+        _ => "its process exited".to_owned(),
+    }
+}
+
+/// "3s ago", "2m ago": for people.
+pub fn ago(ms: i64, now_ms: i64) -> String {
+    let secs = ((now_ms - ms).max(0) / 1000) as u64;
+    match secs {
+        0 => "now".to_owned(),
+        s if s < 60 => format!("{s}s ago"),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s => format!("{}h ago", s / 3600),
+    }
+}
+
+/// Tokens as people read them: 950, 12.3k, 4.1M.
+pub fn tokens(n: u64) -> String {
+    match n {
+        n if n < 1000 => n.to_string(),
+        n if n < 1_000_000 => format!("{:.1}k", n as f64 / 1000.0),
+        n => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+/// A text table of the team for a terminal `width` columns wide: every column from 100
+/// columns up, else name, state, task and activity only (the lead's pane is narrow).
+pub fn render_for_width(status: &TeamStatus, now_ms: i64, width: usize) -> String {
+    if width >= 100 {
+        return render(status, now_ms);
+    }
+    let mut out = format!(
+        "team {} · tasks {}/{}/{} (pending/active/done)\n",
+        status.team, status.tasks.pending, status.tasks.in_progress, status.tasks.completed
+    );
+    for m in &status.members {
+        let state = match (&m.detail, m.state.as_str()) {
+            (Some(d), "dead" | "exited") => format!("{} ({d})", m.state),
+            _ => m.state.clone(),
+        };
+        let task = m
+            .current_task
+            .as_ref()
+            .map(|t| format!(" #{t}"))
+            .unwrap_or_default();
+        let active = m
+            .last_activity_ms
+            .map(|ms| format!(" · {}", ago(ms, now_ms)))
+            .unwrap_or_default();
+        let line = format!("  {:<12} {state}{task}{active}", m.name);
+        out.push_str(&line.chars().take(width.max(20)).collect::<String>());
+        out.push('\n');
+    }
+    out
+}
+
+/// A text table of the team, for `swarm status` and the lead's pane.
+pub fn render(status: &TeamStatus, now_ms: i64) -> String {
+    let mut out = format!(
+        "team {}  ·  tasks: {} pending, {} in progress, {} completed{}\n",
+        status.team,
+        status.tasks.pending,
+        status.tasks.in_progress,
+        status.tasks.completed,
+        if status.tmux_reachable {
+            ""
+        } else {
+            "  ·  tmux: no server"
+        }
+    );
+    out.push_str(&format!(
+        "  {:<16} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
+        "MEMBER", "STATE", "PID", "PANE", "TASK", "ACTIVE", "TOKENS in/out", "COST"
+    ));
+    for m in &status.members {
+        let state = match (&m.detail, m.state.as_str()) {
+            (Some(d), "dead" | "exited") => format!("{} ({d})", m.state),
+            _ => m.state.clone(),
+        };
+        out.push_str(&format!(
+            "  {:<16} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
+            m.name,
+            state,
+            m.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            m.pane.clone().unwrap_or_else(|| "-".into()),
+            m.current_task
+                .as_ref()
+                .map(|t| format!("#{t}"))
+                .unwrap_or_else(|| "-".into()),
+            m.last_activity_ms
+                .map(|ms| ago(ms, now_ms))
+                .unwrap_or_else(|| "-".into()),
+            if m.model_calls > 0 {
+                format!(
+                    "{}/{}",
+                    tokens(
+                        m.usage.input_tokens
+                            + m.usage.cache_read_input_tokens
+                            + m.usage.cache_creation_input_tokens
+                    ),
+                    tokens(m.usage.output_tokens)
+                )
+            } else {
+                "-".into()
+            },
+            if m.cost_usd > 0.0 {
+                format!("${:.3}", m.cost_usd)
+            } else {
+                "-".into()
+            },
+        ));
+    }
+    out
+}
+
+/// The lead's member is named like this everywhere.
+pub fn is_lead(m: &MemberStatus) -> bool {
+    m.name == LEAD
+}

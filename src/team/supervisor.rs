@@ -1,0 +1,236 @@
+//! Acting on deaths: when a teammate's process is gone, its open tasks go back to pending,
+//! its pending approval requests expire, the roster stops calling it active, and the lead
+//! is told, with a `teammate_terminated` message naming the tasks released.
+//!
+//! A teammate that worked in its own git worktree has it settled here too: removed when
+//! unchanged, kept (and the lead told where) when not; see [`crate::team::worktree`].
+//!
+//! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
+//! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
+//! caller reports. A restarted lead therefore never repeats a report, and two observers never
+//! both send one.
+
+use std::io::ErrorKind;
+use std::path::Path;
+
+use crate::config::hooks::{Event as HookEvent, Hooks, Runner};
+use crate::store::layout::Root;
+use crate::store::mailbox::{self, Envelope};
+use crate::store::names::{AgentName, LEAD, TeamName};
+use crate::store::protocol::{Protocol, TeammateTerminated};
+use crate::store::roster;
+use crate::store::state::{self, Activity, ExitInfo};
+use crate::store::tasks::TaskList;
+use crate::team::status::{MemberStatus, TeamStatus};
+use crate::util::error::{Error, Result};
+
+/// A death that was reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reported {
+    pub name: String,
+    pub reason: String,
+    pub released: Vec<String>,
+    /// What became of its worktree, if it had one.
+    pub worktree: Option<String>,
+}
+
+/// Reports every teammate in `status` whose process has ended and was not reported yet.
+pub fn report_exits(root: &Root, team: &TeamName, status: &TeamStatus) -> Vec<Reported> {
+    status
+        .members
+        .iter()
+        .filter(|m| {
+            m.name != LEAD
+                && !m.alive
+                // With no pid it died before it registered: only its dead pane tells.
+                && (m.pid.is_some() || m.pane_alive == Some(false))
+                && matches!(m.state.as_str(), "dead" | "exited")
+        })
+        .filter_map(|m| match report_exit(root, team, m) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("failed to report that {} stopped: {e}", m.name);
+                None
+            }
+        })
+        .collect()
+}
+
+/// Reports one stopped teammate, unless someone already did.
+pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Option<Reported>> {
+    let Ok(agent) = AgentName::parse_any(&m.name) else {
+        return Ok(None);
+    };
+    // One report per process: its pid, or before it registered, its pane.
+    let instance = match (m.pid, &m.pane) {
+        (Some(pid), _) => pid.to_string(),
+        (None, Some(pane)) => format!("pane{}", pane.trim_start_matches('%')),
+        (None, None) => return Ok(None),
+    };
+    let dir = root.state_dir(team);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+    let marker = dir.join(format!("{}.{instance}.reported", m.name));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&marker)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(None),
+        Err(e) => return Err(Error::io("create", &marker, e)),
+    }
+    let mut released: Vec<String> = m
+        .state_file
+        .as_ref()
+        .and_then(|s| s.exit.as_ref())
+        .map(|e| e.released_tasks.clone())
+        .unwrap_or_default();
+    let list = TaskList::new(root, team);
+    let mut subjects = Vec::new();
+    for t in list.release(&m.name)? {
+        released.push(t.id.clone());
+    }
+    for id in &released {
+        if let Ok(t) = list.get(id) {
+            subjects.push(format!("#{} \"{}\"", t.id, t.subject));
+        } else {
+            subjects.push(format!("#{id}"));
+        }
+    }
+    let clean = m.state == "exited";
+    let reason = m
+        .detail
+        .clone()
+        .unwrap_or_else(|| "process gone".to_owned());
+    // Nobody waits for their answers any more; one that exited cleanly expired its own.
+    if let Err(e) = crate::store::approvals::expire_all(
+        root,
+        team,
+        &m.name,
+        &format!("{} stopped: {reason}", m.name),
+    ) {
+        tracing::warn!("failed to expire {}'s pending requests: {e}", m.name);
+    }
+    // The agent could not record its end itself (nor run its SubagentStop hook): do it
+    // for it. Read before the worktree is settled below: it names the project.
+    let finished_itself = m
+        .state_file
+        .as_ref()
+        .is_some_and(|s| s.activity == Activity::Exited);
+    if !finished_itself {
+        fire_subagent_stop(root, team, m, &reason);
+    }
+    if let Some(mut s) = m
+        .state_file
+        .clone()
+        .filter(|s| s.activity != Activity::Exited)
+    {
+        s.activity = Activity::Exited;
+        s.current_task = None;
+        s.detail = Some(reason.clone());
+        s.exit = Some(ExitInfo {
+            code: m.exit_code.unwrap_or(-1),
+            reason: reason.clone(),
+            released_tasks: released.clone(),
+            clean: false,
+        });
+        let _ = state::write(root, team, &agent, &s);
+    }
+    let _ = roster::update_member(root, team, &m.name, |member| member.is_active = Some(false));
+    let mut message = if clean {
+        format!("{} has shut down ({reason}).", m.name)
+    } else {
+        format!("{} was terminated ({reason}).", m.name)
+    };
+    if released.is_empty() {
+        message.push_str(" It held no open tasks.");
+    } else {
+        message.push_str(&format!(
+            " {} task(s) were unassigned: {}. Use TaskList to see them and give them to someone else.",
+            released.len(),
+            subjects.join(", ")
+        ));
+    }
+    let note = Protocol::TeammateTerminated(TeammateTerminated {
+        message: message.clone(),
+        agent: Some(m.name.clone()),
+        released_task_ids: released.clone(),
+    });
+    let mut envelope = Envelope::new("system", note.to_text());
+    envelope.summary = Some(format!("{} stopped", m.name));
+    mailbox::deliver(root, team, &AgentName::lead(), envelope)?;
+    tracing::info!("{message}");
+    let worktree = crate::team::worktree::settle(root, team, &m.name);
+    if let Some(line) = &worktree {
+        tracing::info!("{}: {line}", m.name);
+    }
+    Ok(Some(Reported {
+        name: m.name.clone(),
+        reason,
+        released,
+        worktree,
+    }))
+}
+
+/// Runs the SubagentStop hooks of a teammate that died without running them, from the
+/// project it was spawned for, on a thread of its own: a hook may take up to its timeout,
+/// and the reconcile loop must not wait for it.
+fn fire_subagent_stop(root: &Root, team: &TeamName, m: &MemberStatus, reason: &str) {
+    let Ok(config) = roster::load(root, team) else {
+        return;
+    };
+    let Some(member) = config.member(&m.name) else {
+        return;
+    };
+    let cwd = std::path::PathBuf::from(&member.cwd);
+    let project = match crate::team::worktree::read(root, team, &m.name) {
+        // `git_dir` is `<repo>/.git`.
+        Ok(Some(w)) => w.git_dir.parent().map(Path::to_path_buf),
+        _ => None,
+    }
+    .unwrap_or_else(|| crate::config::project::project_dir(&cwd));
+    let hooks = Hooks::load(&project);
+    if hooks
+        .commands(HookEvent::SubagentStop, member.agent_type.as_deref())
+        .is_empty()
+    {
+        return;
+    }
+    let runner = Runner {
+        hooks,
+        // The teammate's own session id died with it.
+        session_id: config.lead_session_id.clone().unwrap_or_default(),
+        cwd,
+        team: team.to_string(),
+        agent: m.name.clone(),
+        agent_type: member.agent_type.clone(),
+    };
+    let mode = m
+        .mode
+        .as_deref()
+        .and_then(|mode| mode.parse().ok())
+        .unwrap_or(crate::config::permissions::PermissionMode::Default);
+    let mut extra = serde_json::Map::new();
+    extra.insert("stop_hook_active".into(), false.into());
+    extra.insert("reason".into(), reason.into());
+    let spawned = std::thread::Builder::new()
+        .name("swarm-subagent-stop".into())
+        // Problems are reported by the run itself.
+        .spawn(move || drop(runner.fire(HookEvent::SubagentStop, mode, extra)));
+    if let Ok(handle) = spawned {
+        let mut running = STOP_HOOKS.lock().unwrap();
+        running.retain(|h| !h.is_finished());
+        running.push(handle);
+    }
+}
+
+static STOP_HOOKS: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Waits for the stop hooks this process started (each ends by its timeout at the latest).
+pub fn wait_for_stop_hooks() {
+    let handles = std::mem::take(&mut *STOP_HOOKS.lock().unwrap());
+    for h in handles {
+        let _ = h.join();
+    }
+}

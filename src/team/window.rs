@@ -1,0 +1,822 @@
+//! The team window: where a team's agents run, one pane each, in a window of their own.
+//!
+//! A team never splits the user's window. Inside tmux its first window opens in the user's
+//! current session ([`Placement::InSession`]); outside, a detached session `swarm-<team>`
+//! holds it ([`Placement::Detached`]). The first pane runs the lead, on the left at
+//! `lead_percent` of the width (`main-vertical`, lead as the main pane); teammates stack
+//! beside it and the window switches to `tiled` past `main_vertical_max` teammates. A window
+//! holds at most `panes_per_window` panes (the lead counts in the first), after which the
+//! team gets another window in the same session, laid out `tiled`.
+//!
+//! Invariants:
+//! * Every pane this module makes is tagged (`@swarm-team`, `@swarm-agent`, and
+//!   `@swarm-pane` as proof the tags are its own; see [`crate::tmux`]), has
+//!   `remain-on-exit on` (a crashed agent's pane stays, with its exit status), and shows the
+//!   agent's name in its top border in the agent's colour (`@swarm-colour`, read by the
+//!   window's border styles). All of this is set while the pane runs a placeholder; only
+//!   then is the agent started in it with `respawn-pane`, so an agent that dies at once
+//!   still leaves a tagged, dead pane behind, never an orphan.
+//! * Nothing here kills a pane that is not tagged with this team on the pane itself:
+//!   [`TeamWindow::kill_pane`] refuses it, and [`TeamWindow::close`] kills tagged panes by
+//!   id, never a window or session that might also hold a user's pane. Windows and the
+//!   session go away by themselves with their last pane.
+//! * State lives in tmux, not here: every call re-reads the panes, so a fresh process can
+//!   [`TeamWindow::find`] the window and add to it.
+//! * Changes are serialised across processes by an exclusive `flock` on
+//!   [`TeamWindowOptions::lock_file`], a file the caller names (one per team, never renamed
+//!   or deleted). It is held only for the few tmux calls of one change, and std opens it
+//!   close-on-exec, so a tmux server started meanwhile cannot inherit it.
+//! * Splits use `-d` and windows open detached: focus never moves unless [`TeamWindow::attach`]
+//!   is called.
+//!
+//! All calls block on tmux; async callers use `spawn_blocking`.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::store::names::{AgentName, LEAD, TeamName};
+use crate::store::roster::{PALETTE, tmux_colour};
+use crate::tmux::{
+    AGENT_OPTION, Direction, Layout, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec,
+    SessionId, TEAM_OPTION, Tmux, TmuxCommand, TmuxError, WindowId, caller_pane, caller_socket,
+    is_server_path,
+};
+use crate::util::error::{Error, IoContext, Result};
+use crate::util::lock::{Backoff, lock_timeout};
+
+/// Pane option: the tmux colour of the pane's agent, read by the window's border styles.
+pub const COLOUR_OPTION: &str = "@swarm-colour";
+
+/// How a team window is sized and split. Build with [`TeamWindowOptions::new`].
+#[derive(Debug, Clone)]
+pub struct TeamWindowOptions {
+    /// Flocked around every change to the team's panes; one file per team.
+    pub lock_file: PathBuf,
+    /// Columns and rows of a detached session until a client attaches (tmux then resizes
+    /// to the client).
+    pub size: (u16, u16),
+    /// Most panes in one window, the lead included in the first. At least 1.
+    pub panes_per_window: usize,
+    /// Most teammates beside the lead in `main-vertical` before its window goes `tiled`.
+    pub main_vertical_max: usize,
+    /// Width of the lead's pane in percent of its window.
+    pub lead_percent: u8,
+    /// The lead's palette colour.
+    pub lead_colour: String,
+}
+
+impl TeamWindowOptions {
+    pub fn new(lock_file: impl Into<PathBuf>) -> TeamWindowOptions {
+        TeamWindowOptions {
+            lock_file: lock_file.into(),
+            size: (200, 50),
+            panes_per_window: 6,
+            main_vertical_max: 4,
+            lead_percent: 30,
+            lead_colour: PALETTE[0].to_owned(),
+        }
+    }
+}
+
+/// Where a team's first window goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// A new detached session `swarm-<team>`.
+    Detached,
+    /// A new window in this (the user's) session.
+    InSession(SessionId),
+}
+
+impl Placement {
+    /// For a caller that says whether it runs inside tmux: the caller's own session when it
+    /// is inside and `tmux` addresses the caller's server (`$TMUX`, `$TMUX_PANE`), else a
+    /// detached session. A caller inside tmux that was pointed at another server
+    /// (`SWARM_TMUX_SOCKET`) gets a detached session on that server.
+    pub fn for_caller(tmux: &Tmux, inside_tmux: bool) -> Result<Placement> {
+        if !inside_tmux {
+            return Ok(Placement::Detached);
+        }
+        let (Some(socket), Some(pane)) = (caller_socket(), caller_pane()) else {
+            return Ok(Placement::Detached);
+        };
+        if !is_server_path(tmux, &socket) {
+            return Ok(Placement::Detached);
+        }
+        Placement::beside(tmux, pane)
+    }
+
+    /// A new window in the session that holds `pane`.
+    pub fn beside(tmux: &Tmux, pane: PaneId) -> Result<Placement> {
+        let id = tmux.display(&pane, "#{session_id}")?;
+        let session = id.trim().parse().map_err(|_| {
+            Error::Tmux(format!(
+                "failed to find the tmux session of pane {pane}: got {id:?}"
+            ))
+        })?;
+        Ok(Placement::InSession(session))
+    }
+}
+
+/// The tmux session name of a team placed [`Placement::Detached`].
+pub fn session_name(team: &TeamName) -> String {
+    format!("swarm-{team}")
+}
+
+/// The name of a team's `ordinal`-th window (1-based); names are for people, ids for code.
+pub fn window_name(team: &TeamName, ordinal: usize) -> String {
+    if ordinal <= 1 {
+        format!("swarm-{team}")
+    } else {
+        format!("swarm-{team}-{ordinal}")
+    }
+}
+
+/// A team's panes in tmux. Holds ids and options only; tmux holds the state.
+#[derive(Debug, Clone)]
+pub struct TeamWindow {
+    tmux: Tmux,
+    team: TeamName,
+    session: SessionId,
+    opts: TeamWindowOptions,
+}
+
+impl TeamWindow {
+    /// Opens the team's window with the lead's pane running `lead`, tagged as
+    /// [`LEAD`] in `opts.lead_colour`. Fails with a conflict if the team already has
+    /// panes on this server, or (detached) if a session `swarm-<team>` already exists.
+    pub fn open(
+        tmux: &Tmux,
+        team: &TeamName,
+        lead: &PaneSpec,
+        placement: Placement,
+        opts: TeamWindowOptions,
+    ) -> Result<TeamWindow> {
+        lead.validate()?;
+        let colour = border_colour(&opts.lead_colour)?.to_owned();
+        let lead_name = AgentName::parse_any(LEAD)?;
+        let _lock = TeamLock::acquire(&opts.lock_file)?;
+        let all = panes_or_none(tmux)?;
+        if let Some(p) = all.iter().find(|p| p.belongs_to(team.as_str())) {
+            return Err(Error::conflict(format!(
+                "team '{team}' already has tmux panes (pane {} in session {:?}); add teammates to it or close it first",
+                p.pane, p.session_name
+            )));
+        }
+        let holder = placeholder(&lead.cwd);
+        let first = window_name(team, 1);
+        let created = match placement {
+            Placement::Detached => tmux.new_session(&NewSession {
+                name: &session_name(team),
+                window_name: Some(&first),
+                size: Some(opts.size),
+                spec: &holder,
+            })?,
+            Placement::InSession(session) => tmux.new_window(session, Some(&first), &holder)?,
+        };
+        let tw = TeamWindow {
+            tmux: tmux.clone(),
+            team: team.clone(),
+            session: created.session,
+            opts,
+        };
+        let mut batch = tw.window_setup(created.window);
+        batch.extend(tw.pane_setup(created.pane, &lead_name, &colour));
+        batch.push(TmuxCommand::respawn_pane(created.pane, lead)?);
+        tw.start_with_secrets(created.session, &batch, created.pane, lead)?;
+        Ok(tw)
+    }
+
+    /// The team's window as tmux has it now, found from its tagged panes; `None` if the
+    /// team has no pane (or no server runs).
+    pub fn find(
+        tmux: &Tmux,
+        team: &TeamName,
+        opts: TeamWindowOptions,
+    ) -> Result<Option<TeamWindow>> {
+        let all = panes_or_none(tmux)?;
+        let Some(session) = home_session(&all, team) else {
+            return Ok(None);
+        };
+        Ok(Some(TeamWindow {
+            tmux: tmux.clone(),
+            team: team.clone(),
+            session,
+            opts,
+        }))
+    }
+
+    pub fn team(&self) -> &TeamName {
+        &self.team
+    }
+
+    pub fn tmux(&self) -> &Tmux {
+        &self.tmux
+    }
+
+    /// The session holding the team's windows (as of the last call that looked).
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// Starts `agent` in a new pane, tagged and coloured (`colour` is a palette name such as
+    /// `purple`, or a tmux colour), in the first team window with room, else in a new
+    /// window. Refuses an agent that already has a pane, alive or dead: kill that first.
+    pub fn add_teammate(
+        &mut self,
+        agent: &AgentName,
+        colour: &str,
+        spec: &PaneSpec,
+    ) -> Result<PaneId> {
+        spec.validate()?;
+        let colour = border_colour(colour)?.to_owned();
+        let _lock = TeamLock::acquire(&self.opts.lock_file)?;
+        let all = self.tmux.list_panes().map_err(|e| self.gone_or(e))?;
+        let Some(session) = home_session(&all, &self.team) else {
+            return Err(self.no_window());
+        };
+        self.session = session;
+        if let Some(p) = all.iter().find(|p| {
+            p.belongs_to(self.team.as_str()) && p.agent.as_deref() == Some(agent.as_str())
+        }) {
+            return Err(Error::conflict(format!(
+                "agent '{agent}' of team '{}' already has tmux pane {}{}; kill that pane first",
+                self.team,
+                p.pane,
+                if p.dead { " (dead)" } else { "" }
+            )));
+        }
+        let windows = team_windows(&all, self.team.as_str());
+        let holder = placeholder(&spec.cwd);
+        let (pane, window, fresh) = match choose_slot(&windows, self.opts.panes_per_window) {
+            Slot::Split {
+                window,
+                target,
+                direction,
+            } => match self.tmux.split_window(target, direction, None, &holder) {
+                Ok(pane) => (pane, window, false),
+                Err(TmuxError::TooSmall { .. }) => self.overflow_window(&windows, &holder)?,
+                Err(e) => return Err(e.into()),
+            },
+            Slot::NewWindow => self.overflow_window(&windows, &holder)?,
+        };
+        let mut batch = if fresh {
+            self.window_setup(window)
+        } else {
+            Vec::new()
+        };
+        batch.extend(self.pane_setup(pane, agent, &colour));
+        let load = windows.iter().find(|w| w.window == window);
+        let has_lead = load.is_some_and(|w| w.has_lead);
+        let count = load.map_or(0, |w| w.panes.len()) + 1;
+        if let Some(layout) = layout_for(has_lead, count, self.opts.main_vertical_max) {
+            batch.push(TmuxCommand::select_layout(window, layout));
+        }
+        batch.push(TmuxCommand::respawn_pane(pane, spec)?);
+        self.start_with_secrets(self.session, &batch, pane, spec)?;
+        Ok(pane)
+    }
+
+    /// The team's panes (tagged with this team), ordered by window and position.
+    pub fn panes(&self) -> Result<Vec<PaneRecord>> {
+        let mut mine: Vec<PaneRecord> = panes_or_none(&self.tmux)?
+            .into_iter()
+            .filter(|p| p.belongs_to(self.team.as_str()))
+            .collect();
+        mine.sort_by_key(|p| (p.window, p.index));
+        Ok(mine)
+    }
+
+    /// The lead's pane, if it is still there.
+    pub fn lead_pane(&self) -> Result<Option<PaneId>> {
+        Ok(self
+            .panes()?
+            .into_iter()
+            .find(|p| p.agent.as_deref() == Some(LEAD))
+            .map(|p| p.pane))
+    }
+
+    /// Kills one of the team's panes (tmux sends its process SIGHUP) and re-lays out its
+    /// window. Refuses a pane not tagged with this team; a pane already gone is fine.
+    pub fn kill_pane(&self, pane: PaneId) -> Result<()> {
+        let _lock = TeamLock::acquire(&self.opts.lock_file)?;
+        let all = panes_or_none(&self.tmux)?;
+        let Some(record) = all.iter().find(|p| p.pane == pane) else {
+            return Ok(());
+        };
+        if !record.belongs_to(self.team.as_str()) || !self.own_tags(&[pane])?[0] {
+            return Err(Error::conflict(format!(
+                "refusing to kill tmux pane {pane}: it is not a pane of team '{}'",
+                self.team
+            )));
+        }
+        let mut batch = vec![TmuxCommand::kill_pane(pane)];
+        let windows = team_windows(&all, self.team.as_str());
+        if let Some(w) = windows.iter().find(|w| w.window == record.window) {
+            let left = w.panes.len() - 1;
+            let has_lead = w.has_lead && record.agent.as_deref() != Some(LEAD);
+            if let Some(layout) = layout_for(has_lead, left, self.opts.main_vertical_max) {
+                batch.push(TmuxCommand::select_layout(w.window, layout));
+            }
+        }
+        match self.tmux.run_batch(&batch) {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_target_gone() || e.is_no_server() => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Kills every pane of the team, the lead's last (the caller may be running in it, and
+    /// then ends with it). Untagged panes are left alone, so a window or session that also
+    /// holds a user's pane survives. Returns how many panes were killed.
+    pub fn close(&self) -> Result<usize> {
+        let _lock = TeamLock::acquire(&self.opts.lock_file)?;
+        let mut mine: Vec<PaneRecord> = panes_or_none(&self.tmux)?
+            .into_iter()
+            .filter(|p| p.belongs_to(self.team.as_str()))
+            .collect();
+        let ids: Vec<PaneId> = mine.iter().map(|p| p.pane).collect();
+        let own = self.own_tags(&ids)?;
+        let mut own = own.into_iter();
+        mine.retain(|_| own.next().unwrap_or(false));
+        mine.sort_by_key(|p| (p.agent.as_deref() == Some(LEAD), p.pane));
+        let batch: Vec<TmuxCommand> = mine
+            .iter()
+            .map(|p| TmuxCommand::kill_pane(p.pane))
+            .collect();
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        match self.tmux.run_batch(&batch) {
+            Ok(_) => return Ok(mine.len()),
+            Err(e) if e.is_no_server() => return Ok(mine.len()),
+            Err(e) if e.is_target_gone() => {}
+            Err(e) => return Err(e.into()),
+        }
+        // One pane vanished meanwhile and stopped the batch: finish one by one.
+        for p in &mine {
+            match self.tmux.kill_pane(p.pane) {
+                Ok(()) => {}
+                Err(e) if e.is_target_gone() || e.is_no_server() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(mine.len())
+    }
+
+    /// Shows the team's window: `switch-client` inside tmux, else `tmux attach` in the
+    /// foreground, returning when the user detaches.
+    pub fn attach(&self, inside_tmux: bool) -> Result<()> {
+        let panes = self.panes()?;
+        let target = panes
+            .iter()
+            .find(|p| p.agent.as_deref() == Some(LEAD))
+            .or(panes.first())
+            .ok_or_else(|| self.no_window())?;
+        Ok(self.tmux.attach(&target.pane, inside_tmux)?)
+    }
+
+    /// Before killing: whether each pane carries this team's tag on itself. The listing's
+    /// `@swarm-pane` proof already rules out tags inherited by accident; this also rules
+    /// out a window-level `@swarm-pane` someone set to one pane's id.
+    fn own_tags(&self, panes: &[PaneId]) -> Result<Vec<bool>> {
+        let values = match self.tmux.own_pane_options(panes, TEAM_OPTION) {
+            Ok(v) => v,
+            Err(e) if e.is_no_server() => vec![None; panes.len()],
+            Err(e) => return Err(e.into()),
+        };
+        Ok(values
+            .iter()
+            .map(|v| v.as_deref() == Some(self.team.as_str()))
+            .collect())
+    }
+
+    /// Window options of a window this module made. Border styles are window options in
+    /// tmux 3.3 (`set-option -p` quietly sets them on the window, so the last pane's colour
+    /// would win); as formats they are expanded per pane, each with its own `@swarm-colour`.
+    /// A pane without one (a user's) keeps the default look.
+    fn window_setup(&self, window: WindowId) -> Vec<TmuxCommand> {
+        let c = COLOUR_OPTION;
+        vec![
+            TmuxCommand::set_window_option(window, "pane-border-status", "top"),
+            TmuxCommand::set_window_option(
+                window,
+                "pane-border-style",
+                &format!("#{{?{c},fg=#{{{c}}},default}}"),
+            ),
+            TmuxCommand::set_window_option(
+                window,
+                "pane-active-border-style",
+                &format!("#{{?{c},fg=#{{{c}}}#,bold,fg=green}}"),
+            ),
+            TmuxCommand::set_window_option(
+                window,
+                "main-pane-width",
+                &format!("{}%", self.opts.lead_percent),
+            ),
+        ]
+    }
+
+    /// Tags, keeps dead, titles and colours one pane.
+    fn pane_setup(&self, pane: PaneId, agent: &AgentName, colour: &str) -> Vec<TmuxCommand> {
+        let set = |name: &str, value: &str| TmuxCommand::set_pane_option(pane, name, value);
+        vec![
+            set(PANE_OPTION, &pane.to_string()),
+            set(TEAM_OPTION, self.team.as_str()),
+            set(AGENT_OPTION, agent.as_str()),
+            set("remain-on-exit", "on"),
+            set(COLOUR_OPTION, colour),
+            // The name comes from our own tag, which the program in the pane cannot
+            // overwrite the way it can overwrite the pane title.
+            set(
+                "pane-border-format",
+                &format!("#[fg={colour},bold] #{{{AGENT_OPTION}}} #[default]"),
+            ),
+            TmuxCommand::set_pane_title(pane, agent.as_str()),
+        ]
+    }
+
+    /// A new window for the team in its session, running `holder`.
+    fn overflow_window(
+        &self,
+        windows: &[WindowLoad],
+        holder: &PaneSpec,
+    ) -> Result<(PaneId, WindowId, bool)> {
+        let name = window_name(&self.team, windows.len() + 1);
+        let created = self.tmux.new_window(self.session, Some(&name), holder)?;
+        Ok((created.pane, created.window, true))
+    }
+
+    /// Runs a pane's setup; on failure removes the half-made pane so no untagged
+    /// placeholder is left behind.
+    fn run_or_discard(&self, batch: &[TmuxCommand], pane: PaneId) -> Result<()> {
+        if let Err(e) = self.tmux.run_batch(batch) {
+            let _ = self.tmux.kill_pane(pane);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Runs `batch` (which ends by starting `spec` in `pane`) with `spec`'s secrets in the
+    /// session environment only for as long as that takes. The team lock is held, so no
+    /// other pane of ours starts meanwhile.
+    fn start_with_secrets(
+        &self,
+        session: SessionId,
+        batch: &[TmuxCommand],
+        pane: PaneId,
+        spec: &PaneSpec,
+    ) -> Result<()> {
+        if spec.secret_env.is_empty() {
+            return self.run_or_discard(batch, pane);
+        }
+        if let Err(e) = self
+            .tmux
+            .set_session_environment_quietly(session, &spec.secret_env)
+        {
+            let _ = self.tmux.kill_pane(pane);
+            return Err(e.into());
+        }
+        let result = self.run_or_discard(batch, pane);
+        let names: Vec<&str> = spec.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        if let Err(e) = self.tmux.unset_session_environment(session, &names) {
+            tracing::warn!("failed to remove secrets from tmux session {session}: {e}");
+        }
+        result
+    }
+
+    fn no_window(&self) -> Error {
+        Error::not_found(format!(
+            "team '{}' has no tmux panes any more; open its window again",
+            self.team
+        ))
+    }
+
+    fn gone_or(&self, e: TmuxError) -> Error {
+        if e.is_no_server() {
+            self.no_window()
+        } else {
+            e.into()
+        }
+    }
+}
+
+/// What a pane runs until its agent is started in it: a process that waits, started
+/// without a shell (two words).
+fn placeholder(cwd: &Path) -> PaneSpec {
+    PaneSpec::new(cwd, ["sleep", "2147483647"])
+}
+
+/// All panes, or none when no server runs.
+fn panes_or_none(tmux: &Tmux) -> Result<Vec<PaneRecord>> {
+    match tmux.list_panes() {
+        Ok(all) => Ok(all),
+        Err(e) if e.is_absent() => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The session of the team's lead pane, else of its lowest pane.
+fn home_session(all: &[PaneRecord], team: &TeamName) -> Option<SessionId> {
+    let mine = all.iter().filter(|p| p.belongs_to(team.as_str()));
+    mine.clone()
+        .find(|p| p.agent.as_deref() == Some(LEAD))
+        .or_else(|| mine.min_by_key(|p| p.pane))
+        .map(|p| p.session)
+}
+
+/// A tmux colour for a palette name (Claude Code's mapping) or a tmux colour name, checked
+/// so it cannot break out of the `#[fg=…]` style it is put in.
+pub fn border_colour(colour: &str) -> Result<&str> {
+    let c = tmux_colour(colour);
+    if !c.is_empty() && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'#') {
+        Ok(c)
+    } else {
+        Err(Error::usage(format!(
+            "invalid pane colour {colour:?}: use one of {} or a tmux colour name",
+            PALETTE.join(", ")
+        )))
+    }
+}
+
+/// The size and position of one pane, for picking which pane to split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaneGeometry {
+    pub pane: PaneId,
+    pub width: u16,
+    pub height: u16,
+}
+
+/// One window holding team panes: every pane in it (a user's too, since they take room).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowLoad {
+    pub window: WindowId,
+    pub panes: Vec<PaneGeometry>,
+    pub has_lead: bool,
+}
+
+/// The windows that hold at least one of `team`'s panes, the lead's first, then by id
+/// (creation order).
+pub fn team_windows(all: &[PaneRecord], team: &str) -> Vec<WindowLoad> {
+    let mut by_window: BTreeMap<WindowId, WindowLoad> = BTreeMap::new();
+    for p in all.iter().filter(|p| p.belongs_to(team)) {
+        by_window.entry(p.window).or_insert_with(|| WindowLoad {
+            window: p.window,
+            panes: Vec::new(),
+            has_lead: false,
+        });
+    }
+    for p in all {
+        if let Some(w) = by_window.get_mut(&p.window) {
+            w.panes.push(PaneGeometry {
+                pane: p.pane,
+                width: p.width,
+                height: p.height,
+            });
+            w.has_lead |= p.belongs_to(team) && p.agent.as_deref() == Some(LEAD);
+        }
+    }
+    let mut windows: Vec<WindowLoad> = by_window.into_values().collect();
+    windows.sort_by_key(|w| (!w.has_lead, w.window));
+    windows
+}
+
+/// Where the next pane goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// Split `target` in `window`.
+    Split {
+        window: WindowId,
+        target: PaneId,
+        direction: Direction,
+    },
+    /// Every window is full: open another.
+    NewWindow,
+}
+
+/// The first window with fewer than `per_window` panes; in it, the largest pane, split
+/// across its longer side (a cell is about twice as tall as wide).
+pub fn choose_slot(windows: &[WindowLoad], per_window: usize) -> Slot {
+    let per_window = per_window.max(1);
+    for w in windows {
+        if w.panes.len() >= per_window {
+            continue;
+        }
+        let Some(big) = w.panes.iter().max_by_key(|p| {
+            (
+                u32::from(p.width) * u32::from(p.height),
+                std::cmp::Reverse(p.pane),
+            )
+        }) else {
+            continue;
+        };
+        let direction = if big.width >= big.height.saturating_mul(2) {
+            Direction::Horizontal
+        } else {
+            Direction::Vertical
+        };
+        return Slot::Split {
+            window: w.window,
+            target: big.pane,
+            direction,
+        };
+    }
+    Slot::NewWindow
+}
+
+/// The layout of a window with `panes` panes: nothing to arrange for one; `main-vertical`
+/// while the lead's window has at most `main_vertical_max` teammates; otherwise `tiled`.
+pub fn layout_for(has_lead: bool, panes: usize, main_vertical_max: usize) -> Option<Layout> {
+    match panes {
+        0 | 1 => None,
+        n if has_lead && n - 1 <= main_vertical_max => Some(Layout::MainVertical),
+        _ => Some(Layout::Tiled),
+    }
+}
+
+/// An exclusive flock on the team's lock file, released on drop.
+struct TeamLock {
+    _file: File,
+}
+
+impl TeamLock {
+    fn acquire(path: &Path) -> Result<TeamLock> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).ctx("create directory", dir)?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .ctx("open lock file", path)?;
+        let started = Instant::now();
+        let deadline = started + lock_timeout();
+        let mut backoff = Backoff::new();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(TeamLock { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", path, e)),
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::LockTimeout {
+                    path: path.to_path_buf(),
+                    waited: started.elapsed(),
+                });
+            }
+            backoff.sleep(deadline);
+        }
+    }
+}
+
+/// The roster field where swarm records the socket of the tmux server holding a team's
+/// panes, so later commands (from any shell) find them.
+pub const SERVER_FIELD: &str = "swarmTmuxSocket";
+
+/// The tmux server of `team`: an explicit socket name (`--tmux-socket`,
+/// `$SWARM_TMUX_SOCKET`) first, else the one recorded when its window opened, else the
+/// caller's own (`$TMUX`) or the default.
+pub fn server_for(
+    root: &crate::store::layout::Root,
+    team: &TeamName,
+    explicit: Option<&str>,
+) -> Result<Tmux> {
+    if explicit.is_some() || std::env::var_os("SWARM_TMUX_SOCKET").is_some_and(|v| !v.is_empty()) {
+        return Tmux::resolve(explicit);
+    }
+    let recorded = crate::store::roster::load(root, team).ok().and_then(|c| {
+        c.extra
+            .get(SERVER_FIELD)
+            .and_then(|v| v.as_str())
+            .map(PathBuf::from)
+    });
+    match recorded {
+        Some(path) => Ok(Tmux::with_server(crate::tmux::Server::Path(path))),
+        None => Tmux::resolve(None),
+    }
+}
+
+/// Records the socket of the server holding `window` in the team's roster.
+pub fn record_server(root: &crate::store::layout::Root, window: &TeamWindow) -> Result<()> {
+    let socket = window.tmux.display(&window.session, "#{socket_path}")?;
+    let socket = socket.trim().to_owned();
+    let team = &window.team;
+    crate::store::roster::update(root, team, |c| {
+        c.extra
+            .insert(SERVER_FIELD.to_owned(), serde_json::Value::String(socket));
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geom(id: u32, width: u16, height: u16) -> PaneGeometry {
+        PaneGeometry {
+            pane: format!("%{id}").parse().unwrap(),
+            width,
+            height,
+        }
+    }
+
+    fn window(id: u32, panes: Vec<PaneGeometry>, has_lead: bool) -> WindowLoad {
+        WindowLoad {
+            window: format!("@{id}").parse().unwrap(),
+            panes,
+            has_lead,
+        }
+    }
+
+    #[test]
+    fn layout_is_main_vertical_beside_the_lead_then_tiled() {
+        assert_eq!(layout_for(true, 1, 4), None);
+        assert_eq!(layout_for(true, 2, 4), Some(Layout::MainVertical));
+        assert_eq!(layout_for(true, 5, 4), Some(Layout::MainVertical));
+        assert_eq!(layout_for(true, 6, 4), Some(Layout::Tiled));
+        assert_eq!(layout_for(false, 2, 4), Some(Layout::Tiled));
+        assert_eq!(layout_for(false, 0, 4), None);
+    }
+
+    #[test]
+    fn the_lone_lead_is_split_beside_itself() {
+        let w = vec![window(0, vec![geom(0, 200, 50)], true)];
+        assert_eq!(
+            choose_slot(&w, 6),
+            Slot::Split {
+                window: "@0".parse().unwrap(),
+                target: "%0".parse().unwrap(),
+                direction: Direction::Horizontal
+            }
+        );
+    }
+
+    #[test]
+    fn the_largest_pane_is_split_across_its_longer_side() {
+        let w = vec![window(
+            0,
+            vec![geom(0, 60, 50), geom(1, 139, 25), geom(2, 139, 24)],
+            true,
+        )];
+        assert_eq!(
+            choose_slot(&w, 6),
+            Slot::Split {
+                window: "@0".parse().unwrap(),
+                target: "%1".parse().unwrap(),
+                direction: Direction::Horizontal
+            }
+        );
+        let w = vec![window(0, vec![geom(0, 60, 50), geom(1, 40, 50)], true)];
+        assert!(matches!(
+            choose_slot(&w, 6),
+            Slot::Split { target, direction: Direction::Vertical, .. } if target.to_string() == "%0"
+        ));
+    }
+
+    #[test]
+    fn full_windows_overflow_in_order() {
+        let full = |id, lead| {
+            window(
+                id,
+                (0..6).map(|i| geom(id * 10 + i, 30, 10)).collect(),
+                lead,
+            )
+        };
+        assert_eq!(choose_slot(&[full(0, true)], 6), Slot::NewWindow);
+        let w = vec![full(0, true), window(3, vec![geom(40, 200, 50)], false)];
+        assert!(matches!(
+            choose_slot(&w, 6),
+            Slot::Split { window, .. } if window.to_string() == "@3"
+        ));
+        // A pane closed in the first window makes room there again, before later windows.
+        let mut first = full(0, true);
+        first.panes.pop();
+        let w = vec![first, window(3, vec![geom(40, 200, 50)], false)];
+        assert!(matches!(
+            choose_slot(&w, 6),
+            Slot::Split { window, .. } if window.to_string() == "@0"
+        ));
+        assert_eq!(choose_slot(&[], 6), Slot::NewWindow);
+    }
+
+    #[test]
+    fn colours_map_to_tmux_and_cannot_inject_styles() {
+        assert_eq!(border_colour("purple").unwrap(), "magenta");
+        assert_eq!(border_colour("orange").unwrap(), "colour208");
+        assert_eq!(border_colour("blue").unwrap(), "blue");
+        assert_eq!(border_colour("#ff0000").unwrap(), "#ff0000");
+        assert!(border_colour("red,bold]").is_err());
+        assert!(border_colour("").is_err());
+    }
+
+    #[test]
+    fn names_follow_the_team() {
+        let t = TeamName::new("alpha").unwrap();
+        assert_eq!(session_name(&t), "swarm-alpha");
+        assert_eq!(window_name(&t, 1), "swarm-alpha");
+        assert_eq!(window_name(&t, 2), "swarm-alpha-2");
+    }
+}

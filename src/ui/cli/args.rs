@@ -1,0 +1,517 @@
+//! The command line: every subcommand and flag, as clap derive types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Run teams of AI coding agents side by side in tmux.
+///
+/// A team lives on disk in Claude Code's own layout: a roster (teams/<team>/config.json),
+/// one mailbox per agent (teams/<team>/inboxes/<agent>.json) and a shared task list
+/// (tasks/<team>/<id>.json) under the root directory.
+#[derive(Debug, Parser)]
+#[command(name = "swarm", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOpts,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GlobalOpts {
+    /// Directory holding teams/ and tasks/ [default: $SWARM_ROOT, else $CLAUDE_CONFIG_DIR, else ~/.claude]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// The team to act on [default: the only team, if there is exactly one]
+    #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
+    pub team: Option<String>,
+
+    /// Print machine-readable JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// The tmux server to use, by socket name (tmux -L) [default: the team's, else the one you are in, else the default]
+    #[arg(long, global = true, env = "SWARM_TMUX_SOCKET", value_name = "NAME")]
+    pub tmux_socket: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Give a goal to a lead agent and watch its team work in tmux (--team names the new team;
+    /// default: made from the goal)
+    Run(RunArgs),
+
+    /// Run a real team on a small job with a built-in scripted model: no API key, no network
+    Demo(DemoArgs),
+
+    /// Watch a team live: members, tasks, messages and approvals in one dashboard
+    Watch(crate::ui::cli::watch::WatchArgs),
+
+    /// Show every member: process, pane, state, task, activity, tokens, cost
+    Status,
+
+    /// Start a teammate in its own tmux pane
+    Spawn(SpawnArgs),
+
+    /// Ask teammates to stop; insist if they do not (SIGTERM, SIGKILL), and close their panes
+    Shutdown(ShutdownArgs),
+
+    /// Show the team's window (attach, or switch to it inside tmux)
+    Attach { team: Option<String> },
+
+    /// List plan approval and permission requests
+    Approvals {
+        /// Only requests still waiting for a decision
+        #[arg(long)]
+        pending: bool,
+    },
+
+    /// Approve a pending request
+    Approve {
+        request_id: String,
+        /// For a plan: the permission mode the teammate gets [default: the lead agent's, else default]
+        #[arg(long, value_name = "MODE")]
+        mode: Option<String>,
+    },
+
+    /// Reject a pending request
+    Reject {
+        request_id: String,
+        /// What to change (required for a plan)
+        #[arg(long)]
+        feedback: Option<String>,
+    },
+
+    /// Create, inspect and delete teams
+    #[command(subcommand)]
+    Team(TeamCommand),
+
+    /// Send a message to one member
+    Send(SendArgs),
+
+    /// Send a message to every member but the sender
+    Broadcast(BroadcastArgs),
+
+    /// Read an agent's inbox
+    Inbox(InboxArgs),
+
+    /// Work with the shared task list
+    #[command(subcommand)]
+    Task(TaskCommand),
+
+    /// Agent definitions: the types `--agent-type` can name
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+
+    /// Run one agent in the foreground on a prompt
+    Agent(AgentArgs),
+
+    /// Run the team's lead process (started in the team window's first pane)
+    Lead(LeadArgs),
+
+    /// Run a teammate in this terminal (what `swarm spawn` starts in each pane)
+    Teammate(TeammateArgs),
+
+    /// Answer model API requests from a script, on loopback, for tests and demos
+    ///
+    /// Prints its URL (http://127.0.0.1:PORT) as the first line of stdout and serves
+    /// POST /v1/messages until SIGINT, SIGTERM or SIGHUP. Point teammates at it with the
+    /// scripted provider and --base-url URL.
+    ModelServer(ModelServerArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// List the agent types in reach: built-in, project (.claude/agents) and user (~/.claude/agents)
+    List {
+        /// Look for project definitions from this directory [default: the current one]
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ModelServerArgs {
+    /// The script: JSON rules saying what to answer (format: src/model_server/script.rs)
+    #[arg(long, value_name = "FILE")]
+    pub script: PathBuf,
+    /// Where to listen: a loopback address and port; port 0 picks a free one
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Append one JSON line per request (time, agent, latest user text) to this file
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Create a team with the lead as its first member
+    Create {
+        team: String,
+        #[arg(long, short)]
+        description: Option<String>,
+    },
+    /// List teams
+    List,
+    /// Show a team's members
+    Show { team: Option<String> },
+    /// Add a member to the roster (without starting it)
+    Add {
+        agent: String,
+        /// One of red, blue, green, yellow, purple, orange, pink, cyan [default: next in turn]
+        #[arg(long)]
+        color: Option<String>,
+        #[arg(long)]
+        agent_type: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
+    /// Remove a member from the roster, returning its open tasks to pending
+    Remove { agent: String },
+    /// Delete a team's roster, inboxes and task list, and its teammates' worktrees
+    Delete {
+        team: String,
+        /// Delete even if teammates are still running, or worktrees hold unmerged work
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// A member's name, or '*' for everyone but the sender
+    pub to: String,
+    /// The message; '-' reads it from stdin
+    #[arg(required_unless_present = "file")]
+    pub text: Option<String>,
+    /// Read the message from a file
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    /// Sender name
+    #[arg(long, default_value = "team-lead")]
+    pub from: String,
+    /// A 5-10 word preview shown in feeds
+    #[arg(long)]
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BroadcastArgs {
+    /// The message; '-' reads it from stdin
+    #[arg(required_unless_present = "file")]
+    pub text: Option<String>,
+    /// Read the message from a file
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    #[arg(long, default_value = "team-lead")]
+    pub from: String,
+    #[arg(long)]
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    pub agent: String,
+    /// Only messages not yet delivered
+    #[arg(long)]
+    pub unread: bool,
+    /// Acknowledge the messages printed: they move to the delivered log
+    #[arg(long)]
+    pub ack: bool,
+    /// Keep printing messages as they arrive, until interrupted
+    #[arg(long, short)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Create a task
+    Add {
+        subject: String,
+        #[arg(long, short, default_value = "")]
+        description: String,
+        /// Present-continuous text shown while the task runs ("Writing tests")
+        #[arg(long)]
+        active_form: Option<String>,
+        /// A task that must be completed first (repeatable)
+        #[arg(long = "blocked-by", value_name = "ID")]
+        blocked_by: Vec<String>,
+    },
+    /// List tasks
+    List {
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        owner: Option<String>,
+        /// Include internal tasks
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one task
+    Show { id: String },
+    /// Change fields of a task
+    Update {
+        id: String,
+        #[arg(long)]
+        subject: Option<String>,
+        #[arg(long, short)]
+        description: Option<String>,
+        #[arg(long)]
+        active_form: Option<String>,
+        /// pending, in_progress or completed
+        #[arg(long)]
+        status: Option<String>,
+        /// New owner; an empty string clears it
+        #[arg(long)]
+        owner: Option<String>,
+        /// Add a blocker (repeatable)
+        #[arg(long = "blocked-by", value_name = "ID")]
+        blocked_by: Vec<String>,
+        /// Add a task this one blocks (repeatable)
+        #[arg(long = "blocks", value_name = "ID")]
+        blocks: Vec<String>,
+    },
+    /// Claim a task for an agent (compare-and-set)
+    Claim {
+        id: String,
+        #[arg(long = "as", value_name = "AGENT")]
+        agent: String,
+        /// Refuse if the agent already owns an open task
+        #[arg(long)]
+        busy_check: bool,
+    },
+    /// Claim the first ready task for an agent
+    Next {
+        #[arg(long = "as", value_name = "AGENT")]
+        agent: String,
+    },
+    /// Mark a task completed
+    Done { id: String },
+    /// Return every open task of an agent to pending with no owner
+    Release {
+        #[arg(long, value_name = "AGENT")]
+        owner: String,
+    },
+    /// Delete a task
+    Delete { id: String },
+}
+
+/// Which model to talk to.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Model")]
+pub struct ModelOpts {
+    /// anthropic, openai (any OpenAI-compatible server) or scripted (swarm's model server)
+    #[arg(long, env = "SWARM_PROVIDER", value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    /// Model id [default: the provider's]
+    #[arg(long, env = "SWARM_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// API base URL [default: $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the provider's]
+    #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The anthropic-version header of the anthropic and scripted providers [default: 2023-06-01]
+    #[arg(long, env = "ANTHROPIC_VERSION", value_name = "VERSION")]
+    pub anthropic_version: Option<String>,
+}
+
+/// What an agent may do without asking.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Permissions")]
+pub struct PermissionOpts {
+    /// default, acceptEdits, bypassPermissions or plan
+    #[arg(
+        long,
+        env = "SWARM_PERMISSION_MODE",
+        default_value = "default",
+        value_name = "MODE"
+    )]
+    pub permission_mode: String,
+    /// Allow a tool without asking, e.g. 'Bash(cargo test:*)' or 'Write(src/**)' (repeatable)
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+    /// Stop after this many model turns per piece of work
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub max_turns: u32,
+    /// How long to wait for an answer to a permission request
+    #[arg(long, default_value = "5m", value_name = "DURATION")]
+    pub permission_timeout: humantime::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The task
+    #[arg(long, short = 'p', value_name = "PROMPT")]
+    pub prompt: String,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct TeammateArgs {
+    /// <name>@<team>
+    #[arg(long)]
+    pub agent_id: String,
+    #[arg(long)]
+    pub agent_name: String,
+    #[arg(long)]
+    pub team_name: String,
+    #[arg(long)]
+    pub agent_color: Option<String>,
+    /// The lead's session id (for correlation only)
+    #[arg(long)]
+    pub parent_session_id: Option<String>,
+    /// Start in plan mode; leave it only when team-lead approves a plan
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// Load this agent definition: its instructions, tools, permission mode and turn limit apply
+    #[arg(long)]
+    pub agent_type: Option<String>,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+    /// Whether --permission-mode was given (flag or environment), set after parsing.
+    #[arg(skip)]
+    pub mode_given: bool,
+    /// Whether --max-turns was given, set after parsing.
+    #[arg(skip)]
+    pub max_turns_given: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SpawnArgs {
+    /// The teammate's name (unique within the team)
+    pub name: String,
+    /// First instructions, delivered to its inbox before it starts [default: the agent definition's initialPrompt]
+    #[arg(long, conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+    /// Read the first instructions from a file
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// An agent definition (.claude/agents/*.md, ~/.claude/agents/*.md, or general-purpose, Explore, Plan); see `swarm agents list`
+    #[arg(long, value_name = "TYPE")]
+    pub agent_type: Option<String>,
+    /// The teammate's model, unless $SWARM_SUBAGENT_MODEL (or $CLAUDE_CODE_SUBAGENT_MODEL) is set, which wins [default: the agent definition's, else the lead's ($SWARM_MODEL), else the provider's]
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The teammate's permission mode [default: the lead's ($SWARM_PERMISSION_MODE)]
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+    /// Start in plan mode; only team-lead's approval of a plan lets it make changes
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// red, blue, green, yellow, purple, orange, pink or cyan [default: the agent definition's, else next in turn]
+    #[arg(long)]
+    pub color: Option<String>,
+    /// worktree: work in a new git worktree on branch swarm/<team>/<name>, made from HEAD; none: in --cwd [default: the agent definition's, else none]
+    #[arg(long, value_name = "MODE")]
+    pub isolation: Option<String>,
+    /// Print the tmux command, argv and environment (secrets redacted); create nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The provider teammates use [default: $SWARM_PROVIDER, else anthropic]
+    #[arg(long, env = "SWARM_PROVIDER", value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The anthropic-version header teammates send [default: 2023-06-01]
+    #[arg(long, env = "ANTHROPIC_VERSION", value_name = "VERSION")]
+    pub anthropic_version: Option<String>,
+    /// Allow rules teammates inherit, e.g. 'Bash(cargo test:*)' (repeatable)
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShutdownArgs {
+    /// The teammate to stop
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub name: Option<String>,
+    /// Every teammate
+    #[arg(long)]
+    pub all: bool,
+    /// How long to wait for a teammate to agree and exit before terminating it
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+    /// Do not ask: terminate at once
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    /// Leave the teammates running when the lead stops
+    #[arg(long)]
+    pub keep_team: bool,
+    /// Run a lead agent on the goal in this file (without it, the lead only supervises)
+    #[arg(long, value_name = "FILE")]
+    pub goal_file: Option<PathBuf>,
+    /// Who approves plans and permissions: lead (its model) or human (swarm approve)
+    #[arg(long, default_value = "lead", value_name = "WHO")]
+    pub approver: String,
+    /// The most teammates the lead agent may spawn
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Where the team works [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What the team should achieve
+    pub goal: String,
+    /// The most teammates the lead may spawn
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Who approves plans and permissions: lead (its model) or human (swarm approve)
+    #[arg(long, default_value = "lead", value_name = "WHO")]
+    pub approver: String,
+    /// Do not attach to the team window: wait for the end and print the report
+    #[arg(long)]
+    pub no_attach: bool,
+    /// Where the team works [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Do not attach: run to the end and exit 0 only if the job's check passes
+    #[arg(long)]
+    pub no_attach: bool,
+    /// How many teammates (1-3)
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Where to make the scratch repository [default: a new directory under the system temp dir]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Keep the team's files afterwards (they are deleted by default)
+    #[arg(long)]
+    pub keep: bool,
+}

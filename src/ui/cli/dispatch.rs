@@ -1,0 +1,138 @@
+//! Parses arguments, runs one command, and turns its result into an exit code.
+
+use std::process::ExitCode;
+
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::ui::cli::args::{Cli, Command};
+use crate::ui::cli::context::Ctx;
+use crate::ui::cli::{agent, agents, message, model_server, ops, run, task, team, watch};
+use crate::util::error::{Result, exit};
+
+/// The whole program: `main.rs` calls this and nothing else.
+pub fn main() -> ExitCode {
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    init_logging(log_file(&cli));
+    let code = match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("swarm: error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    };
+    // Whatever noticed a death (`swarm status` too) ran its stop hooks; let them finish.
+    crate::team::supervisor::wait_for_stop_hooks();
+    code
+}
+
+/// Parses the command line, noting for `swarm teammate` which settings were given rather
+/// than defaulted (an agent definition fills in only what was not given).
+fn parse() -> std::result::Result<Cli, clap::Error> {
+    let matches = Cli::command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let (Command::Teammate(args), Some(("teammate", sub))) =
+        (&mut cli.command, matches.subcommand())
+    {
+        let given = |id: &str| {
+            matches!(
+                sub.value_source(id),
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            )
+        };
+        args.mode_given = given("permission_mode");
+        args.max_turns_given = given("max_turns");
+    }
+    Ok(cli)
+}
+
+fn run(cli: Cli) -> Result<u8> {
+    // Commands that never touch the store come before resolving its root.
+    let command = match cli.command {
+        Command::ModelServer(args) => return model_server::run(args).map(|()| 0),
+        other => other,
+    };
+    let ctx = Ctx::new(cli.global)?;
+    let done = |r: Result<()>| r.map(|()| 0);
+    match command {
+        Command::Team(cmd) => done(team::run(&ctx, cmd)),
+        Command::Send(args) => done(message::send(&ctx, args)),
+        Command::Broadcast(args) => done(message::broadcast(&ctx, args)),
+        Command::Inbox(args) => done(message::inbox(&ctx, args)),
+        Command::Task(cmd) => done(task::run(&ctx, cmd)),
+        Command::Spawn(args) => done(ops::spawn(&ctx, args)),
+        Command::Status => done(ops::status(&ctx)),
+        Command::Shutdown(args) => done(ops::shutdown(&ctx, args)),
+        Command::Attach { team } => done(ops::attach(&ctx, team)),
+        Command::Lead(args) => ops::lead(&ctx, args),
+        Command::Approvals { pending } => done(ops::approvals(&ctx, pending)),
+        Command::Approve { request_id, mode } => {
+            done(ops::decide(&ctx, &request_id, true, None, mode))
+        }
+        Command::Reject {
+            request_id,
+            feedback,
+        } => done(ops::decide(&ctx, &request_id, false, feedback, None)),
+        Command::Run(args) => run::run(&ctx, args),
+        Command::Demo(args) => run::demo(&ctx, args),
+        Command::Agent(args) => agent::solo(&ctx, args),
+        Command::Teammate(args) => agent::teammate(&ctx, args),
+        Command::Agents(cmd) => done(agents::run(&ctx, cmd)),
+        Command::Watch(args) => done(watch::run(&ctx, args)),
+        Command::ModelServer(_) => unreachable!("dispatched above"),
+    }
+}
+
+/// A teammate's pane is for people: its log goes to `teams/<team>/logs/<agent>.log`.
+fn log_file(cli: &Cli) -> Option<std::fs::File> {
+    let (team, agent) = match &cli.command {
+        Command::Teammate(args) => (args.team_name.clone(), args.agent_name.clone()),
+        Command::Lead(_) => (
+            cli.global.team.clone()?,
+            crate::store::names::LEAD.to_owned(),
+        ),
+        _ => return None,
+    };
+    let root = crate::store::layout::Root::resolve(cli.global.root.as_deref()).ok()?;
+    let team = crate::store::names::TeamName::new(&team).ok()?;
+    let dir = root.logs_dir(&team);
+    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{agent}.log")))
+        .ok()
+}
+
+/// Warnings go to stderr (or a teammate's log file); `SWARM_LOG` (an env-filter, e.g.
+/// `swarm=debug`) says more.
+fn init_logging(file: Option<std::fs::File>) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if file.is_some() { "info" } else { "warn" })
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
+    let _ = match file {
+        Some(f) => builder
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(f))
+            .try_init(),
+        None => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_writer(std::io::stderr)
+            .without_time()
+            .try_init(),
+    };
+}

@@ -1,0 +1,121 @@
+//! `swarm send`, `swarm broadcast`, `swarm inbox`: mail by hand.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use crate::store::mailbox::{self, Delivery, Envelope};
+use crate::store::names::AgentName;
+use crate::store::roster;
+use crate::ui::cli::args::{BroadcastArgs, InboxArgs, SendArgs};
+use crate::ui::cli::context::Ctx;
+use crate::ui::cli::output::{message_line, print_json};
+use crate::util::error::{Error, Result};
+use crate::util::watcher::{FileWaiter, RESCAN_EVERY};
+
+pub fn send(ctx: &Ctx, args: SendArgs) -> Result<()> {
+    let text = message_text(args.text, args.file)?;
+    deliver(ctx, &args.to, &args.from, text, args.summary)
+}
+
+pub fn broadcast(ctx: &Ctx, args: BroadcastArgs) -> Result<()> {
+    let text = message_text(args.text, args.file)?;
+    deliver(ctx, "*", &args.from, text, args.summary)
+}
+
+/// The message from the argument, stdin (`-`) or a file.
+fn message_text(text: Option<String>, file: Option<PathBuf>) -> Result<String> {
+    match (text.as_deref(), file) {
+        (_, Some(path)) => std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e)),
+        (Some("-"), None) => {
+            let mut buf = String::new();
+            std::io::stdin()
+                .read_to_string(&mut buf)
+                .map_err(|e| Error::io("read", "stdin", e))?;
+            Ok(buf)
+        }
+        (Some(t), None) => Ok(t.to_owned()),
+        (None, None) => Err(Error::usage(
+            "give the message text, '-' for stdin, or --file FILE",
+        )),
+    }
+}
+
+fn deliver(ctx: &Ctx, to: &str, from: &str, text: String, summary: Option<String>) -> Result<()> {
+    let team = ctx.team()?;
+    let color = roster::load(&ctx.root, &team)?
+        .member(from)
+        .and_then(|m| m.color.clone());
+    let envelope = Envelope::new(from, text)
+        .with_summary(summary)
+        .with_color(color);
+    let sent = mailbox::send(&ctx.root, &team, to, envelope)?;
+    if ctx.json() {
+        print_json(&sent);
+    } else if sent.is_empty() {
+        println!("nobody to send to: {from} is the only member of team {team}");
+    } else {
+        for s in &sent {
+            println!("sent to {} ({})", s.to, s.msg_id);
+        }
+    }
+    Ok(())
+}
+
+pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
+    let team = ctx.team()?;
+    let config = roster::load(&ctx.root, &team)?;
+    config.require(&args.agent)?;
+    let agent = AgentName::parse_any(&args.agent)?;
+    let read = |unread: bool| -> Result<Vec<Delivery>> {
+        if unread {
+            mailbox::read_unread(&ctx.root, &team, &agent)
+        } else {
+            mailbox::read_all(&ctx.root, &team, &agent)
+        }
+    };
+    if !args.follow {
+        let messages = read(args.unread)?;
+        if ctx.json() {
+            let envelopes: Vec<&Envelope> = messages.iter().map(|d| &d.envelope).collect();
+            print_json(&envelopes);
+        } else if messages.is_empty() {
+            println!("no messages for {agent}");
+        } else {
+            for d in &messages {
+                println!("{}", message_line(&d.envelope));
+            }
+        }
+        if args.ack {
+            let keys: Vec<String> = messages.into_iter().map(|d| d.key).collect();
+            mailbox::ack(&ctx.root, &team, &agent, &keys)?;
+        }
+        return Ok(());
+    }
+    // --follow: everything unread now, then each new message as it lands.
+    let waiter = FileWaiter::new(ctx.root.inbox_path(&team, &agent));
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut out = std::io::stdout().lock();
+    loop {
+        let fresh: Vec<Delivery> = read(true)?
+            .into_iter()
+            .filter(|d| !seen.contains(&d.key))
+            .collect();
+        for d in &fresh {
+            let line = if ctx.json() {
+                serde_json::to_string(&d.envelope).expect("plain data")
+            } else {
+                message_line(&d.envelope)
+            };
+            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                return Ok(()); // the reader went away (a closed pipe)
+            }
+        }
+        let keys: Vec<String> = fresh.into_iter().map(|d| d.key).collect();
+        if args.ack {
+            mailbox::ack(&ctx.root, &team, &agent, &keys)?;
+        }
+        seen.extend(keys);
+        waiter.wait(RESCAN_EVERY);
+    }
+}

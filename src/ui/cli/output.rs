@@ -1,0 +1,70 @@
+//! Printing results: JSON for scripts, short aligned text for people.
+
+use serde::Serialize;
+
+use crate::store::mailbox::Envelope;
+use crate::store::tasks::{Status, Task};
+
+pub fn print_json<T: Serialize + ?Sized>(value: &T) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("plain data")
+    );
+}
+
+pub fn task_line(t: &Task) -> String {
+    let mut s = format!("#{} [{}] {}", t.id, t.status.as_str(), t.subject);
+    if let Some(o) = &t.owner {
+        s.push_str(&format!(" (owner: {o})"));
+    }
+    if !t.blocked_by.is_empty() {
+        s.push_str(&format!(
+            " blocked by {}",
+            t.blocked_by
+                .iter()
+                .map(|b| format!("#{b}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    s
+}
+
+pub fn task_detail(t: &Task) -> String {
+    let mut s = task_line(t);
+    if let Some(a) = &t.active_form {
+        s.push_str(&format!("\n  active form: {a}"));
+    }
+    if !t.blocks.is_empty() {
+        s.push_str(&format!(
+            "\n  blocks: {}",
+            t.blocks
+                .iter()
+                .map(|b| format!("#{b}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !t.description.is_empty() {
+        s.push_str("\n\n");
+        s.push_str(&t.description);
+    }
+    s
+}
+
+pub fn status_mark(s: Status) -> &'static str {
+    match s {
+        Status::Pending => " ",
+        Status::InProgress => "~",
+        Status::Completed => "x",
+    }
+}
+
+pub fn message_line(e: &Envelope) -> String {
+    let body = match e.protocol() {
+        Some(p) => format!("<{}> {}", p.kind(), p.describe()),
+        None => e.text.clone(),
+    };
+    let read = if e.is_read() { " (read)" } else { "" };
+    format!("[{}] {}{}: {}", e.timestamp, e.from, read, body)
+}

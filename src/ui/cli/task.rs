@@ -1,0 +1,185 @@
+//! `swarm task ...`: the shared task list by hand.
+
+use serde_json::json;
+
+use crate::config::hooks::{Event, Hooks, Runner};
+use crate::store::names::LEAD;
+use crate::store::roster::{self, TeamConfig};
+use crate::store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
+use crate::ui::cli::args::TaskCommand;
+use crate::ui::cli::context::Ctx;
+use crate::ui::cli::output::{print_json, status_mark, task_detail, task_line};
+use crate::util::error::{Error, Result};
+
+pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
+    let team = ctx.team()?;
+    // The team must exist: a task list without a roster would be nobody's.
+    let config = roster::load(&ctx.root, &team)?;
+    let list = TaskList::new(&ctx.root, &team);
+    let show = |t: &Task| {
+        if ctx.json() {
+            print_json(t);
+        } else {
+            println!("{}", task_line(t));
+        }
+    };
+    match cmd {
+        TaskCommand::Add {
+            subject,
+            description,
+            active_form,
+            blocked_by,
+        } => {
+            let task = list.create(NewTask {
+                subject,
+                description,
+                active_form,
+                blocked_by,
+                metadata: None,
+            })?;
+            if let Some(feedback) = task_hook(&config, Event::TaskCreated, &task) {
+                list.delete(&task.id)?;
+                return Err(Error::conflict(format!(
+                    "a TaskCreated hook refused task #{} and it was removed: {}",
+                    task.id,
+                    one_line(&feedback)
+                )));
+            }
+            show(&task);
+        }
+        TaskCommand::List { status, owner, all } => {
+            let status = status.as_deref().map(Status::parse).transpose()?;
+            let tasks: Vec<Task> = list
+                .list()?
+                .into_iter()
+                .filter(|t| all || !t.is_internal())
+                .filter(|t| status.is_none_or(|s| t.status == s))
+                .filter(|t| owner.as_deref().is_none_or(|o| t.owned_by(o)))
+                .collect();
+            if ctx.json() {
+                print_json(&tasks);
+            } else if tasks.is_empty() {
+                println!("no tasks");
+            } else {
+                for t in &tasks {
+                    println!("[{}] {}", status_mark(t.status), task_line(t));
+                }
+            }
+        }
+        TaskCommand::Show { id } => {
+            let task = list.get(&id)?;
+            if ctx.json() {
+                print_json(&task);
+            } else {
+                println!("{}", task_detail(&task));
+            }
+        }
+        TaskCommand::Update {
+            id,
+            subject,
+            description,
+            active_form,
+            status,
+            owner,
+            blocked_by,
+            blocks,
+        } => {
+            if let Some(o) = owner.as_deref().filter(|o| !o.is_empty()) {
+                config.require(o)?;
+            }
+            let patch = TaskPatch {
+                subject,
+                description,
+                active_form,
+                status: status.as_deref().map(Status::parse).transpose()?,
+                owner: owner.map(Some),
+                add_blocked_by: blocked_by,
+                add_blocks: blocks,
+                metadata: None,
+            };
+            show(&list.update(&id, patch)?);
+        }
+        TaskCommand::Claim {
+            id,
+            agent,
+            busy_check,
+        } => {
+            config.require(&agent)?;
+            let task = list
+                .claim(&id, &agent, busy_check)?
+                .map_err(|r| r.into_error(&id, &agent))?;
+            show(&task);
+        }
+        TaskCommand::Next { agent } => {
+            config.require(&agent)?;
+            match list.next(&agent)? {
+                Some(task) => show(&task),
+                None if ctx.json() => println!("null"),
+                None => println!("no ready task for {agent}"),
+            }
+        }
+        TaskCommand::Done { id } => {
+            let current = list.get(&id)?;
+            if current.status != Status::Completed
+                && let Some(feedback) = task_hook(&config, Event::TaskCompleted, &current)
+            {
+                return Err(Error::conflict(format!(
+                    "a TaskCompleted hook refused to let task #{id} be completed: {}",
+                    one_line(&feedback)
+                )));
+            }
+            let patch = TaskPatch {
+                status: Some(Status::Completed),
+                ..TaskPatch::default()
+            };
+            show(&list.update(&id, patch)?);
+        }
+        TaskCommand::Release { owner } => {
+            let released = list.release(&owner)?;
+            if ctx.json() {
+                print_json(&released);
+            } else if released.is_empty() {
+                println!("{owner} owns no open tasks");
+            } else {
+                for t in &released {
+                    println!("released {}", task_line(t));
+                }
+            }
+        }
+        TaskCommand::Delete { id } => {
+            let task = list.delete(&id)?;
+            if ctx.json() {
+                print_json(&json!({"deleted": task.id}));
+            } else {
+                println!("deleted task #{}", task.id);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the user's task hooks for a task changed by hand, as the lead (the person at the
+/// CLI leads the team); `Some(feedback)` when one blocks.
+fn task_hook(config: &TeamConfig, event: Event, task: &Task) -> Option<String> {
+    let cwd = std::env::current_dir().ok()?;
+    let runner = Runner {
+        hooks: Hooks::load(&cwd),
+        session_id: config.lead_session_id.clone().unwrap_or_default(),
+        cwd,
+        team: config.name.clone(),
+        agent: LEAD.to_owned(),
+        agent_type: None,
+    };
+    // Problems are reported by the run itself.
+    runner
+        .fire(
+            event,
+            crate::config::permissions::PermissionMode::Default,
+            Runner::task_fields(&task.id, &task.subject, &task.description),
+        )
+        .blocked
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

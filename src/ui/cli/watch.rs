@@ -1,0 +1,73 @@
+//! `swarm watch [<team>]`: the live dashboard in this terminal, or with `--once` one
+//! frame of it as plain text on stdout.
+
+use std::io::IsTerminal;
+
+use clap::Args;
+
+use crate::store::layout::Root;
+use crate::store::names::TeamName;
+use crate::ui::cli::context::Ctx;
+use crate::ui::cli::ops;
+use crate::ui::dashboard::{self, App, Source};
+use crate::util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The team [default: --team, else the only team]
+    pub team: Option<String>,
+    /// Print one frame as plain text (no colour) and exit; needs no terminal
+    #[arg(long)]
+    pub once: bool,
+    /// The frame's width in columns, with --once
+    #[arg(long, default_value_t = 120, requires = "once", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub width: u16,
+    /// The frame's height in rows, with --once
+    #[arg(long, default_value_t = 40, requires = "once", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub height: u16,
+}
+
+pub fn run(ctx: &Ctx, args: WatchArgs) -> Result<()> {
+    let team = ctx.team_or(args.team.as_deref())?;
+    let tmux = ops::team_tmux(ctx, &team)?;
+    let source = Source::new(ctx.root.clone(), team.clone(), Some(tmux));
+    if args.once {
+        let app = App::new(source)?;
+        print!("{}", app.render_text(args.width, args.height));
+        return Ok(());
+    }
+    if !std::io::stdout().is_terminal() {
+        return Err(Error::usage(
+            "`swarm watch` needs a terminal; use `swarm watch --once` to print one frame",
+        ));
+    }
+    let app = App::new(source)?;
+    // Warnings would scribble over the screen: while it is up they go to the team's logs.
+    let _logging = log_to_file(&ctx.root, &team);
+    dashboard::run(app)
+}
+
+fn log_to_file(root: &Root, team: &TeamName) -> tracing::subscriber::DefaultGuard {
+    let dir = root.logs_dir(team);
+    let file = std::fs::create_dir_all(&dir).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("watch.log"))
+    });
+    match file {
+        Ok(f) => {
+            let filter = tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+            tracing::subscriber::set_default(
+                tracing_subscriber::fmt()
+                    .with_env_filter(filter)
+                    .with_target(false)
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(f))
+                    .finish(),
+            )
+        }
+        Err(_) => tracing::subscriber::set_default(tracing::subscriber::NoSubscriber::default()),
+    }
+}

@@ -1,0 +1,403 @@
+//! The message feed: every message of the team, from every inbox, as one time-ordered list
+//! of one-line entries, newest last.
+//!
+//! Sources are each agent's live inbox (`<agent>.json`, messages not yet put in front of
+//! their reader, shown as unread) and delivered log (`<agent>.delivered.jsonl`). Live
+//! inboxes stay small by design and are read whole; delivered logs only grow, so they are
+//! tailed: [`FeedReader`] remembers how far it read each one and parses only what was
+//! appended since (a torn last line is left for the next read). A message seen in both
+//! places (between the log append and the inbox rewrite of an acknowledgement) appears once.
+//!
+//! Idle notifications are folded: a run of plain idle notifications from one teammate, with
+//! nothing else from it in between, shows as one entry (the latest, with a count), so a
+//! chatty teammate cannot flood the feed. Idle notifications that report a finished or
+//! failed task are kept, since they say something.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::store::layout::Root;
+use crate::store::mailbox::{self, Envelope};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::protocol::Protocol;
+use crate::util::clock;
+use crate::util::error::{Error, Result};
+
+/// At most this many entries are kept per delivered log, and shown in the feed.
+pub const MAX_ENTRIES: usize = 1000;
+
+/// What kind of message an entry is; the view styles each differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Text from one agent to another.
+    Plain,
+    /// A plain idle notification (dimmed, folded per teammate).
+    Idle,
+    /// An idle notification reporting a task done.
+    Completed,
+    /// Shutdown requested, approved or rejected.
+    Shutdown,
+    /// Plan approval and permission requests and answers.
+    Approval,
+    /// A task assigned.
+    Task,
+    /// A teammate terminated, or a task that failed.
+    Alert,
+}
+
+/// One line of the feed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedEntry {
+    /// When it was sent (epoch ms; 0 if its timestamp does not parse).
+    pub at_ms: i64,
+    pub from: String,
+    pub to: String,
+    pub class: Class,
+    /// One line: the text's first non-empty line, or the protocol message described.
+    pub line: String,
+    /// The whole text, for the detail view.
+    pub text: String,
+    /// Still in the recipient's live inbox: not yet put in front of it.
+    pub unread: bool,
+    /// How many idle notifications this entry stands for (1 unless folded).
+    pub count: usize,
+    /// The mailbox key (`msg_id` or digest), unique per recipient.
+    pub key: String,
+}
+
+impl FeedEntry {
+    /// The entry for `envelope`, sent to `to`.
+    pub fn new(to: &str, envelope: &Envelope, unread: bool) -> FeedEntry {
+        let (class, line) = match envelope.protocol() {
+            Some(p) => (class_of(&p), p.describe()),
+            None => (Class::Plain, first_line(&envelope.text)),
+        };
+        FeedEntry {
+            at_ms: clock::parse_iso_ms(&envelope.timestamp).unwrap_or(0),
+            from: envelope.from.clone(),
+            to: to.to_owned(),
+            class,
+            line,
+            text: envelope.text.clone(),
+            unread,
+            count: 1,
+            key: envelope.key(),
+        }
+    }
+
+    /// True for protocol messages (anything but plain text).
+    pub fn is_protocol(&self) -> bool {
+        self.class != Class::Plain
+    }
+}
+
+fn class_of(p: &Protocol) -> Class {
+    match p {
+        Protocol::IdleNotification(m) => {
+            let failed = m.idle_reason.as_deref() == Some("failed")
+                || m.failure_reason.is_some()
+                || matches!(m.completed_status.as_deref(), Some("failed" | "blocked"));
+            if failed {
+                Class::Alert
+            } else if m.completed_task_id.is_some() {
+                Class::Completed
+            } else {
+                Class::Idle
+            }
+        }
+        Protocol::ShutdownRequest(_)
+        | Protocol::ShutdownApproved(_)
+        | Protocol::ShutdownRejected(_) => Class::Shutdown,
+        Protocol::PlanApprovalRequest(_)
+        | Protocol::PlanApprovalResponse(_)
+        | Protocol::PermissionRequest(_)
+        | Protocol::PermissionResponse(_) => Class::Approval,
+        Protocol::TaskAssignment(_) => Class::Task,
+        Protocol::TeammateTerminated(_) => Class::Alert,
+    }
+}
+
+/// The first non-empty line of `text`, trimmed, with a mark if more follows.
+fn first_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("").to_owned();
+    if lines.next().is_some() {
+        format!("{first} …")
+    } else {
+        first
+    }
+}
+
+/// The feed from entries in any order: duplicates (same recipient and key) dropped, sorted
+/// by time (ties keep their order), idle notifications folded, the newest
+/// [`MAX_ENTRIES`] kept.
+pub fn build(entries: Vec<FeedEntry>) -> Vec<FeedEntry> {
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut entries: Vec<FeedEntry> = entries
+        .into_iter()
+        .filter(|e| seen.insert((e.to.clone(), e.key.clone())))
+        .collect();
+    entries.sort_by_key(|e| e.at_ms);
+    let mut out: Vec<Option<FeedEntry>> = Vec::with_capacity(entries.len());
+    // Per sender: the index of its latest idle entry, while nothing else came from it since.
+    let mut open_idle: HashMap<String, usize> = HashMap::new();
+    for mut e in entries {
+        if e.class == Class::Idle {
+            if let Some(i) = open_idle.get(&e.from).copied()
+                && let Some(prev) = out[i].take()
+            {
+                e.count += prev.count;
+                e.unread |= prev.unread;
+            }
+            open_idle.insert(e.from.clone(), out.len());
+        } else {
+            open_idle.remove(&e.from);
+        }
+        out.push(Some(e));
+    }
+    let mut out: Vec<FeedEntry> = out.into_iter().flatten().collect();
+    if out.len() > MAX_ENTRIES {
+        out.drain(..out.len() - MAX_ENTRIES);
+    }
+    out
+}
+
+/// Reads a team's messages, remembering how far each delivered log was read.
+#[derive(Debug, Default)]
+pub struct FeedReader {
+    tails: HashMap<String, Tail>,
+}
+
+#[derive(Debug, Default)]
+struct Tail {
+    ino: u64,
+    offset: u64,
+    entries: VecDeque<FeedEntry>,
+}
+
+impl FeedReader {
+    pub fn new() -> FeedReader {
+        FeedReader::default()
+    }
+
+    /// Every message of `team` as feed entries (see [`build`]).
+    pub fn read(&mut self, root: &Root, team: &TeamName) -> Result<Vec<FeedEntry>> {
+        let dir = root.inbox_dir(team);
+        let agents = agents_with_mail(&dir)?;
+        let mut all = Vec::new();
+        for agent in &agents {
+            let log = root.delivered_log_path(team, agent);
+            let tail = self.tails.entry(agent.to_string()).or_default();
+            tail.advance(&log, agent.as_str())?;
+            all.extend(tail.entries.iter().cloned());
+            if root.inbox_path(team, agent).exists() {
+                for d in mailbox::read_all(root, team, agent)? {
+                    all.push(FeedEntry::new(
+                        agent.as_str(),
+                        &d.envelope,
+                        !d.envelope.is_read(),
+                    ));
+                }
+            }
+        }
+        self.tails
+            .retain(|name, _| agents.iter().any(|a| a.as_str() == name));
+        Ok(build(all))
+    }
+}
+
+impl Tail {
+    /// Parses whatever whole lines were appended to `path` since the last call.
+    fn advance(&mut self, path: &Path, to: &str) -> Result<()> {
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                *self = Tail::default();
+                return Ok(());
+            }
+            Err(e) => return Err(Error::io("open", path, e)),
+        };
+        let meta = file.metadata().map_err(|e| Error::io("read", path, e))?;
+        if meta.ino() != self.ino || meta.len() < self.offset {
+            // A different file, or one cut short: start over.
+            *self = Tail {
+                ino: meta.ino(),
+                ..Tail::default()
+            };
+        }
+        if meta.len() == self.offset {
+            return Ok(());
+        }
+        file.seek(SeekFrom::Start(self.offset))
+            .map_err(|e| Error::io("read", path, e))?;
+        let mut buf = Vec::new();
+        file.read_to_end(&mut buf)
+            .map_err(|e| Error::io("read", path, e))?;
+        // Only whole lines: a line still being appended is read next time.
+        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
+            return Ok(());
+        };
+        for line in buf[..end].split(|&b| b == b'\n') {
+            if let Ok(envelope) = crate::util::json::parse::<Envelope>(line) {
+                self.entries.push_back(FeedEntry::new(to, &envelope, false));
+            }
+        }
+        while self.entries.len() > MAX_ENTRIES {
+            self.entries.pop_front();
+        }
+        self.offset += end as u64 + 1;
+        Ok(())
+    }
+}
+
+/// The agents that have a live inbox or a delivered log in `dir`, sorted by name.
+fn agents_with_mail(dir: &Path) -> Result<Vec<AgentName>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read directory", dir, e)),
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let stem = name
+                .strip_suffix(".delivered.jsonl")
+                .or_else(|| name.strip_suffix(".json"))?;
+            Some(stem.to_owned())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names
+        .iter()
+        .filter_map(|n| AgentName::parse_any(n).ok())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::protocol::{IdleNotification, ShutdownRequest};
+
+    fn env_at(from: &str, text: &str, ms: i64) -> Envelope {
+        let mut e = Envelope::new(from, text);
+        e.timestamp = clock::iso_from_ms(ms);
+        e
+    }
+
+    fn idle(from: &str, ms: i64, task: Option<&str>) -> Envelope {
+        let p = Protocol::IdleNotification(IdleNotification {
+            from: from.into(),
+            timestamp: clock::iso_from_ms(ms),
+            idle_reason: Some("available".into()),
+            summary: None,
+            completed_task_id: task.map(str::to_owned),
+            completed_status: task.map(|_| "resolved".to_owned()),
+            failure_reason: None,
+            result: None,
+        });
+        env_at(from, &p.to_text(), ms)
+    }
+
+    #[test]
+    fn plain_text_shows_its_first_line() {
+        let e = FeedEntry::new("bob", &env_at("alice", "\n  hello there \nmore", 5), true);
+        assert_eq!(e.line, "hello there …");
+        assert_eq!(e.class, Class::Plain);
+        assert!(e.unread);
+        assert_eq!(e.at_ms, 5);
+        let p = Protocol::ShutdownRequest(ShutdownRequest {
+            request_id: "shutdown-1@bob".into(),
+            from: "team-lead".into(),
+            reason: None,
+            timestamp: clock::iso_from_ms(1),
+        });
+        let e = FeedEntry::new("bob", &env_at("team-lead", &p.to_text(), 1), false);
+        assert_eq!(e.class, Class::Shutdown);
+        assert_eq!(e.line, "shutdown requested by team-lead [shutdown-1@bob]");
+    }
+
+    #[test]
+    fn idle_runs_fold_per_teammate_and_task_reports_stay() {
+        let lead = "team-lead";
+        let entries = vec![
+            FeedEntry::new(lead, &idle("alice", 10, None), false),
+            FeedEntry::new(lead, &idle("bob", 11, None), false),
+            FeedEntry::new(lead, &idle("alice", 12, None), false),
+            FeedEntry::new(lead, &idle("alice", 13, None), true),
+            FeedEntry::new("bob", &env_at("alice", "question", 14), false),
+            FeedEntry::new(lead, &idle("alice", 15, None), false),
+            FeedEntry::new(lead, &idle("alice", 16, Some("3")), false),
+            FeedEntry::new(lead, &idle("alice", 17, None), false),
+        ];
+        let feed = build(entries);
+        let shown: Vec<(i64, &str, usize, Class)> = feed
+            .iter()
+            .map(|e| (e.at_ms, e.from.as_str(), e.count, e.class))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (11, "bob", 1, Class::Idle),
+                (13, "alice", 3, Class::Idle),
+                (14, "alice", 1, Class::Plain),
+                (15, "alice", 1, Class::Idle),
+                (16, "alice", 1, Class::Completed),
+                (17, "alice", 1, Class::Idle),
+            ]
+        );
+        // A folded run is unread if any of it is.
+        assert!(feed[1].unread);
+    }
+
+    #[test]
+    fn duplicates_appear_once_and_order_is_by_time() {
+        let a = env_at("alice", "one", 20);
+        let b = env_at("bob", "two", 10);
+        let feed = build(vec![
+            FeedEntry::new("team-lead", &a, false),
+            FeedEntry::new("team-lead", &b, false),
+            FeedEntry::new("team-lead", &a, true),
+        ]);
+        let lines: Vec<&str> = feed.iter().map(|e| e.line.as_str()).collect();
+        assert_eq!(lines, ["two", "one"]);
+        assert!(!feed[1].unread, "the delivered copy came first and wins");
+    }
+
+    #[test]
+    fn delivered_logs_are_tailed_by_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("bob.delivered.jsonl");
+        let line = |t: &str, ms| {
+            let mut s = crate::util::json::to_compact(&env_at("alice", t, ms));
+            s.push('\n');
+            s
+        };
+        let mut tail = Tail::default();
+        tail.advance(&log, "bob").unwrap();
+        assert!(tail.entries.is_empty());
+        std::fs::write(&log, line("first", 1)).unwrap();
+        tail.advance(&log, "bob").unwrap();
+        assert_eq!(tail.entries.len(), 1);
+        // A torn line waits until it is whole.
+        let second = line("second", 2);
+        let (head, rest) = second.split_at(10);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        std::io::Write::write_all(&mut f, head.as_bytes()).unwrap();
+        tail.advance(&log, "bob").unwrap();
+        assert_eq!(tail.entries.len(), 1);
+        std::io::Write::write_all(&mut f, rest.as_bytes()).unwrap();
+        tail.advance(&log, "bob").unwrap();
+        let lines: Vec<&str> = tail.entries.iter().map(|e| e.line.as_str()).collect();
+        assert_eq!(lines, ["first", "second"]);
+        // Replaced by a shorter file: read again from the start.
+        std::fs::remove_file(&log).unwrap();
+        std::fs::write(&log, line("fresh", 3)).unwrap();
+        tail.advance(&log, "bob").unwrap();
+        let lines: Vec<&str> = tail.entries.iter().map(|e| e.line.as_str()).collect();
+        assert_eq!(lines, ["fresh"]);
+    }
+}

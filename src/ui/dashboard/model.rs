@@ -1,0 +1,253 @@
+//! What the dashboard shows, as plain data: a [`Snapshot`] of the team taken in one go
+//! (members from [`status::observe`], the task board, the message feed, pending approvals),
+//! and the [`Source`] that takes it.
+//!
+//! The view renders only from a snapshot, never from the filesystem, so a snapshot built by
+//! hand renders exactly like one read from disk. Taking a snapshot changes nothing the team
+//! sees (like every inbox reader, it may commit a message a dead sender left in a spool, or
+//! move a corrupt inbox aside); the dashboard changes the team only when a person resolves
+//! an approval.
+
+use jiff::tz::TimeZone;
+
+use crate::store::approvals::{self, Approval};
+use crate::store::layout::Root;
+use crate::store::names::TeamName;
+use crate::store::tasks::{Status, Task, TaskList};
+use crate::team::status::{self, MemberStatus};
+use crate::tmux::Tmux;
+use crate::ui::dashboard::feed::{FeedEntry, FeedReader};
+use crate::util::clock;
+use crate::util::error::Result;
+
+/// The team at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub team: String,
+    pub description: Option<String>,
+    /// When it was taken (epoch ms); every "ago" is relative to this.
+    pub now_ms: i64,
+    /// Where clock times in the feed are shown.
+    pub tz: TimeZone,
+    /// False when the team's tmux server could not be asked (pane facts unknown).
+    pub tmux_reachable: bool,
+    /// In roster order (the lead first).
+    pub members: Vec<MemberStatus>,
+    /// In board order (see [`board_order`]), internal tasks left out.
+    pub tasks: Vec<Task>,
+    /// Oldest first, newest last.
+    pub feed: Vec<FeedEntry>,
+    /// Pending requests only, oldest first.
+    pub approvals: Vec<Approval>,
+    /// Parts that could not be read this time (shown in the header).
+    pub problems: Vec<String>,
+}
+
+/// Where a task stands on the board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TaskState {
+    Active,
+    Ready,
+    Blocked,
+    Done,
+}
+
+impl TaskState {
+    pub fn label(self) -> &'static str {
+        match self {
+            TaskState::Active => "active",
+            TaskState::Ready => "ready",
+            TaskState::Blocked => "blocked",
+            TaskState::Done => "done",
+        }
+    }
+}
+
+impl Snapshot {
+    /// A snapshot with nothing in it yet.
+    pub fn empty(team: &str) -> Snapshot {
+        Snapshot {
+            team: team.to_owned(),
+            description: None,
+            now_ms: clock::now_ms(),
+            tz: TimeZone::system(),
+            tmux_reachable: false,
+            members: Vec::new(),
+            tasks: Vec::new(),
+            feed: Vec::new(),
+            approvals: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    pub fn member(&self, name: &str) -> Option<&MemberStatus> {
+        self.members.iter().find(|m| m.name == name)
+    }
+
+    /// A member's palette colour (`blue`, `purple`, ...), by name or `<name>@<team>`.
+    pub fn colour_of(&self, name: &str) -> Option<&str> {
+        let short = name.split('@').next().unwrap_or(name);
+        self.member(short).and_then(|m| m.color.as_deref())
+    }
+
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+
+    pub fn task_state(&self, t: &Task) -> TaskState {
+        task_state(t, |id| self.task(id))
+    }
+
+    /// The blockers of `t` that are not completed yet (missing ones count as open).
+    pub fn open_blockers<'a>(&self, t: &'a Task) -> Vec<&'a str> {
+        t.blocked_by
+            .iter()
+            .filter(|b| self.task(b).is_none_or(|b| b.status != Status::Completed))
+            .map(String::as_str)
+            .collect()
+    }
+
+    pub fn approval(&self, id: &str) -> Option<&Approval> {
+        self.approvals.iter().find(|a| a.request_id == id)
+    }
+}
+
+fn task_state<'a>(t: &Task, find: impl Fn(&str) -> Option<&'a Task>) -> TaskState {
+    match t.status {
+        Status::InProgress => TaskState::Active,
+        Status::Completed => TaskState::Done,
+        Status::Pending => {
+            let blocked = t
+                .blocked_by
+                .iter()
+                .any(|b| find(b).is_none_or(|b| b.status != Status::Completed));
+            if blocked {
+                TaskState::Blocked
+            } else {
+                TaskState::Ready
+            }
+        }
+    }
+}
+
+/// Active tasks first, then ready, blocked and done; by id within each group. Internal
+/// tasks (Claude Code's `metadata._internal`) are left out.
+pub fn board_order(tasks: Vec<Task>) -> Vec<Task> {
+    let states: Vec<TaskState> = tasks
+        .iter()
+        .map(|t| task_state(t, |id| tasks.iter().find(|x| x.id == id)))
+        .collect();
+    let mut keyed: Vec<(TaskState, u64, Task)> = tasks
+        .into_iter()
+        .zip(states)
+        .filter(|(t, _)| !t.is_internal())
+        .map(|(t, s)| (s, t.id.parse().unwrap_or(u64::MAX), t))
+        .collect();
+    keyed.sort_by(|a, b| (a.0, a.1, &a.2.id).cmp(&(b.0, b.1, &b.2.id)));
+    keyed.into_iter().map(|(_, _, t)| t).collect()
+}
+
+/// Takes snapshots of one team.
+#[derive(Debug)]
+pub struct Source {
+    root: Root,
+    team: TeamName,
+    tmux: Option<Tmux>,
+    feed: FeedReader,
+    tz: TimeZone,
+}
+
+impl Source {
+    /// `tmux` is the team's server, if it has one (`team_window::server_for`).
+    pub fn new(root: Root, team: TeamName, tmux: Option<Tmux>) -> Source {
+        Source {
+            root,
+            team,
+            tmux,
+            feed: FeedReader::new(),
+            tz: TimeZone::system(),
+        }
+    }
+
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
+    pub fn team(&self) -> &TeamName {
+        &self.team
+    }
+
+    pub fn tmux(&self) -> Option<&Tmux> {
+        self.tmux.as_ref()
+    }
+
+    /// Shows clock times in `tz` instead of the system's zone.
+    pub fn with_time_zone(mut self, tz: TimeZone) -> Source {
+        self.tz = tz;
+        self
+    }
+
+    /// Looks at the team now. Fails only if the team itself cannot be read (no roster);
+    /// a part that cannot be read is left empty and named in `problems`.
+    pub fn load(&mut self) -> Result<Snapshot> {
+        let seen = status::observe(&self.root, &self.team, self.tmux.as_ref())?;
+        let mut problems = Vec::new();
+        let tasks = TaskList::new(&self.root, &self.team)
+            .list()
+            .unwrap_or_else(|e| {
+                problems.push(format!("tasks: {e}"));
+                Vec::new()
+            });
+        let approvals = approvals::list(&self.root, &self.team)
+            .unwrap_or_else(|e| {
+                problems.push(format!("approvals: {e}"));
+                Vec::new()
+            })
+            .into_iter()
+            .filter(|a| a.state == approvals::State::Pending)
+            .collect();
+        let feed = self.feed.read(&self.root, &self.team).unwrap_or_else(|e| {
+            problems.push(format!("messages: {e}"));
+            Vec::new()
+        });
+        Ok(Snapshot {
+            team: seen.team,
+            description: seen.description,
+            now_ms: clock::now_ms(),
+            tz: self.tz.clone(),
+            tmux_reachable: seen.tmux_reachable,
+            members: seen.members,
+            tasks: board_order(tasks),
+            feed,
+            approvals,
+            problems,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, status: Status, blocked_by: &[&str]) -> Task {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "subject": format!("task {id}"), "status": status.as_str(),
+            "blockedBy": blocked_by,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn board_puts_active_then_ready_then_blocked_then_done() {
+        let tasks = vec![
+            task("1", Status::Completed, &[]),
+            task("2", Status::Pending, &["1"]),
+            task("3", Status::Pending, &["2"]),
+            task("10", Status::InProgress, &[]),
+            task("4", Status::Pending, &[]),
+            task("5", Status::Pending, &["99"]),
+        ];
+        let ids: Vec<String> = board_order(tasks).into_iter().map(|t| t.id).collect();
+        assert_eq!(ids, ["10", "2", "4", "3", "5", "1"]);
+    }
+}

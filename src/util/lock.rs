@@ -1,0 +1,505 @@
+//! Cross-process locks for shared files: a kernel flock plus Claude Code's directory lock.
+//!
+//! Every mutation of a shared file `F` holds, in this order:
+//! 1. an exclusive `flock` on the sidecar `F.flock`, a file that is never renamed or
+//!    deleted and is opened close-on-exec (std opens with `O_CLOEXEC`), so a tmux server or
+//!    other child never inherits it; the kernel frees it the moment a holder dies;
+//! 2. Claude Code's lock, the directory `F.lock/` (proper-lockfile's protocol): made with
+//!    `mkdir`, its mtime refreshed every 2 s while held, broken when older than 10 s,
+//!    removed with `rmdir`. This excludes Claude Code processes, which do not see flock.
+//!
+//! While it holds the flock, a swarm process records the directory lock it made (inode and
+//! change time) in the sidecar and clears the record after `rmdir`. A record found by the
+//! next flock holder means its maker died mid-write, so that directory is removed at once
+//! instead of after 10 s; a directory lock without a matching record belongs to someone else
+//! and is only broken when stale. Waits are bounded (`SWARM_LOCK_TIMEOUT_MS`, default 10 s)
+//! with jittered exponential backoff, and end in [`Error::LockTimeout`] naming the path.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::util::error::{Error, IoContext, Result};
+
+/// proper-lockfile's default: a directory lock untouched for this long is abandoned.
+pub const STALE_AFTER: Duration = Duration::from_secs(10);
+const REFRESH_EVERY: Duration = Duration::from_secs(2);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An exclusive hold on a shared file. Dropping it releases both locks.
+#[derive(Debug)]
+pub struct Locked {
+    // Field order is drop order: the directory lock goes before the flock.
+    dirs: Vec<DirLock>,
+    sidecar: File,
+}
+
+impl Locked {
+    /// Additionally takes Claude Code's directory lock of another file (a single task
+    /// inside a list-locked task directory). Released with the rest. Taking one this guard
+    /// already holds does nothing: waiting for it would wait for ourselves.
+    pub fn also_lock_dir(&mut self, anchor: &Path) -> Result<()> {
+        if self.holds_dir(anchor) {
+            return Ok(());
+        }
+        let deadline = Instant::now() + lock_timeout();
+        let dir = DirLock::acquire(anchor, deadline, None)?;
+        self.dirs.push(dir);
+        self.record()
+    }
+
+    pub fn holds_dir(&self, anchor: &Path) -> bool {
+        let path = dir_lock_path(anchor);
+        self.dirs.iter().any(|d| d.path == path)
+    }
+
+    /// Releases the directory lock of `anchor` taken with [`Locked::also_lock_dir`] before
+    /// the rest, so a Claude Code process may write that file while this guard lives on.
+    pub fn unlock_dir(&mut self, anchor: &Path) -> Result<()> {
+        let path = dir_lock_path(anchor);
+        let Some(i) = self.dirs.iter().position(|d| d.path == path) else {
+            return Ok(());
+        };
+        // Removed before the record forgets it: a crash in between leaves a record naming a
+        // directory that is gone (or, if remade, has another inode), which breaks nothing.
+        drop(self.dirs.remove(i));
+        self.record()
+    }
+
+    fn record(&mut self) -> Result<()> {
+        let text: String = self
+            .dirs
+            .iter()
+            .map(|d| format!("{} {} {}\n", d.ino, d.ctime_ns, d.path.display()))
+            .collect();
+        write_record(&mut self.sidecar, &text)
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        let recorded = !self.dirs.is_empty();
+        for dir in self.dirs.drain(..).rev() {
+            drop(dir);
+        }
+        if recorded {
+            let _ = write_record(&mut self.sidecar, "");
+        }
+        // The flock is released when `sidecar` closes.
+    }
+}
+
+/// Locks the shared file `anchor` (which need not exist yet).
+pub fn lock(anchor: &Path) -> Result<Locked> {
+    let deadline = Instant::now() + lock_timeout();
+    let sidecar = flock_sidecar(anchor, Some(deadline))?.expect("waits until the deadline");
+    finish_lock(anchor, sidecar, deadline)
+}
+
+/// Locks `anchor` only if no other swarm process holds it right now.
+pub fn try_lock(anchor: &Path) -> Result<Option<Locked>> {
+    let deadline = Instant::now() + lock_timeout();
+    match flock_sidecar(anchor, None)? {
+        Some(sidecar) => finish_lock(anchor, sidecar, deadline).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Takes only the flock on `anchor`'s sidecar, not Claude Code's directory lock of
+/// `anchor` itself: for operations that mutate other files, each of which the caller then
+/// locks with [`Locked::also_lock_dir`] (claiming one task of a list).
+pub fn lock_sidecar_only(anchor: &Path) -> Result<Locked> {
+    let deadline = Instant::now() + lock_timeout();
+    let sidecar = flock_sidecar(anchor, Some(deadline))?.expect("waits until the deadline");
+    let mut locked = Locked {
+        dirs: Vec::new(),
+        sidecar,
+    };
+    let orphans = read_record(&mut locked.sidecar);
+    for (_, _, path) in &orphans {
+        break_orphan(path, &orphans);
+    }
+    if !orphans.is_empty() {
+        locked.record()?;
+    }
+    Ok(locked)
+}
+
+fn finish_lock(anchor: &Path, sidecar: File, deadline: Instant) -> Result<Locked> {
+    let mut locked = Locked {
+        dirs: Vec::new(),
+        sidecar,
+    };
+    let orphans = read_record(&mut locked.sidecar);
+    let dir = DirLock::acquire(anchor, deadline, Some(&orphans))?;
+    for (_, _, path) in &orphans {
+        // Extra directory locks a dead holder took inside this lock (per-task locks).
+        if path != &dir.path {
+            break_orphan(path, &orphans);
+        }
+    }
+    locked.dirs.push(dir);
+    locked.record()?;
+    Ok(locked)
+}
+
+pub fn lock_timeout() -> Duration {
+    std::env::var("SWARM_LOCK_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(DEFAULT_TIMEOUT)
+}
+
+fn sidecar_path(anchor: &Path) -> PathBuf {
+    let mut p = anchor.as_os_str().to_owned();
+    p.push(".flock");
+    PathBuf::from(p)
+}
+
+fn dir_lock_path(anchor: &Path) -> PathBuf {
+    let mut p = anchor.as_os_str().to_owned();
+    p.push(".lock");
+    PathBuf::from(p)
+}
+
+/// Takes the flock, waiting until `deadline`; with no deadline, tries once.
+///
+/// A waiter polls for a few milliseconds, then blocks in the kernel (from a helper thread,
+/// so the deadline still holds): a blocked waiter is woken the moment the lock is free,
+/// where a sleeping poller can lose to busier processes again and again.
+fn flock_sidecar(anchor: &Path, deadline: Option<Instant>) -> Result<Option<File>> {
+    let path = sidecar_path(anchor);
+    let started = Instant::now();
+    let mut backoff = Backoff::new();
+    loop {
+        let file = open_sidecar(&path)?;
+        match file.try_lock() {
+            Ok(()) => match verified(file, &path)? {
+                Some(f) => return Ok(Some(f)),
+                None => continue,
+            },
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
+        }
+        let Some(deadline) = deadline else {
+            return Ok(None);
+        };
+        if Instant::now() >= deadline {
+            return Err(Error::LockTimeout {
+                path,
+                waited: started.elapsed(),
+            });
+        }
+        if started.elapsed() < POLL_FIRST {
+            backoff.sleep(deadline);
+            continue;
+        }
+        match block_until(file, deadline) {
+            Some(Ok(file)) => match verified(file, &path)? {
+                Some(f) => return Ok(Some(f)),
+                None => continue,
+            },
+            Some(Err(e)) => return Err(Error::io("lock", &path, e)),
+            None => {
+                return Err(Error::LockTimeout {
+                    path,
+                    waited: started.elapsed(),
+                });
+            }
+        }
+    }
+}
+
+/// How long a waiter polls before it blocks in the kernel.
+const POLL_FIRST: Duration = Duration::from_millis(5);
+
+fn open_sidecar(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .ctx("open lock file", path)
+}
+
+/// The locked file, if it is still the file the path names (the sidecar is never
+/// replaced, but if someone did, our lock would guard a ghost).
+fn verified(file: File, path: &Path) -> Result<Option<File>> {
+    let held = file.metadata().ctx("stat lock file", path)?;
+    Ok(match std::fs::metadata(path) {
+        Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => Some(file),
+        _ => None,
+    })
+}
+
+/// Blocks on `file`'s flock until `deadline`. `None` on timeout: the helper thread then
+/// releases the lock as soon as it gets it (the channel drops the file).
+fn block_until(file: File, deadline: Instant) -> Option<std::io::Result<File>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("swarm-lock-wait".into())
+        .spawn(move || {
+            let result = file.lock().map(|()| file);
+            // If the waiter gave up, this send fails and drops the file, unlocking it.
+            let _ = tx.send(result);
+        });
+    if let Err(e) = spawned {
+        return Some(Err(e));
+    }
+    rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .ok()
+}
+
+type Record = Vec<(u64, i64, PathBuf)>;
+
+/// The record is the lines before the first empty one: it is overwritten in place, never
+/// truncated, because ext4 flushes a file truncated to zero when it is closed.
+fn read_record(sidecar: &mut File) -> Record {
+    let mut text = String::new();
+    if sidecar.seek(SeekFrom::Start(0)).is_err() || sidecar.read_to_string(&mut text).is_err() {
+        return Vec::new();
+    }
+    text.lines()
+        .take_while(|line| !line.is_empty())
+        .filter_map(|line| {
+            let mut parts = line.splitn(3, ' ');
+            let ino = parts.next()?.parse().ok()?;
+            let ctime = parts.next()?.parse().ok()?;
+            Some((ino, ctime, PathBuf::from(parts.next()?)))
+        })
+        .collect()
+}
+
+fn write_record(sidecar: &mut File, text: &str) -> Result<()> {
+    let ended = format!("{text}\n");
+    sidecar
+        .write_all_at(ended.as_bytes(), 0)
+        .map_err(|e| Error::io("write lock file", "<flock sidecar>", e))
+}
+
+/// Removes `path` if it is the very directory a dead swarm holder recorded.
+fn break_orphan(path: &Path, record: &Record) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    let ctime_ns = meta.ctime() * 1_000_000_000 + meta.ctime_nsec();
+    let ours = record
+        .iter()
+        .any(|(ino, ctime, p)| p == path && *ino == meta.ino() && *ctime == ctime_ns);
+    if ours {
+        tracing::warn!(path = %path.display(), "removing a lock directory left by a crashed swarm process");
+        let _ = std::fs::remove_dir(path);
+    }
+    ours
+}
+
+/// Claude Code's (proper-lockfile's) lock: a directory next to the file.
+#[derive(Debug)]
+struct DirLock {
+    path: PathBuf,
+    ino: u64,
+    ctime_ns: i64,
+    refresh_id: u64,
+}
+
+impl DirLock {
+    fn acquire(anchor: &Path, deadline: Instant, orphans: Option<&Record>) -> Result<DirLock> {
+        let path = dir_lock_path(anchor);
+        let started = Instant::now();
+        let mut backoff = Backoff::new();
+        loop {
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    let meta = std::fs::metadata(&path).ctx("stat lock directory", &path)?;
+                    let refresh_id = refresher::register(path.clone());
+                    return Ok(DirLock {
+                        ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+                        ino: meta.ino(),
+                        path,
+                        refresh_id,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    if orphans.is_some_and(|r| break_orphan(&path, r)) {
+                        continue;
+                    }
+                    if is_stale(&path) {
+                        tracing::warn!(path = %path.display(), "breaking a stale lock directory (untouched for over 10 s)");
+                        let _ = std::fs::remove_dir(&path);
+                        continue;
+                    }
+                }
+                Err(e) => return Err(Error::io("create lock directory", &path, e)),
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::LockTimeout {
+                    path,
+                    waited: started.elapsed(),
+                });
+            }
+            backoff.sleep(deadline);
+        }
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        refresher::unregister(self.refresh_id);
+        if let Err(e) = std::fs::remove_dir(&self.path) {
+            tracing::warn!(path = %self.path.display(), error = %e, "failed to remove lock directory");
+        }
+    }
+}
+
+fn is_stale(path: &Path) -> bool {
+    match std::fs::metadata(path).and_then(|m| m.modified()) {
+        Ok(mtime) => SystemTime::now()
+            .duration_since(mtime)
+            .is_ok_and(|age| age > STALE_AFTER),
+        Err(_) => false,
+    }
+}
+
+/// Exponential backoff from 100 µs to 2 ms with ±25 % jitter, never past the deadline.
+/// The cap is low because critical sections are short: a long sleep would leave the lock
+/// idle and starve a waiter behind processes that poll more often.
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Backoff {
+        Backoff::new()
+    }
+}
+
+impl Backoff {
+    pub fn new() -> Backoff {
+        Backoff {
+            next: Duration::from_micros(100),
+        }
+    }
+
+    pub fn sleep(&mut self, deadline: Instant) {
+        let jitter = 0.75 + fastrand::f64() * 0.5;
+        let wait = self.next.mul_f64(jitter);
+        let left = deadline.saturating_duration_since(Instant::now());
+        std::thread::sleep(wait.min(left));
+        self.next = (self.next * 2).min(Duration::from_millis(2));
+    }
+}
+
+/// Keeps held directory locks fresh so Claude Code never declares them stale.
+mod refresher {
+    use super::*;
+
+    static HELD: Mutex<BTreeMap<u64, PathBuf>> = Mutex::new(BTreeMap::new());
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    static START: Once = Once::new();
+
+    pub(super) fn register(path: PathBuf) -> u64 {
+        START.call_once(|| {
+            let _ = std::thread::Builder::new()
+                .name("swarm-lock-refresh".into())
+                .spawn(|| {
+                    loop {
+                        std::thread::sleep(REFRESH_EVERY);
+                        let held: Vec<PathBuf> = HELD.lock().unwrap().values().cloned().collect();
+                        for p in held {
+                            if let Ok(f) = File::open(&p) {
+                                let _ = f.set_modified(SystemTime::now());
+                            }
+                        }
+                    }
+                });
+        });
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        HELD.lock().unwrap().insert(id, path);
+        id
+    }
+
+    pub(super) fn unregister(id: u64) {
+        HELD.lock().unwrap().remove(&id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_creates_and_removes_dir_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("inbox.json");
+        {
+            let _l = lock(&anchor).unwrap();
+            assert!(dir.path().join("inbox.json.lock").is_dir());
+            assert!(dir.path().join("inbox.json.flock").is_file());
+        }
+        assert!(!dir.path().join("inbox.json.lock").exists());
+        assert!(
+            dir.path().join("inbox.json.flock").exists(),
+            "the sidecar is never deleted"
+        );
+    }
+
+    #[test]
+    fn a_shorter_record_hides_the_longer_one_it_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open_sidecar(&dir.path().join("x.flock")).unwrap();
+        write_record(&mut f, "1 2 /a/long/path\n3 4 /b\n").unwrap();
+        assert_eq!(read_record(&mut f).len(), 2);
+        write_record(&mut f, "5 6 /c\n").unwrap();
+        assert_eq!(read_record(&mut f), [(5, 6, PathBuf::from("/c"))]);
+        write_record(&mut f, "").unwrap();
+        assert_eq!(read_record(&mut f), []);
+        // A sidecar written before records were terminated still reads.
+        f.set_len(0).unwrap();
+        f.write_all_at(b"7 8 /d\n", 0).unwrap();
+        assert_eq!(read_record(&mut f), [(7, 8, PathBuf::from("/d"))]);
+    }
+
+    #[test]
+    fn a_held_dir_lock_is_taken_once_and_can_be_let_go_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("1.json");
+        let lockdir = dir.path().join("1.json.lock");
+        let mut l = lock_sidecar_only(&dir.path().join(".lock")).unwrap();
+        l.also_lock_dir(&task).unwrap();
+        assert!(l.holds_dir(&task));
+        l.also_lock_dir(&task).unwrap();
+        assert_eq!(read_record(&mut l.sidecar).len(), 1);
+        l.unlock_dir(&task).unwrap();
+        assert!(!lockdir.exists());
+        assert!(!l.holds_dir(&task));
+        assert_eq!(read_record(&mut l.sidecar), []);
+        l.also_lock_dir(&task).unwrap();
+        assert!(lockdir.is_dir());
+        drop(l);
+        assert!(!lockdir.exists());
+    }
+
+    #[test]
+    fn stale_dir_lock_is_broken_and_fresh_one_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("config.json");
+        let lockdir = dir.path().join("config.json.lock");
+        std::fs::create_dir(&lockdir).unwrap();
+        // Fresh: someone else (Claude Code) holds it; we must time out.
+        // SAFETY-free: set_var is unsafe in edition 2024, so use a short deadline directly.
+        let deadline = Instant::now() + Duration::from_millis(150);
+        let err = DirLock::acquire(&anchor, deadline, None).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+        // Old: broken.
+        let old = SystemTime::now() - Duration::from_secs(11);
+        File::open(&lockdir).unwrap().set_modified(old).unwrap();
+        let _l = lock(&anchor).unwrap();
+    }
+}
