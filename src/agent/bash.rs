@@ -137,7 +137,6 @@ mod tests {
         let c = ToolContext::new(
             dir.path().to_path_buf(),
             AgentName::new("bob").unwrap(),
-            None,
             PermissionMode::BypassPermissions,
         );
         (dir, c)

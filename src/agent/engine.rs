@@ -11,6 +11,7 @@
 //! differs (who grants permissions, where new mail comes from, what is displayed) is the
 //! [`Host`]'s. Tools run concurrently when the model calls several in one turn.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,8 +19,9 @@ use futures_util::future::join_all;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::tools::{self, ToolContext, ToolName, ToolOutcome, call_target, describe_call};
+use crate::agent::tools::{self, ToolContext, ToolOutcome, call_target, describe_call};
 use crate::config::permissions::{self, Verdict};
+use crate::config::tools::ToolName;
 use crate::llm::{
     ContentBlock, LlmClient, LlmError, Message, Request, Role, StopReason, StreamEvent, Usage,
     anthropic::INVALID_ARGUMENTS_KEY, estimate_cost_usd,
@@ -100,6 +102,8 @@ pub struct Engine {
     pub usage: Usage,
     pub cost_usd: f64,
     pub model_calls: u64,
+    /// Where to append each turn's timings (`SWARM_TIMINGS`, for `scripts/bench`).
+    pub timings: Option<PathBuf>,
 }
 
 impl Engine {
@@ -120,6 +124,7 @@ impl Engine {
             usage: Usage::default(),
             cost_usd: 0.0,
             model_calls: 0,
+            timings: None,
         }
     }
 
@@ -127,14 +132,14 @@ impl Engine {
     pub async fn run<H: Host>(&mut self, host: &mut H, text: String) -> Result<Finish, LlmError> {
         self.push_user(vec![ContentBlock::Text { text }]);
         let mut turns = 0;
-        let timings = timings_file();
+        let timings = self.timings.as_deref().and_then(open_timings);
         loop {
             let mut timing = TurnTiming {
                 out: timings.as_ref(),
                 start: Instant::now(),
                 http: None,
             };
-            if host.ctx().cancel.is_cancelled() || host.ctx().shutdown_approved() {
+            if host.ctx().cancel.is_cancelled() || host.ctx().stop_requested() {
                 return Ok(Finish::Stopped);
             }
             if turns >= self.max_turns {
@@ -145,7 +150,11 @@ impl Engine {
                 model: self.model.clone(),
                 system: self.system.clone(),
                 messages: self.messages.clone(),
-                tools: self.tools.iter().map(|t| t.spec()).collect(),
+                tools: self
+                    .tools
+                    .iter()
+                    .filter_map(|t| tools::spec(*t, host.ctx()))
+                    .collect(),
                 max_tokens: self.max_tokens,
                 thinking: None,
                 agent: Some(host.ctx().agent.to_string()),
@@ -253,7 +262,7 @@ impl Engine {
             if let Decision::Run(tool, input) = &decision {
                 host.event(Event::ToolStart {
                     id: id.clone(),
-                    description: describe_call(*tool, input),
+                    description: describe_call(*tool, input, host.ctx()),
                 });
             }
             decided.push((id, name, decision));
@@ -269,7 +278,7 @@ impl Engine {
         let mut blocks = Vec::with_capacity(outcomes.len());
         for ((id, name, d), outcome) in decided.into_iter().zip(outcomes) {
             let description = match &d {
-                Decision::Run(tool, input) => describe_call(*tool, input),
+                Decision::Run(tool, input) => describe_call(*tool, input, host.ctx()),
                 Decision::Done(_) => format!("{name}(…)"),
             };
             host.event(Event::ToolEnd {
@@ -327,7 +336,7 @@ impl Engine {
             Verdict::Allow => Decision::Run(tool, input),
             Verdict::Deny(reason) => Decision::Done(ToolOutcome::err(reason)),
             Verdict::Ask => {
-                let description = describe_call(tool, &input);
+                let description = describe_call(tool, &input, ctx);
                 match host.authorize(tool, &input, &description, id).await {
                     Authorization::Allow(updated) => Decision::Run(tool, updated.unwrap_or(input)),
                     Authorization::Deny(reason) => {
@@ -339,12 +348,11 @@ impl Engine {
     }
 }
 
-/// With `SWARM_TIMINGS=FILE` set, each model turn appends one JSON line to FILE:
+/// With a timings file, each model turn appends one JSON line to it:
 /// `{"http_us": N, "turn_us": N}`, the time inside `client.complete` (the HTTP round trip,
 /// streaming included) and the whole turn (building the request, the call, the tools, the
 /// bookkeeping). For `scripts/bench`; off by default.
-fn timings_file() -> Option<std::fs::File> {
-    let path = std::env::var_os("SWARM_TIMINGS").filter(|p| !p.is_empty())?;
+fn open_timings(path: &Path) -> Option<std::fs::File> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -13,7 +13,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::agent::tools::{ToolContext, ToolName, ToolOutcome, required_str};
+use crate::agent::tools::{ToolContext, ToolOutcome, required_str};
+use crate::config::tools::ToolName;
 
 const READ_DEFAULT_LINES: usize = 2000;
 const READ_MAX_LINE: usize = 2000;
@@ -418,7 +419,6 @@ mod tests {
         ToolContext::new(
             dir.to_path_buf(),
             AgentName::new("bob").unwrap(),
-            None,
             PermissionMode::BypassPermissions,
         )
     }

@@ -17,14 +17,37 @@
 //! teammate loads its definition itself and applies instructions, tools and turn limit.
 
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
-use crate::agent::tools::ToolName;
 use crate::config::frontmatter::{self, Value};
 use crate::config::permissions::PermissionMode;
 use crate::config::project;
+use crate::config::tools::ToolName;
 use crate::store::roster::PALETTE;
-use crate::team::worktree::Isolation;
 use crate::util::error::{Error, Result};
+
+/// Where a teammate works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// In the spawn's working directory, shared with everyone else.
+    None,
+    /// In its own git worktree.
+    Worktree,
+}
+
+impl FromStr for Isolation {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Isolation> {
+        match s {
+            "worktree" => Ok(Isolation::Worktree),
+            "none" => Ok(Isolation::None),
+            other => Err(Error::usage(format!(
+                "unknown isolation '{other}'; use worktree or none"
+            ))),
+        }
+    }
+}
 
 /// The tools a teammate keeps whatever its definition says: without them it could not
 /// report, finish its task, or leave plan mode.

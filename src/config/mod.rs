@@ -1,5 +1,6 @@
 //! What the user configured: where the project and the user's settings are, agent
-//! definitions (Markdown with frontmatter), hooks, permission modes and allow rules.
+//! definitions (Markdown with frontmatter), hooks, permission modes and allow rules, and
+//! the names and kinds of the tools agents call.
 //!
 //! Uses `store` (names, the colour palette) and `util`.
 
@@ -8,3 +9,4 @@ pub mod frontmatter;
 pub mod hooks;
 pub mod permissions;
 pub mod project;
+pub mod tools;

@@ -13,6 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use crate::config::tools::ToolKind;
 use crate::util::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,21 +57,6 @@ impl fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// What a tool does, which decides whether it needs permission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolKind {
-    /// Reads files or state; always allowed (within the confinement rules).
-    ReadOnly,
-    /// Changes files.
-    Edit,
-    /// Runs commands.
-    Execute,
-    /// Talks to the team (messages, tasks); allowed in every mode.
-    Team,
-    /// Leaves plan mode; handled by the runtime.
-    PlanExit,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

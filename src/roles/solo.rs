@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::agent::display::Display;
 use crate::agent::engine::{Authorization, Event, Host};
-use crate::agent::tools::{ToolContext, ToolName, ToolOutcome};
+use crate::agent::tools::{ToolContext, ToolOutcome};
 use crate::config::permissions::PermissionMode;
+use crate::config::tools::ToolName;
 
 pub struct SoloHost {
     pub ctx: ToolContext,

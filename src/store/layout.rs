@@ -84,6 +84,11 @@ impl Root {
         self.team_dir(team).join("approvals")
     }
 
+    /// The team's lead lock (see `store::lead`).
+    pub fn lead_lock_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("lead.flock")
+    }
+
     pub fn logs_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("logs")
     }

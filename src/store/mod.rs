@@ -8,6 +8,7 @@
 
 pub mod approvals;
 pub mod layout;
+pub mod lead;
 pub mod mailbox;
 pub mod names;
 pub mod protocol;

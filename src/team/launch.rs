@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::config::agents::Isolation;
 use crate::config::agents::{Catalog, Definition};
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
@@ -19,7 +20,7 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::{self, NewMember};
 use crate::team::inherit::{self, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::team::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
-use crate::team::worktree::{self, Isolation};
+use crate::team::worktree;
 use crate::tmux::{PaneSpec, Tmux};
 use crate::util::error::{Error, Result};
 
@@ -246,7 +247,7 @@ fn restart_stopped_lead(
     window: &TeamWindow,
     lead: &TeammateCommand,
 ) -> Result<()> {
-    if crate::roles::lead::dispatcher::is_running(root, team) {
+    if crate::store::lead::is_running(root, team) {
         return Ok(());
     }
     let Some(pane) = window

@@ -10,6 +10,7 @@ pub mod report;
 pub mod shutdown;
 pub mod status;
 pub mod supervisor;
+pub mod task_events;
 pub mod tools;
 pub mod window;
 pub mod worktree;

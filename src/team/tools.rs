@@ -1,223 +1,686 @@
-//! The team tools: SendMessage and the task tools, over the shared store.
+//! The team tools the agents call: SendMessage, the task tools, and the lead's Agent and
+//! TeamStatus, over the shared store. They plug into the agent's engine as a
+//! [`ToolSet`], which is all the engine knows of them.
 //!
 //! Recipients are checked against the roster (an unknown name is an error the model sees,
 //! never a new inbox). Setting a task's owner goes through the real claim (compare-and-set
-//! under the list lock) and tells the new owner with a `task_assignment` message.
-//!
-//! The user's hooks (see [`crate::config::hooks`]): `TaskCreated` runs after TaskCreate wrote the
-//! task, and a hook that exits 2 deletes it again; `TaskCompleted` runs before TaskUpdate
-//! marks a task completed, and a hook that exits 2 refuses it. Either way the tool fails
-//! with the hook's stderr as feedback.
+//! under the list lock) and tells the new owner with a `task_assignment` message. Task
+//! hooks run through [`crate::team::task_events`]; a hook's refusal fails the tool with the
+//! hook's stderr as feedback.
 
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
-use crate::agent::tools::{ToolContext, ToolOutcome, required_str, value_str};
-use crate::config::hooks::{Event, Runner as HookRunner};
+use serde_json::{Map, Value, json};
+
+use crate::agent::tools::{ToolContext, ToolOutcome, ToolSet, required_str, value_str};
+use crate::config::hooks::Runner as HookRunner;
+use crate::config::tools::ToolName;
+use crate::llm::ToolSpec;
 use crate::store::approvals;
+use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
-use crate::store::names::{AgentName, LEAD};
+use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{
     self, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest, TaskAssignment,
 };
 use crate::store::roster;
 use crate::store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
+use crate::team::inherit::LeadSettings;
+use crate::team::task_events::{self, Created};
+use crate::tmux::Tmux;
 use crate::util::clock;
 
-fn my_color(ctx: &ToolContext) -> Option<String> {
-    let team = ctx.team.as_ref()?;
-    roster::load(&team.root, &team.team)
-        .ok()?
-        .member(ctx.agent.as_str())
-        .and_then(|m| m.color.clone())
+/// The lead's means to start teammates, as `swarm spawn` would.
+#[derive(Debug, Clone)]
+pub struct LeadPowers {
+    pub settings: LeadSettings,
+    pub env: BTreeMap<String, String>,
+    pub tmux: Tmux,
+    pub inside_tmux: bool,
+    pub max_teammates: usize,
 }
 
-fn send_protocol(ctx: &ToolContext, to: &str, message: &Protocol) -> Result<(), ToolOutcome> {
-    let team = ctx.team()?;
-    mailbox::send(
-        &team.root,
-        &team.team,
-        to,
-        Envelope::new(ctx.agent.as_str(), message.to_text()).with_color(my_color(ctx)),
-    )
-    .map(|_| ())
-    .map_err(|e| ToolOutcome::err(e.to_string()))
+/// One agent's team tools.
+#[derive(Debug)]
+pub struct TeamTools {
+    pub root: Root,
+    pub team: TeamName,
+    /// The agent's own tmux pane, named in its `shutdown_approved`.
+    pub pane: Option<String>,
+    /// What only the lead can do: spawn teammates.
+    pub lead: Option<LeadPowers>,
+    /// The user's hooks for this agent's events (TaskCreated, TaskCompleted).
+    pub hooks: Option<Arc<HookRunner>>,
+    /// The last direct message this agent sent to a peer, for its idle notification.
+    last_peer_dm: Mutex<Option<String>>,
 }
 
-pub fn send_message(input: Value, ctx: &ToolContext) -> ToolOutcome {
-    let run = || -> Result<ToolOutcome, ToolOutcome> {
-        let team = ctx.team()?;
-        let to = required_str(&input, "to")?.trim();
-        if to.contains('@') {
-            return Err(ToolOutcome::err("address teammates by name, without @team"));
-        }
-        if to.eq_ignore_ascii_case(ctx.agent.as_str()) {
-            return Err(ToolOutcome::err("you cannot send a message to yourself"));
-        }
-        let summary = input
-            .get("summary")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        match input.get("message") {
-            Some(Value::String(text)) => {
-                let sent = mailbox::send(
-                    &team.root,
-                    &team.team,
-                    to,
-                    Envelope::new(ctx.agent.as_str(), text.clone())
-                        .with_summary(summary.clone())
-                        .with_color(my_color(ctx)),
-                )
-                .map_err(|e| ToolOutcome::err(e.to_string()))?;
-                if to != "*" && to != LEAD {
-                    let preview = summary.unwrap_or_else(|| text.chars().take(80).collect());
-                    *ctx.last_peer_dm.lock().unwrap() = Some(format!("[to {to}] {preview}"));
-                }
-                let names: Vec<&str> = sent.iter().map(|s| s.to.as_str()).collect();
-                Ok(ToolOutcome::ok(if to == "*" {
-                    format!(
-                        "Message broadcast to {} teammate(s): {}",
-                        names.len(),
-                        names.join(", ")
-                    )
-                } else {
-                    format!("Message sent to {to}")
-                }))
-            }
-            Some(Value::Object(obj)) => structured(ctx, to, obj),
-            _ => Err(ToolOutcome::err(
-                "message must be a string or a structured message object",
-            )),
-        }
-    };
-    run().unwrap_or_else(|e| e)
-}
+impl ToolSet for TeamTools {
+    fn spec(&self, tool: ToolName) -> Option<ToolSpec> {
+        spec(tool)
+    }
 
-fn structured(
-    ctx: &ToolContext,
-    to: &str,
-    obj: &Map<String, Value>,
-) -> Result<ToolOutcome, ToolOutcome> {
-    let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
-    let approve = obj.get("approve").and_then(Value::as_bool);
-    let now = clock::now_iso();
-    let me = ctx.agent.to_string();
-    match s("type").as_deref() {
-        Some("shutdown_request") => {
-            if !ctx.agent.is_lead() {
-                return Err(ToolOutcome::err(
-                    "only the team lead can ask a teammate to shut down",
-                ));
-            }
-            if to == "*" || to == LEAD {
-                return Err(ToolOutcome::err(
-                    "a shutdown request goes to one teammate by name",
-                ));
-            }
-            let request_id = protocol::shutdown_request_id(to);
-            send_protocol(
-                ctx,
-                to,
-                &Protocol::ShutdownRequest(ShutdownRequest {
-                    request_id: request_id.clone(),
-                    from: me,
-                    reason: s("reason"),
-                    timestamp: now,
-                }),
-            )?;
-            Ok(ToolOutcome::ok(format!(
-                "Shutdown request sent to {to}. Request ID: {request_id}"
-            )))
+    fn detail(&self, tool: ToolName, input: &Value) -> String {
+        let s = |k: &str| input.get(k).and_then(Value::as_str).unwrap_or("");
+        match tool {
+            ToolName::SendMessage => format!("to {}", s("to")),
+            ToolName::TaskCreate => s("subject").to_owned(),
+            ToolName::TaskGet | ToolName::TaskUpdate => format!(
+                "#{}{}",
+                input.get("taskId").map(value_str).unwrap_or_default(),
+                input
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .map(|st| format!(" → {st}"))
+                    .unwrap_or_default()
+            ),
+            ToolName::Agent => s("name").to_owned(),
+            _ => String::new(),
         }
-        Some("shutdown_response") => {
-            let request_id = s("request_id")
-                .ok_or_else(|| ToolOutcome::err("shutdown_response needs request_id"))?;
-            match approve {
-                Some(true) => {
-                    let pane = std::env::var("TMUX_PANE").ok();
-                    send_protocol(
-                        ctx,
-                        LEAD,
-                        &Protocol::ShutdownApproved(ShutdownApproved {
-                            request_id,
-                            from: me,
-                            timestamp: now,
-                            backend_type: pane.as_ref().map(|_| "tmux".to_owned()),
-                            pane_id: pane,
-                        }),
-                    )?;
-                    ctx.shutdown_approved
-                        .store(true, std::sync::atomic::Ordering::SeqCst);
-                    Ok(ToolOutcome::ok(
-                        "Shutdown approved. You will stop after this step.",
-                    ))
-                }
-                Some(false) => {
-                    let reason = s("reason")
-                        .ok_or_else(|| ToolOutcome::err("rejecting a shutdown needs a reason"))?;
-                    send_protocol(
-                        ctx,
-                        LEAD,
-                        &Protocol::ShutdownRejected(ShutdownRejected {
-                            request_id,
-                            from: me,
-                            reason,
-                            timestamp: now,
-                        }),
-                    )?;
-                    Ok(ToolOutcome::ok("Shutdown rejected; keep working."))
-                }
-                None => Err(ToolOutcome::err(
-                    "shutdown_response needs approve: true or false",
-                )),
-            }
+    }
+
+    fn run(&self, tool: ToolName, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        match tool {
+            ToolName::SendMessage => self.send_message(input, ctx),
+            ToolName::TaskCreate => self.task_create(input, ctx),
+            ToolName::TaskGet => self.task_get(input),
+            ToolName::TaskList => self.task_list(),
+            ToolName::TaskUpdate => self.task_update(input, ctx),
+            ToolName::Agent => self.spawn_teammate(input, ctx),
+            ToolName::TeamStatus => self.team_status(),
+            other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
         }
-        Some(kind @ ("plan_approval_response" | "permission_response")) => {
-            if !ctx.agent.is_lead() {
-                return Err(ToolOutcome::err(
-                    "only the team lead answers plan approval and permission requests",
-                ));
-            }
-            let team = ctx.team()?;
-            let request_id = s("request_id")
-                .ok_or_else(|| ToolOutcome::err(format!("{kind} needs request_id")))?;
-            let approved = approve
-                .ok_or_else(|| ToolOutcome::err(format!("{kind} needs approve: true or false")))?;
-            let feedback = s("feedback").or_else(|| s("reason"));
-            // Through the approvals record, so each request is answered exactly once.
-            let decided = approvals::resolve(
-                &team.root,
-                &team.team,
-                &request_id,
-                approvals::Decision {
-                    approve: approved,
-                    feedback,
-                    mode: s("permission_mode"),
-                    by: me.clone(),
-                },
-            )
-            .map_err(|e| ToolOutcome::err(e.to_string()))?;
-            if decided.agent != to && to != "*" {
-                tracing::info!(
-                    "answered {request_id} of {} (SendMessage named {to})",
-                    decided.agent
-                );
-            }
-            Ok(ToolOutcome::ok(format!(
-                "{} {}'s request [{request_id}]",
-                if approved { "Approved" } else { "Rejected" },
-                decided.agent
-            )))
-        }
-        Some(other) => Err(ToolOutcome::err(format!(
-            "unknown message type '{other}'; use a string, or shutdown_request, shutdown_response, plan_approval_response, permission_response"
-        ))),
-        None => Err(ToolOutcome::err("a structured message needs a type")),
     }
 }
 
-fn list(ctx: &ToolContext) -> Result<TaskList, ToolOutcome> {
-    let team = ctx.team()?;
-    Ok(TaskList::new(&team.root, &team.team))
+/// The spec of a team tool; `None` for any other tool.
+pub fn spec(tool: ToolName) -> Option<ToolSpec> {
+    let (description, schema) = match tool {
+        ToolName::SendMessage => (
+            "Send a message to a teammate by name, to \"team-lead\", or to \"*\" (everyone). Text you print is NOT seen by anyone: use this tool to communicate. message is a string, or a structured message: {\"type\": \"shutdown_response\", \"request_id\", \"approve\", \"reason\"} or (lead only) {\"type\": \"shutdown_request\", \"reason\"} / {\"type\": \"plan_approval_response\", \"request_id\", \"approve\", \"feedback\"}.",
+            json!({"type": "object", "properties": {
+                    "to": {"type": "string"},
+                    "message": {"description": "Text, or a structured protocol message"},
+                    "summary": {"type": "string", "description": "A 5-10 word preview"}
+                }, "required": ["to", "message"]}),
+        ),
+        ToolName::TaskCreate => (
+            "Create a task in the team's shared task list.",
+            json!({"type": "object", "properties": {
+                    "subject": {"type": "string", "description": "Imperative title"},
+                    "description": {"type": "string"},
+                    "activeForm": {"type": "string", "description": "Present continuous, shown while the task runs"},
+                    "blockedBy": {"type": "array", "items": {"type": "string"}, "description": "Ids of tasks that must be completed first"},
+                    "metadata": {"type": "object"}
+                }, "required": ["subject", "description"]}),
+        ),
+        ToolName::TaskGet => (
+            "Get one task with its full description.",
+            json!({"type": "object", "properties": {"taskId": {"type": "string"}}, "required": ["taskId"]}),
+        ),
+        ToolName::TaskList => (
+            "List the team's tasks: id, status, owner, subject, blockers.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        ToolName::TaskUpdate => (
+            "Update a task: status (pending, in_progress, completed, or deleted), owner (claims it atomically), subject, description, dependencies.",
+            json!({"type": "object", "properties": {
+                    "taskId": {"type": "string"},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "deleted"]},
+                    "owner": {"type": "string"},
+                    "subject": {"type": "string"},
+                    "description": {"type": "string"},
+                    "activeForm": {"type": "string"},
+                    "addBlockedBy": {"type": "array", "items": {"type": "string"}},
+                    "addBlocks": {"type": "array", "items": {"type": "string"}},
+                    "metadata": {"type": "object"}
+                }, "required": ["taskId"]}),
+        ),
+        ToolName::Agent => (
+            "Spawn a teammate in its own tmux pane. It receives `prompt` as its first instructions, then works on the shared task list by itself. Use mode \"plan\" to make it present a plan for your approval before it changes anything.",
+            json!({"type": "object", "properties": {
+                    "name": {"type": "string", "description": "A short unique name: letters, digits, - and _"},
+                    "prompt": {"type": "string", "description": "Its first instructions"},
+                    "description": {"type": "string", "description": "3-5 words on its role"},
+                    "subagent_type": {"type": "string", "description": "An agent type: general-purpose, Explore, Plan, or one defined in .claude/agents"},
+                    "model": {"type": "string"},
+                    "mode": {"type": "string", "enum": ["plan", "default", "acceptEdits", "bypassPermissions"]},
+                    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it works in its own git worktree on branch swarm/<team>/<name>, so its changes do not touch the shared checkout"}
+                }, "required": ["name", "prompt"]}),
+        ),
+        ToolName::TeamStatus => (
+            "The team right now: each member's state (idle, working, awaiting-approval, dead...), current task and last activity, and the task counts.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name: tool.as_str().to_owned(),
+        description: description.to_owned(),
+        input_schema: schema,
+    })
+}
+
+impl TeamTools {
+    pub fn new(root: Root, team: TeamName) -> TeamTools {
+        TeamTools {
+            root,
+            team,
+            pane: None,
+            lead: None,
+            hooks: None,
+            last_peer_dm: Mutex::new(None),
+        }
+    }
+
+    /// Takes the last direct message to a peer, for the idle notification that reports it.
+    pub fn take_last_peer_dm(&self) -> Option<String> {
+        self.last_peer_dm.lock().unwrap().take()
+    }
+
+    fn task_hooks(&self, ctx: &ToolContext) -> task_events::Hooks<'_> {
+        task_events::Hooks {
+            runner: self.hooks.as_deref(),
+            mode: ctx.mode(),
+        }
+    }
+
+    fn my_color(&self, ctx: &ToolContext) -> Option<String> {
+        roster::load(&self.root, &self.team)
+            .ok()?
+            .member(ctx.agent.as_str())
+            .and_then(|m| m.color.clone())
+    }
+
+    fn send_protocol(
+        &self,
+        ctx: &ToolContext,
+        to: &str,
+        message: &Protocol,
+    ) -> Result<(), ToolOutcome> {
+        let team = self;
+        mailbox::send(
+            &team.root,
+            &team.team,
+            to,
+            Envelope::new(ctx.agent.as_str(), message.to_text()).with_color(self.my_color(ctx)),
+        )
+        .map(|_| ())
+        .map_err(|e| ToolOutcome::err(e.to_string()))
+    }
+
+    fn send_message(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let team = self;
+            let to = required_str(&input, "to")?.trim();
+            if to.contains('@') {
+                return Err(ToolOutcome::err("address teammates by name, without @team"));
+            }
+            if to.eq_ignore_ascii_case(ctx.agent.as_str()) {
+                return Err(ToolOutcome::err("you cannot send a message to yourself"));
+            }
+            let summary = input
+                .get("summary")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            match input.get("message") {
+                Some(Value::String(text)) => {
+                    let sent = mailbox::send(
+                        &team.root,
+                        &team.team,
+                        to,
+                        Envelope::new(ctx.agent.as_str(), text.clone())
+                            .with_summary(summary.clone())
+                            .with_color(self.my_color(ctx)),
+                    )
+                    .map_err(|e| ToolOutcome::err(e.to_string()))?;
+                    if to != "*" && to != LEAD {
+                        let preview = summary.unwrap_or_else(|| text.chars().take(80).collect());
+                        *self.last_peer_dm.lock().unwrap() = Some(format!("[to {to}] {preview}"));
+                    }
+                    let names: Vec<&str> = sent.iter().map(|s| s.to.as_str()).collect();
+                    Ok(ToolOutcome::ok(if to == "*" {
+                        format!(
+                            "Message broadcast to {} teammate(s): {}",
+                            names.len(),
+                            names.join(", ")
+                        )
+                    } else {
+                        format!("Message sent to {to}")
+                    }))
+                }
+                Some(Value::Object(obj)) => self.structured(ctx, to, obj),
+                _ => Err(ToolOutcome::err(
+                    "message must be a string or a structured message object",
+                )),
+            }
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn structured(
+        &self,
+        ctx: &ToolContext,
+        to: &str,
+        obj: &Map<String, Value>,
+    ) -> Result<ToolOutcome, ToolOutcome> {
+        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+        let approve = obj.get("approve").and_then(Value::as_bool);
+        let now = clock::now_iso();
+        let me = ctx.agent.to_string();
+        match s("type").as_deref() {
+            Some("shutdown_request") => {
+                if !ctx.agent.is_lead() {
+                    return Err(ToolOutcome::err(
+                        "only the team lead can ask a teammate to shut down",
+                    ));
+                }
+                if to == "*" || to == LEAD {
+                    return Err(ToolOutcome::err(
+                        "a shutdown request goes to one teammate by name",
+                    ));
+                }
+                let request_id = protocol::shutdown_request_id(to);
+                self.send_protocol(
+                    ctx,
+                    to,
+                    &Protocol::ShutdownRequest(ShutdownRequest {
+                        request_id: request_id.clone(),
+                        from: me,
+                        reason: s("reason"),
+                        timestamp: now,
+                    }),
+                )?;
+                Ok(ToolOutcome::ok(format!(
+                    "Shutdown request sent to {to}. Request ID: {request_id}"
+                )))
+            }
+            Some("shutdown_response") => {
+                let request_id = s("request_id")
+                    .ok_or_else(|| ToolOutcome::err("shutdown_response needs request_id"))?;
+                match approve {
+                    Some(true) => {
+                        let pane = self.pane.clone();
+                        self.send_protocol(
+                            ctx,
+                            LEAD,
+                            &Protocol::ShutdownApproved(ShutdownApproved {
+                                request_id,
+                                from: me,
+                                timestamp: now,
+                                backend_type: pane.as_ref().map(|_| "tmux".to_owned()),
+                                pane_id: pane,
+                            }),
+                        )?;
+                        ctx.request_stop();
+                        Ok(ToolOutcome::ok(
+                            "Shutdown approved. You will stop after this step.",
+                        ))
+                    }
+                    Some(false) => {
+                        let reason = s("reason").ok_or_else(|| {
+                            ToolOutcome::err("rejecting a shutdown needs a reason")
+                        })?;
+                        self.send_protocol(
+                            ctx,
+                            LEAD,
+                            &Protocol::ShutdownRejected(ShutdownRejected {
+                                request_id,
+                                from: me,
+                                reason,
+                                timestamp: now,
+                            }),
+                        )?;
+                        Ok(ToolOutcome::ok("Shutdown rejected; keep working."))
+                    }
+                    None => Err(ToolOutcome::err(
+                        "shutdown_response needs approve: true or false",
+                    )),
+                }
+            }
+            Some(kind @ ("plan_approval_response" | "permission_response")) => {
+                if !ctx.agent.is_lead() {
+                    return Err(ToolOutcome::err(
+                        "only the team lead answers plan approval and permission requests",
+                    ));
+                }
+                let team = self;
+                let request_id = s("request_id")
+                    .ok_or_else(|| ToolOutcome::err(format!("{kind} needs request_id")))?;
+                let approved = approve.ok_or_else(|| {
+                    ToolOutcome::err(format!("{kind} needs approve: true or false"))
+                })?;
+                let feedback = s("feedback").or_else(|| s("reason"));
+                // Through the approvals record, so each request is answered exactly once.
+                let decided = approvals::resolve(
+                    &team.root,
+                    &team.team,
+                    &request_id,
+                    approvals::Decision {
+                        approve: approved,
+                        feedback,
+                        mode: s("permission_mode"),
+                        by: me.clone(),
+                    },
+                )
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+                if decided.agent != to && to != "*" {
+                    tracing::info!(
+                        "answered {request_id} of {} (SendMessage named {to})",
+                        decided.agent
+                    );
+                }
+                Ok(ToolOutcome::ok(format!(
+                    "{} {}'s request [{request_id}]",
+                    if approved { "Approved" } else { "Rejected" },
+                    decided.agent
+                )))
+            }
+            Some(other) => Err(ToolOutcome::err(format!(
+                "unknown message type '{other}'; use a string, or shutdown_request, shutdown_response, plan_approval_response, permission_response"
+            ))),
+            None => Err(ToolOutcome::err("a structured message needs a type")),
+        }
+    }
+
+    fn list(&self) -> TaskList {
+        TaskList::new(&self.root, &self.team)
+    }
+
+    fn task_create(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let created = self
+                .task_hooks(ctx)
+                .create(
+                    &self.list(),
+                    NewTask {
+                        subject: required_str(&input, "subject")?.to_owned(),
+                        description: input
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        active_form: input
+                            .get("activeForm")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        blocked_by: strings(&input, "blockedBy"),
+                        metadata: input.get("metadata").and_then(Value::as_object).cloned(),
+                    },
+                )
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            let task = match created {
+                Created::Kept(task) => task,
+                Created::Refused { feedback, .. } => {
+                    return Err(ToolOutcome::err(format!(
+                        "TaskCreated hook feedback:\n{feedback}"
+                    )));
+                }
+            };
+            Ok(ToolOutcome::ok(format!(
+                "Task #{} created successfully: {}",
+                task.id, task.subject
+            )))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn task_get(&self, input: Value) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let id = input
+                .get("taskId")
+                .map(value_str)
+                .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
+            let t = self
+                .list()
+                .get(&id)
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            let mut out = task_line(&t);
+            if !t.blocks.is_empty() {
+                out.push_str(&format!("\nBlocks: #{}", t.blocks.join(", #")));
+            }
+            if !t.description.is_empty() {
+                out.push_str(&format!("\n\n{}", t.description));
+            }
+            Ok(ToolOutcome::ok(out))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn task_list(&self) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let tasks = self
+                .list()
+                .list()
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            let lines: Vec<String> = tasks
+                .iter()
+                .filter(|t| !t.is_internal())
+                .map(task_line)
+                .collect();
+            Ok(ToolOutcome::ok(if lines.is_empty() {
+                "No tasks.".to_owned()
+            } else {
+                lines.join("\n")
+            }))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn task_update(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let team = self;
+            let tasks = self.list();
+            let id = input
+                .get("taskId")
+                .map(value_str)
+                .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
+            let err = |e: crate::util::error::Error| ToolOutcome::err(e.to_string());
+            let status = input.get("status").and_then(Value::as_str);
+            if status == Some("deleted") {
+                tasks.delete(&id).map_err(err)?;
+                return Ok(ToolOutcome::ok(format!("Task #{id} deleted")));
+            }
+            let status = status.map(Status::parse).transpose().map_err(err)?;
+            let current = tasks.get(&id).map_err(err)?;
+            if status == Some(Status::Completed)
+                && let Some(feedback) = self.task_hooks(ctx).refuse_completion(&current)
+            {
+                return Err(ToolOutcome::err(format!(
+                    "TaskCompleted hook feedback:\n{feedback}"
+                )));
+            }
+            let me = ctx.agent.as_str();
+            // A new owner goes through the real claim; starting an unowned task claims it.
+            let new_owner = match input.get("owner").and_then(Value::as_str) {
+                Some(o) if !o.is_empty() && !current.owned_by(o) => Some(o.to_owned()),
+                None if status == Some(Status::InProgress) && current.owner.is_none() => {
+                    Some(me.to_owned())
+                }
+                _ => None,
+            };
+            let mut notes = Vec::new();
+            if let Some(owner) = &new_owner {
+                let config = roster::load(&team.root, &team.team).map_err(err)?;
+                config.require(owner).map_err(err)?;
+                if current.owner.is_some() && !ctx.agent.is_lead() {
+                    return Err(ToolOutcome::err(format!(
+                        "task #{id} is owned by {}; only the lead reassigns owned tasks",
+                        current.owner.as_deref().unwrap_or_default()
+                    )));
+                }
+                if current.owner.is_some() {
+                    tasks
+                        .update(
+                            &id,
+                            TaskPatch {
+                                owner: Some(None),
+                                status: Some(Status::Pending),
+                                ..TaskPatch::default()
+                            },
+                        )
+                        .map_err(err)?;
+                }
+                let claimed = tasks
+                    .claim(&id, owner, false)
+                    .map_err(err)?
+                    .map_err(|r| err(r.into_error(&id, owner)))?;
+                notes.push(format!("owner={owner}"));
+                if owner != me {
+                    let assignment = Protocol::TaskAssignment(TaskAssignment {
+                        task_id: claimed.id.clone(),
+                        subject: claimed.subject.clone(),
+                        description: claimed.description.clone(),
+                        assigned_by: me.to_owned(),
+                        timestamp: clock::now_iso(),
+                    });
+                    let to = AgentName::parse_any(owner).map_err(err)?;
+                    mailbox::deliver(
+                        &team.root,
+                        &team.team,
+                        &to,
+                        Envelope::new(me, assignment.to_text()).with_color(self.my_color(ctx)),
+                    )
+                    .map_err(err)?;
+                }
+            }
+            let clear_owner = input.get("owner").and_then(Value::as_str) == Some("");
+            let patch = TaskPatch {
+                subject: input
+                    .get("subject")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                description: input
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                active_form: input
+                    .get("activeForm")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                // The claim already set in_progress.
+                status: status.filter(|s| !(new_owner.is_some() && *s == Status::InProgress)),
+                owner: clear_owner.then_some(None),
+                add_blocked_by: strings(&input, "addBlockedBy"),
+                add_blocks: strings(&input, "addBlocks"),
+                metadata: input.get("metadata").and_then(Value::as_object).cloned(),
+            };
+            let touched = patch.subject.is_some()
+                || patch.description.is_some()
+                || patch.active_form.is_some()
+                || patch.status.is_some()
+                || patch.owner.is_some()
+                || !patch.add_blocked_by.is_empty()
+                || !patch.add_blocks.is_empty()
+                || patch.metadata.is_some();
+            let task = if touched {
+                tasks.update(&id, patch).map_err(err)?
+            } else {
+                tasks.get(&id).map_err(err)?
+            };
+            if let Some(s) = status {
+                notes.push(format!("status={}", s.as_str()));
+            }
+            Ok(ToolOutcome::ok(format!(
+                "Updated task #{id}{}: {}",
+                if notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", notes.join(", "))
+                },
+                task_line(&task)
+            )))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// The lead's Agent tool: starts a teammate in its own pane.
+    fn spawn_teammate(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let team = self;
+            let powers = self.lead.as_ref().ok_or_else(|| {
+                ToolOutcome::err("only the team lead can spawn teammates (the roster is flat)")
+            })?;
+            let err = |e: crate::util::error::Error| ToolOutcome::err(e.to_string());
+            let name = AgentName::new(required_str(&input, "name")?).map_err(err)?;
+            let prompt = required_str(&input, "prompt")?.to_owned();
+            let config = roster::load(&team.root, &team.team).map_err(err)?;
+            let current = config.teammates().count();
+            if current >= powers.max_teammates {
+                return Err(ToolOutcome::err(format!(
+                    "the team already has {current} teammate(s), the most this run allows; give more tasks to the ones you have"
+                )));
+            }
+            let mode = input.get("mode").and_then(Value::as_str);
+            let plan = mode == Some("plan");
+            let permission_mode = match mode {
+                Some(m) if !plan => Some(m.parse().map_err(err)?),
+                _ => None,
+            };
+            let req = crate::team::launch::SpawnRequest {
+                name,
+                prompt: Some(prompt),
+                agent_type: input
+                    .get("subagent_type")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                model: input
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                permission_mode,
+                plan_mode_required: plan,
+                cwd: ctx.cwd.clone(),
+                color: None,
+                isolation: input
+                    .get("isolation")
+                    .and_then(Value::as_str)
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(err)?,
+            };
+            let place = crate::team::launch::Place {
+                tmux: &powers.tmux,
+                inside_tmux: powers.inside_tmux,
+            };
+            let spawned = crate::team::launch::spawn(
+                &team.root,
+                &team.team,
+                &place,
+                &powers.settings,
+                &powers.env,
+                &req,
+            )
+            .map_err(err)?;
+            let worktree = spawned
+                .worktree
+                .as_ref()
+                .map(|w| format!("\nworktree: {} (branch {})", w.path.display(), w.branch))
+                .unwrap_or_default();
+            Ok(ToolOutcome::ok(format!(
+                "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}{worktree}\nThe agent is now running and will receive instructions via mailbox.",
+                spawned.name, team.team, spawned.name, team.team, spawned.pane
+            )))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// The lead's TeamStatus tool.
+    fn team_status(&self) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let team = self;
+            let tmux = self.lead.as_ref().map(|p| &p.tmux);
+            let seen = crate::team::status::observe(&team.root, &team.team, tmux)
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            Ok(ToolOutcome::ok(crate::team::status::render_for_width(
+                &seen,
+                clock::now_ms(),
+                90,
+            )))
+        };
+        run().unwrap_or_else(|e| e)
+    }
 }
 
 fn strings(input: &Value, key: &str) -> Vec<String> {
@@ -239,305 +702,21 @@ pub fn task_line(t: &Task) -> String {
     s
 }
 
-/// Runs a task event's hooks; the feedback of a hook that blocked.
-fn task_hook(ctx: &ToolContext, event: Event, task: &Task) -> Option<String> {
-    let runner = ctx.hooks.as_ref()?;
-    runner
-        .fire(
-            event,
-            ctx.mode(),
-            HookRunner::task_fields(&task.id, &task.subject, &task.description),
-        )
-        .blocked
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-pub fn task_create(input: Value, ctx: &ToolContext) -> ToolOutcome {
-    let run = || -> Result<ToolOutcome, ToolOutcome> {
-        let task = list(ctx)?
-            .create(NewTask {
-                subject: required_str(&input, "subject")?.to_owned(),
-                description: input
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-                active_form: input
-                    .get("activeForm")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                blocked_by: strings(&input, "blockedBy"),
-                metadata: input.get("metadata").and_then(Value::as_object).cloned(),
-            })
-            .map_err(|e| ToolOutcome::err(e.to_string()))?;
-        if let Some(feedback) = task_hook(ctx, Event::TaskCreated, &task) {
-            list(ctx)?.delete(&task.id).map_err(|e| {
-                ToolOutcome::err(format!(
-                    "TaskCreated hook feedback:\n{feedback}\n(and deleting the task failed: {e})"
-                ))
-            })?;
-            return Err(ToolOutcome::err(format!(
-                "TaskCreated hook feedback:\n{feedback}"
-            )));
+    #[test]
+    fn every_tool_has_an_object_schema_from_its_layer() {
+        for t in ToolName::ALL.into_iter().chain(ToolName::LEAD) {
+            let (team, general) = (spec(t), crate::agent::tools::general_spec(t));
+            assert!(
+                team.is_none() || general.is_none(),
+                "{t:?} is specified twice"
+            );
+            let found = team.or(general).expect("every tool has a spec");
+            assert_eq!(found.input_schema["type"], "object", "{}", found.name);
+            assert_eq!(ToolName::parse(&found.name), Some(t));
         }
-        Ok(ToolOutcome::ok(format!(
-            "Task #{} created successfully: {}",
-            task.id, task.subject
-        )))
-    };
-    run().unwrap_or_else(|e| e)
-}
-
-pub fn task_get(input: Value, ctx: &ToolContext) -> ToolOutcome {
-    let run = || -> Result<ToolOutcome, ToolOutcome> {
-        let id = input
-            .get("taskId")
-            .map(value_str)
-            .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
-        let t = list(ctx)?
-            .get(&id)
-            .map_err(|e| ToolOutcome::err(e.to_string()))?;
-        let mut out = task_line(&t);
-        if !t.blocks.is_empty() {
-            out.push_str(&format!("\nBlocks: #{}", t.blocks.join(", #")));
-        }
-        if !t.description.is_empty() {
-            out.push_str(&format!("\n\n{}", t.description));
-        }
-        Ok(ToolOutcome::ok(out))
-    };
-    run().unwrap_or_else(|e| e)
-}
-
-pub fn task_list(ctx: &ToolContext) -> ToolOutcome {
-    let run = || -> Result<ToolOutcome, ToolOutcome> {
-        let tasks = list(ctx)?
-            .list()
-            .map_err(|e| ToolOutcome::err(e.to_string()))?;
-        let lines: Vec<String> = tasks
-            .iter()
-            .filter(|t| !t.is_internal())
-            .map(task_line)
-            .collect();
-        Ok(ToolOutcome::ok(if lines.is_empty() {
-            "No tasks.".to_owned()
-        } else {
-            lines.join("\n")
-        }))
-    };
-    run().unwrap_or_else(|e| e)
-}
-
-pub fn task_update(input: Value, ctx: &ToolContext) -> ToolOutcome {
-    let run = || -> Result<ToolOutcome, ToolOutcome> {
-        let team = ctx.team()?;
-        let tasks = list(ctx)?;
-        let id = input
-            .get("taskId")
-            .map(value_str)
-            .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
-        let err = |e: crate::util::error::Error| ToolOutcome::err(e.to_string());
-        let status = input.get("status").and_then(Value::as_str);
-        if status == Some("deleted") {
-            tasks.delete(&id).map_err(err)?;
-            return Ok(ToolOutcome::ok(format!("Task #{id} deleted")));
-        }
-        let status = status.map(Status::parse).transpose().map_err(err)?;
-        let current = tasks.get(&id).map_err(err)?;
-        if status == Some(Status::Completed)
-            && current.status != Status::Completed
-            && let Some(feedback) = task_hook(ctx, Event::TaskCompleted, &current)
-        {
-            return Err(ToolOutcome::err(format!(
-                "TaskCompleted hook feedback:\n{feedback}"
-            )));
-        }
-        let me = ctx.agent.as_str();
-        // A new owner goes through the real claim; starting an unowned task claims it.
-        let new_owner = match input.get("owner").and_then(Value::as_str) {
-            Some(o) if !o.is_empty() && !current.owned_by(o) => Some(o.to_owned()),
-            None if status == Some(Status::InProgress) && current.owner.is_none() => {
-                Some(me.to_owned())
-            }
-            _ => None,
-        };
-        let mut notes = Vec::new();
-        if let Some(owner) = &new_owner {
-            let config = roster::load(&team.root, &team.team).map_err(err)?;
-            config.require(owner).map_err(err)?;
-            if current.owner.is_some() && !ctx.agent.is_lead() {
-                return Err(ToolOutcome::err(format!(
-                    "task #{id} is owned by {}; only the lead reassigns owned tasks",
-                    current.owner.as_deref().unwrap_or_default()
-                )));
-            }
-            if current.owner.is_some() {
-                tasks
-                    .update(
-                        &id,
-                        TaskPatch {
-                            owner: Some(None),
-                            status: Some(Status::Pending),
-                            ..TaskPatch::default()
-                        },
-                    )
-                    .map_err(err)?;
-            }
-            let claimed = tasks
-                .claim(&id, owner, false)
-                .map_err(err)?
-                .map_err(|r| err(r.into_error(&id, owner)))?;
-            notes.push(format!("owner={owner}"));
-            if owner != me {
-                let assignment = Protocol::TaskAssignment(TaskAssignment {
-                    task_id: claimed.id.clone(),
-                    subject: claimed.subject.clone(),
-                    description: claimed.description.clone(),
-                    assigned_by: me.to_owned(),
-                    timestamp: clock::now_iso(),
-                });
-                let to = AgentName::parse_any(owner).map_err(err)?;
-                mailbox::deliver(
-                    &team.root,
-                    &team.team,
-                    &to,
-                    Envelope::new(me, assignment.to_text()).with_color(my_color(ctx)),
-                )
-                .map_err(err)?;
-            }
-        }
-        let clear_owner = input.get("owner").and_then(Value::as_str) == Some("");
-        let patch = TaskPatch {
-            subject: input
-                .get("subject")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            description: input
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            active_form: input
-                .get("activeForm")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            // The claim already set in_progress.
-            status: status.filter(|s| !(new_owner.is_some() && *s == Status::InProgress)),
-            owner: clear_owner.then_some(None),
-            add_blocked_by: strings(&input, "addBlockedBy"),
-            add_blocks: strings(&input, "addBlocks"),
-            metadata: input.get("metadata").and_then(Value::as_object).cloned(),
-        };
-        let touched = patch.subject.is_some()
-            || patch.description.is_some()
-            || patch.active_form.is_some()
-            || patch.status.is_some()
-            || patch.owner.is_some()
-            || !patch.add_blocked_by.is_empty()
-            || !patch.add_blocks.is_empty()
-            || patch.metadata.is_some();
-        let task = if touched {
-            tasks.update(&id, patch).map_err(err)?
-        } else {
-            tasks.get(&id).map_err(err)?
-        };
-        if let Some(s) = status {
-            notes.push(format!("status={}", s.as_str()));
-        }
-        Ok(ToolOutcome::ok(format!(
-            "Updated task #{id}{}: {}",
-            if notes.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", notes.join(", "))
-            },
-            task_line(&task)
-        )))
-    };
-    run().unwrap_or_else(|e| e)
-}
-
-/// The lead's Agent tool: starts a teammate in its own pane.
-pub fn spawn_teammate(input: Value, ctx: &ToolContext) -> ToolOutcome {
-    let run = || -> Result<ToolOutcome, ToolOutcome> {
-        let team = ctx.team()?;
-        let powers = ctx.lead.as_ref().ok_or_else(|| {
-            ToolOutcome::err("only the team lead can spawn teammates (the roster is flat)")
-        })?;
-        let err = |e: crate::util::error::Error| ToolOutcome::err(e.to_string());
-        let name = AgentName::new(required_str(&input, "name")?).map_err(err)?;
-        let prompt = required_str(&input, "prompt")?.to_owned();
-        let config = roster::load(&team.root, &team.team).map_err(err)?;
-        let current = config.teammates().count();
-        if current >= powers.max_teammates {
-            return Err(ToolOutcome::err(format!(
-                "the team already has {current} teammate(s), the most this run allows; give more tasks to the ones you have"
-            )));
-        }
-        let mode = input.get("mode").and_then(Value::as_str);
-        let plan = mode == Some("plan");
-        let permission_mode = match mode {
-            Some(m) if !plan => Some(m.parse().map_err(err)?),
-            _ => None,
-        };
-        let req = crate::team::launch::SpawnRequest {
-            name,
-            prompt: Some(prompt),
-            agent_type: input
-                .get("subagent_type")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            model: input
-                .get("model")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            permission_mode,
-            plan_mode_required: plan,
-            cwd: ctx.cwd.clone(),
-            color: None,
-            isolation: input
-                .get("isolation")
-                .and_then(Value::as_str)
-                .map(str::parse)
-                .transpose()
-                .map_err(err)?,
-        };
-        let place = crate::team::launch::Place {
-            tmux: &powers.tmux,
-            inside_tmux: powers.inside_tmux,
-        };
-        let spawned = crate::team::launch::spawn(
-            &team.root,
-            &team.team,
-            &place,
-            &powers.settings,
-            &powers.env,
-            &req,
-        )
-        .map_err(err)?;
-        let worktree = spawned
-            .worktree
-            .as_ref()
-            .map(|w| format!("\nworktree: {} (branch {})", w.path.display(), w.branch))
-            .unwrap_or_default();
-        Ok(ToolOutcome::ok(format!(
-            "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}{worktree}\nThe agent is now running and will receive instructions via mailbox.",
-            spawned.name, team.team, spawned.name, team.team, spawned.pane
-        )))
-    };
-    run().unwrap_or_else(|e| e)
-}
-
-/// The lead's TeamStatus tool.
-pub fn team_status(ctx: &ToolContext) -> ToolOutcome {
-    let run = || -> Result<ToolOutcome, ToolOutcome> {
-        let team = ctx.team()?;
-        let tmux = ctx.lead.as_ref().map(|p| &p.tmux);
-        let seen = crate::team::status::observe(&team.root, &team.team, tmux)
-            .map_err(|e| ToolOutcome::err(e.to_string()))?;
-        Ok(ToolOutcome::ok(crate::team::status::render_for_width(
-            &seen,
-            clock::now_ms(),
-            90,
-        )))
-    };
-    run().unwrap_or_else(|e| e)
+    }
 }

@@ -23,7 +23,6 @@
 //!   the main checkout's HEAD) is only ever deleted by `swarm team delete --force`.
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use git2::{
     BranchType, ErrorCode, Oid, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions,
@@ -35,29 +34,6 @@ use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, TeamName};
 use crate::util::error::{Error, IoContext, Result};
 use crate::util::{atomic, clock, json, lock};
-
-/// Where a teammate works.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Isolation {
-    /// In the spawn's working directory, shared with everyone else.
-    None,
-    /// In its own git worktree.
-    Worktree,
-}
-
-impl FromStr for Isolation {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Isolation> {
-        match s {
-            "worktree" => Ok(Isolation::Worktree),
-            "none" => Ok(Isolation::None),
-            other => Err(Error::usage(format!(
-                "unknown isolation '{other}'; use worktree or none"
-            ))),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use swarm::agent::engine::{Authorization, Engine, Event, Finish, Host};
-use swarm::agent::tools::{ToolContext, ToolName, ToolOutcome};
+use swarm::agent::tools::{ToolContext, ToolOutcome};
 use swarm::config::permissions::PermissionMode;
+use swarm::config::tools::ToolName;
 use swarm::llm::model_server::{Raw, Reply, Rule, Script};
 use swarm::llm::{self, LlmConfig};
 use swarm::store::names::AgentName;
@@ -44,7 +45,6 @@ fn run(model: &ScriptedModel, cwd: PathBuf, prompt: &str) -> (Finish, TestHost) 
     let ctx = ToolContext::new(
         cwd,
         AgentName::new("solo").unwrap(),
-        None,
         PermissionMode::BypassPermissions,
     );
     let mut host = TestHost {

@@ -27,8 +27,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::display::Display;
 use crate::agent::engine::{Authorization, Engine, Event, Finish, Host};
 use crate::agent::prompt::{mail_turn, wrap_message};
-use crate::agent::tools::{LeadPowers, TeamContext, ToolContext, ToolName, ToolOutcome};
+use crate::agent::tools::{ToolContext, ToolOutcome};
 use crate::config::permissions::PermissionMode;
+use crate::config::tools::ToolName;
 use crate::llm::{self, LlmConfig};
 use crate::store::approvals;
 use crate::store::layout::Root;
@@ -38,6 +39,7 @@ use crate::store::protocol::{IdleNotification, Protocol};
 use crate::store::state::{self, Activity, AgentState};
 use crate::store::tasks::{Status, TaskList};
 use crate::team::status;
+use crate::team::tools::{LeadPowers, TeamTools};
 use crate::util::clock;
 use crate::util::error::{Error, Result};
 use crate::util::watcher::DirWatcher;
@@ -129,6 +131,8 @@ fn base_prompt(o: &LeadAgentOptions) -> String {
 
 struct LeadHost {
     ctx: ToolContext,
+    /// The permission mode an approved plan gives: the lead's, unless that is plan mode.
+    plan_mode: Option<String>,
     root: Root,
     team: TeamName,
     approver: Approver,
@@ -182,13 +186,7 @@ impl LeadHost {
                 }
                 Some(Protocol::PlanApprovalRequest(req)) => {
                     consumed.push(d.key.clone());
-                    let mode = self
-                        .ctx
-                        .lead
-                        .as_ref()
-                        .map(|p| p.settings.permission_mode)
-                        .filter(|m| *m != PermissionMode::Plan)
-                        .map(|m| m.to_string());
+                    let mode = self.plan_mode.clone();
                     let record = approvals::record(
                         &self.root,
                         &self.team,
@@ -367,22 +365,15 @@ impl Host for LeadHost {
 pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcome, Engine)> {
     llm::install_crypto_provider();
     let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&o.llm)?);
-    let mut ctx = ToolContext::new(
-        o.cwd.clone(),
-        AgentName::lead(),
-        Some(TeamContext {
-            root: o.root.clone(),
-            team: o.team.clone(),
-        }),
-        PermissionMode::Default,
-    );
-    ctx.lead = Some(o.powers.clone());
+    let mut ctx = ToolContext::new(o.cwd.clone(), AgentName::lead(), PermissionMode::Default);
     ctx.cancel = stop.child_token();
+    let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
+    tools.lead = Some(o.powers.clone());
     let hooks = crate::config::hooks::Hooks::load(&o.cwd);
     for problem in &hooks.problems {
         crate::config::hooks::report(problem);
     }
-    ctx.hooks = Some(Arc::new(crate::config::hooks::Runner {
+    tools.hooks = Some(Arc::new(crate::config::hooks::Runner {
         hooks,
         session_id: uuid::Uuid::new_v4().to_string(),
         cwd: o.cwd.clone(),
@@ -390,6 +381,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         agent: crate::store::names::LEAD.to_owned(),
         agent_type: Some(crate::store::names::LEAD.to_owned()),
     }));
+    ctx.tool_set = Some(Arc::new(tools));
     let mut engine = Engine::new(
         client.clone(),
         o.llm.model.clone(),
@@ -401,6 +393,9 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     state.model = Some(o.llm.model.clone());
     let mut host = LeadHost {
         ctx,
+        plan_mode: Some(o.powers.settings.permission_mode)
+            .filter(|m| *m != PermissionMode::Plan)
+            .map(|m| m.to_string()),
         root: o.root.clone(),
         team: o.team.clone(),
         approver: o.approver,

@@ -9,7 +9,6 @@
 //! Ctrl-C, SIGTERM or SIGHUP it shuts its teammates down through the ladder, unless it was
 //! started with `--keep-team`, and leaves the team's files for the record.
 
-use std::fs::File;
 use std::time::Duration;
 
 use serde_json::json;
@@ -17,6 +16,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::roles::lead::agent::{self as lead_agent, LeadAgentOptions};
 use crate::store::layout::Root;
+use crate::store::lead::LeadLock;
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster;
 use crate::store::state::{self, Activity, AgentState, ExitInfo};
@@ -26,7 +26,7 @@ use crate::team::status;
 use crate::team::supervisor;
 use crate::tmux::Tmux;
 use crate::util::clock;
-use crate::util::error::{Error, IoContext, Result};
+use crate::util::error::{Error, Result};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]
@@ -39,54 +39,6 @@ pub struct LeadOptions {
     pub ladder: LadderOptions,
     /// Draw the team table in this terminal.
     pub draw: bool,
-}
-
-fn lock_path(root: &Root, team: &TeamName) -> std::path::PathBuf {
-    root.team_dir(team).join("lead.flock")
-}
-
-/// Holds the team's lead lock; the lead is whoever holds it.
-pub struct LeadLock {
-    _file: File,
-}
-
-impl LeadLock {
-    pub fn acquire(root: &Root, team: &TeamName) -> Result<LeadLock> {
-        let path = lock_path(root, team);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .ctx("open", &path)?;
-        match file.try_lock() {
-            Ok(()) => Ok(LeadLock { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let pid = roster::load(root, team)
-                    .ok()
-                    .and_then(|c| c.extra.get("leadProcess").and_then(|p| p["pid"].as_i64()));
-                Err(Error::conflict(format!(
-                    "team '{team}' already has a lead running{}; attach to it with `swarm attach {team}`",
-                    pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
-                )))
-            }
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock", &path, e)),
-        }
-    }
-}
-
-/// Whether a process holds the team's lead lock right now.
-pub fn is_running(root: &Root, team: &TeamName) -> bool {
-    let path = lock_path(root, team);
-    match std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-    {
-        Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
-        Err(_) => false,
-    }
 }
 
 /// Records this process as the team's lead (Claude Code's `leadProcess`, and the lead

@@ -34,11 +34,12 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::display::Display;
 use crate::agent::engine::{Authorization, Engine, Event, Finish, Host};
 use crate::agent::prompt::{self, PromptInputs, mail_turn};
-use crate::agent::tools::{TeamContext, ToolContext, ToolName, ToolOutcome};
+use crate::agent::tools::{ToolContext, ToolOutcome};
 use crate::config::hooks::{
     Event as HookEvent, Hooks, Outcome as HookOutcome, Runner as HookRunner,
 };
 use crate::config::permissions::{AllowRule, PermissionMode};
+use crate::config::tools::ToolName;
 use crate::llm::{self, LlmConfig};
 use crate::roles::teammate::inbox::{Inbox, Incoming};
 use crate::store::approvals;
@@ -52,6 +53,7 @@ use crate::store::protocol::{
 use crate::store::roster;
 use crate::store::state::{self, Activity, AgentState, ExitInfo};
 use crate::store::tasks::{Status, Task, TaskList, TaskPatch};
+use crate::team::tools::TeamTools;
 use crate::util::clock;
 use crate::util::error::{Error, Result};
 
@@ -98,13 +100,9 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     } else {
         opts.mode
     };
-    let team_ctx = TeamContext {
-        root: opts.root.clone(),
-        team: opts.team.clone(),
-    };
-    let mut ctx = ToolContext::new(opts.cwd.clone(), opts.name.clone(), Some(team_ctx), mode);
+    let mut ctx = ToolContext::new(opts.cwd.clone(), opts.name.clone(), mode);
     ctx.allow = opts.allow.clone();
-    ctx.hooks = Some(Arc::new(HookRunner {
+    let hooks = Arc::new(HookRunner {
         hooks: opts.hooks.clone(),
         session_id: uuid::Uuid::new_v4().to_string(),
         cwd: opts.cwd.clone(),
@@ -116,7 +114,14 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
                 .clone()
                 .unwrap_or_else(|| "general-purpose".to_owned()),
         ),
-    }));
+    });
+    let mut tools = TeamTools::new(opts.root.clone(), opts.team.clone());
+    tools.hooks = Some(hooks.clone());
+    tools.pane = std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'));
+    let tools = Arc::new(tools);
+    ctx.tool_set = Some(tools.clone());
     let system = prompt::teammate(&PromptInputs {
         agent: &opts.name,
         team: Some((&opts.root, &opts.team)),
@@ -138,6 +143,8 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     state.mode = Some(mode.to_string());
     let inbox = Inbox::open(&opts.root, &opts.team, &opts.name);
     let mut rt = Runtime {
+        hooks,
+        tools,
         display: Display::new(opts.color.as_deref()),
         tasks: TaskList::new(&opts.root, &opts.team),
         opts,
@@ -202,6 +209,10 @@ struct Report {
 struct Runtime {
     opts: TeammateOptions,
     ctx: ToolContext,
+    /// The user's hooks, for this teammate's events.
+    hooks: Arc<HookRunner>,
+    /// Its team tools (which remember its last message to a peer).
+    tools: Arc<TeamTools>,
     inbox: Inbox,
     tasks: TaskList,
     display: Display,
@@ -220,9 +231,7 @@ struct Runtime {
 impl Runtime {
     /// Runs `event`'s hooks off the async thread (they may take up to their timeout).
     async fn fire(&self, event: HookEvent, extra: Map<String, Value>) -> HookOutcome {
-        let Some(runner) = self.ctx.hooks.clone() else {
-            return HookOutcome::default();
-        };
+        let runner = self.hooks.clone();
         if runner
             .hooks
             .commands(event, runner.agent_type.as_deref())
@@ -450,9 +459,7 @@ impl Runtime {
         );
         self.set_activity(Activity::ShuttingDown, None);
         self.pending_approval = Some(req.request_id.clone());
-        self.ctx
-            .shutdown_approved
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.ctx.request_stop();
         Ok(())
     }
 
@@ -536,7 +543,7 @@ impl Runtime {
                 if let Some(stop) = self.handle_protocol()? {
                     return Ok(Some(stop));
                 }
-                if self.ctx.shutdown_approved() {
+                if self.ctx.stop_requested() {
                     return Ok(Some(Stop::Approved));
                 }
                 if self.ctx.cancel.is_cancelled() {
@@ -598,7 +605,7 @@ impl Runtime {
                 }
                 .to_owned(),
             ),
-            summary: self.ctx.last_peer_dm.lock().unwrap().take(),
+            summary: self.tools.take_last_peer_dm(),
             completed_task_id,
             completed_status,
             failure_reason: report.failure,

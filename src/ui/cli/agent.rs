@@ -5,10 +5,11 @@ use std::sync::Arc;
 use crate::agent::display::Display;
 use crate::agent::engine::{Engine, Finish};
 use crate::agent::prompt::{self, PromptInputs};
-use crate::agent::tools::{ToolContext, ToolName};
+use crate::agent::tools::ToolContext;
 use crate::config::agents::Catalog;
 use crate::config::hooks::Hooks;
 use crate::config::permissions::{AllowRule, PermissionMode};
+use crate::config::tools::ToolName;
 use crate::llm::{self, LlmConfig, LlmFlags};
 use crate::roles::solo::SoloHost;
 use crate::roles::teammate::{self, TeammateOptions};
@@ -56,7 +57,7 @@ pub fn solo(_ctx: &Ctx, args: AgentArgs) -> Result<u8> {
     llm::install_crypto_provider();
     let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&config)?);
     let agent = AgentName::new("agent").expect("valid");
-    let mut tool_ctx = ToolContext::new(cwd.clone(), agent.clone(), None, mode);
+    let mut tool_ctx = ToolContext::new(cwd.clone(), agent.clone(), mode);
     tool_ctx.allow = allow;
     let system = prompt::solo(&PromptInputs {
         agent: &agent,

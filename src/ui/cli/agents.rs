@@ -40,8 +40,8 @@ fn entry(d: &Definition, status: &str) -> Value {
         "permissionMode": d.permission_mode.map(|m| m.as_str()),
         "maxTurns": d.max_turns,
         "isolation": d.isolation.map(|i| match i {
-            crate::team::worktree::Isolation::Worktree => "worktree",
-            crate::team::worktree::Isolation::None => "none",
+            crate::config::agents::Isolation::Worktree => "worktree",
+            crate::config::agents::Isolation::None => "none",
         }),
         "color": d.color,
     })

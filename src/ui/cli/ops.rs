@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use crate::agent::tools::LeadPowers;
 use crate::config::permissions::PermissionMode;
 use crate::roles::lead::agent::LeadAgentOptions;
 use crate::roles::lead::dispatcher::{self as lead, LeadOptions};
@@ -16,6 +15,7 @@ use crate::team::launch::{self as spawn, Place, SpawnRequest};
 use crate::team::shutdown::{self, LadderOptions, Outcome};
 use crate::team::status;
 use crate::team::supervisor;
+use crate::team::tools::LeadPowers;
 use crate::team::window::{self as team_window, TeamWindow};
 use crate::tmux::Tmux;
 use crate::ui::cli::args::{LeadArgs, ModelOpts, PermissionOpts, ShutdownArgs, SpawnArgs};
@@ -151,7 +151,7 @@ pub fn spawn(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
             .clone()
             .unwrap_or_else(|| config.next_color().to_owned());
         let worktree = match prepared.req.isolation {
-            Some(crate::team::worktree::Isolation::Worktree) => {
+            Some(crate::config::agents::Isolation::Worktree) => {
                 let plan = crate::team::worktree::plan(&team, &req.name, &req.cwd)?;
                 prepared.req.cwd = plan.cwd.clone();
                 Some(plan)

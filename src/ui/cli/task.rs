@@ -2,10 +2,12 @@
 
 use serde_json::json;
 
-use crate::config::hooks::{Event, Hooks, Runner};
+use crate::config::hooks::{Hooks, Runner};
+use crate::config::permissions::PermissionMode;
 use crate::store::names::LEAD;
 use crate::store::roster::{self, TeamConfig};
 use crate::store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
+use crate::team::task_events::{self, Created, one_line};
 use crate::ui::cli::args::TaskCommand;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::{print_json, status_mark, task_detail, task_line};
@@ -30,22 +32,27 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             active_form,
             blocked_by,
         } => {
-            let task = list.create(NewTask {
-                subject,
-                description,
-                active_form,
-                blocked_by,
-                metadata: None,
-            })?;
-            if let Some(feedback) = task_hook(&config, Event::TaskCreated, &task) {
-                list.delete(&task.id)?;
-                return Err(Error::conflict(format!(
-                    "a TaskCreated hook refused task #{} and it was removed: {}",
-                    task.id,
-                    one_line(&feedback)
-                )));
+            let runner = person_hooks(&config);
+            let created = hooks(runner.as_ref()).create(
+                &list,
+                NewTask {
+                    subject,
+                    description,
+                    active_form,
+                    blocked_by,
+                    metadata: None,
+                },
+            )?;
+            match created {
+                Created::Kept(task) => show(&task),
+                Created::Refused { task, feedback } => {
+                    return Err(Error::conflict(format!(
+                        "a TaskCreated hook refused task #{} and it was removed: {}",
+                        task.id,
+                        one_line(&feedback)
+                    )));
+                }
             }
-            show(&task);
         }
         TaskCommand::List { status, owner, all } => {
             let status = status.as_deref().map(Status::parse).transpose()?;
@@ -120,9 +127,8 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
         }
         TaskCommand::Done { id } => {
             let current = list.get(&id)?;
-            if current.status != Status::Completed
-                && let Some(feedback) = task_hook(&config, Event::TaskCompleted, &current)
-            {
+            let runner = person_hooks(&config);
+            if let Some(feedback) = hooks(runner.as_ref()).refuse_completion(&current) {
                 return Err(Error::conflict(format!(
                     "a TaskCompleted hook refused to let task #{id} be completed: {}",
                     one_line(&feedback)
@@ -158,28 +164,23 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
     Ok(())
 }
 
-/// Runs the user's task hooks for a task changed by hand, as the lead (the person at the
-/// CLI leads the team); `Some(feedback)` when one blocks.
-fn task_hook(config: &TeamConfig, event: Event, task: &Task) -> Option<String> {
+/// The hooks of a task changed by hand: the person at the CLI leads the team, from the
+/// directory they are in.
+fn person_hooks(config: &TeamConfig) -> Option<Runner> {
     let cwd = std::env::current_dir().ok()?;
-    let runner = Runner {
+    Some(Runner {
         hooks: Hooks::load(&cwd),
         session_id: config.lead_session_id.clone().unwrap_or_default(),
         cwd,
         team: config.name.clone(),
         agent: LEAD.to_owned(),
         agent_type: None,
-    };
-    // Problems are reported by the run itself.
-    runner
-        .fire(
-            event,
-            crate::config::permissions::PermissionMode::Default,
-            Runner::task_fields(&task.id, &task.subject, &task.description),
-        )
-        .blocked
+    })
 }
 
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+fn hooks(runner: Option<&Runner>) -> task_events::Hooks<'_> {
+    task_events::Hooks {
+        runner,
+        mode: PermissionMode::Default,
+    }
 }
