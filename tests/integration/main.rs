@@ -9,6 +9,7 @@ mod approvals;
 mod concurrency;
 mod engine;
 mod hooks;
+mod layers;
 mod llm;
 mod main_job;
 mod store_cli;
