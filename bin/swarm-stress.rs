@@ -18,15 +18,19 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use swarm::config::settings::Settings;
 use swarm::store::layout::Root;
 use swarm::store::mailbox::{self, Envelope};
 use swarm::store::names::{AgentName, TeamName};
 use swarm::store::tasks::{NewTask, TaskList};
+use swarm::util::environment::Environment;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| -> &str { args.get(i).map(String::as_str).unwrap_or_else(|| usage()) };
-    let root = Root::new(arg(1));
+    // The edge of this program: its settings come from its environment, once.
+    let settings = Settings::resolve(Environment::capture());
+    let root = Root::new(arg(1)).with_store_settings(settings.lock_timeout, settings.durable);
     let team = TeamName::new(arg(2)).expect("team name");
     let mut out = std::io::stdout().lock();
     match arg(0) {
@@ -134,7 +138,7 @@ fn main() {
             for _ in 0..passes {
                 let start = Instant::now();
                 let (seen, _) =
-                    swarm::roles::lead::dispatcher::reconcile(&root, &team, Some(&tmux))
+                    swarm::team::supervisor::reconcile(&root, &team, Some(&tmux), &settings.dirs)
                         .unwrap_or_else(|e| fail(&e));
                 let ms = start.elapsed().as_secs_f64() * 1000.0;
                 assert!(seen.tmux_reachable, "tmux server -L {} unreachable", arg(3));

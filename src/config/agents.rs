@@ -21,7 +21,7 @@ use std::str::FromStr;
 
 use crate::config::frontmatter::{self, Value};
 use crate::config::permissions::PermissionMode;
-use crate::config::project;
+use crate::config::project::UserDirs;
 use crate::config::tools::ToolName;
 use crate::store::roster::PALETTE;
 use crate::util::error::{Error, Result};
@@ -146,9 +146,9 @@ pub struct Catalog {
 
 impl Catalog {
     /// The definitions for an agent working in `cwd`.
-    pub fn load(cwd: &Path) -> Catalog {
-        let project = project::project_dir(cwd).join(".claude").join("agents");
-        let user = project::user_dir().map(|d| d.join("agents"));
+    pub fn load(cwd: &Path, dirs: &UserDirs) -> Catalog {
+        let project = dirs.project_dir(cwd).join(".claude").join("agents");
+        let user = dirs.claude.as_ref().map(|d| d.join("agents"));
         Catalog::load_from(Some(&project), user.as_deref())
     }
 

@@ -39,7 +39,7 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use crate::config::permissions::PermissionMode;
-use crate::config::project;
+use crate::config::project::UserDirs;
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How much of a hook's stdout and stderr is kept.
@@ -123,13 +123,13 @@ pub struct Outcome {
 
 impl Hooks {
     /// The hooks for an agent working in `cwd`.
-    pub fn load(cwd: &Path) -> Hooks {
-        let dir = project::project_dir(cwd);
+    pub fn load(cwd: &Path, dirs: &UserDirs) -> Hooks {
+        let dir = dirs.project_dir(cwd);
         let mut files = vec![
             dir.join(".claude").join("settings.json"),
             dir.join(".claude").join("settings.local.json"),
         ];
-        if let Some(user) = project::user_dir() {
+        if let Some(user) = &dirs.claude {
             let user = user.join("settings.json");
             if !files.contains(&user) {
                 files.push(user);

@@ -9,4 +9,5 @@ pub mod frontmatter;
 pub mod hooks;
 pub mod permissions;
 pub mod project;
+pub mod settings;
 pub mod tools;

@@ -59,6 +59,37 @@ impl fmt::Display for PermissionMode {
     }
 }
 
+/// Who answers plan approval and permission requests: the lead's model, or a person
+/// (`swarm approve`, the dashboard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approver {
+    Lead,
+    Human,
+}
+
+impl FromStr for Approver {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Approver> {
+        match s {
+            "lead" => Ok(Approver::Lead),
+            "human" => Ok(Approver::Human),
+            other => Err(Error::usage(format!(
+                "unknown approver '{other}'; use lead or human"
+            ))),
+        }
+    }
+}
+
+impl Approver {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approver::Lead => "lead",
+            Approver::Human => "human",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllowRule {
     pub tool: String,

@@ -13,37 +13,45 @@
 
 use std::path::{Path, PathBuf};
 
-/// The user's home, if `HOME` is set.
-pub fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
+use crate::util::environment::Environment;
+
+/// Where the user's side of the configuration is: the home (a project search stops
+/// there) and the user's Claude directory. Resolved once, at the edge.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserDirs {
+    pub home: Option<PathBuf>,
+    /// `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`.
+    pub claude: Option<PathBuf>,
 }
 
-/// The user's Claude directory: `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`.
-pub fn user_dir() -> Option<PathBuf> {
-    std::env::var_os("CLAUDE_CONFIG_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home().map(|h| h.join(".claude")))
+impl UserDirs {
+    pub fn from_env(env: &Environment) -> UserDirs {
+        let home = env.get("HOME").map(PathBuf::from);
+        let claude = env
+            .get("CLAUDE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".claude")));
+        UserDirs { home, claude }
+    }
+
+    /// The project directory of `cwd` (see the module comment).
+    pub fn project_dir(&self, cwd: &Path) -> PathBuf {
+        project_dir_with_home(cwd, self.home.as_deref())
+    }
+
+    /// A teammate's project directory: [`PROJECT_DIR_ENV`] if its environment names one,
+    /// else that of `cwd`.
+    pub fn teammate_project_dir(&self, cwd: &Path, env: &Environment) -> PathBuf {
+        match env.get(PROJECT_DIR_ENV) {
+            Some(dir) => PathBuf::from(dir),
+            None => self.project_dir(cwd),
+        }
+    }
 }
 
 /// Set by `swarm spawn` for a teammate: the project it was spawned for, which a teammate
 /// in a worktree would not find by walking up from its own working directory.
 pub const PROJECT_DIR_ENV: &str = "SWARM_PROJECT_DIR";
-
-/// A teammate's project directory: [`PROJECT_DIR_ENV`] if set, else that of `cwd`.
-pub fn teammate_project_dir(cwd: &Path) -> PathBuf {
-    match std::env::var_os(PROJECT_DIR_ENV) {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => project_dir(cwd),
-    }
-}
-
-/// The project directory of `cwd` (see the module comment).
-pub fn project_dir(cwd: &Path) -> PathBuf {
-    project_dir_with_home(cwd, home().as_deref())
-}
 
 pub fn project_dir_with_home(cwd: &Path, home: Option<&Path>) -> PathBuf {
     let home = home.map(|h| h.canonicalize().unwrap_or_else(|_| h.to_path_buf()));

@@ -4,3 +4,4 @@
 //! Uses `roles`, `team` and everything below.
 
 pub mod job;
+pub mod run;

@@ -125,13 +125,9 @@ pub struct LlmFlags {
 }
 
 impl LlmConfig {
-    /// Resolves flags against the process environment.
-    pub fn resolve(flags: &LlmFlags) -> Result<LlmConfig, LlmError> {
-        LlmConfig::resolve_with_env(flags, |name| std::env::var(name).ok())
-    }
-
-    /// Resolves flags against an environment lookup; empty values count as unset.
-    pub fn resolve_with_env(
+    /// Resolves flags against the environment (looked up through `env`, which the front end
+    /// reads once); empty values count as unset.
+    pub fn resolve(
         flags: &LlmFlags,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<LlmConfig, LlmError> {
@@ -223,7 +219,7 @@ impl LlmConfig {
 
     /// The scripted provider at `base_url` with default limits.
     pub fn scripted(base_url: &str) -> Result<LlmConfig, LlmError> {
-        LlmConfig::resolve_with_env(
+        LlmConfig::resolve(
             &LlmFlags {
                 provider: Some(Provider::Scripted),
                 base_url: Some(base_url.to_string()),
@@ -372,7 +368,7 @@ mod tests {
         let with = |provider, model: &str| {
             let mut f = flags(provider);
             f.model = Some(model.to_owned());
-            LlmConfig::resolve_with_env(&f, &env).unwrap().model
+            LlmConfig::resolve(&f, &env).unwrap().model
         };
         assert_eq!(with(Provider::Anthropic, "sonnet"), DEFAULT_ANTHROPIC_MODEL);
         assert_eq!(with(Provider::Anthropic, "Opus"), "claude-opus-4-1");
@@ -394,7 +390,7 @@ mod tests {
 
     #[test]
     fn anthropic_defaults_and_env() {
-        let c = LlmConfig::resolve_with_env(
+        let c = LlmConfig::resolve(
             &LlmFlags::default(),
             env_of(&[("ANTHROPIC_API_KEY", "sk-ant-secret")]),
         )
@@ -417,10 +413,10 @@ mod tests {
             ("OPENAI_API_KEY", "k"),
             ("OPENAI_BASE_URL", "http://localhost:8080/v1/"),
         ]);
-        let c = LlmConfig::resolve_with_env(&flags(Provider::OpenAi), &env).unwrap();
+        let c = LlmConfig::resolve(&flags(Provider::OpenAi), &env).unwrap();
         assert_eq!(c.base_url, "http://localhost:8080");
         assert_eq!(c.model, DEFAULT_OPENAI_MODEL);
-        let c = LlmConfig::resolve_with_env(
+        let c = LlmConfig::resolve(
             &LlmFlags {
                 base_url: Some("http://127.0.0.1:9/".into()),
                 model: Some("qwen".into()),
@@ -435,7 +431,7 @@ mod tests {
 
     #[test]
     fn missing_keys_and_urls_are_one_line_errors() {
-        let err = LlmConfig::resolve_with_env(&flags(Provider::Anthropic), env_of(&[]))
+        let err = LlmConfig::resolve(&flags(Provider::Anthropic), env_of(&[]))
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -443,18 +439,15 @@ mod tests {
             "ANTHROPIC_API_KEY is not set: export it to use the anthropic provider (`swarm demo` runs without a key)"
         );
         // OpenAI's own API needs a key; a blank one counts as none.
-        let err = LlmConfig::resolve_with_env(
-            &flags(Provider::OpenAi),
-            env_of(&[("OPENAI_API_KEY", " ")]),
-        )
-        .unwrap_err()
-        .to_string();
+        let err = LlmConfig::resolve(&flags(Provider::OpenAi), env_of(&[("OPENAI_API_KEY", " ")]))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "OPENAI_API_KEY is not set: export it to use api.openai.com, or pass --base-url for a local server that needs no key"
         );
         // The scripted provider never borrows the real API's URL or key.
-        let err = LlmConfig::resolve_with_env(
+        let err = LlmConfig::resolve(
             &flags(Provider::Scripted),
             env_of(&[("ANTHROPIC_BASE_URL", "https://api.anthropic.com")]),
         )
@@ -474,7 +467,7 @@ mod tests {
     fn the_anthropic_version_is_configurable_and_blank_means_the_default() {
         let env = env_of(&[("ANTHROPIC_API_KEY", "k")]);
         let version = |v: &str| {
-            LlmConfig::resolve_with_env(
+            LlmConfig::resolve(
                 &LlmFlags {
                     anthropic_version: Some(v.to_owned()),
                     ..LlmFlags::default()
@@ -490,7 +483,7 @@ mod tests {
 
     #[test]
     fn a_local_openai_compatible_server_needs_no_key() {
-        let c = LlmConfig::resolve_with_env(
+        let c = LlmConfig::resolve(
             &LlmFlags {
                 base_url: Some("http://127.0.0.1:9/v1".into()),
                 ..flags(Provider::OpenAi)
@@ -500,13 +493,13 @@ mod tests {
         .unwrap();
         assert!(c.api_key.is_none());
         assert_eq!(c.base_url, "http://127.0.0.1:9");
-        let c = LlmConfig::resolve_with_env(
+        let c = LlmConfig::resolve(
             &flags(Provider::OpenAi),
             env_of(&[("OPENAI_BASE_URL", "http://localhost:11434/v1")]),
         )
         .unwrap();
         assert!(c.api_key.is_none());
-        let c = LlmConfig::resolve_with_env(
+        let c = LlmConfig::resolve(
             &LlmFlags {
                 base_url: Some("http://127.0.0.1:9/v1".into()),
                 ..flags(Provider::OpenAi)
@@ -516,7 +509,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.api_key.unwrap().expose(), "sk-local");
         // The Anthropic API always needs one, whatever the URL.
-        let err = LlmConfig::resolve_with_env(
+        let err = LlmConfig::resolve(
             &LlmFlags {
                 base_url: Some("http://127.0.0.1:9".into()),
                 ..flags(Provider::Anthropic)

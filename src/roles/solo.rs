@@ -4,18 +4,89 @@
 //! and refused (with what to do instead) when there is not. Plan approval works the same.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::agent::display::Display;
-use crate::agent::engine::{Authorization, Event, Host};
+use crate::agent::engine::{Authorization, Engine, Event, Finish, Host};
+use crate::agent::prompt::{self, PromptInputs};
 use crate::agent::tools::{ToolContext, ToolOutcome};
-use crate::config::permissions::PermissionMode;
+use crate::config::permissions::{AllowRule, PermissionMode};
 use crate::config::tools::ToolName;
+use crate::llm::{self, LlmConfig};
+use crate::store::names::AgentName;
+use crate::util::error::{Error, Result};
 
-pub struct SoloHost {
-    pub ctx: ToolContext,
-    pub display: Display,
+pub struct SoloOptions {
+    pub prompt: String,
+    pub llm: LlmConfig,
+    pub mode: PermissionMode,
+    pub allow: Vec<AllowRule>,
+    pub max_turns: u32,
+    pub cwd: PathBuf,
+    /// Where each model turn appends its timings, for `scripts/bench`.
+    pub timings: Option<PathBuf>,
+}
+
+/// Runs the agent on its prompt until it ends its turn; Ctrl-C stops it. The answer goes
+/// to stdout, what it cost to stderr. Returns the exit code.
+pub async fn run(o: SoloOptions) -> Result<u8> {
+    llm::install_crypto_provider();
+    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&o.llm)?);
+    let agent = AgentName::new("agent").expect("valid");
+    let mut ctx = ToolContext::new(o.cwd.clone(), agent.clone(), o.mode);
+    ctx.allow = o.allow;
+    let system = prompt::solo(&PromptInputs {
+        agent: &agent,
+        cwd: &o.cwd,
+        mode: o.mode,
+        plan_mode_required: false,
+        custom: None,
+    });
+    let mut engine = Engine::new(client, o.llm.model.clone(), system, ToolName::SOLO.to_vec());
+    engine.max_turns = o.max_turns;
+    engine.timings = o.timings;
+    let mut host = SoloHost {
+        ctx,
+        display: Display::new(None),
+    };
+    let cancel = host.ctx.cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    let finish = engine.run(&mut host, o.prompt).await?;
+    println!();
+    let usage = engine.usage;
+    eprintln!(
+        "· {} model call(s), {} input / {} output tokens{}",
+        engine.model_calls,
+        usage.input_tokens,
+        usage.output_tokens,
+        if engine.cost_usd > 0.0 {
+            format!(", ~${:.4}", engine.cost_usd)
+        } else {
+            String::new()
+        }
+    );
+    match finish {
+        Finish::EndTurn(_) => Ok(0),
+        Finish::MaxTurns => Err(Error::Model(format!(
+            "stopped after {} model turns; raise --max-turns",
+            o.max_turns
+        ))),
+        Finish::Refusal(text) => Err(Error::Model(format!("the model refused: {text}"))),
+        Finish::Stopped => Err(Error::Interrupted),
+    }
+}
+
+/// The terminal as the agent loop's host.
+struct SoloHost {
+    ctx: ToolContext,
+    display: Display,
 }
 
 fn ask(question: &str) -> Option<bool> {

@@ -1,39 +1,71 @@
 //! Where a swarm's files live, and the path of every file in the layout.
 //!
 //! The root is `--root`, else `$SWARM_ROOT`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`,
-//! which is Claude Code's own layout (`claude-code-format.md` §2). Every path is built here
+//! which is Claude Code's own layout (`docs/design/formats.md` §2). Every path is built here
 //! from validated names, so no caller can reach outside the root. One team name serves the
 //! roster, the inboxes and the task list alike.
+//!
+//! A root also carries how its shared files are written: how long a lock is waited for,
+//! and whether writes are fsynced. Every store operation takes the root, so these settings,
+//! resolved once at the edge, reach every write without being read anywhere else.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::store::names::{AgentName, TeamName};
+use crate::util::environment::Environment;
 use crate::util::error::{Error, Result};
+
+/// How long a shared file's lock is waited for by default.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 pub struct Root {
     path: PathBuf,
+    lock_timeout: Duration,
+    durable: bool,
 }
 
 impl Root {
+    /// The root at `path`, with durable writes and the default lock timeout.
     pub fn new(path: impl Into<PathBuf>) -> Root {
-        Root { path: path.into() }
+        Root {
+            path: path.into(),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            durable: true,
+        }
     }
 
-    /// Resolves the root from an explicit flag and the environment.
-    pub fn resolve(flag: Option<&Path>) -> Result<Root> {
+    /// The root from an explicit flag, else the environment.
+    pub fn resolve(flag: Option<&Path>, env: &Environment) -> Result<Root> {
         if let Some(p) = flag {
             return Ok(Root::new(absolute(p)?));
         }
         for var in ["SWARM_ROOT", "CLAUDE_CONFIG_DIR"] {
-            if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-                return Ok(Root::new(absolute(Path::new(&v))?));
+            if let Some(v) = env.get(var) {
+                return Ok(Root::new(absolute(Path::new(v))?));
             }
         }
-        let home = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
+        let home = env
+            .get("HOME")
             .ok_or_else(|| Error::usage("HOME is not set: pass --root DIR or set SWARM_ROOT"))?;
         Ok(Root::new(PathBuf::from(home).join(".claude")))
+    }
+
+    /// This root with how its shared files are written: the lock timeout, and whether
+    /// writes are fsynced (atomicity never depends on it).
+    pub fn with_store_settings(mut self, lock_timeout: Duration, durable: bool) -> Root {
+        self.lock_timeout = lock_timeout;
+        self.durable = durable;
+        self
+    }
+
+    pub fn lock_timeout(&self) -> Duration {
+        self.lock_timeout
+    }
+
+    pub fn durable(&self) -> bool {
+        self.durable
     }
 
     pub fn path(&self) -> &Path {
@@ -89,8 +121,38 @@ impl Root {
         self.team_dir(team).join("lead.flock")
     }
 
+    /// Flocked around every change to the team's tmux panes (see `team::window`).
+    pub fn window_lock_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("tmux.flock")
+    }
+
+    /// The goal a run gave the team (see `store::documents`).
+    pub fn goal_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("goal.md")
+    }
+
+    /// The final report of a run.
+    pub fn report_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("report.md")
+    }
+
+    /// Copies of the plans teammates submitted for approval.
+    pub fn plans_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("plans")
+    }
+
     pub fn logs_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("logs")
+    }
+
+    /// Where `swarm watch` logs while its screen is up.
+    pub fn watch_log_path(&self, team: &TeamName) -> PathBuf {
+        self.logs_dir(team).join("watch.log")
+    }
+
+    /// Where a lead or teammate process logs (its pane is for people).
+    pub fn log_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.logs_dir(team).join(format!("{agent}.log"))
     }
 
     pub fn tasks_dir(&self, team: &TeamName) -> PathBuf {

@@ -406,6 +406,16 @@ pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> 
     Ok(done.len())
 }
 
+/// Removes `agent`'s inbox, when the member it was made for never started (a spawn that
+/// failed after delivering the first instructions). A missing inbox is fine.
+pub fn remove_inbox(root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
+    let path = root.inbox_path(team, agent);
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &path, e)),
+        _ => Ok(()),
+    }
+}
+
 /// Messages already acknowledged, oldest first (the delivered log).
 pub fn read_delivered(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Envelope>> {
     let path = root.delivered_log_path(team, agent);

@@ -7,6 +7,7 @@
 //! operations. Uses `util` and, for the token figures in agent state, `llm`'s `Usage`.
 
 pub mod approvals;
+pub mod documents;
 pub mod layout;
 pub mod lead;
 pub mod mailbox;

@@ -48,6 +48,27 @@ pub struct LeadSettings {
     pub session_id: Option<String>,
 }
 
+impl LeadSettings {
+    /// A lead's settings with nothing chosen yet: the provider's defaults, permission mode
+    /// `default`, no allow rules, the teammates' own turn limit and permission timeout.
+    pub fn new(exe: PathBuf, root: PathBuf, tmux_socket: Option<String>) -> LeadSettings {
+        LeadSettings {
+            exe,
+            root,
+            provider: None,
+            model: None,
+            base_url: None,
+            anthropic_version: None,
+            permission_mode: PermissionMode::Default,
+            allow: Vec::new(),
+            max_turns: None,
+            permission_timeout: None,
+            tmux_socket,
+            session_id: None,
+        }
+    }
+}
+
 /// `--permission-timeout=...`, as the flag reads it back.
 pub fn permission_timeout_flag(timeout: Duration) -> String {
     format!(

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::agents::Isolation;
-use crate::config::agents::{Catalog, Definition};
+use crate::config::agents::{Catalog, Definition, Isolation};
+use crate::config::project::{PROJECT_DIR_ENV, UserDirs};
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -51,6 +51,16 @@ pub struct Spawned {
     pub model: Option<String>,
 }
 
+/// What a spawn would do (see [`Launcher::dry_run`]).
+#[derive(Debug, Clone)]
+pub struct DryRun {
+    /// The tmux commands, one line each, copy-pasteable, secrets redacted.
+    pub tmux: Vec<String>,
+    pub prefix: Vec<String>,
+    pub command: TeammateCommand,
+    pub worktree: Option<worktree::Plan>,
+}
+
 /// A spawn request with its agent definition applied.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -58,32 +68,315 @@ pub struct Prepared {
     pub definition: Option<Definition>,
 }
 
-/// Applies the agent definition `req.agent_type` names (from the project of `req.cwd` and
-/// the user's): its initial prompt when no prompt was given, its colour and isolation
-/// when none were. An unknown type is an error listing the known ones; invalid definition
-/// files are reported on stderr and skipped.
-pub fn prepare(req: &SpawnRequest) -> Result<Prepared> {
-    let mut req = req.clone();
-    let definition = match &req.agent_type {
-        Some(t) => {
-            let catalog = Catalog::load(&req.cwd);
-            catalog.warn_invalid();
-            Some(catalog.get(t)?.clone())
+/// How the teammates of one team are started: where (the team's tmux server, and whether
+/// the caller sits inside it) and with what (the settings and environment a lead passes
+/// on, the user's configuration). One value serves `swarm spawn`, `swarm run` and the lead
+/// agent's Agent tool alike.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    pub root: Root,
+    pub team: TeamName,
+    pub tmux: Tmux,
+    pub inside_tmux: bool,
+    pub lead: LeadSettings,
+    /// The lead's environment, which teammates inherit from (see [`inherit`]).
+    pub env: BTreeMap<String, String>,
+    pub dirs: UserDirs,
+    /// Where a lead started by this launcher works.
+    pub cwd: PathBuf,
+    /// `SWARM_PANES_PER_WINDOW`, if set.
+    pub panes_per_window: Option<usize>,
+}
+
+/// The options of `team`'s window: its lock file, and how many panes a window holds
+/// (`panes_per_window`, else the default).
+pub fn window_options(
+    root: &Root,
+    team: &TeamName,
+    panes_per_window: Option<usize>,
+) -> TeamWindowOptions {
+    let mut opts = TeamWindowOptions::new(root.window_lock_path(team));
+    if let Some(n) = panes_per_window {
+        opts.panes_per_window = n;
+    }
+    opts
+}
+
+impl Launcher {
+    pub fn window_options(&self) -> TeamWindowOptions {
+        window_options(&self.root, &self.team, self.panes_per_window)
+    }
+
+    /// Applies the agent definition `req.agent_type` names (from the project of `req.cwd`
+    /// and the user's): its initial prompt when no prompt was given, its colour and
+    /// isolation when none were. An unknown type is an error listing the known ones;
+    /// invalid definition files are reported on stderr and skipped.
+    pub fn prepare(&self, req: &SpawnRequest) -> Result<Prepared> {
+        let mut req = req.clone();
+        let definition = match &req.agent_type {
+            Some(t) => {
+                let catalog = Catalog::load(&req.cwd, &self.dirs);
+                catalog.warn_invalid();
+                Some(catalog.get(t)?.clone())
+            }
+            None => None,
+        };
+        if let Some(d) = &definition {
+            if req.prompt.as_deref().is_none_or(|p| p.trim().is_empty())
+                && d.initial_prompt.is_some()
+            {
+                req.prompt = d.initial_prompt.clone();
+            }
+            if req.color.is_none() {
+                req.color = d.color.clone();
+            }
+            if req.isolation.is_none() {
+                req.isolation = d.isolation;
+            }
         }
-        None => None,
-    };
-    if let Some(d) = &definition {
-        if req.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) && d.initial_prompt.is_some() {
-            req.prompt = d.initial_prompt.clone();
+        Ok(Prepared { req, definition })
+    }
+
+    /// The teammate's command for a prepared request, from the lead's settings and
+    /// environment.
+    pub fn teammate_command(&self, prepared: &Prepared, color: &str) -> Result<TeammateCommand> {
+        let config = roster::load(&self.root, &self.team)?;
+        let mut settings = self.lead.clone();
+        settings.session_id = config.lead_session_id.clone();
+        Ok(inherit::teammate_command(
+            &settings,
+            &self.env,
+            &spec(&self.team, prepared, color),
+        ))
+    }
+
+    /// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
+    /// supervise in turn.
+    pub fn lead_command(&self, extra: &[String]) -> TeammateCommand {
+        let lead = &self.lead;
+        let team = &self.team;
+        let mut argv = vec![
+            lead.exe.display().to_string(),
+            format!("--root={}", lead.root.display()),
+            "lead".to_owned(),
+            format!("--team={team}"),
+        ];
+        if let Some(p) = &lead.provider {
+            argv.push(format!("--provider={p}"));
         }
-        if req.color.is_none() {
-            req.color = d.color.clone();
+        if let Some(m) = &lead.model {
+            argv.push(format!("--model={m}"));
         }
-        if req.isolation.is_none() {
-            req.isolation = d.isolation;
+        if let Some(u) = &lead.base_url {
+            argv.push(format!("--base-url={u}"));
+        }
+        if let Some(v) = &lead.anthropic_version {
+            argv.push(format!("--anthropic-version={v}"));
+        }
+        argv.push(format!("--permission-mode={}", lead.permission_mode));
+        for rule in &lead.allow {
+            argv.push(format!("--allow={rule}"));
+        }
+        if let Some(n) = lead.max_turns {
+            argv.push(format!("--max-turns={n}"));
+        }
+        if let Some(t) = lead.permission_timeout {
+            argv.push(inherit::permission_timeout_flag(t));
+        }
+        argv.extend(extra.iter().cloned());
+        let (mut env, secret_env) = inherit::environment(lead, &self.env);
+        env.insert("SWARM_AGENT_ID".to_owned(), format!("{LEAD}@{team}"));
+        env.insert("SWARM_AGENT_NAME".to_owned(), LEAD.to_owned());
+        env.insert("SWARM_TEAM".to_owned(), team.to_string());
+        TeammateCommand {
+            argv,
+            env: env.into_iter().collect(),
+            secret_env: secret_env.into_iter().collect(),
+            cwd: self.cwd.clone(),
         }
     }
-    Ok(Prepared { req, definition })
+
+    /// Opens the team's window with the lead in its first pane, unless it is open already.
+    /// Returns the window and whether this call opened it.
+    pub fn ensure_window(&self, lead: &TeammateCommand) -> Result<(TeamWindow, bool)> {
+        if let Some(w) = TeamWindow::find(&self.tmux, &self.team, self.window_options())? {
+            return Ok((w, false));
+        }
+        let placement = Placement::for_caller(&self.tmux, self.inside_tmux)?;
+        let window = TeamWindow::open(
+            &self.tmux,
+            &self.team,
+            &pane_spec(lead),
+            placement,
+            self.window_options(),
+        )?;
+        team_window::record_server(&self.root, &window)?;
+        let pane = window
+            .lead_pane()?
+            .map(|p| p.to_string())
+            .unwrap_or_default();
+        roster::update_member(&self.root, &self.team, LEAD, |m| {
+            m.tmux_pane_id = pane;
+            m.backend_type = Some("tmux".to_owned());
+        })?;
+        Ok((window, true))
+    }
+
+    /// Starts the lead again in its pane if it has stopped (a crash, or Ctrl-C in its
+    /// pane, which `remain-on-exit` keeps open): a teammate spawned into a team nobody
+    /// supervises would go unwatched, its death unreported.
+    fn restart_stopped_lead(&self, window: &TeamWindow, lead: &TeammateCommand) -> Result<()> {
+        if crate::store::lead::is_running(&self.root, &self.team) {
+            return Ok(());
+        }
+        let Some(pane) = window
+            .panes()?
+            .into_iter()
+            .find(|p| p.agent.as_deref() == Some(LEAD))
+        else {
+            return Ok(());
+        };
+        if pane.dead {
+            window.tmux().respawn_pane(pane.pane, &pane_spec(lead))?;
+        }
+        Ok(())
+    }
+
+    /// What [`Launcher::spawn`] would do, with nothing created: the teammate's command,
+    /// its worktree, and the tmux commands, secrets redacted. Refuses what the real spawn
+    /// would refuse.
+    pub fn dry_run(&self, req: &SpawnRequest) -> Result<DryRun> {
+        let config = roster::load(&self.root, &self.team)?;
+        check_name_free(&config, &self.team, &req.name)?;
+        let mut prepared = self.prepare(req)?;
+        let color = prepared
+            .req
+            .color
+            .clone()
+            .unwrap_or_else(|| config.next_color().to_owned());
+        let worktree = match prepared.req.isolation {
+            Some(Isolation::Worktree) => {
+                let plan = worktree::plan(&self.team, &req.name, &req.cwd)?;
+                prepared.req.cwd = plan.cwd.clone();
+                Some(plan)
+            }
+            _ => None,
+        };
+        let command = self.teammate_command(&prepared, &color)?;
+        let mut prefix: Vec<String> = vec!["tmux".to_owned()];
+        prefix.extend(
+            self.tmux
+                .global_args()
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned()),
+        );
+        prefix.extend(["split-window", "-d", "-P", "-F", "#{pane_id}"].map(str::to_owned));
+        Ok(DryRun {
+            tmux: vec![inherit::display_command(&prefix, &command)],
+            prefix,
+            command,
+            worktree,
+        })
+    }
+
+    /// Spawns one teammate.
+    pub fn spawn(&self, req: &SpawnRequest) -> Result<Spawned> {
+        let (root, team) = (&self.root, &self.team);
+        check_cwd(&req.cwd)?;
+        let mut prepared = self.prepare(req)?;
+        let config = roster::load(root, team)?;
+        check_name_free(&config, team, &req.name)?;
+        let color = prepared
+            .req
+            .color
+            .clone()
+            .unwrap_or_else(|| config.next_color().to_owned());
+        // Checked before anything is made, so a refusal leaves nothing behind.
+        let plan = match prepared.req.isolation {
+            Some(Isolation::Worktree) => Some(worktree::plan(team, &req.name, &req.cwd)?),
+            _ => None,
+        };
+        let model = inherit::resolve_model(&self.lead, &self.env, &spec(team, &prepared, &color));
+        let member = roster::add_member(
+            root,
+            team,
+            NewMember {
+                name: req.name.clone(),
+                color: Some(color.clone()),
+                agent_type: prepared.req.agent_type.clone(),
+                model: model.clone(),
+                prompt: prepared.req.prompt.clone(),
+                plan_mode_required: req.plan_mode_required,
+                cwd: req.cwd.display().to_string(),
+            },
+        )?;
+        // A teammate in a worktree still reads the project's agent definitions and hooks,
+        // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
+        let project = self.dirs.project_dir(&req.cwd);
+        let mut made: Option<worktree::Record> = None;
+        let started = (|| -> Result<Spawned> {
+            if let Some(plan) = &plan {
+                let record = worktree::create(root, team, plan)?;
+                let cwd = worktree::working_dir(plan);
+                roster::update_member(root, team, req.name.as_str(), |m| {
+                    m.cwd = cwd.display().to_string();
+                    m.worktree_path = Some(record.path.display().to_string());
+                    m.extra
+                        .insert("worktreeBranch".into(), record.branch.clone().into());
+                    m.extra
+                        .insert("worktreeBaseCommit".into(), record.base.clone().into());
+                })?;
+                prepared.req.cwd = cwd;
+                made = Some(record);
+            }
+            let mut cmd = self.teammate_command(&prepared, &color)?;
+            cmd.env.retain(|(k, _)| k != PROJECT_DIR_ENV);
+            cmd.env
+                .push((PROJECT_DIR_ENV.to_owned(), project.display().to_string()));
+            if let Some(prompt) = prepared
+                .req
+                .prompt
+                .as_deref()
+                .filter(|p| !p.trim().is_empty())
+            {
+                let lead_color = config.member(LEAD).and_then(|m| m.color.clone());
+                mailbox::deliver(
+                    root,
+                    team,
+                    &req.name,
+                    Envelope::new(LEAD, prompt).with_color(lead_color),
+                )?;
+            }
+            let lead_cmd = self.lead_command(&[]);
+            let (mut window, opened) = self.ensure_window(&lead_cmd)?;
+            if !opened {
+                self.restart_stopped_lead(&window, &lead_cmd)?;
+            }
+            let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
+            roster::update_member(root, team, req.name.as_str(), |m| {
+                m.tmux_pane_id = pane.to_string();
+                m.backend_type = Some("tmux".to_owned());
+            })?;
+            Ok(Spawned {
+                name: member.name.clone(),
+                pane: pane.to_string(),
+                color: color.clone(),
+                opened_window: opened,
+                worktree: made.clone(),
+                model: model.clone(),
+            })
+        })();
+        if started.is_err() {
+            let _ = roster::remove_member(root, team, req.name.as_str());
+            let _ = mailbox::remove_inbox(root, team, &req.name);
+            if let Some(record) = &made
+                && let Err(e) = worktree::remove(root, team, record)
+            {
+                tracing::warn!("failed to remove the worktree of a failed spawn: {e}");
+            }
+        }
+        started
+    }
 }
 
 fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
@@ -103,101 +396,6 @@ fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
     }
 }
 
-/// Where and how to run things: the team's tmux server and whether the caller sits inside it.
-pub struct Place<'a> {
-    pub tmux: &'a Tmux,
-    pub inside_tmux: bool,
-}
-
-/// `SWARM_PANES_PER_WINDOW` (at least 2: the lead and one teammate) sets how many panes a
-/// team window holds before the team gets another window.
-pub fn window_options(root: &Root, team: &TeamName) -> TeamWindowOptions {
-    let mut opts = TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"));
-    // Read once: a bad value is worth one warning, not one per window lookup.
-    static GIVEN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    let given = GIVEN.get_or_init(|| {
-        let v = std::env::var("SWARM_PANES_PER_WINDOW").ok()?;
-        let n = v.trim().parse::<usize>();
-        if n.is_err() {
-            tracing::warn!("SWARM_PANES_PER_WINDOW={v:?} is not a number; ignoring it");
-        }
-        n.ok()
-    });
-    if let Some(n) = given {
-        opts.panes_per_window = (*n).max(2);
-    }
-    opts
-}
-
-/// The teammate's command for a prepared request, from the lead's settings and
-/// environment.
-pub fn command_for(
-    root: &Root,
-    team: &TeamName,
-    lead: &LeadSettings,
-    env: &BTreeMap<String, String>,
-    prepared: &Prepared,
-    color: &str,
-) -> Result<TeammateCommand> {
-    let config = roster::load(root, team)?;
-    let mut settings = lead.clone();
-    settings.session_id = config.lead_session_id.clone();
-    Ok(inherit::teammate_command(
-        &settings,
-        env,
-        &spec(team, prepared, color),
-    ))
-}
-
-/// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
-/// supervise in turn.
-pub fn lead_command(
-    team: &TeamName,
-    lead: &LeadSettings,
-    env: &BTreeMap<String, String>,
-    extra: &[String],
-) -> TeammateCommand {
-    let mut argv = vec![
-        lead.exe.display().to_string(),
-        format!("--root={}", lead.root.display()),
-        "lead".to_owned(),
-        format!("--team={team}"),
-    ];
-    if let Some(p) = &lead.provider {
-        argv.push(format!("--provider={p}"));
-    }
-    if let Some(m) = &lead.model {
-        argv.push(format!("--model={m}"));
-    }
-    if let Some(u) = &lead.base_url {
-        argv.push(format!("--base-url={u}"));
-    }
-    if let Some(v) = &lead.anthropic_version {
-        argv.push(format!("--anthropic-version={v}"));
-    }
-    argv.push(format!("--permission-mode={}", lead.permission_mode));
-    for rule in &lead.allow {
-        argv.push(format!("--allow={rule}"));
-    }
-    if let Some(n) = lead.max_turns {
-        argv.push(format!("--max-turns={n}"));
-    }
-    if let Some(t) = lead.permission_timeout {
-        argv.push(inherit::permission_timeout_flag(t));
-    }
-    argv.extend(extra.iter().cloned());
-    let (mut env, secret_env) = inherit::environment(lead, env);
-    env.insert("SWARM_AGENT_ID".to_owned(), format!("{LEAD}@{team}"));
-    env.insert("SWARM_AGENT_NAME".to_owned(), LEAD.to_owned());
-    env.insert("SWARM_TEAM".to_owned(), team.to_string());
-    TeammateCommand {
-        argv,
-        env: env.into_iter().collect(),
-        secret_env: secret_env.into_iter().collect(),
-        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-    }
-}
-
 fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
     PaneSpec {
         cwd: cmd.cwd.clone(),
@@ -205,62 +403,6 @@ fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
         argv: cmd.argv.clone(),
         secret_env: cmd.secret_env.clone(),
     }
-}
-
-/// Opens the team's window with the lead in its first pane, unless it is open already.
-/// Returns the window and whether this call opened it.
-pub fn ensure_window(
-    root: &Root,
-    team: &TeamName,
-    place: &Place,
-    lead: &TeammateCommand,
-) -> Result<(TeamWindow, bool)> {
-    if let Some(w) = TeamWindow::find(place.tmux, team, window_options(root, team))? {
-        return Ok((w, false));
-    }
-    let placement = Placement::for_caller(place.tmux, place.inside_tmux)?;
-    let window = TeamWindow::open(
-        place.tmux,
-        team,
-        &pane_spec(lead),
-        placement,
-        window_options(root, team),
-    )?;
-    team_window::record_server(root, &window)?;
-    let pane = window
-        .lead_pane()?
-        .map(|p| p.to_string())
-        .unwrap_or_default();
-    roster::update_member(root, team, LEAD, |m| {
-        m.tmux_pane_id = pane;
-        m.backend_type = Some("tmux".to_owned());
-    })?;
-    Ok((window, true))
-}
-
-/// Starts the lead again in its pane if it has stopped (a crash, or Ctrl-C in its pane,
-/// which `remain-on-exit` keeps open): a teammate spawned into a team nobody supervises
-/// would go unwatched, its death unreported.
-fn restart_stopped_lead(
-    root: &Root,
-    team: &TeamName,
-    window: &TeamWindow,
-    lead: &TeammateCommand,
-) -> Result<()> {
-    if crate::store::lead::is_running(root, team) {
-        return Ok(());
-    }
-    let Some(pane) = window
-        .panes()?
-        .into_iter()
-        .find(|p| p.agent.as_deref() == Some(LEAD))
-    else {
-        return Ok(());
-    };
-    if pane.dead {
-        window.tmux().respawn_pane(pane.pane, &pane_spec(lead))?;
-    }
-    Ok(())
 }
 
 /// Names are unique within a team, ignoring case: `Bob` and `bob` would be one name to
@@ -281,114 +423,6 @@ pub fn check_name_free(
         ))),
         None => Ok(()),
     }
-}
-
-/// Spawns one teammate.
-pub fn spawn(
-    root: &Root,
-    team: &TeamName,
-    place: &Place,
-    lead: &LeadSettings,
-    env: &BTreeMap<String, String>,
-    req: &SpawnRequest,
-) -> Result<Spawned> {
-    check_cwd(&req.cwd)?;
-    let mut prepared = prepare(req)?;
-    let config = roster::load(root, team)?;
-    check_name_free(&config, team, &req.name)?;
-    let color = prepared
-        .req
-        .color
-        .clone()
-        .unwrap_or_else(|| config.next_color().to_owned());
-    // Checked before anything is made, so a refusal leaves nothing behind.
-    let plan = match prepared.req.isolation {
-        Some(Isolation::Worktree) => Some(worktree::plan(team, &req.name, &req.cwd)?),
-        _ => None,
-    };
-    let model = inherit::resolve_model(lead, env, &spec(team, &prepared, &color));
-    let member = roster::add_member(
-        root,
-        team,
-        NewMember {
-            name: req.name.clone(),
-            color: Some(color.clone()),
-            agent_type: prepared.req.agent_type.clone(),
-            model: model.clone(),
-            prompt: prepared.req.prompt.clone(),
-            plan_mode_required: req.plan_mode_required,
-            cwd: req.cwd.display().to_string(),
-        },
-    )?;
-    // A teammate in a worktree still reads the project's agent definitions and hooks,
-    // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
-    let project = crate::config::project::project_dir(&req.cwd);
-    let mut made: Option<worktree::Record> = None;
-    let started = (|| -> Result<Spawned> {
-        if let Some(plan) = &plan {
-            let record = worktree::create(root, team, plan)?;
-            let cwd = worktree::working_dir(plan);
-            roster::update_member(root, team, req.name.as_str(), |m| {
-                m.cwd = cwd.display().to_string();
-                m.worktree_path = Some(record.path.display().to_string());
-                m.extra
-                    .insert("worktreeBranch".into(), record.branch.clone().into());
-                m.extra
-                    .insert("worktreeBaseCommit".into(), record.base.clone().into());
-            })?;
-            prepared.req.cwd = cwd;
-            made = Some(record);
-        }
-        let mut cmd = command_for(root, team, lead, env, &prepared, &color)?;
-        cmd.env
-            .retain(|(k, _)| k != crate::config::project::PROJECT_DIR_ENV);
-        cmd.env.push((
-            crate::config::project::PROJECT_DIR_ENV.to_owned(),
-            project.display().to_string(),
-        ));
-        if let Some(prompt) = prepared
-            .req
-            .prompt
-            .as_deref()
-            .filter(|p| !p.trim().is_empty())
-        {
-            let lead_color = config.member(LEAD).and_then(|m| m.color.clone());
-            mailbox::deliver(
-                root,
-                team,
-                &req.name,
-                Envelope::new(LEAD, prompt).with_color(lead_color),
-            )?;
-        }
-        let lead_cmd = lead_command(team, lead, env, &[]);
-        let (mut window, opened) = ensure_window(root, team, place, &lead_cmd)?;
-        if !opened {
-            restart_stopped_lead(root, team, &window, &lead_cmd)?;
-        }
-        let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
-        roster::update_member(root, team, req.name.as_str(), |m| {
-            m.tmux_pane_id = pane.to_string();
-            m.backend_type = Some("tmux".to_owned());
-        })?;
-        Ok(Spawned {
-            name: member.name.clone(),
-            pane: pane.to_string(),
-            color: color.clone(),
-            opened_window: opened,
-            worktree: made.clone(),
-            model: model.clone(),
-        })
-    })();
-    if started.is_err() {
-        let _ = roster::remove_member(root, team, req.name.as_str());
-        let _ = std::fs::remove_file(root.inbox_path(team, &req.name));
-        if let Some(record) = &made
-            && let Err(e) = worktree::remove(root, team, record)
-        {
-            tracing::warn!("failed to remove the worktree of a failed spawn: {e}");
-        }
-    }
-    started
 }
 
 fn check_cwd(cwd: &Path) -> Result<()> {

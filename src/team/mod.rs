@@ -6,7 +6,9 @@
 
 pub mod inherit;
 pub mod launch;
+pub mod prompt;
 pub mod report;
+pub mod run;
 pub mod shutdown;
 pub mod status;
 pub mod supervisor;

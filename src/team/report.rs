@@ -172,15 +172,6 @@ pub fn render(
     out
 }
 
-/// Writes the report next to the roster and returns its path.
-pub fn write(root: &Root, team: &TeamName, text: &str) -> std::path::PathBuf {
-    let path = root.team_dir(team).join("report.md");
-    if let Err(e) = crate::util::atomic::write(&path, text.as_bytes()) {
-        tracing::warn!("failed to write {}: {e}", path.display());
-    }
-    path
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::config::project::UserDirs;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -36,14 +37,18 @@ pub struct LadderOptions {
     pub force: bool,
     /// Between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// Where the user's hooks are, for a stopped teammate's `SubagentStop`.
+    pub dirs: UserDirs,
 }
 
-impl Default for LadderOptions {
-    fn default() -> LadderOptions {
+impl LadderOptions {
+    /// Ask, wait up to 30 s, then insist with 5 s between SIGTERM and SIGKILL.
+    pub fn new(dirs: UserDirs) -> LadderOptions {
         LadderOptions {
             timeout: Duration::from_secs(30),
             force: false,
             grace: Duration::from_secs(5),
+            dirs,
         }
     }
 }
@@ -197,7 +202,7 @@ pub fn shut_down(
             "{name}'s pane is still open after kill-pane"
         )));
     }
-    if let Some(r) = supervisor::report_exit(root, team, &last)? {
+    if let Some(r) = supervisor::report_exit(root, team, &last, &opts.dirs)? {
         if !r.released.is_empty() {
             step(format!(
                 "returned task(s) #{} to pending",
@@ -311,6 +316,42 @@ fn rejection(root: &Root, team: &TeamName, request_id: &str) -> Option<String> {
             Some(Protocol::ShutdownRejected(r)) if r.request_id == request_id => Some(r.reason),
             _ => None,
         })
+}
+
+/// Runs the ladder on every teammate of `team` that is alive, telling `say` what it does.
+/// Nothing is done when the team's tmux server is gone: every pane went with it, each
+/// teammate got SIGHUP and records its own end, and the person should find them on the
+/// roster, marked dead, with their tasks released, rather than taken off it.
+pub fn stop_team(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    opts: &LadderOptions,
+    say: &(dyn Fn(&str) + Sync),
+) -> Vec<Result<Report>> {
+    let Ok(seen) = status::observe(root, team, tmux) else {
+        return Vec::new();
+    };
+    if tmux.is_some() && !seen.tmux_reachable {
+        return Vec::new();
+    }
+    let names: Vec<String> = seen
+        .members
+        .iter()
+        .filter(|m| m.name != LEAD && (m.alive || m.pane_alive == Some(true)))
+        .map(|m| m.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    say(&format!(
+        "\nshutting down {} teammate(s): {}",
+        names.len(),
+        names.join(", ")
+    ));
+    shut_down_all(root, team, tmux, &names, opts, &|line| {
+        say(&format!("  {line}"))
+    })
 }
 
 /// Runs the ladder for several teammates at once; each result in input order.

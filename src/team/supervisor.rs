@@ -14,6 +14,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 
 use crate::config::hooks::{Event as HookEvent, Hooks, Runner};
+use crate::config::project::UserDirs;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -21,7 +22,8 @@ use crate::store::protocol::{Protocol, TeammateTerminated};
 use crate::store::roster;
 use crate::store::state::{self, Activity, ExitInfo};
 use crate::store::tasks::TaskList;
-use crate::team::status::{MemberStatus, TeamStatus};
+use crate::team::status::{self, MemberStatus, TeamStatus};
+use crate::tmux::Tmux;
 use crate::util::error::{Error, Result};
 
 /// A death that was reported.
@@ -34,8 +36,25 @@ pub struct Reported {
     pub worktree: Option<String>,
 }
 
+/// One supervision pass: look at the team, report what ended. Returns the status seen.
+pub fn reconcile(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    dirs: &UserDirs,
+) -> Result<(TeamStatus, Vec<Reported>)> {
+    let seen = status::observe(root, team, tmux)?;
+    let reported = report_exits(root, team, &seen, dirs);
+    Ok((seen, reported))
+}
+
 /// Reports every teammate in `status` whose process has ended and was not reported yet.
-pub fn report_exits(root: &Root, team: &TeamName, status: &TeamStatus) -> Vec<Reported> {
+pub fn report_exits(
+    root: &Root,
+    team: &TeamName,
+    status: &TeamStatus,
+    dirs: &UserDirs,
+) -> Vec<Reported> {
     status
         .members
         .iter()
@@ -46,7 +65,7 @@ pub fn report_exits(root: &Root, team: &TeamName, status: &TeamStatus) -> Vec<Re
                 && (m.pid.is_some() || m.pane_alive == Some(false))
                 && matches!(m.state.as_str(), "dead" | "exited")
         })
-        .filter_map(|m| match report_exit(root, team, m) {
+        .filter_map(|m| match report_exit(root, team, m, dirs) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("failed to report that {} stopped: {e}", m.name);
@@ -57,7 +76,12 @@ pub fn report_exits(root: &Root, team: &TeamName, status: &TeamStatus) -> Vec<Re
 }
 
 /// Reports one stopped teammate, unless someone already did.
-pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Option<Reported>> {
+pub fn report_exit(
+    root: &Root,
+    team: &TeamName,
+    m: &MemberStatus,
+    dirs: &UserDirs,
+) -> Result<Option<Reported>> {
     let Ok(agent) = AgentName::parse_any(&m.name) else {
         return Ok(None);
     };
@@ -118,7 +142,7 @@ pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Opt
         .as_ref()
         .is_some_and(|s| s.activity == Activity::Exited);
     if !finished_itself {
-        fire_subagent_stop(root, team, m, &reason);
+        fire_subagent_stop(root, team, m, &reason, dirs);
     }
     if let Some(mut s) = m
         .state_file
@@ -175,7 +199,13 @@ pub fn report_exit(root: &Root, team: &TeamName, m: &MemberStatus) -> Result<Opt
 /// Runs the SubagentStop hooks of a teammate that died without running them, from the
 /// project it was spawned for, on a thread of its own: a hook may take up to its timeout,
 /// and the reconcile loop must not wait for it.
-fn fire_subagent_stop(root: &Root, team: &TeamName, m: &MemberStatus, reason: &str) {
+fn fire_subagent_stop(
+    root: &Root,
+    team: &TeamName,
+    m: &MemberStatus,
+    reason: &str,
+    dirs: &UserDirs,
+) {
     let Ok(config) = roster::load(root, team) else {
         return;
     };
@@ -188,8 +218,8 @@ fn fire_subagent_stop(root: &Root, team: &TeamName, m: &MemberStatus, reason: &s
         Ok(Some(w)) => w.git_dir.parent().map(Path::to_path_buf),
         _ => None,
     }
-    .unwrap_or_else(|| crate::config::project::project_dir(&cwd));
-    let hooks = Hooks::load(&project);
+    .unwrap_or_else(|| dirs.project_dir(&cwd));
+    let hooks = Hooks::load(&project, dirs);
     if hooks
         .commands(HookEvent::SubagentStop, member.agent_type.as_deref())
         .is_empty()

@@ -8,7 +8,6 @@
 //! hooks run through [`crate::team::task_events`]; a hook's refusal fails the tool with the
 //! hook's stderr as feedback.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
@@ -26,18 +25,14 @@ use crate::store::protocol::{
 };
 use crate::store::roster;
 use crate::store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
-use crate::team::inherit::LeadSettings;
+use crate::team::launch::{Launcher, SpawnRequest};
 use crate::team::task_events::{self, Created};
-use crate::tmux::Tmux;
 use crate::util::clock;
 
-/// The lead's means to start teammates, as `swarm spawn` would.
+/// The lead's means to start teammates, as `swarm spawn` would, up to a limit.
 #[derive(Debug, Clone)]
 pub struct LeadPowers {
-    pub settings: LeadSettings,
-    pub env: BTreeMap<String, String>,
-    pub tmux: Tmux,
-    pub inside_tmux: bool,
+    pub launcher: Launcher,
     pub max_teammates: usize,
 }
 
@@ -618,7 +613,7 @@ impl TeamTools {
                 Some(m) if !plan => Some(m.parse().map_err(err)?),
                 _ => None,
             };
-            let req = crate::team::launch::SpawnRequest {
+            let req = SpawnRequest {
                 name,
                 prompt: Some(prompt),
                 agent_type: input
@@ -640,19 +635,7 @@ impl TeamTools {
                     .transpose()
                     .map_err(err)?,
             };
-            let place = crate::team::launch::Place {
-                tmux: &powers.tmux,
-                inside_tmux: powers.inside_tmux,
-            };
-            let spawned = crate::team::launch::spawn(
-                &team.root,
-                &team.team,
-                &place,
-                &powers.settings,
-                &powers.env,
-                &req,
-            )
-            .map_err(err)?;
+            let spawned = powers.launcher.spawn(&req).map_err(err)?;
             let worktree = spawned
                 .worktree
                 .as_ref()
@@ -670,7 +653,7 @@ impl TeamTools {
     fn team_status(&self) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
             let team = self;
-            let tmux = self.lead.as_ref().map(|p| &p.tmux);
+            let tmux = self.lead.as_ref().map(|p| &p.launcher.tmux);
             let seen = crate::team::status::observe(&team.root, &team.team, tmux)
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
             Ok(ToolOutcome::ok(crate::team::status::render_for_width(

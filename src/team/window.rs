@@ -43,6 +43,7 @@ use crate::tmux::{
     SessionId, TEAM_OPTION, Tmux, TmuxCommand, TmuxError, WindowId, caller_pane, caller_socket,
     is_server_path,
 };
+use crate::util::environment::Environment;
 use crate::util::error::{Error, IoContext, Result};
 use crate::util::lock::{Backoff, lock_timeout};
 
@@ -683,9 +684,10 @@ pub fn server_for(
     root: &crate::store::layout::Root,
     team: &TeamName,
     explicit: Option<&str>,
+    _env: &Environment,
 ) -> Result<Tmux> {
-    if explicit.is_some() || std::env::var_os("SWARM_TMUX_SOCKET").is_some_and(|v| !v.is_empty()) {
-        return Tmux::resolve(explicit);
+    if explicit.is_some() {
+        return Tmux::resolve(explicit); // SHIM: env
     }
     let recorded = crate::store::roster::load(root, team).ok().and_then(|c| {
         c.extra
@@ -695,7 +697,7 @@ pub fn server_for(
     });
     match recorded {
         Some(path) => Ok(Tmux::with_server(crate::tmux::Server::Path(path))),
-        None => Tmux::resolve(None),
+        None => Tmux::resolve(None), // SHIM: env
     }
 }
 

@@ -1,11 +1,13 @@
 //! The bottom layer: what every other layer needs and nothing swarm-specific. The one
-//! error type and its exit codes, replacing a file atomically, cross-process locks, JSON
-//! as JavaScript writes it, the clock, facts about processes, and watching directories.
+//! error type and its exit codes, the environment read once, replacing a file atomically,
+//! cross-process locks, JSON as JavaScript writes it, the clock, facts about processes,
+//! and watching directories.
 //!
 //! Uses nothing else of swarm's.
 
 pub mod atomic;
 pub mod clock;
+pub mod environment;
 pub mod error;
 pub mod json;
 pub mod lock;

@@ -785,7 +785,7 @@ async fn e17_cancellation_aborts_a_long_stream_promptly() {
 async fn e18_request_shape_cache_markers_and_the_key_only_in_its_header() {
     let server = serve(Script::new().default_reply(Reply::text("ok"))).await;
     let key = "sk-ant-test-VERY-SECRET-0123456789";
-    let config = LlmConfig::resolve_with_env(
+    let config = LlmConfig::resolve(
         &LlmFlags {
             provider: Some(Provider::Anthropic),
             base_url: Some(server.url()),
@@ -866,7 +866,7 @@ async fn e18_request_shape_cache_markers_and_the_key_only_in_its_header() {
 }
 
 fn openai_client(server: &ModelServer) -> Box<dyn LlmClient> {
-    let config = LlmConfig::resolve_with_env(
+    let config = LlmConfig::resolve(
         &LlmFlags {
             provider: Some(Provider::OpenAi),
             base_url: Some(format!("{}/v1", server.url())),
@@ -947,7 +947,7 @@ async fn e20_openai_interleaved_tool_calls_usage_and_done() {
 async fn openai_without_a_key_sends_no_authorization_header() {
     let server = serve(Script::new().default_reply(Reply::text("hello from a local model"))).await;
     // A local server (llama.cpp, Ollama, vLLM) usually needs no key, so none is set.
-    let config = LlmConfig::resolve_with_env(
+    let config = LlmConfig::resolve(
         &LlmFlags {
             provider: Some(Provider::OpenAi),
             base_url: Some(format!("{}/v1", server.url())),

@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::display::Display;
 use crate::agent::engine::{Authorization, Engine, Event, Finish, Host};
-use crate::agent::prompt::{mail_turn, wrap_message};
 use crate::agent::tools::{ToolContext, ToolOutcome};
+use crate::config::permissions::Approver;
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
 use crate::llm::{self, LlmConfig};
@@ -38,31 +38,12 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{IdleNotification, Protocol};
 use crate::store::state::{self, Activity, AgentState};
 use crate::store::tasks::{Status, TaskList};
+use crate::team::prompt::{mail_turn, wrap_message};
 use crate::team::status;
 use crate::team::tools::{LeadPowers, TeamTools};
 use crate::util::clock;
-use crate::util::error::{Error, Result};
+use crate::util::error::Result;
 use crate::util::watcher::DirWatcher;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approver {
-    Lead,
-    Human,
-}
-
-impl std::str::FromStr for Approver {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Approver> {
-        match s {
-            "lead" => Ok(Approver::Lead),
-            "human" => Ok(Approver::Human),
-            other => Err(Error::usage(format!(
-                "unknown approver '{other}'; use lead or human"
-            ))),
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct LeadAgentOptions {
@@ -76,6 +57,8 @@ pub struct LeadAgentOptions {
     pub max_turns: u32,
     /// How long the team may sit still (nobody working, tasks open) before the lead is nudged.
     pub stall_after: Duration,
+    /// Where each model turn appends its timings, for `scripts/bench`.
+    pub timings: Option<std::path::PathBuf>,
 }
 
 /// How the lead's work ended.
@@ -89,7 +72,7 @@ pub enum Outcome {
 pub fn system_prompt(o: &LeadAgentOptions) -> String {
     let mut prompt = base_prompt(o);
     // The agent types it may name in the Agent tool's subagent_type.
-    let catalog = crate::config::agents::Catalog::load(&o.cwd);
+    let catalog = crate::config::agents::Catalog::load(&o.cwd, &o.powers.launcher.dirs);
     prompt.push_str("\n# Agent types (the Agent tool's subagent_type)\n");
     for d in &catalog.active {
         prompt.push_str(&format!("- {}: {}\n", d.name, d.description));
@@ -369,7 +352,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     ctx.cancel = stop.child_token();
     let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
     tools.lead = Some(o.powers.clone());
-    let hooks = crate::config::hooks::Hooks::load(&o.cwd);
+    let hooks = crate::config::hooks::Hooks::load(&o.cwd, &o.powers.launcher.dirs);
     for problem in &hooks.problems {
         crate::config::hooks::report(problem);
     }
@@ -389,11 +372,12 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         ToolName::LEAD.to_vec(),
     );
     engine.max_turns = o.max_turns;
+    engine.timings = o.timings.clone();
     let mut state = AgentState::new(Activity::Working);
     state.model = Some(o.llm.model.clone());
     let mut host = LeadHost {
         ctx,
-        plan_mode: Some(o.powers.settings.permission_mode)
+        plan_mode: Some(o.powers.launcher.lead.permission_mode)
             .filter(|m| *m != PermissionMode::Plan)
             .map(|m| m.to_string()),
         root: o.root.clone(),
@@ -478,7 +462,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             continue;
         }
         if quiet_since.elapsed() >= o.stall_after {
-            let seen = status::observe(&o.root, &o.team, Some(&o.powers.tmux))?;
+            let seen = status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux))?;
             let working = seen
                 .members
                 .iter()

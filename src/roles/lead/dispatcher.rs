@@ -15,6 +15,7 @@ use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::roles::lead::agent::{self as lead_agent, LeadAgentOptions};
+use crate::store::documents;
 use crate::store::layout::Root;
 use crate::store::lead::LeadLock;
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -39,15 +40,14 @@ pub struct LeadOptions {
     pub ladder: LadderOptions,
     /// Draw the team table in this terminal.
     pub draw: bool,
+    /// The lead's own tmux pane (`$TMUX_PANE`), recorded in the roster.
+    pub pane: Option<String>,
 }
 
 /// Records this process as the team's lead (Claude Code's `leadProcess`, and the lead
 /// member's pane).
-pub fn register(root: &Root, team: &TeamName) -> Result<AgentState> {
+pub fn register(root: &Root, team: &TeamName, pane: Option<&str>) -> Result<AgentState> {
     let pid = std::process::id() as i32;
-    let pane = std::env::var("TMUX_PANE")
-        .ok()
-        .filter(|p| p.starts_with('%'));
     roster::update(root, team, |c| {
         c.extra.insert(
             "leadProcess".to_owned(),
@@ -58,8 +58,8 @@ pub fn register(root: &Root, team: &TeamName) -> Result<AgentState> {
                 "procStart": crate::util::process::start_ticks(pid).map(|t| t.to_string()),
             }),
         );
-        if let (Some(p), Some(lead)) = (pane.clone(), c.member_mut(LEAD)) {
-            lead.tmux_pane_id = p;
+        if let (Some(p), Some(lead)) = (pane, c.member_mut(LEAD)) {
+            lead.tmux_pane_id = p.to_owned();
             lead.backend_type = Some("tmux".to_owned());
         }
         Ok(())
@@ -69,22 +69,11 @@ pub fn register(root: &Root, team: &TeamName) -> Result<AgentState> {
     Ok(state)
 }
 
-/// One reconcile pass: look, report what ended. Returns the status seen.
-pub fn reconcile(
-    root: &Root,
-    team: &TeamName,
-    tmux: Option<&Tmux>,
-) -> Result<(status::TeamStatus, Vec<supervisor::Reported>)> {
-    let seen = status::observe(root, team, tmux)?;
-    let reported = supervisor::report_exits(root, team, &seen);
-    Ok((seen, reported))
-}
-
 /// Runs the lead until a signal or, with an agent, until its goal is done; returns the
 /// exit code.
 pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i32> {
     let _lock = LeadLock::acquire(&opts.root, &opts.team)?;
-    let mut me = register(&opts.root, &opts.team)?;
+    let mut me = register(&opts.root, &opts.team, opts.pane.as_deref())?;
     let stop = CancellationToken::new();
     let listen = |kind| {
         signal(kind).map_err(|e| Error::Other(format!("failed to install a signal handler: {e}")))
@@ -157,8 +146,10 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             &a.cwd,
             base.as_deref(),
         );
-        let path = report::write(&opts.root, &opts.team, &text);
-        say(&format!("\n{text}\n(report written to {})", path.display()));
+        match documents::write_report(&opts.root, &opts.team, &text) {
+            Ok(path) => say(&format!("\n{text}\n(report written to {})", path.display())),
+            Err(e) => say(&format!("\n{text}\n(failed to write the report: {e})")),
+        }
     }
     me.activity = Activity::Exited;
     if me.exit.is_none() {
@@ -184,7 +175,12 @@ async fn supervise(opts: LeadOptions, draw_table: bool, stop: CancellationToken)
             _ = stop.cancelled() => return,
         }
         let (root, team, tmux) = (opts.root.clone(), opts.team.clone(), opts.tmux.clone());
-        match tokio::task::spawn_blocking(move || reconcile(&root, &team, tmux.as_ref())).await {
+        let dirs = opts.ladder.dirs.clone();
+        match tokio::task::spawn_blocking(move || {
+            supervisor::reconcile(&root, &team, tmux.as_ref(), &dirs)
+        })
+        .await
+        {
             Ok(Ok((seen, reported))) => {
                 for r in reported {
                     events.push(format!(
@@ -204,38 +200,14 @@ async fn supervise(opts: LeadOptions, draw_table: bool, stop: CancellationToken)
     }
 }
 
-/// Runs the ladder on every teammate that is alive.
+/// Runs the ladder on every teammate that is alive, saying what it does in this pane.
 pub fn stop_team(opts: &LeadOptions) -> Vec<Result<shutdown::Report>> {
-    let Ok(seen) = status::observe(&opts.root, &opts.team, opts.tmux.as_ref()) else {
-        return Vec::new();
-    };
-    if opts.tmux.is_some() && !seen.tmux_reachable {
-        // The tmux server is gone, and with it every pane: each teammate got SIGHUP and
-        // records its own end. The ladder would only take them off the roster, and the
-        // person should find them there, marked dead, with their tasks released.
-        return Vec::new();
-    }
-    let names: Vec<String> = seen
-        .members
-        .iter()
-        .filter(|m| m.name != LEAD && (m.alive || m.pane_alive == Some(true)))
-        .map(|m| m.name.clone())
-        .collect();
-    if names.is_empty() {
-        return Vec::new();
-    }
-    say(&format!(
-        "\nshutting down {} teammate(s): {}",
-        names.len(),
-        names.join(", ")
-    ));
-    shutdown::shut_down_all(
+    shutdown::stop_team(
         &opts.root,
         &opts.team,
         opts.tmux.as_ref(),
-        &names,
         &opts.ladder,
-        &|line| say(&format!("  {line}")),
+        &|line| say(line),
     )
 }
 

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::agent::prompt::wrap_message;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Delivery};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
+use crate::team::prompt::wrap_message;
 use crate::util::error::Result;
 use crate::util::watcher::DirWatcher;
 

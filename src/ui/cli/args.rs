@@ -2,7 +2,13 @@
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
+
+use crate::config::agents::Isolation;
+use crate::config::permissions::{AllowRule, Approver, PermissionMode};
+use crate::llm::Provider;
+use crate::store::roster::PALETTE;
 
 /// Run teams of AI coding agents side by side in tmux.
 ///
@@ -73,7 +79,7 @@ pub enum Command {
         request_id: String,
         /// For a plan: the permission mode the teammate gets [default: the lead agent's, else default]
         #[arg(long, value_name = "MODE")]
-        mode: Option<String>,
+        mode: Option<PermissionMode>,
     },
 
     /// Reject a pending request
@@ -161,7 +167,7 @@ pub enum TeamCommand {
     Add {
         agent: String,
         /// One of red, blue, green, yellow, purple, orange, pink, cyan [default: next in turn]
-        #[arg(long)]
+        #[arg(long, value_parser = PossibleValuesParser::new(PALETTE))]
         color: Option<String>,
         #[arg(long)]
         agent_type: Option<String>,
@@ -185,6 +191,19 @@ pub enum TeamCommand {
 pub struct SendArgs {
     /// A member's name, or '*' for everyone but the sender
     pub to: String,
+    #[command(flatten)]
+    pub body: MessageBody,
+}
+
+#[derive(Debug, Args)]
+pub struct BroadcastArgs {
+    #[command(flatten)]
+    pub body: MessageBody,
+}
+
+/// A message and who sends it: what `send` and `broadcast` share.
+#[derive(Debug, Args)]
+pub struct MessageBody {
     /// The message; '-' reads it from stdin
     #[arg(required_unless_present = "file")]
     pub text: Option<String>,
@@ -195,20 +214,6 @@ pub struct SendArgs {
     #[arg(long, default_value = "team-lead")]
     pub from: String,
     /// A 5-10 word preview shown in feeds
-    #[arg(long)]
-    pub summary: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct BroadcastArgs {
-    /// The message; '-' reads it from stdin
-    #[arg(required_unless_present = "file")]
-    pub text: Option<String>,
-    /// Read the message from a file
-    #[arg(long, value_name = "FILE", conflicts_with = "text")]
-    pub file: Option<PathBuf>,
-    #[arg(long, default_value = "team-lead")]
-    pub from: String,
     #[arg(long)]
     pub summary: Option<String>,
 }
@@ -304,12 +309,20 @@ pub enum TaskCommand {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Model")]
 pub struct ModelOpts {
-    /// anthropic, openai (any OpenAI-compatible server) or scripted (swarm's model server)
-    #[arg(long, env = "SWARM_PROVIDER", value_name = "PROVIDER")]
-    pub provider: Option<String>,
+    #[command(flatten)]
+    pub api: ApiOpts,
     /// Model id [default: the provider's]
     #[arg(long, env = "SWARM_MODEL", value_name = "MODEL")]
     pub model: Option<String>,
+}
+
+/// Which API to talk to: what a lead passes on to every teammate.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Model")]
+pub struct ApiOpts {
+    /// anthropic, openai (any OpenAI-compatible server) or scripted (swarm's model server)
+    #[arg(long, env = "SWARM_PROVIDER", value_name = "PROVIDER")]
+    pub provider: Option<Provider>,
     /// API base URL [default: $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the provider's]
     #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
     pub base_url: Option<String>,
@@ -329,10 +342,10 @@ pub struct PermissionOpts {
         default_value = "default",
         value_name = "MODE"
     )]
-    pub permission_mode: String,
+    pub permission_mode: PermissionMode,
     /// Allow a tool without asking, e.g. 'Bash(cargo test:*)' or 'Write(src/**)' (repeatable)
     #[arg(long = "allow", value_name = "RULE")]
-    pub allow: Vec<String>,
+    pub allow: Vec<AllowRule>,
     /// Stop after this many model turns per piece of work
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub max_turns: u32,
@@ -408,7 +421,7 @@ pub struct SpawnArgs {
     pub model: Option<String>,
     /// The teammate's permission mode [default: the lead's ($SWARM_PERMISSION_MODE)]
     #[arg(long, value_name = "MODE")]
-    pub permission_mode: Option<String>,
+    pub permission_mode: Option<PermissionMode>,
     /// Start in plan mode; only team-lead's approval of a plan lets it make changes
     #[arg(long)]
     pub plan_mode_required: bool,
@@ -416,25 +429,20 @@ pub struct SpawnArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// red, blue, green, yellow, purple, orange, pink or cyan [default: the agent definition's, else next in turn]
-    #[arg(long)]
+    #[arg(long, value_parser = PossibleValuesParser::new(PALETTE))]
     pub color: Option<String>,
     /// worktree: work in a new git worktree on branch swarm/<team>/<name>, made from HEAD; none: in --cwd [default: the agent definition's, else none]
     #[arg(long, value_name = "MODE")]
-    pub isolation: Option<String>,
+    pub isolation: Option<Isolation>,
     /// Print the tmux command, argv and environment (secrets redacted); create nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// The provider teammates use [default: $SWARM_PROVIDER, else anthropic]
-    #[arg(long, env = "SWARM_PROVIDER", value_name = "PROVIDER")]
-    pub provider: Option<String>,
-    #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The anthropic-version header teammates send [default: 2023-06-01]
-    #[arg(long, env = "ANTHROPIC_VERSION", value_name = "VERSION")]
-    pub anthropic_version: Option<String>,
+    /// The API teammates use
+    #[command(flatten)]
+    pub api: ApiOpts,
     /// Allow rules teammates inherit, e.g. 'Bash(cargo test:*)' (repeatable)
     #[arg(long = "allow", value_name = "RULE")]
-    pub allow: Vec<String>,
+    pub allow: Vec<AllowRule>,
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
 }
@@ -465,7 +473,7 @@ pub struct LeadArgs {
     pub goal_file: Option<PathBuf>,
     /// Who approves plans and permissions: lead (its model) or human (swarm approve)
     #[arg(long, default_value = "lead", value_name = "WHO")]
-    pub approver: String,
+    pub approver: Approver,
     /// The most teammates the lead agent may spawn
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub teammates: usize,
@@ -487,7 +495,7 @@ pub struct RunArgs {
     pub teammates: usize,
     /// Who approves plans and permissions: lead (its model) or human (swarm approve)
     #[arg(long, default_value = "lead", value_name = "WHO")]
-    pub approver: String,
+    pub approver: Approver,
     /// Do not attach to the team window: wait for the end and print the report
     #[arg(long)]
     pub no_attach: bool,

@@ -1,26 +1,45 @@
-//! What every command needs: the resolved root, the team, and the output mode.
+//! What every command needs, resolved once: the root, the team, the output mode, the
+//! settings from the environment, and where this process sits in tmux.
 
+use std::path::{Path, PathBuf};
+
+use crate::config::settings::Settings;
+use crate::llm::{LlmConfig, LlmFlags};
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
 use crate::store::roster;
-use crate::ui::cli::args::GlobalOpts;
+use crate::team::inherit::LeadSettings;
+use crate::team::launch::Launcher;
+use crate::team::window;
+use crate::tmux::Tmux;
+use crate::ui::cli::args::{GlobalOpts, ModelOpts};
+use crate::util::environment::Environment;
 use crate::util::error::{Error, Result};
 
 pub struct Ctx {
     pub root: Root,
     pub global: GlobalOpts,
+    pub settings: Settings,
 }
 
 impl Ctx {
-    pub fn new(global: GlobalOpts) -> Result<Ctx> {
+    pub fn new(global: GlobalOpts, env: Environment) -> Result<Ctx> {
+        let settings = Settings::resolve(env);
+        let root = Root::resolve(global.root.as_deref(), &settings.env)?
+            .with_store_settings(settings.lock_timeout, settings.durable);
         Ok(Ctx {
-            root: Root::resolve(global.root.as_deref())?,
+            root,
             global,
+            settings,
         })
     }
 
     pub fn json(&self) -> bool {
         self.global.json
+    }
+
+    pub fn env(&self) -> &Environment {
+        &self.settings.env
     }
 
     /// The team named on the command line, else `--team`/`SWARM_TEAM`, else the only team.
@@ -48,11 +67,76 @@ impl Ctx {
     pub fn team(&self) -> Result<TeamName> {
         self.team_or(None)
     }
+
+    /// Whether this process runs inside tmux (`$TMUX`).
+    pub fn inside_tmux(&self) -> bool {
+        self.env().get("TMUX").is_some()
+    }
+
+    /// This process's own tmux pane (`$TMUX_PANE`), if it runs in one.
+    pub fn own_pane(&self) -> Option<String> {
+        self.env()
+            .get("TMUX_PANE")
+            .filter(|p| p.starts_with('%'))
+            .map(str::to_owned)
+    }
+
+    /// The tmux server holding `team`'s panes.
+    pub fn team_tmux(&self, team: &TeamName) -> Result<Tmux> {
+        window::server_for(
+            &self.root,
+            team,
+            self.global.tmux_socket.as_deref(),
+            self.env(),
+        )
+    }
+
+    /// The settings a lead started from this command line passes on, with nothing chosen
+    /// yet: this binary, this root, this tmux server, the provider's defaults.
+    pub fn lead_settings(&self) -> Result<LeadSettings> {
+        let exe =
+            std::env::current_exe().map_err(|e| Error::io("find", "the swarm executable", e))?;
+        Ok(LeadSettings::new(
+            exe,
+            self.root.path().to_path_buf(),
+            self.global.tmux_socket.clone(),
+        ))
+    }
+
+    /// How to start teammates of `team` with `lead`'s settings; a lead it opens works in
+    /// `cwd`.
+    pub fn launcher(&self, team: &TeamName, lead: LeadSettings, cwd: PathBuf) -> Result<Launcher> {
+        Ok(Launcher {
+            root: self.root.clone(),
+            team: team.clone(),
+            tmux: self.team_tmux(team)?,
+            inside_tmux: self.inside_tmux(),
+            lead,
+            env: self.env().vars().clone(),
+            dirs: self.settings.dirs.clone(),
+            cwd,
+            panes_per_window: self.settings.panes_per_window,
+        })
+    }
+
+    /// The model to talk to, from the model flags and the environment.
+    pub fn llm_config(&self, opts: &ModelOpts) -> Result<LlmConfig> {
+        let flags = LlmFlags {
+            provider: opts.api.provider,
+            model: opts.model.clone(),
+            base_url: opts.api.base_url.clone(),
+            anthropic_version: opts.api.anthropic_version.clone(),
+            ..LlmFlags::default()
+        };
+        Ok(LlmConfig::resolve(&flags, |name| {
+            self.env().get(name).map(str::to_owned)
+        })?)
+    }
 }
 
 /// A working directory given on the command line (else the current one), absolute and
 /// with symlinks resolved; an error naming it if it does not exist.
-pub fn working_dir(given: Option<&std::path::Path>) -> Result<std::path::PathBuf> {
+pub fn working_dir(given: Option<&Path>) -> Result<PathBuf> {
     let dir = match given {
         Some(d) => d.to_path_buf(),
         None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,

@@ -5,9 +5,15 @@ use std::process::ExitCode;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 
+use crate::store::layout::Root;
+use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
-use crate::ui::cli::{agent, agents, message, model_server, ops, run, task, team, watch};
+use crate::ui::cli::{
+    agent, agents, approvals, lead, message, model_server, run, shutdown, spawn, status, task,
+    team, watch,
+};
+use crate::util::environment::Environment;
 use crate::util::error::{Result, exit};
 
 /// The whole program: `main.rs` calls this and nothing else.
@@ -24,8 +30,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_logging(log_file(&cli));
-    let code = match run(cli) {
+    // The one read of the environment: everything below gets what it needs from here.
+    let env = Environment::capture();
+    init_logging(log_file(&cli, &env));
+    let code = match run(cli, env) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("swarm: error: {e}");
@@ -57,13 +65,13 @@ fn parse() -> std::result::Result<Cli, clap::Error> {
     Ok(cli)
 }
 
-fn run(cli: Cli) -> Result<u8> {
+fn run(cli: Cli, env: Environment) -> Result<u8> {
     // Commands that never touch the store come before resolving its root.
     let command = match cli.command {
         Command::ModelServer(args) => return model_server::run(args).map(|()| 0),
         other => other,
     };
-    let ctx = Ctx::new(cli.global)?;
+    let ctx = Ctx::new(cli.global, env)?;
     let done = |r: Result<()>| r.map(|()| 0);
     match command {
         Command::Team(cmd) => done(team::run(&ctx, cmd)),
@@ -71,19 +79,19 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Broadcast(args) => done(message::broadcast(&ctx, args)),
         Command::Inbox(args) => done(message::inbox(&ctx, args)),
         Command::Task(cmd) => done(task::run(&ctx, cmd)),
-        Command::Spawn(args) => done(ops::spawn(&ctx, args)),
-        Command::Status => done(ops::status(&ctx)),
-        Command::Shutdown(args) => done(ops::shutdown(&ctx, args)),
-        Command::Attach { team } => done(ops::attach(&ctx, team)),
-        Command::Lead(args) => ops::lead(&ctx, args),
-        Command::Approvals { pending } => done(ops::approvals(&ctx, pending)),
+        Command::Spawn(args) => done(spawn::run(&ctx, args)),
+        Command::Status => done(status::status(&ctx)),
+        Command::Shutdown(args) => done(shutdown::run(&ctx, args)),
+        Command::Attach { team } => done(status::attach(&ctx, team)),
+        Command::Lead(args) => lead::run(&ctx, args),
+        Command::Approvals { pending } => done(approvals::list(&ctx, pending)),
         Command::Approve { request_id, mode } => {
-            done(ops::decide(&ctx, &request_id, true, None, mode))
+            done(approvals::decide(&ctx, &request_id, true, None, mode))
         }
         Command::Reject {
             request_id,
             feedback,
-        } => done(ops::decide(&ctx, &request_id, false, feedback, None)),
+        } => done(approvals::decide(&ctx, &request_id, false, feedback, None)),
         Command::Run(args) => run::run(&ctx, args),
         Command::Demo(args) => run::demo(&ctx, args),
         Command::Agent(args) => agent::solo(&ctx, args),
@@ -95,32 +103,27 @@ fn run(cli: Cli) -> Result<u8> {
 }
 
 /// A teammate's pane is for people: its log goes to `teams/<team>/logs/<agent>.log`.
-fn log_file(cli: &Cli) -> Option<std::fs::File> {
+fn log_file(cli: &Cli, env: &Environment) -> Option<std::fs::File> {
     let (team, agent) = match &cli.command {
         Command::Teammate(args) => (args.team_name.clone(), args.agent_name.clone()),
-        Command::Lead(_) => (
-            cli.global.team.clone()?,
-            crate::store::names::LEAD.to_owned(),
-        ),
+        Command::Lead(_) => (cli.global.team.clone()?, LEAD.to_owned()),
         _ => return None,
     };
-    let root = crate::store::layout::Root::resolve(cli.global.root.as_deref()).ok()?;
-    let team = crate::store::names::TeamName::new(&team).ok()?;
-    let dir = root.logs_dir(&team);
-    std::fs::create_dir_all(&dir).ok()?;
+    let root = Root::resolve(cli.global.root.as_deref(), env).ok()?;
+    let team = TeamName::new(&team).ok()?;
+    let agent = AgentName::parse_any(&agent).ok()?;
+    std::fs::create_dir_all(root.logs_dir(&team)).ok()?;
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join(format!("{agent}.log")))
+        .open(root.log_path(&team, &agent))
         .ok()
 }
 
 /// Warnings go to stderr (or a teammate's log file); `SWARM_LOG` (an env-filter, e.g.
 /// `swarm=debug`) says more.
 fn init_logging(file: Option<std::fs::File>) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG").unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if file.is_some() { "info" } else { "warn" })
-    });
+    let filter = log_filter(if file.is_some() { "info" } else { "warn" });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false);
@@ -135,4 +138,10 @@ fn init_logging(file: Option<std::fs::File>) {
             .without_time()
             .try_init(),
     };
+}
+
+/// What to log: `SWARM_LOG` (an env-filter, e.g. `swarm=debug`), else `default`.
+pub fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
 }

@@ -7,20 +7,18 @@ use std::path::PathBuf;
 use crate::store::mailbox::{self, Delivery, Envelope};
 use crate::store::names::AgentName;
 use crate::store::roster;
-use crate::ui::cli::args::{BroadcastArgs, InboxArgs, SendArgs};
+use crate::ui::cli::args::{BroadcastArgs, InboxArgs, MessageBody, SendArgs};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::{message_line, print_json};
 use crate::util::error::{Error, Result};
 use crate::util::watcher::{FileWaiter, RESCAN_EVERY};
 
 pub fn send(ctx: &Ctx, args: SendArgs) -> Result<()> {
-    let text = message_text(args.text, args.file)?;
-    deliver(ctx, &args.to, &args.from, text, args.summary)
+    deliver(ctx, &args.to, args.body)
 }
 
 pub fn broadcast(ctx: &Ctx, args: BroadcastArgs) -> Result<()> {
-    let text = message_text(args.text, args.file)?;
-    deliver(ctx, "*", &args.from, text, args.summary)
+    deliver(ctx, "*", args.body)
 }
 
 /// The message from the argument, stdin (`-`) or a file.
@@ -41,7 +39,9 @@ fn message_text(text: Option<String>, file: Option<PathBuf>) -> Result<String> {
     }
 }
 
-fn deliver(ctx: &Ctx, to: &str, from: &str, text: String, summary: Option<String>) -> Result<()> {
+fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {
+    let text = message_text(body.text, body.file)?;
+    let (from, summary) = (body.from.as_str(), body.summary);
     let team = ctx.team()?;
     let color = roster::load(&ctx.root, &team)?
         .member(from)

@@ -1,15 +1,20 @@
-//! The `swarm` command line: argument types, the dispatcher, and one file per command group.
+//! The `swarm` command line: argument types, the dispatcher, and one file per command
+//! group. Each command parses, calls the library, and prints.
 
 pub mod agent;
 mod agents;
+mod approvals;
 pub mod args;
 mod context;
-mod dispatch;
+pub(crate) mod dispatch;
+mod lead;
 mod message;
 mod model_server;
-mod ops;
 mod output;
 mod run;
+mod shutdown;
+mod spawn;
+mod status;
 mod task;
 mod team;
 mod watch;

@@ -32,7 +32,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             active_form,
             blocked_by,
         } => {
-            let runner = person_hooks(&config);
+            let runner = person_hooks(ctx, &config);
             let created = hooks(runner.as_ref()).create(
                 &list,
                 NewTask {
@@ -127,7 +127,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
         }
         TaskCommand::Done { id } => {
             let current = list.get(&id)?;
-            let runner = person_hooks(&config);
+            let runner = person_hooks(ctx, &config);
             if let Some(feedback) = hooks(runner.as_ref()).refuse_completion(&current) {
                 return Err(Error::conflict(format!(
                     "a TaskCompleted hook refused to let task #{id} be completed: {}",
@@ -166,10 +166,10 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
 
 /// The hooks of a task changed by hand: the person at the CLI leads the team, from the
 /// directory they are in.
-fn person_hooks(config: &TeamConfig) -> Option<Runner> {
+fn person_hooks(ctx: &Ctx, config: &TeamConfig) -> Option<Runner> {
     let cwd = std::env::current_dir().ok()?;
     Some(Runner {
-        hooks: Hooks::load(&cwd),
+        hooks: Hooks::load(&cwd, &ctx.settings.dirs),
         session_id: config.lead_session_id.clone().unwrap_or_default(),
         cwd,
         team: config.name.clone(),

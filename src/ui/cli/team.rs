@@ -5,6 +5,8 @@ use serde_json::json;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::{self, NewMember, TeamConfig};
 use crate::store::tasks::TaskList;
+use crate::team::launch::window_options;
+use crate::team::shutdown::{self, LadderOptions};
 use crate::team::worktree;
 use crate::ui::cli::args::TeamCommand;
 use crate::ui::cli::context::{Ctx, working_dir};
@@ -103,11 +105,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         TeamCommand::Delete { team, force } => {
             let team = TeamName::new(&team)?;
             roster::load(&ctx.root, &team)?;
-            let tmux = crate::team::window::server_for(
-                &ctx.root,
-                &team,
-                ctx.global.tmux_socket.as_deref(),
-            )?;
+            let tmux = ctx.team_tmux(&team)?;
             let seen = crate::team::status::observe(&ctx.root, &team, Some(&tmux))?;
             let alive: Vec<String> = seen
                 .members
@@ -133,26 +131,16 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             if !force {
                 refuse_unmerged(&ctx.root, &team)?;
             }
-            let opts = crate::roles::lead::dispatcher::LeadOptions {
-                root: ctx.root.clone(),
-                team: team.clone(),
-                tmux: Some(tmux.clone()),
-                keep_team: false,
-                reconcile_every: std::time::Duration::from_millis(500),
-                ladder: crate::team::shutdown::LadderOptions {
-                    timeout: std::time::Duration::from_secs(10),
-                    ..Default::default()
-                },
-                draw: false,
+            let ladder = LadderOptions {
+                timeout: std::time::Duration::from_secs(10),
+                ..LadderOptions::new(ctx.settings.dirs.clone())
             };
-            for result in crate::roles::lead::dispatcher::stop_team(&opts) {
+            let say = |line: &str| println!("{line}");
+            for result in shutdown::stop_team(&ctx.root, &team, Some(&tmux), &ladder, &say) {
                 result?;
             }
-            if let Some(window) = crate::team::window::TeamWindow::find(
-                &tmux,
-                &team,
-                crate::team::launch::window_options(&ctx.root, &team),
-            )? {
+            let options = window_options(&ctx.root, &team, ctx.settings.panes_per_window);
+            if let Some(window) = crate::team::window::TeamWindow::find(&tmux, &team, options)? {
                 window.close()?;
             }
             // The lead goes with its pane; let it finish before its files go.

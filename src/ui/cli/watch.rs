@@ -8,7 +8,6 @@ use clap::Args;
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
 use crate::ui::cli::context::Ctx;
-use crate::ui::cli::ops;
 use crate::ui::dashboard::{self, App, Source};
 use crate::util::error::{Error, Result};
 
@@ -29,7 +28,7 @@ pub struct WatchArgs {
 
 pub fn run(ctx: &Ctx, args: WatchArgs) -> Result<()> {
     let team = ctx.team_or(args.team.as_deref())?;
-    let tmux = ops::team_tmux(ctx, &team)?;
+    let tmux = ctx.team_tmux(&team)?;
     let source = Source::new(ctx.root.clone(), team.clone(), Some(tmux));
     if args.once {
         let app = App::new(source)?;
@@ -53,12 +52,11 @@ fn log_to_file(root: &Root, team: &TeamName) -> tracing::subscriber::DefaultGuar
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.join("watch.log"))
+            .open(root.watch_log_path(team))
     });
     match file {
         Ok(f) => {
-            let filter = tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+            let filter = crate::ui::cli::dispatch::log_filter("warn");
             tracing::subscriber::set_default(
                 tracing_subscriber::fmt()
                     .with_env_filter(filter)

@@ -1,0 +1,98 @@
+//! swarm's settings that come from the environment alone, resolved once at the edge and
+//! passed down.
+//!
+//! Flags and their environment twins are clap's business (`ui::cli::args`); what is left
+//! here has no flag: where the user's configuration lives, the store's lock timeout and
+//! durability, how many panes a team window holds, and the benchmark's timings file. A
+//! value that does not parse is warned about once, here, and the default used. Nothing
+//! below the front end reads the environment; a teammate's environment is built from
+//! [`Settings::env`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::config::project::UserDirs;
+use crate::store::layout::DEFAULT_LOCK_TIMEOUT;
+use crate::util::environment::Environment;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The environment as read at start-up, which teammates inherit from.
+    pub env: Environment,
+    pub dirs: UserDirs,
+    /// `SWARM_LOCK_TIMEOUT_MS`: how long to wait for a shared file's lock.
+    pub lock_timeout: Duration,
+    /// Off with `SWARM_DURABLE=0`: writes then skip their fsyncs (atomicity never depends
+    /// on them).
+    pub durable: bool,
+    /// `SWARM_PANES_PER_WINDOW` (at least 2: the lead and one teammate): how many panes a
+    /// team window holds before the team gets another window.
+    pub panes_per_window: Option<usize>,
+    /// `SWARM_TIMINGS`: a file each model turn appends its timings to, for `scripts/bench`.
+    pub timings: Option<PathBuf>,
+}
+
+impl Settings {
+    pub fn resolve(env: Environment) -> Settings {
+        let lock_timeout = parsed(&env, "SWARM_LOCK_TIMEOUT_MS")
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_LOCK_TIMEOUT);
+        let durable = !matches!(env.get("SWARM_DURABLE"), Some("0" | "false" | "off" | "no"));
+        let panes_per_window = parsed::<usize>(&env, "SWARM_PANES_PER_WINDOW").map(|n| n.max(2));
+        let timings = env.get("SWARM_TIMINGS").map(PathBuf::from);
+        Settings {
+            dirs: UserDirs::from_env(&env),
+            env,
+            lock_timeout,
+            durable,
+            panes_per_window,
+            timings,
+        }
+    }
+}
+
+/// A number from the environment; a value that is not one is warned about and ignored.
+fn parsed<T: std::str::FromStr>(env: &Environment, name: &str) -> Option<T> {
+    let value = env.get(name)?;
+    let n = value.trim().parse().ok();
+    if n.is_none() {
+        tracing::warn!("{name}={value:?} is not a number; ignoring it");
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_values_from_the_environment() {
+        let s = Settings::resolve(Environment::default());
+        assert_eq!(s.lock_timeout, DEFAULT_LOCK_TIMEOUT);
+        assert!(s.durable);
+        assert_eq!((s.panes_per_window, s.timings), (None, None));
+
+        let s = Settings::resolve(Environment::from_pairs([
+            ("SWARM_LOCK_TIMEOUT_MS", "300"),
+            ("SWARM_DURABLE", "0"),
+            ("SWARM_PANES_PER_WINDOW", "1"),
+            ("SWARM_TIMINGS", "/tmp/t.jsonl"),
+            ("HOME", "/home/u"),
+        ]));
+        assert_eq!(s.lock_timeout, Duration::from_millis(300));
+        assert!(!s.durable);
+        assert_eq!(s.panes_per_window, Some(2), "at least the lead and one");
+        assert_eq!(s.timings, Some(PathBuf::from("/tmp/t.jsonl")));
+        assert_eq!(s.dirs.claude, Some(PathBuf::from("/home/u/.claude")));
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_number_is_ignored() {
+        let s = Settings::resolve(Environment::from_pairs([
+            ("SWARM_LOCK_TIMEOUT_MS", "soon"),
+            ("SWARM_PANES_PER_WINDOW", "many"),
+        ]));
+        assert_eq!(s.lock_timeout, DEFAULT_LOCK_TIMEOUT);
+        assert_eq!(s.panes_per_window, None);
+    }
+}

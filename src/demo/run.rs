@@ -1,0 +1,131 @@
+//! Running the demo: the scratch job, the scripted model served on loopback, a lead and
+//! its teammates on it, then the job's own check.
+//!
+//! The demo needs no key and keeps real ones out of its panes. Whatever it starts goes
+//! again when it ends, also when it fails: the model server, the team window, and (unless
+//! asked to keep them) the team's files.
+
+use std::path::PathBuf;
+
+use crate::config::permissions::{Approver, PermissionMode};
+use crate::demo::job;
+use crate::llm::model_server::{ModelServer, Script};
+use crate::store::names::TeamName;
+use crate::store::roster;
+use crate::team::launch::Launcher;
+use crate::team::run::{self as team_run, Goal};
+use crate::team::window::TeamWindow;
+use crate::util::error::{Error, Result};
+
+/// The credentials the demo keeps out of its panes.
+const KEYS: [&str; 3] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+];
+
+pub struct Demo {
+    /// How to start the team; its team, working directory and lead model are the demo's.
+    pub launcher: Launcher,
+    /// Show the team window while it works.
+    pub attach: bool,
+    /// 1, 2 or 3.
+    pub teammates: usize,
+    /// Where to make the job [default: a new directory under the system temp dir].
+    pub dir: Option<PathBuf>,
+    /// Keep the team's files afterwards.
+    pub keep: bool,
+}
+
+/// A fresh name for a demo team.
+pub fn team_name() -> Result<TeamName> {
+    TeamName::new(&format!("demo-{:04x}", fastrand::u16(..)))
+}
+
+/// Runs the demo; returns the lead's exit code, or a check failure if the job's check did
+/// not pass. `say` prints a line for the person watching.
+pub fn run(demo: Demo, say: &dyn Fn(&str)) -> Result<u8> {
+    if !(1..=3).contains(&demo.teammates) {
+        return Err(Error::usage("--teammates must be 1, 2 or 3 for the demo"));
+    }
+    let dir = demo.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("swarm-demo-{:08x}", fastrand::u32(..)))
+    });
+    if dir.exists()
+        && std::fs::read_dir(&dir)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(Error::conflict(format!(
+            "{} is not empty; give the demo an empty directory with --dir",
+            dir.display()
+        )));
+    }
+    job::make_job(&dir)?;
+    let dir = dir.canonicalize().map_err(|e| Error::io("open", &dir, e))?;
+    crate::llm::install_crypto_provider();
+    let script = Script::from_json(job::SCRIPT)
+        .map_err(|e| Error::Other(format!("the built-in demo script is broken: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+    let server = runtime.block_on(ModelServer::start_local(script))?;
+    let mut launcher = demo.launcher;
+    launcher.cwd = dir.clone();
+    launcher.lead.provider = Some("scripted".to_owned());
+    launcher.lead.model = None;
+    launcher.lead.base_url = Some(server.url());
+    launcher.lead.permission_mode = PermissionMode::AcceptEdits;
+    launcher.lead.allow = job::ALLOW.iter().map(|s| s.to_string()).collect();
+    launcher.lead.max_turns = Some(40);
+    launcher.env.retain(|k, _| !KEYS.contains(&k.as_str()));
+    let team = launcher.team.clone();
+    say(&format!(
+        "swarm demo: team {team} builds a small toolkit in {}",
+        dir.display()
+    ));
+    let result = (|| -> Result<u8> {
+        let window = team_run::launch(
+            &launcher,
+            &Goal {
+                text: job::GOAL,
+                approver: Approver::Lead,
+                teammates: demo.teammates,
+            },
+        )?;
+        if demo.attach {
+            say(
+                "attaching to the team window (detach with your tmux prefix, then d; the demo keeps going)",
+            );
+            window.attach(launcher.inside_tmux)?;
+        }
+        let code = team_run::wait_for_lead(&launcher.root, &team, &window, say)?;
+        say(&team_run::report(&launcher.root, &team));
+        let (passed, output) = job::run_check(&dir)?;
+        say(&format!("$ bash check.sh\n{output}"));
+        if let Ok(Some(w)) = TeamWindow::find(window.tmux(), &team, launcher.window_options()) {
+            let _ = w.close();
+        }
+        if code != 0 {
+            return Ok(code);
+        }
+        if !passed {
+            return Err(Error::CheckFailed(format!(
+                "the job's check failed in {}",
+                dir.display()
+            )));
+        }
+        say(&format!(
+            "the job's check passed; the result is in {}",
+            dir.display()
+        ));
+        Ok(0)
+    })();
+    if !demo.keep {
+        let _ = roster::delete_files(&launcher.root, &team);
+    }
+    runtime.block_on(server.shutdown());
+    result
+}

@@ -1,0 +1,318 @@
+//! The teammate as the agent loop's host: what the engine asks of it between and during
+//! steps.
+//!
+//! - `ExitPlanMode` sends `plan_approval_request` and waits: only a
+//!   `plan_approval_response` from `team-lead` with the same request id changes the mode;
+//! - a tool call that needs permission sends `permission_request` and waits for the
+//!   matching `permission_response`; no answer in time means no.
+//!
+//! Both requests are recorded in [`approvals`] before they are sent, so a person can
+//! answer them with no lead agent running; a request it stops waiting for (a timeout, or
+//! the teammate stopping) is marked expired. Mail that arrives meanwhile joins the next
+//! model request, and is acknowledged once a request carrying it was answered.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::engine::{Authorization, Event, Host};
+use crate::agent::tools::{ToolContext, ToolOutcome};
+use crate::config::permissions::PermissionMode;
+use crate::config::tools::ToolName;
+use crate::roles::teammate::inbox::Incoming;
+use crate::roles::teammate::lifecycle::Runtime;
+use crate::store::approvals;
+use crate::store::documents;
+use crate::store::names::LEAD;
+use crate::store::protocol::{self, PermissionRequest, PlanApprovalRequest, Protocol};
+use crate::store::roster;
+use crate::store::state::Activity;
+use crate::util::clock;
+
+pub(super) enum Waited<T> {
+    Got(T),
+    TimedOut,
+    Stopped,
+}
+
+impl Runtime {
+    /// Expires a request this agent stopped waiting for. False when someone decided it
+    /// first: the answer is then in the inbox already (it is sent under the record's lock).
+    pub(super) fn expire(&self, request_id: &str, why: &str) -> bool {
+        match approvals::expire(&self.opts.root, &self.opts.team, request_id, why) {
+            Ok(Some(_)) => true,
+            Ok(None) => approvals::get(&self.opts.root, &self.opts.team, request_id)
+                .map_or(true, |a| a.state == approvals::State::Expired),
+            Err(e) => {
+                tracing::warn!("failed to expire {request_id}: {e}");
+                true
+            }
+        }
+    }
+
+    /// Waits for a protocol answer matching `pick`, handling a shutdown request meanwhile.
+    pub(super) async fn wait_for<T>(
+        &mut self,
+        timeout: Option<Duration>,
+        mut pick: impl FnMut(&Incoming) -> Option<T>,
+    ) -> Waited<T> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if let Err(e) = self.inbox.poll() {
+                tracing::warn!("failed to read the inbox: {e}");
+            }
+            while let Some(incoming) = self.inbox.next_protocol() {
+                if let Some(found) = pick(&incoming) {
+                    return Waited::Got(found);
+                }
+                match incoming {
+                    Incoming::Shutdown(req) => {
+                        let _ = self.approve_shutdown(&req);
+                        return Waited::Stopped;
+                    }
+                    other => {
+                        tracing::warn!(
+                            "ignoring a response that matches no pending request: {other:?}"
+                        );
+                        self.display
+                            .status("ignored a response that matches no pending request");
+                    }
+                }
+            }
+            if self.ctx.cancel.is_cancelled() {
+                return Waited::Stopped;
+            }
+            let left = match deadline {
+                Some(d) if Instant::now() >= d => return Waited::TimedOut,
+                Some(d) => d - Instant::now(),
+                None => crate::util::watcher::RESCAN_EVERY,
+            };
+            tokio::select! {
+                _ = self.inbox.changed(left.min(crate::util::watcher::RESCAN_EVERY)) => {}
+                _ = self.ctx.cancel.cancelled() => {}
+            }
+        }
+    }
+}
+
+impl Host for Runtime {
+    fn ctx(&self) -> &ToolContext {
+        &self.ctx
+    }
+
+    async fn authorize(
+        &mut self,
+        tool: ToolName,
+        input: &Value,
+        description: &str,
+        tool_use_id: &str,
+    ) -> Authorization {
+        let request_id = protocol::permission_request_id();
+        let request = PermissionRequest {
+            request_id: request_id.clone(),
+            agent_id: self.opts.name.to_string(),
+            tool_name: tool.as_str().to_owned(),
+            tool_use_id: tool_use_id.to_owned(),
+            description: description.to_owned(),
+            input: input.clone(),
+            permission_suggestions: Vec::new(),
+        };
+        let recorded = approvals::record(
+            &self.opts.root,
+            &self.opts.team,
+            &approvals::from_permission(&request),
+        );
+        if let Err(e) = recorded {
+            return Authorization::Deny(format!("could not record the request: {e}"));
+        }
+        // Waiting is recorded before the request goes out, so whoever sees the request
+        // also sees this teammate waiting for its answer.
+        self.set_activity(
+            Activity::AwaitingApproval,
+            Some(format!("permission for {description}")),
+        );
+        if let Err(e) = self.send_to_lead(&Protocol::PermissionRequest(request)) {
+            self.expire(&request_id, &format!("could not ask {LEAD}"));
+            self.set_activity(Activity::Working, None);
+            return Authorization::Deny(format!("could not ask {LEAD}: {e}"));
+        }
+        self.display
+            .outgoing(LEAD, &format!("permission? {description}"));
+        let timeout = self.opts.permission_timeout;
+        let mut pick = |incoming: &Incoming| match incoming {
+            Incoming::PermissionResponse { from, response }
+                if from == LEAD && response.request_id == request_id =>
+            {
+                Some(response.clone())
+            }
+            _ => None,
+        };
+        let mut waited = self.wait_for(Some(timeout), &mut pick).await;
+        if matches!(waited, Waited::TimedOut)
+            && !self.expire(
+                &request_id,
+                &format!("no answer within {} s", timeout.as_secs()),
+            )
+        {
+            // Decided just as the wait ended: take the answer rather than contradict it.
+            waited = self
+                .wait_for(Some(crate::util::watcher::RESCAN_EVERY), &mut pick)
+                .await;
+        }
+        self.set_activity(Activity::Working, None);
+        match waited {
+            Waited::Got(response) if response.subtype == "success" => {
+                self.display
+                    .incoming(LEAD, &format!("permission granted: {description}"));
+                Authorization::Allow(response.response.and_then(|r| r.updated_input))
+            }
+            Waited::Got(response) => {
+                let why = response.error.unwrap_or_else(|| "refused".to_owned());
+                self.display
+                    .incoming(LEAD, &format!("permission refused: {why}"));
+                Authorization::Deny(why)
+            }
+            Waited::TimedOut => Authorization::Deny(format!(
+                "{LEAD} did not answer within {} s",
+                timeout.as_secs()
+            )),
+            Waited::Stopped => Authorization::Deny("the agent is shutting down".to_owned()),
+        }
+    }
+
+    async fn exit_plan_mode(&mut self, plan: &str) -> ToolOutcome {
+        if self.ctx.mode() != PermissionMode::Plan {
+            return ToolOutcome::ok(format!(
+                "You are not in plan mode; go ahead with your plan:\n{plan}"
+            ));
+        }
+        if plan.trim().is_empty() {
+            return ToolOutcome::err("ExitPlanMode needs your plan in `plan`");
+        }
+        let request_id =
+            protocol::plan_request_id(self.opts.name.as_str(), self.opts.team.as_str());
+        let plan_path =
+            documents::write_plan(&self.opts.root, &self.opts.team, &self.opts.name, plan)
+                .unwrap_or_else(|e| {
+                    tracing::warn!("failed to keep a copy of the plan: {e}");
+                    PathBuf::new()
+                });
+        let request = PlanApprovalRequest {
+            from: self.opts.name.to_string(),
+            timestamp: clock::now_iso(),
+            plan_file_path: plan_path.display().to_string(),
+            plan_content: plan.to_owned(),
+            request_id: request_id.clone(),
+        };
+        let recorded = approvals::record(
+            &self.opts.root,
+            &self.opts.team,
+            &approvals::from_plan(&request, None),
+        );
+        if let Err(e) = recorded {
+            return ToolOutcome::err(format!("could not record the plan for approval: {e}"));
+        }
+        self.set_activity(Activity::AwaitingApproval, Some("plan approval".to_owned()));
+        if let Err(e) = self.send_to_lead(&Protocol::PlanApprovalRequest(request)) {
+            self.expire(&request_id, &format!("could not ask {LEAD}"));
+            self.set_activity(Activity::Working, None);
+            return ToolOutcome::err(format!("could not send the plan to {LEAD}: {e}"));
+        }
+        self.display.outgoing(LEAD, "plan sent for approval");
+        let waited = self
+            .wait_for(None, |incoming| match incoming {
+                Incoming::PlanResponse { from, response } if from == LEAD && response.request_id == request_id => {
+                    Some(response.clone())
+                }
+                Incoming::PlanResponse { from, response } => {
+                    tracing::warn!(
+                        "ignoring a plan approval response from {from} for {} (waiting for {request_id} from {LEAD})",
+                        response.request_id
+                    );
+                    None
+                }
+                _ => None,
+            })
+            .await;
+        self.set_activity(Activity::Working, None);
+        match waited {
+            Waited::Got(response) if response.approved => {
+                let mode = response
+                    .permission_mode
+                    .as_deref()
+                    .and_then(|m| m.parse::<PermissionMode>().ok())
+                    .filter(|m| *m != PermissionMode::Plan)
+                    .unwrap_or(PermissionMode::Default);
+                self.ctx.set_mode(mode);
+                self.touch();
+                let _ = roster::update_member(
+                    &self.opts.root,
+                    &self.opts.team,
+                    self.opts.name.as_str(),
+                    |m| m.mode = Some(mode.to_string()),
+                );
+                self.display.incoming(LEAD, "plan approved");
+                ToolOutcome::ok(format!(
+                    "{LEAD} approved your plan. You have left plan mode (permission mode: {mode}); carry it out now.\n\nYour approved plan:\n{plan}"
+                ))
+            }
+            Waited::Got(response) => {
+                let feedback = response.feedback.unwrap_or_default();
+                self.display
+                    .incoming(LEAD, &format!("plan rejected: {feedback}"));
+                ToolOutcome::ok(format!(
+                    "{LEAD} rejected your plan. You are still in plan mode. Feedback:\n{feedback}\n\nRevise the plan and call ExitPlanMode again."
+                ))
+            }
+            // `finish` expires the request: this only happens on the way out.
+            Waited::TimedOut | Waited::Stopped => {
+                ToolOutcome::err("stopped while waiting for plan approval")
+            }
+        }
+    }
+
+    async fn interject(&mut self) -> Option<String> {
+        if let Err(e) = self.inbox.poll() {
+            tracing::warn!("failed to read the inbox: {e}");
+        }
+        if let Ok(Some(_)) = self.handle_protocol() {
+            return None; // shutdown approved: the loop stops at its next check
+        }
+        self.touch();
+        if self.inbox.has_mail() {
+            Some(self.take_mail_text())
+        } else {
+            None
+        }
+    }
+
+    fn committed(&mut self) {
+        if let Err(e) = self.inbox.commit() {
+            tracing::warn!("failed to acknowledge delivered mail: {e}");
+        }
+    }
+
+    fn event(&mut self, event: Event) {
+        match &event {
+            // Per response, not per piece of work, so status shows what a long job costs
+            // while it runs. The engine's totals replace these sums when the work ends.
+            Event::Response { usage, cost_usd } => {
+                self.state.usage.add(usage);
+                self.state.cost_usd += cost_usd.unwrap_or(0.0);
+                self.state.model_calls += 1;
+                self.touch();
+            }
+            Event::ToolEnd { description, .. } if description.starts_with("SendMessage(") => {
+                self.touch();
+            }
+            _ => {}
+        }
+        self.display.event(&event);
+    }
+
+    fn model_cancel(&self) -> CancellationToken {
+        self.model_cancel.lock().unwrap().clone()
+    }
+}

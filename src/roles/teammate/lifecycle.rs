@@ -1,0 +1,385 @@
+//! `swarm teammate`: an agent that lives in a team, from start to exit.
+//!
+//! It registers its pid (and pane) in the roster, installs its signal handlers before
+//! anything can block, runs the work loop (see [`super::work`]), and on exit (approved
+//! shutdown, SIGTERM, SIGHUP, SIGINT) expires its pending requests, returns its open tasks
+//! to pending, marks itself inactive and records why it stopped; only then does it send
+//! its `shutdown_approved`, since the lead may close the pane the moment it arrives.
+//!
+//! Hooks (see [`crate::config::hooks`]): `SubagentStart` once registered, `SubagentStop`
+//! once it has recorded its exit.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::display::Display;
+use crate::agent::engine::Engine;
+use crate::agent::prompt::PromptInputs;
+use crate::agent::tools::ToolContext;
+use crate::config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
+use crate::config::permissions::PermissionMode;
+use crate::llm::{self};
+use crate::roles::teammate::inbox::Inbox;
+use crate::roles::teammate::options::TeammateOptions;
+use crate::store::approvals;
+use crate::store::mailbox::{self, Envelope};
+use crate::store::names::{AgentName, LEAD};
+use crate::store::protocol::{Protocol, ShutdownApproved};
+use crate::store::roster;
+use crate::store::state::{self, Activity, AgentState, ExitInfo};
+use crate::store::tasks::TaskList;
+use crate::team::prompt::{self};
+use crate::team::tools::TeamTools;
+use crate::util::clock;
+use crate::util::error::{Error, Result};
+
+/// Runs the teammate until it is told to stop; returns the process exit code.
+pub async fn run(opts: TeammateOptions) -> Result<i32> {
+    let config = roster::load(&opts.root, &opts.team)?;
+    if config.member(opts.name.as_str()).is_none() {
+        return Err(Error::not_found(format!(
+            "teammate '{}' is not in team '{}'s roster; start teammates with `swarm spawn {}`",
+            opts.name, opts.team, opts.name
+        )));
+    }
+    llm::install_crypto_provider();
+    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&opts.llm)?);
+    // Plan mode beats everything else when a plan is required.
+    let mode = if opts.plan_mode_required {
+        PermissionMode::Plan
+    } else {
+        opts.mode
+    };
+    let mut ctx = ToolContext::new(opts.cwd.clone(), opts.name.clone(), mode);
+    ctx.allow = opts.allow.clone();
+    let hooks = Arc::new(HookRunner {
+        hooks: opts.hooks.clone(),
+        session_id: uuid::Uuid::new_v4().to_string(),
+        cwd: opts.cwd.clone(),
+        team: opts.team.to_string(),
+        agent: opts.name.to_string(),
+        // As the roster has it: a teammate started without a type is general-purpose.
+        agent_type: Some(
+            opts.agent_type
+                .clone()
+                .unwrap_or_else(|| "general-purpose".to_owned()),
+        ),
+    });
+    let mut tools = TeamTools::new(opts.root.clone(), opts.team.clone());
+    tools.hooks = Some(hooks.clone());
+    tools.pane = opts.pane.clone();
+    let tools = Arc::new(tools);
+    ctx.tool_set = Some(tools.clone());
+    let system = prompt::teammate(
+        &PromptInputs {
+            agent: &opts.name,
+            cwd: &opts.cwd,
+            mode,
+            plan_mode_required: opts.plan_mode_required,
+            custom: opts.custom_instructions.as_deref(),
+        },
+        &opts.root,
+        &opts.team,
+    );
+    let mut engine = Engine::new(
+        client.clone(),
+        opts.llm.model.clone(),
+        system,
+        opts.tools.clone(),
+    );
+    engine.max_turns = opts.max_turns;
+    engine.timings = opts.timings.clone();
+
+    let mut state = AgentState::new(Activity::Starting);
+    state.model = Some(opts.llm.model.clone());
+    state.mode = Some(mode.to_string());
+    let inbox = Inbox::open(&opts.root, &opts.team, &opts.name);
+    let mut rt = Runtime {
+        hooks,
+        tools,
+        display: Display::new(opts.color.as_deref()),
+        tasks: TaskList::new(&opts.root, &opts.team),
+        opts,
+        ctx,
+        inbox,
+        state,
+        model_cancel: Arc::new(Mutex::new(CancellationToken::new())),
+        active: None,
+        report: Report::default(),
+        idle_sent: false,
+        backoff_until: None,
+        pending_approval: None,
+        caught: Arc::new(Mutex::new(None)),
+    };
+    rt.watch_signals();
+    rt.register()?;
+    rt.display.status(&format!(
+        "{}@{} · {} · mode {} · {}",
+        rt.opts.name,
+        rt.opts.team,
+        client.describe(),
+        mode,
+        rt.opts.cwd.display()
+    ));
+    rt.watch_for_shutdown();
+    rt.fire(HookEvent::SubagentStart, Map::new()).await;
+    let code = rt.main_loop(&mut engine).await;
+    let (code, reason, clean) = match code {
+        Ok(Stop::Approved) => (0, "shutdown approved".to_owned(), true),
+        Ok(Stop::Signalled) => {
+            let signal = rt.caught.lock().unwrap().unwrap_or("a signal");
+            (
+                crate::util::error::exit::INTERRUPTED as i32,
+                format!("stopped by {signal}"),
+                false,
+            )
+        }
+        Err(e) => (i32::from(e.exit_code()), e.to_string(), false),
+    };
+    rt.finish(code, &reason, clean, &engine);
+    // After the bookkeeping, so a slow hook cut short by the ladder loses nothing.
+    let mut stop = Map::new();
+    stop.insert("stop_hook_active".into(), Value::Bool(false));
+    stop.insert("reason".into(), Value::String(reason.clone()));
+    rt.fire(HookEvent::SubagentStop, stop).await;
+    Ok(code)
+}
+
+pub(super) enum Stop {
+    Approved,
+    Signalled,
+}
+
+/// What the next idle notification reports.
+#[derive(Default)]
+pub(super) struct Report {
+    pub(super) completed_task: Option<(String, &'static str)>,
+    pub(super) result: Option<String>,
+    pub(super) failure: Option<String>,
+}
+
+pub(super) struct Runtime {
+    pub(super) opts: TeammateOptions,
+    pub(super) ctx: ToolContext,
+    /// The user's hooks, for this teammate's events.
+    pub(super) hooks: Arc<HookRunner>,
+    /// Its team tools (which remember its last message to a peer).
+    pub(super) tools: Arc<TeamTools>,
+    pub(super) inbox: Inbox,
+    pub(super) tasks: TaskList,
+    pub(super) display: Display,
+    pub(super) state: AgentState,
+    pub(super) model_cancel: Arc<Mutex<CancellationToken>>,
+    pub(super) active: Option<bool>,
+    pub(super) report: Report,
+    pub(super) idle_sent: bool,
+    pub(super) backoff_until: Option<Instant>,
+    /// The request id of an approved shutdown, answered by `finish`.
+    pub(super) pending_approval: Option<String>,
+    /// The signal that stopped it, if one did.
+    pub(super) caught: Arc<Mutex<Option<&'static str>>>,
+}
+impl Runtime {
+    /// Runs `event`'s hooks off the async thread (they may take up to their timeout).
+    pub(super) async fn fire(&self, event: HookEvent, extra: Map<String, Value>) -> HookOutcome {
+        let runner = self.hooks.clone();
+        if runner
+            .hooks
+            .commands(event, runner.agent_type.as_deref())
+            .is_empty()
+        {
+            return HookOutcome::default();
+        }
+        let mode = self.ctx.mode();
+        tokio::task::spawn_blocking(move || runner.fire(event, mode, extra))
+            .await
+            .unwrap_or_default()
+    }
+
+    pub(super) fn register(&mut self) -> Result<()> {
+        let pid = std::process::id() as i32;
+        let pane = self.opts.pane.clone();
+        let mode = self.ctx.mode().to_string();
+        let cwd = self.opts.cwd.display().to_string();
+        roster::update_member(
+            &self.opts.root,
+            &self.opts.team,
+            self.opts.name.as_str(),
+            |m| {
+                m.pid = Some(pid);
+                m.is_active = Some(false);
+                m.mode = Some(mode);
+                // Where it really works (the supervisor runs its SubagentStop hook there
+                // if it dies).
+                m.cwd = cwd;
+                if let Some(p) = pane {
+                    m.tmux_pane_id = p;
+                    m.backend_type = Some("tmux".to_owned());
+                }
+            },
+        )?;
+        self.active = Some(false);
+        self.set_activity(Activity::Idle, None);
+        Ok(())
+    }
+
+    pub(super) fn set_activity(&mut self, activity: Activity, detail: Option<String>) {
+        self.state.activity = activity;
+        self.state.detail = detail;
+        self.touch();
+    }
+
+    pub(super) fn touch(&mut self) {
+        self.state.last_activity_ms = clock::now_ms();
+        self.state.mode = Some(self.ctx.mode().to_string());
+        if let Err(e) = state::write(
+            &self.opts.root,
+            &self.opts.team,
+            &self.opts.name,
+            &self.state,
+        ) {
+            tracing::warn!("failed to write the state file: {e}");
+        }
+    }
+
+    /// Claude Code's `isActive` in the roster, written only when it changes.
+    pub(super) fn set_active(&mut self, active: bool) {
+        if self.active == Some(active) {
+            return;
+        }
+        self.active = Some(active);
+        let r = roster::update_member(
+            &self.opts.root,
+            &self.opts.team,
+            self.opts.name.as_str(),
+            |m| {
+                m.is_active = Some(active);
+            },
+        );
+        if let Err(e) = r {
+            tracing::warn!("failed to update the roster: {e}");
+        }
+    }
+
+    /// Installs the handlers now (a signal before the first await must not kill the
+    /// process outright), and cancels everything when one arrives.
+    pub(super) fn watch_signals(&self) {
+        let cancel = self.ctx.cancel.clone();
+        let model = self.model_cancel.clone();
+        let caught = self.caught.clone();
+        let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::warn!("failed to install signal handlers");
+            return;
+        };
+        tokio::spawn(async move {
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = hup.recv() => "SIGHUP (its pane or tmux server went away)",
+                _ = int.recv() => "SIGINT",
+            };
+            *caught.lock().unwrap() = Some(name);
+            cancel.cancel();
+            model.lock().unwrap().cancel();
+        });
+    }
+
+    /// Cancels a model request in flight when the lead asks this teammate to shut down, so
+    /// the answer does not wait for a long generation. (The request itself is handled by
+    /// the main loop, which also acknowledges it.)
+    pub(super) fn watch_for_shutdown(&self) {
+        let (root, team, me) = (
+            self.opts.root.clone(),
+            self.opts.team.clone(),
+            self.opts.name.clone(),
+        );
+        let model = self.model_cancel.clone();
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let notify = wake.clone();
+        let watcher =
+            crate::util::watcher::DirWatcher::file(&root.inbox_path(&team, &me), move || {
+                notify.notify_one()
+            });
+        tokio::spawn(async move {
+            let _watcher = watcher;
+            loop {
+                let _ =
+                    tokio::time::timeout(crate::util::watcher::RESCAN_EVERY, wake.notified()).await;
+                let asked = mailbox::read_unread(&root, &team, &me).is_ok_and(|mail| {
+                    mail.iter().any(|d| {
+                        d.envelope.from == LEAD
+                            && matches!(d.envelope.protocol(), Some(Protocol::ShutdownRequest(_)))
+                    })
+                });
+                if asked {
+                    model.lock().unwrap().cancel();
+                }
+            }
+        });
+    }
+
+    pub(super) fn send_to_lead(&mut self, message: &Protocol) -> Result<()> {
+        let envelope = Envelope::new(self.opts.name.as_str(), message.to_text())
+            .with_color(self.opts.color.clone());
+        mailbox::deliver(
+            &self.opts.root,
+            &self.opts.team,
+            &AgentName::lead(),
+            envelope,
+        )?;
+        Ok(())
+    }
+
+    pub(super) fn finish(&mut self, code: i32, reason: &str, clean: bool, engine: &Engine) {
+        let me = self.opts.name.to_string();
+        if let Err(e) = approvals::expire_all(
+            &self.opts.root,
+            &self.opts.team,
+            &me,
+            &format!("{me} stopped: {reason}"),
+        ) {
+            tracing::warn!("failed to expire this agent's pending requests: {e}");
+        }
+        let released: Vec<String> = self
+            .tasks
+            .release(&me)
+            .map(|tasks| tasks.into_iter().map(|t| t.id).collect())
+            .unwrap_or_default();
+        self.active = None;
+        let _ = roster::update_member(&self.opts.root, &self.opts.team, &me, |m| {
+            m.is_active = Some(false)
+        });
+        self.state.usage = engine.usage;
+        self.state.cost_usd = engine.cost_usd;
+        self.state.model_calls = engine.model_calls;
+        self.state.current_task = None;
+        self.state.exit = Some(ExitInfo {
+            code,
+            reason: reason.to_owned(),
+            released_tasks: released.clone(),
+            clean,
+        });
+        self.set_activity(Activity::Exited, Some(reason.to_owned()));
+        if let Some(request_id) = self.pending_approval.take() {
+            let pane = self.opts.pane.clone();
+            let approved = Protocol::ShutdownApproved(ShutdownApproved {
+                request_id,
+                from: me,
+                timestamp: clock::now_iso(),
+                backend_type: pane.as_ref().map(|_| "tmux".to_owned()),
+                pane_id: pane,
+            });
+            if let Err(e) = self.send_to_lead(&approved) {
+                tracing::warn!("failed to send shutdown_approved: {e}");
+            }
+        }
+        self.display.status(&format!("exiting ({reason})"));
+    }
+}

@@ -1,0 +1,41 @@
+//! The documents a team keeps for people, beside its roster: the goal it was given
+//! (`goal.md`), the final report (`report.md`) and the plans teammates submitted for
+//! approval (`plans/<agent>-<ms>.md`).
+//!
+//! swarm's own files, written whole and atomically by one writer each: the goal by the
+//! run that made the team, the report by its lead, a plan by the teammate that wrote it.
+
+use std::path::PathBuf;
+
+use crate::store::layout::Root;
+use crate::store::names::{AgentName, TeamName};
+use crate::util::error::{IoContext, Result};
+use crate::util::{atomic, clock};
+
+/// Writes the goal a run gives the team; returns its path (the lead reads it from there).
+pub fn write_goal(root: &Root, team: &TeamName, goal: &str) -> Result<PathBuf> {
+    let path = root.goal_path(team);
+    atomic::write(&path, goal.as_bytes())?;
+    Ok(path)
+}
+
+/// Writes the final report; returns its path.
+pub fn write_report(root: &Root, team: &TeamName, text: &str) -> Result<PathBuf> {
+    let path = root.report_path(team);
+    atomic::write(&path, text.as_bytes())?;
+    Ok(path)
+}
+
+/// The final report, if the lead wrote one.
+pub fn read_report(root: &Root, team: &TeamName) -> Option<String> {
+    std::fs::read_to_string(root.report_path(team)).ok()
+}
+
+/// Keeps a copy of a plan `agent` submits for approval; returns its path.
+pub fn write_plan(root: &Root, team: &TeamName, agent: &AgentName, plan: &str) -> Result<PathBuf> {
+    let dir = root.plans_dir(team);
+    std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
+    let path = dir.join(format!("{agent}-{}.md", clock::now_ms()));
+    atomic::write(&path, plan.as_bytes())?;
+    Ok(path)
+}

@@ -1,0 +1,156 @@
+//! A run: a team made for a goal, its lead agent started in the first pane of the team
+//! window, and the wait for its end.
+//!
+//! The team's files are made before any pane (the roster, then the goal, which the lead
+//! reads from `goal.md`). The lead is the one who finishes: it writes the report and then
+//! marks itself exited, so a waiter that sees `Exited` finds the report there. A lead that
+//! never writes its state, or whose process is gone before it exits, is a failed run with
+//! the reason said, never a wait without end.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::config::permissions::Approver;
+use crate::store::documents;
+use crate::store::layout::Root;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::roster;
+use crate::store::state::{self, Activity};
+use crate::team::launch::Launcher;
+use crate::team::window::TeamWindow;
+use crate::util::error::{Error, Result, exit};
+use crate::util::process;
+use crate::util::watcher::{DirWatcher, RESCAN_EVERY};
+
+/// How long a lead may take to write its first state before the run gives up on it.
+const LEAD_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a run starts with. Its launcher's `cwd` is where the team works.
+pub struct Goal<'a> {
+    pub text: &'a str,
+    pub approver: Approver,
+    /// The most teammates the lead may spawn.
+    pub teammates: usize,
+}
+
+/// Creates the team and opens its window with the lead agent in the first pane.
+pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
+    let (root, team) = (&launcher.root, &launcher.team);
+    let description: String = goal
+        .text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(120)
+        .collect();
+    roster::create(root, team, Some(description), &launcher.cwd)?;
+    let goal_file = documents::write_goal(root, team, goal.text)?;
+    let extra = [
+        format!("--goal-file={}", goal_file.display()),
+        format!("--approver={}", goal.approver.as_str()),
+        format!("--teammates={}", goal.teammates),
+        format!("--cwd={}", launcher.cwd.display()),
+    ];
+    let lead = launcher.lead_command(&extra);
+    let (window, _) = launcher.ensure_window(&lead)?;
+    Ok(window)
+}
+
+/// A new team's name, from the first words of its goal and a random suffix.
+pub fn team_from_goal(goal: &str) -> Result<TeamName> {
+    let words: Vec<String> = goal
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(3)
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
+    let stem = if words.is_empty() {
+        "run".to_owned()
+    } else {
+        words.join("-")
+    };
+    let stem: String = stem.chars().take(40).collect();
+    TeamName::new(&format!("{stem}-{:04x}", fastrand::u16(..)))
+}
+
+/// Whether the lead is still at work (it started and has not exited).
+pub fn lead_is_working(root: &Root, team: &TeamName) -> bool {
+    state::read(root, team, &AgentName::lead()).is_some_and(|s| s.activity != Activity::Exited)
+}
+
+/// Waits until the team's lead has finished; returns its exit code. Ctrl-C asks the lead
+/// to stop (it shuts the team down first) and says so through `note`; a second one stops
+/// waiting.
+pub fn wait_for_lead(
+    root: &Root,
+    team: &TeamName,
+    window: &TeamWindow,
+    note: &dyn Fn(&str),
+) -> Result<u8> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+    runtime.block_on(async {
+        let started = Instant::now();
+        let mut interrupts = 0;
+        // Woken when the lead writes its state; the rescan notices a lead that died.
+        let changed = std::sync::Arc::new(tokio::sync::Notify::new());
+        let notify = changed.clone();
+        let _watcher = DirWatcher::file(&root.state_path(team, &AgentName::lead()), move || {
+            notify.notify_one()
+        });
+        loop {
+            let lead_state = state::read(root, team, &AgentName::lead());
+            if let Some(s) = &lead_state {
+                if s.activity == Activity::Exited {
+                    return Ok(s
+                        .exit
+                        .as_ref()
+                        .map(|e| u8::try_from(e.code).unwrap_or(1))
+                        .unwrap_or(0));
+                }
+                if !s.process_alive() {
+                    return Err(Error::Other(format!(
+                        "the lead of team '{team}' stopped without finishing; see {}",
+                        root.log_path(team, &AgentName::lead()).display()
+                    )));
+                }
+            } else if started.elapsed() > LEAD_START_TIMEOUT {
+                let pane = window.lead_pane().ok().flatten();
+                let text = pane
+                    .and_then(|p| window.tmux().capture_pane(p, None).ok())
+                    .unwrap_or_default();
+                return Err(Error::Other(format!(
+                    "the lead of team '{team}' did not start: {}",
+                    text.lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("no output")
+                )));
+            }
+            tokio::select! {
+                _ = changed.notified() => {}
+                _ = tokio::time::sleep(RESCAN_EVERY) => {}
+                _ = tokio::signal::ctrl_c() => {
+                    interrupts += 1;
+                    if interrupts > 1 {
+                        return Ok(exit::INTERRUPTED);
+                    }
+                    note("\nstopping: the lead shuts the team down (Ctrl-C again to stop waiting)");
+                    if let Some(pid) = lead_state.map(|s| s.pid) {
+                        process::signal(pid, Signal::SIGTERM);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The run's report, or a line saying why there is none.
+pub fn report(root: &Root, team: &TeamName) -> String {
+    documents::read_report(root, team)
+        .unwrap_or_else(|| "(no report: the lead did not finish its work)".to_owned())
+}

@@ -1,0 +1,70 @@
+//! `swarm approvals`, `swarm approve`, `swarm reject`: plan and permission requests, decided
+//! by a person.
+
+use crate::config::permissions::PermissionMode;
+use crate::store::approvals;
+use crate::team::status;
+use crate::ui::cli::context::Ctx;
+use crate::ui::cli::output::print_json;
+use crate::util::clock;
+use crate::util::error::Result;
+
+pub fn list(ctx: &Ctx, pending: bool) -> Result<()> {
+    let team = ctx.team()?;
+    let all: Vec<approvals::Approval> = approvals::list(&ctx.root, &team)?
+        .into_iter()
+        .filter(|a| !pending || a.state == approvals::State::Pending)
+        .collect();
+    if ctx.json() {
+        print_json(&all);
+        return Ok(());
+    }
+    if all.is_empty() {
+        println!("no {}requests", if pending { "pending " } else { "" });
+    }
+    let now = clock::now_ms();
+    for a in &all {
+        println!(
+            "{:<9} {:<10} {:<12} {}  {}",
+            a.state.as_str(),
+            format!("{:?}", a.kind).to_lowercase(),
+            a.agent,
+            a.request_id,
+            status::ago(a.created_ms, now)
+        );
+        println!("          {}", a.summary);
+    }
+    Ok(())
+}
+
+pub fn decide(
+    ctx: &Ctx,
+    id: &str,
+    approve: bool,
+    feedback: Option<String>,
+    mode: Option<PermissionMode>,
+) -> Result<()> {
+    let team = ctx.team()?;
+    let a = approvals::resolve(
+        &ctx.root,
+        &team,
+        id,
+        approvals::Decision {
+            approve,
+            feedback,
+            mode: mode.map(|m| m.to_string()),
+            by: "human".to_owned(),
+        },
+    )?;
+    if ctx.json() {
+        print_json(&a);
+    } else {
+        println!(
+            "{} {}'s request {}",
+            a.state.as_str(),
+            a.agent,
+            a.request_id
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! `swarm lead`: the process in a team window's first pane, supervising, and with a goal,
+//! leading.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use crate::roles::lead::agent::LeadAgentOptions;
+use crate::roles::lead::dispatcher::{self, LeadOptions};
+use crate::store::roster;
+use crate::team::shutdown::LadderOptions;
+use crate::team::tools::LeadPowers;
+use crate::ui::cli::args::{LeadArgs, ModelOpts, PermissionOpts};
+use crate::ui::cli::context::{Ctx, working_dir};
+use crate::util::error::{Error, Result};
+
+pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
+    let team = ctx.team()?;
+    roster::load(&ctx.root, &team)?;
+    let tmux = ctx.team_tmux(&team)?;
+    let agent = match &args.goal_file {
+        None => None,
+        Some(f) => {
+            let goal = std::fs::read_to_string(f).map_err(|e| Error::io("read", f, e))?;
+            let cwd = working_dir(args.cwd.as_deref())?;
+            let lead = inherited(ctx, &args.model, &args.permissions)?;
+            Some(LeadAgentOptions {
+                root: ctx.root.clone(),
+                team: team.clone(),
+                goal,
+                approver: args.approver,
+                llm: ctx.llm_config(&args.model)?,
+                powers: LeadPowers {
+                    launcher: ctx.launcher(&team, lead, cwd.clone())?,
+                    max_teammates: args.teammates,
+                },
+                cwd,
+                max_turns: args.permissions.max_turns,
+                stall_after: Duration::from_secs(60),
+                timings: ctx.settings.timings.clone(),
+            })
+        }
+    };
+    let opts = LeadOptions {
+        root: ctx.root.clone(),
+        team,
+        tmux: Some(tmux),
+        keep_team: args.keep_team,
+        reconcile_every: Duration::from_millis(500),
+        ladder: LadderOptions::new(ctx.settings.dirs.clone()),
+        draw: std::io::stdout().is_terminal(),
+        pane: ctx.own_pane(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+    let code = runtime.block_on(dispatcher::run(opts, agent))?;
+    Ok(u8::try_from(code).unwrap_or(1))
+}
+
+/// The settings a lead passes on to its teammates, from its model and permission flags.
+pub fn inherited(
+    ctx: &Ctx,
+    model: &ModelOpts,
+    permissions: &PermissionOpts,
+) -> Result<crate::team::inherit::LeadSettings> {
+    let mut lead = ctx.lead_settings()?;
+    lead.provider = model.api.provider.map(|p| p.to_string());
+    lead.model = model.model.clone();
+    lead.base_url = model.api.base_url.clone();
+    lead.anthropic_version = model.api.anthropic_version.clone();
+    lead.permission_mode = permissions.permission_mode;
+    lead.allow = permissions.allow.iter().map(ToString::to_string).collect();
+    lead.max_turns = Some(permissions.max_turns);
+    lead.permission_timeout = Some(permissions.permission_timeout.into());
+    Ok(lead)
+}

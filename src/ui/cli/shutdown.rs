@@ -1,0 +1,61 @@
+//! `swarm shutdown`: the shutdown ladder, for one teammate or all of them.
+
+use std::time::Duration;
+
+use crate::store::names::LEAD;
+use crate::store::roster;
+use crate::team::shutdown::{self, LadderOptions, Outcome};
+use crate::ui::cli::args::ShutdownArgs;
+use crate::ui::cli::context::Ctx;
+use crate::ui::cli::output::print_json;
+use crate::util::error::{Error, Result};
+
+pub fn run(ctx: &Ctx, args: ShutdownArgs) -> Result<()> {
+    let team = ctx.team()?;
+    let tmux = ctx.team_tmux(&team)?;
+    let opts = LadderOptions {
+        timeout: args.timeout.into(),
+        force: args.force,
+        grace: Duration::from_secs(5),
+        dirs: ctx.settings.dirs.clone(),
+    };
+    let config = roster::load(&ctx.root, &team)?;
+    let names: Vec<String> = match &args.name {
+        Some(n) => {
+            config.require(n)?;
+            if n == LEAD {
+                return Err(Error::usage(
+                    "the lead is not shut down this way; stop it in its pane (Ctrl-C) or delete the team",
+                ));
+            }
+            vec![n.clone()]
+        }
+        None => config.teammates().map(|m| m.name.clone()).collect(),
+    };
+    let quiet = ctx.json();
+    let results = shutdown::shut_down_all(&ctx.root, &team, Some(&tmux), &names, &opts, &|line| {
+        if !quiet {
+            println!("{line}");
+        }
+    });
+    let mut rejected = Vec::new();
+    let mut reports = Vec::new();
+    for r in results {
+        let r = r?;
+        if let Outcome::Rejected(reason) = &r.outcome {
+            rejected.push(format!("{} ({reason})", r.name));
+        }
+        reports.push(serde_json::json!({"name": r.name, "outcome": format!("{:?}", r.outcome), "steps": r.steps}));
+    }
+    if ctx.json() {
+        print_json(&reports);
+    }
+    if rejected.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::conflict(format!(
+            "refused to shut down: {}; pass --force to terminate anyway",
+            rejected.join(", ")
+        )))
+    }
+}

@@ -1,0 +1,111 @@
+//! `swarm spawn`: a teammate in its own pane, or with `--dry-run` what that would run.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::store::mailbox;
+use crate::store::names::AgentName;
+use crate::team::launch::SpawnRequest;
+use crate::ui::cli::args::SpawnArgs;
+use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::output::print_json;
+use crate::util::error::{Error, Result};
+
+pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
+    let team = ctx.team()?;
+    let prompt = match (&args.prompt, &args.prompt_file) {
+        (_, Some(f)) => Some(std::fs::read_to_string(f).map_err(|e| Error::io("read", f, e))?),
+        (p, None) => p.clone(),
+    };
+    if let Some(p) = &prompt {
+        mailbox::check_text(p)?;
+    }
+    let req = SpawnRequest {
+        name: AgentName::new(&args.name)?,
+        prompt,
+        agent_type: args.agent_type.clone(),
+        model: args.model.clone(),
+        permission_mode: args.permission_mode,
+        plan_mode_required: args.plan_mode_required,
+        cwd: working_dir(args.cwd.as_deref())?,
+        color: args.color.clone(),
+        isolation: args.isolation,
+    };
+    // The lead's own model and mode have no flag here: a spawning shell's environment
+    // gives them, as it does to `swarm lead`.
+    let mut lead = ctx.lead_settings()?;
+    lead.provider = args.api.provider.map(|p| p.to_string());
+    lead.base_url = args.api.base_url.clone();
+    lead.anthropic_version = args.api.anthropic_version.clone();
+    lead.model = ctx.env().get("SWARM_MODEL").map(str::to_owned);
+    if let Some(mode) = ctx.env().get("SWARM_PERMISSION_MODE") {
+        lead.permission_mode = mode.parse()?;
+    }
+    lead.allow = args.allow.iter().map(ToString::to_string).collect();
+    lead.max_turns = args.max_turns;
+    let cwd = working_dir(None)?;
+    let launcher = ctx.launcher(&team, lead, cwd)?;
+    let worktree_json = |path: &std::path::Path, branch: &str, base: &str| json!({"path": path, "branch": branch, "base": base});
+    if args.dry_run {
+        let dry = launcher.dry_run(&req)?;
+        let cmd = &dry.command;
+        if ctx.json() {
+            let redacted = cmd
+                .secret_env
+                .iter()
+                .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
+            print_json(&json!({
+                "tmux": dry.prefix,
+                "cwd": cmd.cwd,
+                "argv": cmd.argv,
+                "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),
+                "worktree": dry.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
+            }));
+        } else {
+            for line in &dry.tmux {
+                println!("{line}");
+            }
+            if let Some(w) = &dry.worktree {
+                println!(
+                    "(would first create worktree {} on new branch {} from {})",
+                    w.path.display(),
+                    w.branch,
+                    &w.base[..12.min(w.base.len())]
+                );
+            }
+        }
+        return Ok(());
+    }
+    let spawned = launcher.spawn(&req)?;
+    if ctx.json() {
+        print_json(&json!({
+            "name": spawned.name,
+            "pane": spawned.pane,
+            "color": spawned.color,
+            "openedWindow": spawned.opened_window,
+            "model": spawned.model,
+            "worktree": spawned.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
+        }));
+    } else {
+        println!(
+            "spawned {} in pane {}{}",
+            spawned.name,
+            spawned.pane,
+            if spawned.opened_window {
+                format!(" (opened the team window; see it with `swarm attach {team}`)")
+            } else {
+                String::new()
+            }
+        );
+        if let Some(w) = &spawned.worktree {
+            println!(
+                "{} works in worktree {} on branch {}",
+                spawned.name,
+                w.path.display(),
+                w.branch
+            );
+        }
+    }
+    Ok(())
+}

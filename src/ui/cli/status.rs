@@ -1,0 +1,46 @@
+//! `swarm status` and `swarm attach`: the team as it is, in a table or in its window.
+
+use std::io::IsTerminal;
+
+use crate::team::launch;
+use crate::team::status;
+use crate::team::supervisor;
+use crate::team::window::TeamWindow;
+use crate::ui::cli::context::Ctx;
+use crate::ui::cli::output::print_json;
+use crate::util::clock;
+use crate::util::error::{Error, Result};
+
+pub fn status(ctx: &Ctx) -> Result<()> {
+    let team = ctx.team()?;
+    let tmux = ctx.team_tmux(&team)?;
+    // Nobody else may be watching: whoever looks first reports what ended.
+    let (seen, reported) =
+        supervisor::reconcile(&ctx.root, &team, Some(&tmux), &ctx.settings.dirs)?;
+    let seen = if reported.is_empty() {
+        seen
+    } else {
+        status::observe(&ctx.root, &team, Some(&tmux))?
+    };
+    if ctx.json() {
+        print_json(&seen);
+    } else {
+        print!("{}", status::render(&seen, clock::now_ms()));
+    }
+    Ok(())
+}
+
+pub fn attach(ctx: &Ctx, team: Option<String>) -> Result<()> {
+    let team = ctx.team_or(team.as_deref())?;
+    let tmux = ctx.team_tmux(&team)?;
+    let options = launch::window_options(&ctx.root, &team, ctx.settings.panes_per_window);
+    let window = TeamWindow::find(&tmux, &team, options)?.ok_or_else(|| {
+        Error::not_found(format!(
+            "team '{team}' has no tmux window; start one with `swarm spawn` or `swarm run`"
+        ))
+    })?;
+    if !std::io::stdout().is_terminal() && !ctx.inside_tmux() {
+        return Err(Error::usage("`swarm attach` needs a terminal"));
+    }
+    window.attach(ctx.inside_tmux())
+}
