@@ -8,6 +8,13 @@ pub mod model;
 pub mod ui;
 pub mod view;
 
+// The view's parts: one file per panel, and what the panels share.
+mod panel_approvals;
+mod panel_feed;
+mod panel_members;
+mod panel_tasks;
+mod style;
+
 pub use app::{App, Flow, Jumper, run};
 pub use model::{Snapshot, Source};
 pub use ui::{Action, Panel, UiState};
