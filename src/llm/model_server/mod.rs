@@ -2,11 +2,12 @@
 //! chat completions) requests from a script, so tests and demos run the real client code
 //! without reaching any model.
 
+pub mod builder;
+pub mod matcher;
 pub mod render;
 pub mod script;
 pub mod server;
 
-pub use script::{
-    Fault, FaultKind, Matcher, Outcome, Raw, RawEnd, Reply, RequestView, Rule, Script, ToolCall,
-};
+pub use matcher::{Matcher, Outcome, RequestView};
+pub use script::{Fault, FaultKind, Raw, RawEnd, Reply, Rule, Script, ToolCall};
 pub use server::{ModelServer, RecordedRequest};

@@ -1,5 +1,15 @@
-//! The script a model server answers from: its JSON format, a Rust builder for it, and the
-//! matching of requests to rules.
+//! The script a model server answers from, as data: the serde types of its JSON format,
+//! reading it (from JSON with `//` line comments, or a file) and writing it back, and its
+//! validation. Scripts are built in Rust with the methods in [`builder`](super::builder)
+//! and answered by a [`Matcher`](super::matcher::Matcher).
+//!
+//! Invariants:
+//! - Every struct refuses unknown fields, so a misspelt key is an error, not a silent no-op.
+//! - [`Script::from_json`] and [`Matcher::new`](super::matcher::Matcher::new) run the same
+//!   validation, so a script that parses is one the server accepts; its errors name the
+//!   rule (`rule <name or rules[i]>: ...`) or `default`.
+//! - Writing omits unset fields, so [`Script::to_json`] parses back to an equal script.
+//! - [`Raw::chunks`] splits a body the same way on every run for a given seed.
 //!
 //! # Format
 //!
@@ -246,61 +256,6 @@ pub enum FaultKind {
 }
 
 impl Fault {
-    /// An HTTP error status.
-    pub fn status(status: u16) -> Fault {
-        Fault {
-            status: Some(status),
-            ..Fault::default()
-        }
-    }
-
-    pub fn retry_after(mut self, value: impl Into<String>) -> Fault {
-        self.retry_after = Some(value.into());
-        self
-    }
-
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Fault {
-        self.headers.insert(name.into(), value.into());
-        self
-    }
-
-    pub fn body(mut self, body: Value) -> Fault {
-        self.body = Some(body);
-        self
-    }
-
-    /// HTTP 200, `after_frames` frames, then an `error` event of `error_type`.
-    pub fn error_event(after_frames: usize, error_type: impl Into<String>) -> Fault {
-        Fault {
-            error_event_after_frames: Some(after_frames),
-            error_type: Some(error_type.into()),
-            ..Fault::default()
-        }
-    }
-
-    pub fn stall(after_frames: usize, stall_ms: u64) -> Fault {
-        Fault {
-            stall_after_frames: Some(after_frames),
-            stall_ms: Some(stall_ms),
-            ..Fault::default()
-        }
-    }
-
-    pub fn drop_after(frames: usize) -> Fault {
-        Fault {
-            drop_after_frames: Some(frames),
-            ..Fault::default()
-        }
-    }
-
-    pub fn pings(every_ms: u64, for_ms: u64) -> Fault {
-        Fault {
-            pings_every_ms: Some(every_ms),
-            ping_for_ms: Some(for_ms),
-            ..Fault::default()
-        }
-    }
-
     /// Checks that exactly one kind of fault is described, with only its own fields.
     pub fn kind(&self) -> std::result::Result<FaultKind, String> {
         let http = self.status.is_some()
@@ -384,26 +339,19 @@ impl Fault {
     }
 }
 
+/// What validating a script yields, rule by rule: its compiled `user_regex` and its
+/// fault's kind.
+pub(super) struct Compiled {
+    pub(super) regexes: Vec<Option<regex::Regex>>,
+    pub(super) faults: Vec<Option<FaultKind>>,
+}
+
 impl Script {
-    pub fn new() -> Script {
-        Script::default()
-    }
-
-    pub fn rule(mut self, rule: Rule) -> Script {
-        self.rules.push(rule);
-        self
-    }
-
-    pub fn default_reply(mut self, reply: Reply) -> Script {
-        self.default = Some(reply);
-        self
-    }
-
     /// Parses and validates a script; `//` line comments are allowed.
     pub fn from_json(text: &str) -> std::result::Result<Script, String> {
         let script: Script =
             serde_json::from_str(&strip_line_comments(text)).map_err(|e| e.to_string())?;
-        Matcher::new(script.clone())?;
+        script.compile()?;
         Ok(script)
     }
 
@@ -417,66 +365,44 @@ impl Script {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a script always serialises")
     }
+
+    /// Validates the script; errors name the rule.
+    pub(super) fn compile(&self) -> std::result::Result<Compiled, String> {
+        let mut regexes = Vec::new();
+        let mut faults = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            let at = |e: String| format!("rule {}: {e}", rule.label(i));
+            regexes.push(
+                rule.user_regex
+                    .as_deref()
+                    .map(regex::Regex::new)
+                    .transpose()
+                    .map_err(|e| at(format!("user_regex: {e}")))?,
+            );
+            faults.push(
+                rule.fault
+                    .as_ref()
+                    .map(Fault::kind)
+                    .transpose()
+                    .map_err(at)?,
+            );
+            if let Some(reply) = &rule.reply {
+                reply.validate().map_err(at)?;
+            }
+            if rule.reply.is_some() && matches!(faults[i], Some(FaultKind::Http { .. })) {
+                return Err(at(
+                    "an HTTP status fault sends no reply; drop the reply".into()
+                ));
+            }
+        }
+        if let Some(d) = &self.default {
+            d.validate().map_err(|e| format!("default: {e}"))?;
+        }
+        Ok(Compiled { regexes, faults })
+    }
 }
 
 impl Rule {
-    pub fn new(name: impl Into<String>) -> Rule {
-        Rule {
-            name: Some(name.into()),
-            ..Rule::default()
-        }
-    }
-
-    pub fn agent(mut self, agent: impl Into<String>) -> Rule {
-        self.agent = Some(agent.into());
-        self
-    }
-
-    pub fn system_contains(mut self, s: impl Into<String>) -> Rule {
-        self.system_contains = Some(s.into());
-        self
-    }
-
-    pub fn user_contains(mut self, s: impl Into<String>) -> Rule {
-        self.user_contains = Some(s.into());
-        self
-    }
-
-    pub fn user_regex(mut self, re: impl Into<String>) -> Rule {
-        self.user_regex = Some(re.into());
-        self
-    }
-
-    pub fn tool_result_contains(mut self, s: impl Into<String>) -> Rule {
-        self.tool_result_contains = Some(s.into());
-        self
-    }
-
-    pub fn no_tool_result(mut self, fresh: bool) -> Rule {
-        self.no_tool_result = Some(fresh);
-        self
-    }
-
-    pub fn times(mut self, n: u32) -> Rule {
-        self.times = Some(n);
-        self
-    }
-
-    pub fn delay_ms(mut self, ms: u64) -> Rule {
-        self.delay_ms = Some(ms);
-        self
-    }
-
-    pub fn reply(mut self, reply: Reply) -> Rule {
-        self.reply = Some(reply);
-        self
-    }
-
-    pub fn fault(mut self, fault: Fault) -> Rule {
-        self.fault = Some(fault);
-        self
-    }
-
     /// How logs and recorded requests name the rule: its name, or its position.
     pub fn label(&self, index: usize) -> String {
         self.name
@@ -486,69 +412,6 @@ impl Rule {
 }
 
 impl Reply {
-    /// A reply of one text block.
-    pub fn text(text: impl Into<String>) -> Reply {
-        Reply {
-            text: Some(text.into()),
-            ..Reply::default()
-        }
-    }
-
-    /// A reply of one tool call.
-    pub fn tool(name: impl Into<String>, input: Value) -> Reply {
-        Reply::default().tool_call(name, input)
-    }
-
-    pub fn tool_call(mut self, name: impl Into<String>, input: Value) -> Reply {
-        self.tool_calls.push(ToolCall {
-            name: name.into(),
-            input,
-            id: None,
-        });
-        self
-    }
-
-    /// A tool call with a fixed id instead of a generated one.
-    pub fn tool_call_with_id(
-        mut self,
-        id: impl Into<String>,
-        name: impl Into<String>,
-        input: Value,
-    ) -> Reply {
-        self.tool_calls.push(ToolCall {
-            name: name.into(),
-            input,
-            id: Some(id.into()),
-        });
-        self
-    }
-
-    pub fn with_text(mut self, text: impl Into<String>) -> Reply {
-        self.text = Some(text.into());
-        self
-    }
-
-    pub fn thinking(mut self, thinking: impl Into<String>, signature: impl Into<String>) -> Reply {
-        self.thinking = Some(Thinking {
-            thinking: thinking.into(),
-            signature: signature.into(),
-        });
-        self
-    }
-
-    pub fn stop_reason(mut self, reason: impl Into<String>) -> Reply {
-        self.stop_reason = Some(reason.into());
-        self
-    }
-
-    /// A raw response body.
-    pub fn raw(raw: Raw) -> Reply {
-        Reply {
-            raw: Some(raw),
-            ..Reply::default()
-        }
-    }
-
     fn validate(&self) -> std::result::Result<(), String> {
         if let Some(raw) = &self.raw {
             if self.text.is_some()
@@ -581,69 +444,9 @@ impl Reply {
         }
         Ok(())
     }
-
-    /// The reply with `{{name}}` placeholders replaced in every string.
-    pub fn substitute(&self, vars: &BTreeMap<String, String>) -> Reply {
-        let s = |t: &String| substitute(t, vars);
-        Reply {
-            text: self.text.as_ref().map(s),
-            thinking: self.thinking.as_ref().map(|t| Thinking {
-                thinking: s(&t.thinking),
-                signature: s(&t.signature),
-            }),
-            tool_calls: self
-                .tool_calls
-                .iter()
-                .map(|c| ToolCall {
-                    name: s(&c.name),
-                    input: substitute_value(&c.input, vars),
-                    id: c.id.as_ref().map(s),
-                })
-                .collect(),
-            stop_reason: self.stop_reason.as_ref().map(s),
-            raw: self.raw.clone(),
-        }
-    }
 }
 
 impl Raw {
-    pub fn new(body: impl Into<String>) -> Raw {
-        Raw {
-            body: body.into(),
-            ..Raw::default()
-        }
-    }
-
-    pub fn chunk_bytes(mut self, min: usize, max: usize) -> Raw {
-        self.chunk_bytes = Some([min, max]);
-        self
-    }
-
-    pub fn chunk_delay_ms(mut self, ms: u64) -> Raw {
-        self.chunk_delay_ms = Some(ms);
-        self
-    }
-
-    pub fn seed(mut self, seed: u64) -> Raw {
-        self.seed = Some(seed);
-        self
-    }
-
-    pub fn end(mut self, end: RawEnd) -> Raw {
-        self.end = Some(end);
-        self
-    }
-
-    pub fn status(mut self, status: u16) -> Raw {
-        self.status = Some(status);
-        self
-    }
-
-    pub fn content_type(mut self, ct: impl Into<String>) -> Raw {
-        self.content_type = Some(ct.into());
-        self
-    }
-
     /// The pieces the body is written in: sizes drawn from `chunk_bytes` with a seeded
     /// generator, so the same script splits the same way every run.
     pub fn chunks(&self) -> Vec<Vec<u8>> {
@@ -661,41 +464,6 @@ impl Raw {
             at = end;
         }
         out
-    }
-}
-
-/// Replaces `{{name}}` (spaces inside the braces allowed) by its value; unknown names stay.
-pub fn substitute(text: &str, vars: &BTreeMap<String, String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after.find("}}") {
-            Some(end) if vars.contains_key(after[..end].trim()) => {
-                out.push_str(&vars[after[..end].trim()]);
-                rest = &after[end + 2..];
-            }
-            _ => {
-                out.push_str("{{");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn substitute_value(v: &Value, vars: &BTreeMap<String, String>) -> Value {
-    match v {
-        Value::String(s) => Value::String(substitute(s, vars)),
-        Value::Array(a) => Value::Array(a.iter().map(|x| substitute_value(x, vars)).collect()),
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .map(|(k, x)| (substitute(k, vars), substitute_value(x, vars)))
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }
 
@@ -730,294 +498,9 @@ fn strip_line_comments(text: &str) -> String {
     out
 }
 
-/// What a rule can see of a request, whichever API shape it came in.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RequestView {
-    pub agent: Option<String>,
-    pub system: String,
-    /// The latest user turn: text blocks and tool result contents, joined by newlines.
-    pub user_text: String,
-    /// The latest user turn's tool result contents only.
-    pub tool_result_text: String,
-    pub has_tool_result: bool,
-}
-
-/// The text of a content value that is a string or a list of blocks with `text`.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-impl RequestView {
-    /// A Messages API request body.
-    pub fn anthropic(body: &Value, agent: Option<&str>) -> RequestView {
-        let mut view = RequestView {
-            agent: agent.map(str::to_string),
-            system: body.get("system").map(text_of).unwrap_or_default(),
-            ..RequestView::default()
-        };
-        let last_user = body
-            .get("messages")
-            .and_then(Value::as_array)
-            .and_then(|ms| {
-                ms.iter()
-                    .rev()
-                    .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-            });
-        let Some(content) = last_user.and_then(|m| m.get("content")) else {
-            return view;
-        };
-        let mut texts = Vec::new();
-        let mut results = Vec::new();
-        match content {
-            Value::String(s) => texts.push(s.clone()),
-            Value::Array(blocks) => {
-                for b in blocks {
-                    match b.get("type").and_then(Value::as_str) {
-                        Some("text") => texts.push(text_of(b.get("text").unwrap_or(&Value::Null))),
-                        Some("tool_result") => {
-                            let t = b.get("content").map(text_of).unwrap_or_default();
-                            texts.push(t.clone());
-                            results.push(t);
-                            view.has_tool_result = true;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
-        }
-        view.user_text = texts.join("\n");
-        view.tool_result_text = results.join("\n");
-        view
-    }
-
-    /// A chat completions request body: the latest user turn is every `user` and `tool`
-    /// message after the last `assistant` message.
-    pub fn openai(body: &Value, agent: Option<&str>) -> RequestView {
-        let empty = Vec::new();
-        let messages = body
-            .get("messages")
-            .and_then(Value::as_array)
-            .unwrap_or(&empty);
-        let role = |m: &Value| {
-            m.get("role")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        let system = messages
-            .iter()
-            .filter(|m| matches!(role(m).as_str(), "system" | "developer"))
-            .map(|m| text_of(m.get("content").unwrap_or(&Value::Null)))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let start = messages
-            .iter()
-            .rposition(|m| role(m) == "assistant")
-            .map_or(0, |i| i + 1);
-        let mut view = RequestView {
-            agent: agent.map(str::to_string),
-            system,
-            ..RequestView::default()
-        };
-        let mut texts = Vec::new();
-        let mut results = Vec::new();
-        for m in &messages[start..] {
-            let t = text_of(m.get("content").unwrap_or(&Value::Null));
-            match role(m).as_str() {
-                "user" => texts.push(t),
-                "tool" => {
-                    texts.push(t.clone());
-                    results.push(t);
-                    view.has_tool_result = true;
-                }
-                _ => {}
-            }
-        }
-        view.user_text = texts.join("\n");
-        view.tool_result_text = results.join("\n");
-        view
-    }
-}
-
-/// What the script says to do with one request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Selection {
-    pub outcome: Outcome,
-    /// The reply with placeholders filled in; `None` only when unmatched.
-    pub reply: Option<Reply>,
-    pub fault: Option<FaultKind>,
-    pub delay: Duration,
-}
-
-/// Which part of the script answered a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// A rule, by its label.
-    Rule(String),
-    Default,
-    /// No rule fired and there is no default.
-    Unmatched,
-    /// The request body was not JSON.
-    Invalid(String),
-}
-
-/// A script with its regexes compiled and its `times` counters.
-#[derive(Debug)]
-pub struct Matcher {
-    script: Script,
-    regexes: Vec<Option<regex::Regex>>,
-    faults: Vec<Option<FaultKind>>,
-    used: Vec<u32>,
-}
-
-impl Matcher {
-    /// Validates the script; errors name the rule.
-    pub fn new(script: Script) -> std::result::Result<Matcher, String> {
-        let mut regexes = Vec::new();
-        let mut faults = Vec::new();
-        for (i, rule) in script.rules.iter().enumerate() {
-            let at = |e: String| format!("rule {}: {e}", rule.label(i));
-            regexes.push(
-                rule.user_regex
-                    .as_deref()
-                    .map(regex::Regex::new)
-                    .transpose()
-                    .map_err(|e| at(format!("user_regex: {e}")))?,
-            );
-            faults.push(
-                rule.fault
-                    .as_ref()
-                    .map(Fault::kind)
-                    .transpose()
-                    .map_err(at)?,
-            );
-            if let Some(reply) = &rule.reply {
-                reply.validate().map_err(at)?;
-            }
-            if rule.reply.is_some() && matches!(faults[i], Some(FaultKind::Http { .. })) {
-                return Err(at(
-                    "an HTTP status fault sends no reply; drop the reply".into()
-                ));
-            }
-        }
-        if let Some(d) = &script.default {
-            d.validate().map_err(|e| format!("default: {e}"))?;
-        }
-        Ok(Matcher {
-            used: vec![0; script.rules.len()],
-            script,
-            regexes,
-            faults,
-        })
-    }
-
-    /// Picks the answer for a request, using up one of the chosen rule's `times`.
-    pub fn select(&mut self, view: &RequestView) -> Selection {
-        let mut vars = BTreeMap::new();
-        vars.insert("agent".to_string(), view.agent.clone().unwrap_or_default());
-        for (i, rule) in self.script.rules.iter().enumerate() {
-            if rule.times.is_some_and(|t| self.used[i] >= t) {
-                continue;
-            }
-            let Some(captures) = conditions_hold(rule, self.regexes[i].as_ref(), view) else {
-                continue;
-            };
-            self.used[i] += 1;
-            vars.extend(captures);
-            let reply = rule
-                .reply
-                .as_ref()
-                .or(self.script.default.as_ref())
-                .cloned()
-                .unwrap_or_else(|| Reply::text("OK."));
-            return Selection {
-                outcome: Outcome::Rule(rule.label(i)),
-                reply: Some(reply.substitute(&vars)),
-                fault: self.faults[i].clone(),
-                delay: Duration::from_millis(rule.delay_ms.unwrap_or(0)),
-            };
-        }
-        match &self.script.default {
-            Some(d) => Selection {
-                outcome: Outcome::Default,
-                reply: Some(d.substitute(&vars)),
-                fault: None,
-                delay: Duration::ZERO,
-            },
-            None => Selection {
-                outcome: Outcome::Unmatched,
-                reply: None,
-                fault: None,
-                delay: Duration::ZERO,
-            },
-        }
-    }
-}
-
-/// The named captures when every condition of `rule` holds.
-fn conditions_hold(
-    rule: &Rule,
-    regex: Option<&regex::Regex>,
-    view: &RequestView,
-) -> Option<BTreeMap<String, String>> {
-    let contains = |hay: &str, needle: &Option<String>| {
-        needle.as_ref().is_none_or(|n| hay.contains(n.as_str()))
-    };
-    if let Some(agent) = &rule.agent
-        && view.agent.as_deref() != Some(agent.as_str())
-    {
-        return None;
-    }
-    if !contains(&view.system, &rule.system_contains)
-        || !contains(&view.user_text, &rule.user_contains)
-        || !contains(&view.tool_result_text, &rule.tool_result_contains)
-    {
-        return None;
-    }
-    if let Some(fresh) = rule.no_tool_result
-        && fresh == view.has_tool_result
-    {
-        return None;
-    }
-    let mut vars = BTreeMap::new();
-    if let Some(re) = regex {
-        let caps = re.captures(&view.user_text)?;
-        for name in re.capture_names().flatten() {
-            vars.insert(
-                name.to_string(),
-                caps.name(name).map_or("", |m| m.as_str()).to_string(),
-            );
-        }
-    }
-    Some(vars)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn view(agent: &str, user: &str, tool: Option<&str>) -> RequestView {
-        RequestView {
-            agent: Some(agent.into()),
-            system: "You are bob.".into(),
-            user_text: match tool {
-                Some(t) => format!("{t}\n{user}"),
-                None => user.into(),
-            },
-            tool_result_text: tool.unwrap_or_default().into(),
-            has_tool_result: tool.is_some(),
-        }
-    }
 
     #[test]
     fn the_documented_example_parses() {
@@ -1075,113 +558,6 @@ mod tests {
             err(r#"{"rules": [{"fault": {"status": 500}, "reply": {"text": "x"}}]}"#)
                 .contains("sends no reply")
         );
-    }
-
-    #[test]
-    fn rules_fire_in_order_and_times_run_out() {
-        let script = Script::new()
-            .rule(Rule::new("busy").times(1).fault(Fault::status(529)))
-            .rule(
-                Rule::new("bob only")
-                    .agent("bob")
-                    .reply(Reply::text("hi bob")),
-            )
-            .default_reply(Reply::text("default for {{agent}}"));
-        let mut m = Matcher::new(script).unwrap();
-        let s = m.select(&view("bob", "x", None));
-        assert_eq!(s.outcome, Outcome::Rule("busy".into()));
-        assert!(matches!(s.fault, Some(FaultKind::Http { status: 529, .. })));
-        let s = m.select(&view("bob", "x", None));
-        assert_eq!(s.outcome, Outcome::Rule("bob only".into()));
-        assert_eq!(s.reply.unwrap().text.unwrap(), "hi bob");
-        let s = m.select(&view("alice", "x", None));
-        assert_eq!(s.outcome, Outcome::Default);
-        assert_eq!(s.reply.unwrap().text.unwrap(), "default for alice");
-        let mut bare = Matcher::new(Script::new()).unwrap();
-        assert_eq!(
-            bare.select(&view("a", "b", None)).outcome,
-            Outcome::Unmatched
-        );
-    }
-
-    #[test]
-    fn conditions_and_captures() {
-        let rule = Rule::new("approve")
-            .system_contains("bob")
-            .user_regex(r#"requestId":"(?P<rid>[^"]+)""#)
-            .reply(
-                Reply::text("approving {{ rid }} for {{agent}}, {{unknown}}").tool_call(
-                    "SendMessage",
-                    json!({"to": "x", "message": {"request_id": "{{rid}}", "list": ["{{rid}}", 3]}}),
-                ),
-            );
-        let mut m = Matcher::new(Script::new().rule(rule)).unwrap();
-        let s = m.select(&view("lead", r#"{"requestId":"req-7"}"#, None));
-        let reply = s.reply.unwrap();
-        assert_eq!(reply.text.unwrap(), "approving req-7 for lead, {{unknown}}");
-        assert_eq!(
-            reply.tool_calls[0].input,
-            json!({"to": "x", "message": {"request_id": "req-7", "list": ["req-7", 3]}})
-        );
-        assert_eq!(
-            m.select(&view("lead", "nothing", None)).outcome,
-            Outcome::Unmatched
-        );
-
-        let mut m = Matcher::new(
-            Script::new()
-                .rule(Rule::new("fresh").no_tool_result(true))
-                .rule(Rule::new("after ls").tool_result_contains("file.txt"))
-                .rule(Rule::new("after tool").no_tool_result(false)),
-        )
-        .unwrap();
-        assert_eq!(
-            m.select(&view("a", "go", None)).outcome,
-            Outcome::Rule("fresh".into())
-        );
-        assert_eq!(
-            m.select(&view("a", "go", Some("file.txt"))).outcome,
-            Outcome::Rule("after ls".into())
-        );
-        // user_contains sees tool results too, tool_result_contains sees only them.
-        assert_eq!(
-            m.select(&view("a", "file.txt", Some("other"))).outcome,
-            Outcome::Rule("after tool".into())
-        );
-    }
-
-    #[test]
-    fn views_of_both_api_shapes() {
-        let anthropic = json!({
-            "system": [{"type": "text", "text": "sys"}],
-            "messages": [
-                {"role": "user", "content": "first"},
-                {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
-                {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "res"}]},
-                    {"type": "text", "text": "more"}
-                ]}
-            ]
-        });
-        let v = RequestView::anthropic(&anthropic, Some("bob"));
-        assert_eq!(v.system, "sys");
-        assert_eq!(v.user_text, "res\nmore");
-        assert_eq!(v.tool_result_text, "res");
-        assert!(v.has_tool_result);
-        let openai = json!({"messages": [
-            {"role": "system", "content": "sys"},
-            {"role": "user", "content": "first"},
-            {"role": "assistant", "content": null, "tool_calls": []},
-            {"role": "tool", "tool_call_id": "c", "content": "res"},
-            {"role": "user", "content": "more"}
-        ]});
-        assert_eq!(RequestView::openai(&openai, Some("bob")), v);
-        let fresh = RequestView::anthropic(
-            &json!({"messages": [{"role": "user", "content": "hi"}]}),
-            None,
-        );
-        assert_eq!(fresh.user_text, "hi");
-        assert!(!fresh.has_tool_result);
     }
 
     #[test]

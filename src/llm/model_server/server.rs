@@ -28,10 +28,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::http::{default_kind, status_for_kind};
+use crate::llm::model_server::matcher::{Matcher, Outcome, RequestView};
 use crate::llm::model_server::render::{self, Resolved};
-use crate::llm::model_server::script::{
-    FaultKind, Matcher, Outcome, Raw, RawEnd, RequestView, Script,
-};
+use crate::llm::model_server::script::{FaultKind, Raw, RawEnd, Script};
 use crate::util::error::{Error, Result};
 
 /// The Messages API's request size limit; larger bodies get 413 like the real edge gives.
