@@ -99,7 +99,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str)) -> Result<u8> {
             say(
                 "attaching to the team window (detach with your tmux prefix, then d; the demo keeps going)",
             );
-            window.attach(launcher.inside_tmux)?;
+            window.attach(launcher.caller.inside())?;
         }
         let code = team_run::wait_for_lead(&launcher.root, &team, &window, say)?;
         say(&team_run::report(&launcher.root, &team));

@@ -21,7 +21,7 @@ use crate::store::roster::{self, NewMember};
 use crate::team::inherit::{self, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::team::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use crate::team::worktree;
-use crate::tmux::{PaneSpec, Tmux};
+use crate::tmux::{Caller, PaneSpec, Tmux};
 use crate::util::error::{Error, Result};
 
 #[derive(Debug, Clone)]
@@ -77,7 +77,8 @@ pub struct Launcher {
     pub root: Root,
     pub team: TeamName,
     pub tmux: Tmux,
-    pub inside_tmux: bool,
+    /// Where the process starting teammates sits in tmux (a first window opens beside it).
+    pub caller: Caller,
     pub lead: LeadSettings,
     /// The lead's environment, which teammates inherit from (see [`inherit`]).
     pub env: BTreeMap<String, String>,
@@ -202,7 +203,7 @@ impl Launcher {
         if let Some(w) = TeamWindow::find(&self.tmux, &self.team, self.window_options())? {
             return Ok((w, false));
         }
-        let placement = Placement::for_caller(&self.tmux, self.inside_tmux)?;
+        let placement = Placement::for_caller(&self.tmux, &self.caller)?;
         let window = TeamWindow::open(
             &self.tmux,
             &self.team,

@@ -39,9 +39,8 @@ use std::time::Instant;
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::{PALETTE, tmux_colour};
 use crate::tmux::{
-    AGENT_OPTION, Direction, Layout, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec,
-    SessionId, TEAM_OPTION, Tmux, TmuxCommand, TmuxError, WindowId, caller_pane, caller_socket,
-    is_server_path,
+    AGENT_OPTION, Caller, Direction, Layout, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec,
+    SessionId, TEAM_OPTION, Tmux, TmuxCommand, TmuxError, WindowId, is_server_path,
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Error, IoContext, Result};
@@ -91,18 +90,14 @@ pub enum Placement {
 }
 
 impl Placement {
-    /// For a caller that says whether it runs inside tmux: the caller's own session when it
-    /// is inside and `tmux` addresses the caller's server (`$TMUX`, `$TMUX_PANE`), else a
-    /// detached session. A caller inside tmux that was pointed at another server
-    /// (`SWARM_TMUX_SOCKET`) gets a detached session on that server.
-    pub fn for_caller(tmux: &Tmux, inside_tmux: bool) -> Result<Placement> {
-        if !inside_tmux {
-            return Ok(Placement::Detached);
-        }
-        let (Some(socket), Some(pane)) = (caller_socket(), caller_pane()) else {
+    /// The caller's own session when it runs inside tmux and `tmux` addresses the caller's
+    /// server, else a detached session. A caller inside tmux that was pointed at another
+    /// server (`SWARM_TMUX_SOCKET`) gets a detached session on that server.
+    pub fn for_caller(tmux: &Tmux, caller: &Caller) -> Result<Placement> {
+        let (Some(socket), Some(pane)) = (&caller.socket, caller.pane) else {
             return Ok(Placement::Detached);
         };
-        if !is_server_path(tmux, &socket) {
+        if !is_server_path(tmux, socket) {
             return Ok(Placement::Detached);
         }
         Placement::beside(tmux, pane)
@@ -684,10 +679,10 @@ pub fn server_for(
     root: &crate::store::layout::Root,
     team: &TeamName,
     explicit: Option<&str>,
-    _env: &Environment,
+    env: &Environment,
 ) -> Result<Tmux> {
     if explicit.is_some() {
-        return Tmux::resolve(explicit); // SHIM: env
+        return Tmux::resolve(explicit, env);
     }
     let recorded = crate::store::roster::load(root, team).ok().and_then(|c| {
         c.extra
@@ -697,7 +692,7 @@ pub fn server_for(
     });
     match recorded {
         Some(path) => Ok(Tmux::with_server(crate::tmux::Server::Path(path))),
-        None => Tmux::resolve(None), // SHIM: env
+        None => Tmux::resolve(None, env),
     }
 }
 

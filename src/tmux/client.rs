@@ -1,7 +1,7 @@
 //! The handle on one tmux server: [`Server`], which server it is, and [`Tmux`], every call
 //! swarm makes to it; how swarm picks the server ([`Tmux::resolve`]); and what `$TMUX` and
-//! `$TMUX_PANE` say about a caller inside tmux ([`socket_of`], [`caller_socket`],
-//! [`caller_pane`], [`is_server_path`]).
+//! `$TMUX_PANE` say about a caller inside tmux ([`Caller`], [`socket_of`],
+//! [`is_server_path`]).
 //!
 //! Invariants: every tmux invocation carries the handle's [`Tmux::global_args`], so it names
 //! its server (`-L`, `-S`, or no flag for the default server) and passes `-f` only when one
@@ -28,6 +28,7 @@ use crate::tmux::error::{TmuxError, classify};
 use crate::tmux::escape::{SEP, config_quote, sanitized};
 use crate::tmux::ids::{PaneId, SessionId, Target, WindowId};
 use crate::tmux::pane::{NewPane, NewSession, PaneRecord, SessionRecord, pane_format, parse_panes};
+use crate::util::environment::Environment;
 use crate::util::error::Error;
 
 /// The environment variable naming swarm's tmux socket (`-L NAME`).
@@ -69,8 +70,8 @@ impl Tmux {
     /// The server swarm should use: `-L NAME` from `flag` or `$SWARM_TMUX_SOCKET`; else the
     /// server the caller is inside (`-S`, the socket path from `$TMUX`); else the default
     /// server. A user's server keeps the user's configuration.
-    pub fn resolve(flag: Option<&str>) -> Result<Tmux, Error> {
-        resolve_from(flag, |k| std::env::var_os(k))
+    pub fn resolve(flag: Option<&str>, env: &Environment) -> Result<Tmux, Error> {
+        resolve_from(flag, |k| env.get(k).map(OsString::from))
     }
 
     pub fn with_server(server: Server) -> Tmux {
@@ -679,16 +680,28 @@ pub fn socket_of(tmux_env: &OsStr) -> Option<PathBuf> {
     (!path.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(path)))
 }
 
-/// Where `$TMUX` says the caller's server is, if the caller is inside tmux.
-pub fn caller_socket() -> Option<PathBuf> {
-    std::env::var_os("TMUX")
-        .filter(|v| !v.is_empty())
-        .and_then(|v| socket_of(&v))
+/// Where the calling process sits in tmux, as `$TMUX` and `$TMUX_PANE` say: read once by
+/// the front end and passed down, so nothing here reads the environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The socket of the server the caller runs inside.
+    pub socket: Option<PathBuf>,
+    /// The caller's own pane.
+    pub pane: Option<PaneId>,
 }
 
-/// The caller's own pane (`$TMUX_PANE`), if it is inside tmux.
-pub fn caller_pane() -> Option<PaneId> {
-    std::env::var("TMUX_PANE").ok()?.parse().ok()
+impl Caller {
+    pub fn from_env(env: &Environment) -> Caller {
+        Caller {
+            socket: env.get("TMUX").and_then(|v| socket_of(OsStr::new(v))),
+            pane: env.get("TMUX_PANE").and_then(|p| p.parse().ok()),
+        }
+    }
+
+    /// Whether the caller runs inside tmux.
+    pub fn inside(&self) -> bool {
+        self.socket.is_some()
+    }
 }
 
 /// True if `path` is the socket of `tmux`'s server (both sides taken literally).

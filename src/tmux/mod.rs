@@ -34,7 +34,7 @@ pub mod escape;
 pub mod ids;
 pub mod pane;
 
-pub use client::{SOCKET_ENV, Server, Tmux, caller_pane, caller_socket, is_server_path, socket_of};
+pub use client::{Caller, SOCKET_ENV, Server, Tmux, is_server_path, socket_of};
 pub use command::{Direction, Layout, PaneSpec, Size, TmuxCommand};
 pub use error::{TmuxError, classify};
 pub use escape::{config_quote, escape_arg, escape_format};

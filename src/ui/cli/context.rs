@@ -11,7 +11,7 @@ use crate::store::roster;
 use crate::team::inherit::LeadSettings;
 use crate::team::launch::Launcher;
 use crate::team::window;
-use crate::tmux::Tmux;
+use crate::tmux::{Caller, Tmux};
 use crate::ui::cli::args::{GlobalOpts, ModelOpts};
 use crate::util::environment::Environment;
 use crate::util::error::{Error, Result};
@@ -20,6 +20,8 @@ pub struct Ctx {
     pub root: Root,
     pub global: GlobalOpts,
     pub settings: Settings,
+    /// Where this process sits in tmux.
+    pub caller: Caller,
 }
 
 impl Ctx {
@@ -30,6 +32,7 @@ impl Ctx {
         Ok(Ctx {
             root,
             global,
+            caller: Caller::from_env(&settings.env),
             settings,
         })
     }
@@ -68,17 +71,9 @@ impl Ctx {
         self.team_or(None)
     }
 
-    /// Whether this process runs inside tmux (`$TMUX`).
-    pub fn inside_tmux(&self) -> bool {
-        self.env().get("TMUX").is_some()
-    }
-
-    /// This process's own tmux pane (`$TMUX_PANE`), if it runs in one.
+    /// This process's own tmux pane, if it runs in one.
     pub fn own_pane(&self) -> Option<String> {
-        self.env()
-            .get("TMUX_PANE")
-            .filter(|p| p.starts_with('%'))
-            .map(str::to_owned)
+        self.caller.pane.map(|p| p.to_string())
     }
 
     /// The tmux server holding `team`'s panes.
@@ -110,7 +105,7 @@ impl Ctx {
             root: self.root.clone(),
             team: team.clone(),
             tmux: self.team_tmux(team)?,
-            inside_tmux: self.inside_tmux(),
+            caller: self.caller.clone(),
             lead,
             env: self.env().vars().clone(),
             dirs: self.settings.dirs.clone(),

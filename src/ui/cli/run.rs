@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         "team {team} started; its window: `swarm attach {team}`; live view: `swarm watch {team}`"
     );
     if !args.no_attach && std::io::stdout().is_terminal() {
-        window.attach(ctx.inside_tmux())?;
+        window.attach(ctx.caller.inside())?;
         if team_run::lead_is_working(&ctx.root, &team) {
             println!(
                 "detached; the team keeps working. `swarm attach {team}` to look again, `swarm status` for a summary."

@@ -39,8 +39,8 @@ pub fn attach(ctx: &Ctx, team: Option<String>) -> Result<()> {
             "team '{team}' has no tmux window; start one with `swarm spawn` or `swarm run`"
         ))
     })?;
-    if !std::io::stdout().is_terminal() && !ctx.inside_tmux() {
+    if !std::io::stdout().is_terminal() && !ctx.caller.inside() {
         return Err(Error::usage("`swarm attach` needs a terminal"));
     }
-    window.attach(ctx.inside_tmux())
+    window.attach(ctx.caller.inside())
 }

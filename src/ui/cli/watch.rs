@@ -8,7 +8,7 @@ use clap::Args;
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
 use crate::ui::cli::context::Ctx;
-use crate::ui::dashboard::{self, App, Source};
+use crate::ui::dashboard::{self, App, Jumper, Source};
 use crate::util::error::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -40,7 +40,7 @@ pub fn run(ctx: &Ctx, args: WatchArgs) -> Result<()> {
             "`swarm watch` needs a terminal; use `swarm watch --once` to print one frame",
         ));
     }
-    let app = App::new(source)?;
+    let app = App::new(source)?.with_jumper(Jumper::for_caller(&ctx.caller));
     // Warnings would scribble over the screen: while it is up they go to the team's logs.
     let _logging = log_to_file(&ctx.root, &team);
     dashboard::run(app)

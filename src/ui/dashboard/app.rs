@@ -27,7 +27,7 @@ use crate::store::approvals::{self, Decision, Kind};
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
 use crate::team::status::MemberStatus;
-use crate::tmux::{self, PaneId, Tmux};
+use crate::tmux::{Caller, PaneId, Tmux};
 use crate::ui::dashboard::model::{Snapshot, Source};
 use crate::ui::dashboard::ui::{Action, UiState};
 use crate::ui::dashboard::view;
@@ -65,7 +65,7 @@ impl App {
             source,
             snap,
             ui: UiState::default(),
-            jumper: Jumper::from_env(),
+            jumper: Jumper::outside_tmux(),
         })
     }
 
@@ -176,9 +176,10 @@ pub struct Jumper {
 }
 
 impl Jumper {
-    pub fn from_env() -> Jumper {
+    /// A jumper for a dashboard running where `caller` says.
+    pub fn for_caller(caller: &Caller) -> Jumper {
         Jumper {
-            caller_socket: tmux::caller_socket(),
+            caller_socket: caller.socket.clone(),
         }
     }
 
