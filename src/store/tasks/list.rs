@@ -1,176 +1,39 @@
-//! The shared task list: one JSON file per task, `tasks/<team>/<id>.json`, in Claude Code's
-//! schema, plus `.highwatermark` (the highest id ever used) and `.lock` (the list lock's
-//! anchor).
+//! [`TaskList`], a team's task list on disk: one JSON file per task, `tasks/<team>/<id>.json`,
+//! plus `.highwatermark` (the highest id ever used) and `.lock` (the list lock's anchor). Here
+//! are its paths, its locking, reading and writing task files, ids and the high-water mark,
+//! and the operations list, get, create, update, delete and release. Claiming is in
+//! [`super::claim`], the dependency checks in [`super::graph`], the claim cache in
+//! [`super::index`].
 //!
 //! Invariants:
 //! - every mutation holds the list lock ([`lock::lock`] on `.lock`: flock on `.lock.flock`
-//!   and Claude Code's `.lock.lock/`; `next` only the flock, as Claude Code's own claim takes
-//!   no list lock), and also Claude Code's per-task lock `<id>.json.lock/` of each task it
-//!   rewrites, taken before that task is read, because Claude Code updates single tasks
-//!   under that lock only;
+//!   and Claude Code's `.lock.lock/`), and also Claude Code's per-task lock `<id>.json.lock/`
+//!   of each task it rewrites, taken before that task is read (`lock_task`), because Claude
+//!   Code updates single tasks under that lock only;
 //! - ids are `1 + max(file ids, high-water mark)` and are never reused: deleting a task
 //!   first raises the mark;
-//! - dependencies are symmetric (`A.blockedBy ∋ B` ⇔ `B.blocks ∋ A`), refer to existing
-//!   tasks, and never form a cycle;
-//! - a claim is a compare-and-set under the lock, so a task has at most one owner.
+//! - dependencies stay symmetric (`A.blockedBy ∋ B` ⇔ `B.blocks ∋ A`): create and update
+//!   write both ends of every new edge under the lock, and delete strips the id from every
+//!   other task's `blocks` and `blockedBy`;
+//! - only a decimal id names a task file, and only a task file's lock is ever taken;
+//! - every mutation here drops the claim index under the lock.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
+use crate::store::tasks::graph::{dedup, missing_dependency, push_unique};
+use crate::store::tasks::model::{NewTask, Status, Task, TaskPatch};
 use crate::util::error::{Error, IoContext, Result};
 use crate::util::{atomic, json, lock};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Pending,
-    InProgress,
-    Completed,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pending => "pending",
-            Status::InProgress => "in_progress",
-            Status::Completed => "completed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Status> {
-        match s {
-            "pending" => Ok(Status::Pending),
-            "in_progress" | "in-progress" => Ok(Status::InProgress),
-            "completed" | "done" => Ok(Status::Completed),
-            other => Err(Error::usage(format!(
-                "unknown task status '{other}'; use pending, in_progress or completed"
-            ))),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Task {
-    pub id: String,
-    pub subject: String,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub active_form: Option<String>,
-    pub status: Status,
-    #[serde(default)]
-    pub blocks: Vec<String>,
-    #[serde(default)]
-    pub blocked_by: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-impl Task {
-    /// Hidden from listings, as Claude Code hides `metadata._internal` tasks.
-    pub fn is_internal(&self) -> bool {
-        self.metadata
-            .as_ref()
-            .and_then(|m| m.get("_internal"))
-            .is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false)))
-    }
-
-    pub fn is_open(&self) -> bool {
-        self.status != Status::Completed
-    }
-
-    /// Owned by `agent`, given as a name or as `<name>@<team>`.
-    pub fn owned_by(&self, agent: &str) -> bool {
-        self.owner
-            .as_deref()
-            .is_some_and(|o| o == agent || o.split('@').next() == Some(agent))
-    }
-
-    fn numeric_id(&self) -> u64 {
-        self.id.parse().unwrap_or(u64::MAX)
-    }
-}
-
-#[derive(Debug, Default, Clone)]
-pub struct NewTask {
-    pub subject: String,
-    pub description: String,
-    pub active_form: Option<String>,
-    pub blocked_by: Vec<String>,
-    pub metadata: Option<Map<String, Value>>,
-}
-
-#[derive(Debug, Default, Clone)]
-pub struct TaskPatch {
-    pub subject: Option<String>,
-    pub description: Option<String>,
-    pub active_form: Option<String>,
-    pub status: Option<Status>,
-    /// `Some(None)` clears the owner.
-    pub owner: Option<Option<String>>,
-    pub add_blocked_by: Vec<String>,
-    pub add_blocks: Vec<String>,
-    /// Merged into `metadata`; a `null` value removes the key.
-    pub metadata: Option<Map<String, Value>>,
-}
-
-/// Why a claim was refused.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ClaimRefusal {
-    NotFound,
-    AlreadyClaimed { owner: String },
-    AlreadyCompleted,
-    Blocked { blockers: Vec<String> },
-    Busy { tasks: Vec<String> },
-}
-
-impl ClaimRefusal {
-    pub fn into_error(self, id: &str, agent: &str) -> Error {
-        let another = format!("pick another with `swarm task next --as {agent}`");
-        match self {
-            ClaimRefusal::NotFound => {
-                Error::not_found(format!("task #{id} does not exist; see `swarm task list`"))
-            }
-            ClaimRefusal::AlreadyClaimed { owner } => Error::conflict(format!(
-                "task #{id} is already claimed by {owner}; {another}"
-            )),
-            ClaimRefusal::AlreadyCompleted => {
-                Error::conflict(format!("task #{id} is already completed; {another}"))
-            }
-            ClaimRefusal::Blocked { blockers } => Error::conflict(format!(
-                "task #{id} is blocked by open task(s) {}; wait for them or {another}",
-                blockers
-                    .iter()
-                    .map(|b| format!("#{b}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-            ClaimRefusal::Busy { tasks } => Error::conflict(format!(
-                "{agent} is busy with open task(s) {}; finish or release them first",
-                tasks
-                    .iter()
-                    .map(|b| format!("#{b}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        }
-    }
-}
 
 /// A team's task list.
 #[derive(Debug, Clone)]
 pub struct TaskList {
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
 }
 
 impl TaskList {
@@ -184,7 +47,7 @@ impl TaskList {
         &self.dir
     }
 
-    fn task_path(&self, id: &str) -> PathBuf {
+    pub(super) fn task_path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.json"))
     }
 
@@ -192,11 +55,11 @@ impl TaskList {
         self.dir.join(".highwatermark")
     }
 
-    fn lock(&self) -> Result<lock::Locked> {
+    pub(super) fn lock(&self) -> Result<lock::Locked> {
         lock::lock(&self.list_anchor()?)
     }
 
-    fn list_anchor(&self) -> Result<PathBuf> {
+    pub(super) fn list_anchor(&self) -> Result<PathBuf> {
         if !self.dir.is_dir() {
             std::fs::create_dir_all(&self.dir).ctx("create directory", &self.dir)?;
         }
@@ -213,7 +76,7 @@ impl TaskList {
 
     /// Writes a task while holding its per-task lock too (already held if the task was
     /// read with [`TaskList::lock_task`]; a new task's is taken here).
-    fn write_task(&self, guard: &mut lock::Locked, task: &Task) -> Result<()> {
+    pub(super) fn write_task(&self, guard: &mut lock::Locked, task: &Task) -> Result<()> {
         let path = self.task_path(&task.id);
         guard.also_lock_dir(&path)?;
         atomic::write(&path, &json::to_pretty(task))
@@ -221,7 +84,7 @@ impl TaskList {
 
     /// Takes Claude Code's per-task lock of `id`, then reads the task: Claude Code writes a
     /// task under that lock alone, so a task read before it was taken may already be stale.
-    fn lock_task(&self, guard: &mut lock::Locked, id: &str) -> Result<Option<Task>> {
+    pub(super) fn lock_task(&self, guard: &mut lock::Locked, id: &str) -> Result<Option<Task>> {
         if !is_task_id(id) {
             return Ok(None);
         }
@@ -229,7 +92,7 @@ impl TaskList {
         self.read_task(id)
     }
 
-    fn read_task(&self, id: &str) -> Result<Option<Task>> {
+    pub(super) fn read_task(&self, id: &str) -> Result<Option<Task>> {
         if !is_task_id(id) {
             return Ok(None);
         }
@@ -396,50 +259,6 @@ impl TaskList {
         Ok(task)
     }
 
-    /// Refuses `task blockedBy blocker` if it is a self-dependency, names a missing task,
-    /// or closes a cycle.
-    fn check_edge(
-        &self,
-        graph: &HashMap<String, Vec<String>>,
-        task: &str,
-        blocker: &str,
-    ) -> Result<()> {
-        if task == blocker {
-            return Err(Error::usage(format!(
-                "task #{task} cannot depend on itself"
-            )));
-        }
-        if !graph.contains_key(blocker) {
-            return Err(missing_dependency(blocker));
-        }
-        if !graph.contains_key(task) {
-            return Err(missing_dependency(task));
-        }
-        // A cycle exists if `task` is already (transitively) a blocker of `blocker`.
-        let mut stack = vec![blocker.to_owned()];
-        let mut seen = BTreeSet::new();
-        while let Some(t) = stack.pop() {
-            if t == task {
-                return Err(Error::usage(format!(
-                    "making task #{task} depend on #{blocker} would create a dependency cycle"
-                )));
-            }
-            if seen.insert(t.clone()) {
-                stack.extend(graph.get(&t).cloned().unwrap_or_default());
-            }
-        }
-        Ok(())
-    }
-
-    /// id → blockedBy, for every task.
-    fn graph(&self) -> Result<HashMap<String, Vec<String>>> {
-        Ok(self
-            .list()?
-            .into_iter()
-            .map(|t| (t.id, t.blocked_by))
-            .collect())
-    }
-
     /// Deletes a task: raises the high-water mark, removes the file, and strips the id from
     /// every other task's `blocks` and `blockedBy`.
     pub fn delete(&self, id: &str) -> Result<Task> {
@@ -468,157 +287,6 @@ impl TaskList {
         Ok(task)
     }
 
-    /// Claims task `id` for `agent`: owner set, status `in_progress`. Claiming a task one
-    /// already owns succeeds. The outer error is I/O; the inner one a refusal.
-    pub fn claim(
-        &self,
-        id: &str,
-        agent: &str,
-        busy_check: bool,
-    ) -> Result<Result<Task, ClaimRefusal>> {
-        let mut guard = self.lock()?;
-        let Some(mut task) = self.lock_task(&mut guard, id)? else {
-            return Ok(Err(ClaimRefusal::NotFound));
-        };
-        let tasks = self.list()?;
-        if let Some(refusal) = refusal(&task, agent, &tasks, busy_check) {
-            return Ok(Err(refusal));
-        }
-        task.owner = Some(agent.to_owned());
-        if task.status == Status::Pending {
-            task.status = Status::InProgress;
-        }
-        self.write_task(&mut guard, &task)?;
-        Ok(Ok(task))
-    }
-
-    /// Claims the first ready task (pending, unowned, every blocker completed) for `agent`.
-    ///
-    /// A cache of every task's state (`.swarm-index`, rebuilt after any other mutation
-    /// and every few seconds) saves reading the whole list per claim. It only proposes
-    /// candidates: each is re-read and re-checked from its file before it is claimed, and
-    /// "nothing is ready" is only answered after a full scan, so a stale cache can change
-    /// which ready task is picked but never claims a task twice or misses all of them.
-    pub fn next(&self, agent: &str) -> Result<Option<Task>> {
-        // Only the claimed task's file changes, and each candidate is read under Claude
-        // Code's per-task lock, as Claude Code's own claim does; the flock keeps swarm
-        // claimers apart.
-        let mut guard = lock::lock_sidecar_only(&self.list_anchor()?)?;
-        if let Some(index) = self.load_index()
-            && let Some(task) = self.claim_first_ready(&mut guard, index, agent)?
-        {
-            return Ok(Some(task));
-        }
-        let index = Index::build(&self.list()?);
-        let claimed = self.claim_first_ready(&mut guard, index, agent)?;
-        if claimed.is_none() {
-            // An index saying "nothing is ready" would save the next call nothing (it scans
-            // in full whenever no candidate pans out), and idle teammates ask once a second
-            // each: rather than rewrite it every time, drop a stale one.
-            self.drop_index();
-        }
-        Ok(claimed)
-    }
-
-    /// Claims the first of `index`'s ready candidates that is still ready once locked.
-    fn claim_first_ready(
-        &self,
-        guard: &mut lock::Locked,
-        mut index: Index,
-        agent: &str,
-    ) -> Result<Option<Task>> {
-        let candidates: Vec<u64> = index.ready().collect();
-        for id in candidates {
-            let id = id.to_string();
-            let task = self.lock_task(guard, &id)?;
-            match task {
-                Some(task) if self.is_ready(&task)? => {
-                    return self.claim_ready(guard, task, agent, index).map(Some);
-                }
-                Some(task) => index.refresh(&task),
-                None => index.forget(&id),
-            }
-            // Not ours to write after all: let Claude Code have it back.
-            guard.unlock_dir(&self.task_path(&id))?;
-        }
-        Ok(None)
-    }
-
-    fn claim_ready(
-        &self,
-        guard: &mut lock::Locked,
-        mut task: Task,
-        agent: &str,
-        mut index: Index,
-    ) -> Result<Task> {
-        task.owner = Some(agent.to_owned());
-        task.status = Status::InProgress;
-        self.write_task(guard, &task)?;
-        index.refresh(&task);
-        self.save_index(&index);
-        Ok(task)
-    }
-
-    /// Pending, unowned, visible, and every blocker that still exists is completed.
-    fn is_ready(&self, task: &Task) -> Result<bool> {
-        if task.status != Status::Pending || task.owner.is_some() || task.is_internal() {
-            return Ok(false);
-        }
-        for b in &task.blocked_by {
-            if self
-                .read_task(b)?
-                .is_some_and(|t| t.status != Status::Completed)
-            {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    /// Not `*.json`: Claude Code takes every such file in the task directory for a task.
-    fn index_path(&self) -> PathBuf {
-        self.dir.join(".swarm-index")
-    }
-
-    fn load_index(&self) -> Option<Index> {
-        let index = Index::parse(&std::fs::read_to_string(self.index_path()).ok()?)?;
-        let age = crate::util::clock::now_ms() - index.built_ms;
-        (0..INDEX_MAX_AGE_MS).contains(&age).then_some(index)
-    }
-
-    /// Written in place, not by rename: it is a cache whose torn copy fails to parse (it
-    /// ends with a trailer line) and is rebuilt, and rewriting in place spares the
-    /// filesystem a new inode on every claim. Nor is it opened with `O_TRUNC`: ext4 flushes
-    /// a file truncated to zero when it is closed.
-    fn save_index(&self, index: &Index) {
-        use std::os::unix::fs::FileExt;
-        let text = index.render();
-        let Ok(file) = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(self.index_path())
-        else {
-            return;
-        };
-        if file.write_all_at(text.as_bytes(), 0).is_err()
-            || file.set_len(text.len() as u64).is_err()
-        {
-            self.drop_index();
-        }
-    }
-
-    /// Called under the lock by every mutation other than a claim, and by `next` when
-    /// nothing is ready.
-    fn drop_index(&self) {
-        if let Ok(f) = std::fs::OpenOptions::new()
-            .write(true)
-            .open(self.index_path())
-        {
-            let _ = f.set_len(0);
-        }
-    }
-
     /// Returns every open task of `owner` to pending with no owner.
     pub fn release(&self, owner: &str) -> Result<Vec<Task>> {
         let mut guard = self.lock()?;
@@ -640,246 +308,11 @@ impl TaskList {
     }
 }
 
-const INDEX_MAX_AGE_MS: i64 = 5_000;
-
-/// What `next` needs to know of each task, cached between claims. One line per task
-/// (`<id> <status p|i|c><owned o|-><internal x|-> <blockers,comma,separated|->`) between a
-/// header with the build time and a trailer.
-#[derive(Debug)]
-struct Index {
-    built_ms: i64,
-    tasks: Vec<IndexEntry>,
-}
-
-#[derive(Debug)]
-struct IndexEntry {
-    id: u64,
-    status: Status,
-    owned: bool,
-    internal: bool,
-    blocked_by: Vec<u64>,
-}
-
-const INDEX_HEADER: &str = "swarm-task-index 1";
-
-impl IndexEntry {
-    fn of(t: &Task) -> IndexEntry {
-        IndexEntry {
-            id: t.numeric_id(),
-            status: t.status,
-            owned: t.owner.is_some(),
-            internal: t.is_internal(),
-            blocked_by: t.blocked_by.iter().filter_map(|b| b.parse().ok()).collect(),
-        }
-    }
-}
-
-impl Index {
-    fn build(tasks: &[Task]) -> Index {
-        Index {
-            built_ms: crate::util::clock::now_ms(),
-            tasks: tasks.iter().map(IndexEntry::of).collect(),
-        }
-    }
-
-    fn render(&self) -> String {
-        let mut out = format!("{INDEX_HEADER} {}\n", self.built_ms);
-        for t in &self.tasks {
-            let status = match t.status {
-                Status::Pending => 'p',
-                Status::InProgress => 'i',
-                Status::Completed => 'c',
-            };
-            let blockers = if t.blocked_by.is_empty() {
-                "-".to_owned()
-            } else {
-                t.blocked_by
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            out.push_str(&format!(
-                "{} {status}{}{} {blockers}\n",
-                t.id,
-                if t.owned { 'o' } else { '-' },
-                if t.internal { 'x' } else { '-' },
-            ));
-        }
-        out.push_str("end\n");
-        out
-    }
-
-    fn parse(text: &str) -> Option<Index> {
-        let mut lines = text.lines();
-        let built_ms = lines
-            .next()?
-            .strip_prefix(INDEX_HEADER)?
-            .trim()
-            .parse()
-            .ok()?;
-        let mut tasks = Vec::new();
-        for line in lines {
-            if line == "end" {
-                return Some(Index { built_ms, tasks });
-            }
-            let mut parts = line.split(' ');
-            let id = parts.next()?.parse().ok()?;
-            let flags = parts.next()?.as_bytes();
-            let status = match flags.first()? {
-                b'p' => Status::Pending,
-                b'i' => Status::InProgress,
-                b'c' => Status::Completed,
-                _ => return None,
-            };
-            let blockers = parts.next()?;
-            let blocked_by = if blockers == "-" {
-                Vec::new()
-            } else {
-                blockers
-                    .split(',')
-                    .map(|b| b.parse().ok())
-                    .collect::<Option<Vec<u64>>>()?
-            };
-            tasks.push(IndexEntry {
-                id,
-                status,
-                owned: *flags.get(1)? == b'o',
-                internal: *flags.get(2)? == b'x',
-                blocked_by,
-            });
-        }
-        None // no trailer: torn
-    }
-
-    /// Ids that look ready, lowest first.
-    fn ready(&self) -> impl Iterator<Item = u64> + '_ {
-        let open: std::collections::HashSet<u64> = self
-            .tasks
-            .iter()
-            .filter(|t| t.status != Status::Completed)
-            .map(|t| t.id)
-            .collect();
-        self.tasks
-            .iter()
-            .filter(move |t| {
-                t.status == Status::Pending
-                    && !t.owned
-                    && !t.internal
-                    && t.blocked_by.iter().all(|b| !open.contains(b))
-            })
-            .map(|t| t.id)
-    }
-
-    fn refresh(&mut self, task: &Task) {
-        let entry = IndexEntry::of(task);
-        match self.tasks.iter_mut().find(|t| t.id == entry.id) {
-            Some(slot) => *slot = entry,
-            None => self.tasks.push(entry),
-        }
-    }
-
-    fn forget(&mut self, id: &str) {
-        self.tasks.retain(|t| t.id.to_string() != id);
-    }
-}
-
-fn refusal(task: &Task, agent: &str, tasks: &[Task], busy_check: bool) -> Option<ClaimRefusal> {
-    if task.status == Status::Completed {
-        return Some(ClaimRefusal::AlreadyCompleted);
-    }
-    if let Some(owner) = &task.owner
-        && !task.owned_by(agent)
-    {
-        return Some(ClaimRefusal::AlreadyClaimed {
-            owner: owner.clone(),
-        });
-    }
-    let open_blockers: Vec<String> = task
-        .blocked_by
-        .iter()
-        .filter(|b| tasks.iter().any(|t| &t.id == *b && t.is_open()))
-        .cloned()
-        .collect();
-    if !open_blockers.is_empty() {
-        return Some(ClaimRefusal::Blocked {
-            blockers: open_blockers,
-        });
-    }
-    if busy_check {
-        let busy: Vec<String> = tasks
-            .iter()
-            .filter(|t| t.id != task.id && t.is_open() && t.owned_by(agent))
-            .map(|t| t.id.clone())
-            .collect();
-        if !busy.is_empty() {
-            return Some(ClaimRefusal::Busy { tasks: busy });
-        }
-    }
-    None
-}
-
 fn missing(id: &str) -> Error {
     Error::not_found(format!("task #{id} does not exist; see `swarm task list`"))
-}
-
-fn missing_dependency(id: &str) -> Error {
-    Error::not_found(format!(
-        "dependency task #{id} does not exist; see `swarm task list`"
-    ))
 }
 
 /// Only a decimal id names a task file, and only a task file's lock is ever taken.
 fn is_task_id(id: &str) -> bool {
     !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn dedup(ids: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for id in ids {
-        let id = id.trim_start_matches('#').to_owned();
-        if !out.contains(&id) {
-            out.push(id);
-        }
-    }
-    out
-}
-
-fn push_unique(v: &mut Vec<String>, id: &str) {
-    if !v.iter().any(|x| x == id) {
-        v.push(id.to_owned());
-    }
-}
-
-#[cfg(test)]
-mod index_tests {
-    use super::*;
-
-    #[test]
-    fn index_round_trips_and_a_torn_one_is_refused() {
-        let index = Index {
-            built_ms: 1_700_000_000_000,
-            tasks: vec![
-                IndexEntry {
-                    id: 1,
-                    status: Status::Completed,
-                    owned: true,
-                    internal: false,
-                    blocked_by: vec![],
-                },
-                IndexEntry {
-                    id: 2,
-                    status: Status::Pending,
-                    owned: false,
-                    internal: true,
-                    blocked_by: vec![1, 3],
-                },
-            ],
-        };
-        let text = index.render();
-        let back = Index::parse(&text).unwrap();
-        assert_eq!(back.render(), text);
-        assert!(Index::parse(&text[..text.len() - 4]).is_none());
-        assert!(Index::parse("").is_none());
-    }
 }
