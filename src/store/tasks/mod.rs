@@ -1,0 +1,33 @@
+//! The shared task list: one JSON file per task, `tasks/<team>/<id>.json`, in Claude Code's
+//! schema, plus `.highwatermark` (the highest id ever used), `.lock` (the list lock's
+//! anchor) and `.swarm-index` (swarm's claim cache).
+//!
+//! - [`model`]: the data types: a task, its status, a new task, a patch, a claim refusal;
+//! - [`list`]: [`TaskList`]: paths, locking, task files, ids and the high-water mark, and
+//!   list, get, create, update, delete and release;
+//! - [`claim`]: claiming a named task, or the next ready one;
+//! - [`graph`]: the dependency graph: edge and cycle checks, id lists without repeats;
+//! - [`index`]: the claim index, `.swarm-index`.
+//!
+//! Invariants (each module's doc says where and how they hold):
+//! - every mutation holds the list lock ([`crate::util::lock::lock`] on `.lock`: flock on
+//!   `.lock.flock` and Claude Code's `.lock.lock/`; `next` only the flock, as Claude Code's
+//!   own claim takes no list lock), and also Claude Code's per-task lock `<id>.json.lock/`
+//!   of each task it rewrites, taken before that task is read, because Claude Code updates
+//!   single tasks under that lock only;
+//! - ids are `1 + max(file ids, high-water mark)` and are never reused: deleting a task
+//!   first raises the mark;
+//! - dependencies are symmetric (`A.blockedBy ∋ B` ⇔ `B.blocks ∋ A`), refer to existing
+//!   tasks, and never form a cycle;
+//! - a claim is a compare-and-set under the lock, so a task has at most one owner;
+//! - the claim index only proposes candidates, each re-checked from its file; every
+//!   mutation other than a claim drops it.
+
+pub mod claim;
+pub mod graph;
+pub mod index;
+pub mod list;
+pub mod model;
+
+pub use list::TaskList;
+pub use model::{ClaimRefusal, NewTask, Status, Task, TaskPatch};
