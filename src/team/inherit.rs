@@ -268,25 +268,6 @@ pub fn environment(
     (plain, secret)
 }
 
-/// A copy-pasteable shell rendering of `tmux ... -- argv`, secrets redacted.
-pub fn display_command(tmux_prefix: &[String], cmd: &TeammateCommand) -> String {
-    let q = |s: &str| shell_escape::escape(s.into()).into_owned();
-    let mut parts: Vec<String> = tmux_prefix.iter().map(|s| q(s)).collect();
-    parts.push("-c".to_owned());
-    parts.push(q(&cmd.cwd.display().to_string()));
-    for (k, v) in &cmd.env {
-        parts.push("-e".to_owned());
-        parts.push(q(&format!("{k}={v}")));
-    }
-    for (k, _) in &cmd.secret_env {
-        parts.push("-e".to_owned());
-        parts.push(q(&format!("{k}=<redacted>")));
-    }
-    parts.push("--".to_owned());
-    parts.extend(cmd.argv.iter().map(|a| q(a)));
-    parts.join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,25 +471,5 @@ mod tests {
         assert_eq!(mode(&s), "--permission-mode=default");
         s.plan_mode_required = true;
         assert_eq!(mode(&s), "--permission-mode=plan");
-    }
-
-    #[test]
-    fn display_redacts_secrets() {
-        let cmd = teammate_command(&lead(), &env(), &spawn());
-        let shown = display_command(
-            &[
-                "tmux".into(),
-                "-L".into(),
-                "swarm-x".into(),
-                "split-window".into(),
-            ],
-            &cmd,
-        );
-        assert!(shown.contains("ANTHROPIC_API_KEY=<redacted>"), "{shown}");
-        assert!(
-            !shown.contains("sk-ant") && !shown.contains("pw@"),
-            "{shown}"
-        );
-        assert!(shown.contains("'--allow=Bash(cargo test:*)'"), "{shown}");
     }
 }

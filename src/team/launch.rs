@@ -54,9 +54,9 @@ pub struct Spawned {
 /// What a spawn would do (see [`Launcher::dry_run`]).
 #[derive(Debug, Clone)]
 pub struct DryRun {
-    /// The tmux commands, one line each, copy-pasteable, secrets redacted.
+    /// The tmux commands, one invocation a line, as a shell would take them; secrets
+    /// never appear in them.
     pub tmux: Vec<String>,
-    pub prefix: Vec<String>,
     pub command: TeammateCommand,
     pub worktree: Option<worktree::Plan>,
 }
@@ -138,17 +138,24 @@ impl Launcher {
         Ok(Prepared { req, definition })
     }
 
-    /// The teammate's command for a prepared request, from the lead's settings and
-    /// environment.
-    pub fn teammate_command(&self, prepared: &Prepared, color: &str) -> Result<TeammateCommand> {
+    /// The teammate's command for a prepared request: from the lead's settings and
+    /// environment, and naming the project it was spawned for, which a teammate in a
+    /// worktree would not find by walking up from its own directory.
+    pub fn teammate_command(
+        &self,
+        prepared: &Prepared,
+        color: &str,
+        project: &Path,
+    ) -> Result<TeammateCommand> {
         let config = roster::load(&self.root, &self.team)?;
         let mut settings = self.lead.clone();
         settings.session_id = config.lead_session_id.clone();
-        Ok(inherit::teammate_command(
-            &settings,
-            &self.env,
-            &spec(&self.team, prepared, color),
-        ))
+        let mut cmd =
+            inherit::teammate_command(&settings, &self.env, &spec(&self.team, prepared, color));
+        cmd.env.retain(|(k, _)| k != PROJECT_DIR_ENV);
+        cmd.env
+            .push((PROJECT_DIR_ENV.to_owned(), project.display().to_string()));
+        Ok(cmd)
     }
 
     /// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
@@ -244,12 +251,13 @@ impl Launcher {
     }
 
     /// What [`Launcher::spawn`] would do, with nothing created: the teammate's command,
-    /// its worktree, and the tmux commands, secrets redacted. Refuses what the real spawn
-    /// would refuse.
+    /// its worktree, and the tmux commands the spawn runs, from the very code that runs
+    /// them (see [`TeamWindow::plan_teammate`]). Refuses what the real spawn would refuse.
     pub fn dry_run(&self, req: &SpawnRequest) -> Result<DryRun> {
+        check_cwd(&req.cwd)?;
+        let mut prepared = self.prepare(req)?;
         let config = roster::load(&self.root, &self.team)?;
         check_name_free(&config, &self.team, &req.name)?;
-        let mut prepared = self.prepare(req)?;
         let color = prepared
             .req
             .color
@@ -263,18 +271,25 @@ impl Launcher {
             }
             _ => None,
         };
-        let command = self.teammate_command(&prepared, &color)?;
-        let mut prefix: Vec<String> = vec!["tmux".to_owned()];
-        prefix.extend(
-            self.tmux
-                .global_args()
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned()),
-        );
-        prefix.extend(["split-window", "-d", "-P", "-F", "#{pane_id}"].map(str::to_owned));
+        let project = self.dirs.project_dir(&req.cwd);
+        let command = self.teammate_command(&prepared, &color, &project)?;
+        let spec = pane_spec(&command);
+        let lead = pane_spec(&self.lead_command(&[]));
+        let tmux = match TeamWindow::find(&self.tmux, &self.team, self.window_options())? {
+            Some(mut window) => window.plan_teammate(&req.name, &color, &spec)?,
+            None => TeamWindow::plan_open(
+                &self.tmux,
+                &self.team,
+                &lead,
+                Placement::for_caller(&self.tmux, &self.caller)?,
+                self.window_options(),
+                &req.name,
+                &color,
+                &spec,
+            )?,
+        };
         Ok(DryRun {
-            tmux: vec![inherit::display_command(&prefix, &command)],
-            prefix,
+            tmux,
             command,
             worktree,
         })
@@ -330,10 +345,7 @@ impl Launcher {
                 prepared.req.cwd = cwd;
                 made = Some(record);
             }
-            let mut cmd = self.teammate_command(&prepared, &color)?;
-            cmd.env.retain(|(k, _)| k != PROJECT_DIR_ENV);
-            cmd.env
-                .push((PROJECT_DIR_ENV.to_owned(), project.display().to_string()));
+            let cmd = self.teammate_command(&prepared, &color, &project)?;
             if let Some(prompt) = prepared
                 .req
                 .prompt

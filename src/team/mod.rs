@@ -6,6 +6,7 @@
 
 pub mod inherit;
 pub mod launch;
+pub mod layout;
 pub mod prompt;
 pub mod report;
 pub mod run;

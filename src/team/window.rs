@@ -31,20 +31,24 @@
 //!
 //! All calls block on tmux; async callers use `spawn_blocking`.
 
-use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use crate::store::layout::DEFAULT_LOCK_TIMEOUT;
 use crate::store::names::{AgentName, LEAD, TeamName};
-use crate::store::roster::{PALETTE, tmux_colour};
+use crate::store::roster::PALETTE;
+use crate::team::layout::{
+    PaneGeometry, Slot, WindowLoad, border_colour, choose_slot, home_session, layout_for,
+    session_name, team_windows, window_name,
+};
 use crate::tmux::{
-    AGENT_OPTION, Caller, Direction, Layout, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec,
-    SessionId, TEAM_OPTION, Tmux, TmuxCommand, TmuxError, WindowId, is_server_path,
+    AGENT_OPTION, Caller, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, SessionId,
+    TEAM_OPTION, Tmux, TmuxCommand, TmuxError, WindowId, is_server_path,
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::lock::{Backoff, lock_timeout};
+use crate::util::lock::Backoff;
 
 /// Pane option: the tmux colour of the pane's agent, read by the window's border styles.
 pub const COLOUR_OPTION: &str = "@swarm-colour";
@@ -54,6 +58,8 @@ pub const COLOUR_OPTION: &str = "@swarm-colour";
 pub struct TeamWindowOptions {
     /// Flocked around every change to the team's panes; one file per team.
     pub lock_file: PathBuf,
+    /// How long to wait for that lock.
+    pub lock_timeout: Duration,
     /// Columns and rows of a detached session until a client attaches (tmux then resizes
     /// to the client).
     pub size: (u16, u16),
@@ -71,6 +77,7 @@ impl TeamWindowOptions {
     pub fn new(lock_file: impl Into<PathBuf>) -> TeamWindowOptions {
         TeamWindowOptions {
             lock_file: lock_file.into(),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
             size: (200, 50),
             panes_per_window: 6,
             main_vertical_max: 4,
@@ -115,20 +122,6 @@ impl Placement {
     }
 }
 
-/// The tmux session name of a team placed [`Placement::Detached`].
-pub fn session_name(team: &TeamName) -> String {
-    format!("swarm-{team}")
-}
-
-/// The name of a team's `ordinal`-th window (1-based); names are for people, ids for code.
-pub fn window_name(team: &TeamName, ordinal: usize) -> String {
-    if ordinal <= 1 {
-        format!("swarm-{team}")
-    } else {
-        format!("swarm-{team}-{ordinal}")
-    }
-}
-
 /// A team's panes in tmux. Holds ids and options only; tmux holds the state.
 #[derive(Debug, Clone)]
 pub struct TeamWindow {
@@ -151,8 +144,7 @@ impl TeamWindow {
     ) -> Result<TeamWindow> {
         lead.validate()?;
         let colour = border_colour(&opts.lead_colour)?.to_owned();
-        let lead_name = AgentName::parse_any(LEAD)?;
-        let _lock = TeamLock::acquire(&opts.lock_file)?;
+        let _lock = TeamLock::acquire(&opts.lock_file, opts.lock_timeout)?;
         let all = panes_or_none(tmux)?;
         if let Some(p) = all.iter().find(|p| p.belongs_to(team.as_str())) {
             return Err(Error::conflict(format!(
@@ -160,16 +152,18 @@ impl TeamWindow {
                 p.pane, p.session_name
             )));
         }
-        let holder = placeholder(&lead.cwd);
-        let first = window_name(team, 1);
         let created = match placement {
             Placement::Detached => tmux.new_session(&NewSession {
                 name: &session_name(team),
-                window_name: Some(&first),
+                window_name: Some(&window_name(team, 1)),
                 size: Some(opts.size),
-                spec: &holder,
+                spec: &placeholder(&lead.cwd),
             })?,
-            Placement::InSession(session) => tmux.new_window(session, Some(&first), &holder)?,
+            Placement::InSession(session) => tmux.new_window(
+                session,
+                Some(&window_name(team, 1)),
+                &placeholder(&lead.cwd),
+            )?,
         };
         let tw = TeamWindow {
             tmux: tmux.clone(),
@@ -177,9 +171,7 @@ impl TeamWindow {
             session: created.session,
             opts,
         };
-        let mut batch = tw.window_setup(created.window);
-        batch.extend(tw.pane_setup(created.pane, &lead_name, &colour));
-        batch.push(TmuxCommand::respawn_pane(created.pane, lead)?);
+        let batch = tw.lead_setup(created.window, created.pane, &colour, lead)?;
         tw.start_with_secrets(created.session, &batch, created.pane, lead)?;
         Ok(tw)
     }
@@ -227,7 +219,107 @@ impl TeamWindow {
     ) -> Result<PaneId> {
         spec.validate()?;
         let colour = border_colour(colour)?.to_owned();
-        let _lock = TeamLock::acquire(&self.opts.lock_file)?;
+        let _lock = TeamLock::acquire(&self.opts.lock_file, self.opts.lock_timeout)?;
+        let windows = self.windows_for(agent)?;
+        let holder = placeholder(&spec.cwd);
+        let (make, _) = self.pane_maker(&windows, &holder)?;
+        let made = match self.tmux.create(&make) {
+            Ok(made) => made,
+            // The window has room by count but not by size: the next window has both.
+            Err(TmuxError::TooSmall { .. }) => {
+                self.tmux.create(&self.new_window(&windows, &holder)?)?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let fresh = !windows.iter().any(|w| w.window == made.window);
+        let batch = self.teammate_setup(
+            &windows,
+            made.window,
+            fresh,
+            made.pane,
+            agent,
+            &colour,
+            spec,
+        )?;
+        self.start_with_secrets(self.session, &batch, made.pane, spec)?;
+        Ok(made.pane)
+    }
+
+    /// What [`TeamWindow::add_teammate`] would run now, nothing changed: one tmux invocation
+    /// per line, each made by the same code the real call runs, ids tmux has not made yet
+    /// shown as `%new` and `@new`. Refuses what the real call would refuse.
+    pub fn plan_teammate(
+        &mut self,
+        agent: &AgentName,
+        colour: &str,
+        spec: &PaneSpec,
+    ) -> Result<Vec<String>> {
+        spec.validate()?;
+        let colour = border_colour(colour)?.to_owned();
+        let windows = self.windows_for(agent)?;
+        self.plan_pane(&windows, agent, &colour, spec)
+    }
+
+    /// What [`TeamWindow::open`] would run, and then [`TeamWindow::plan_teammate`] for the
+    /// first teammate beside the lead: the same lines a real spawn into a team with no
+    /// window runs.
+    #[expect(clippy::too_many_arguments, reason = "both calls' arguments")]
+    pub fn plan_open(
+        tmux: &Tmux,
+        team: &TeamName,
+        lead: &PaneSpec,
+        placement: Placement,
+        opts: TeamWindowOptions,
+        agent: &AgentName,
+        colour: &str,
+        spec: &PaneSpec,
+    ) -> Result<Vec<String>> {
+        lead.validate()?;
+        spec.validate()?;
+        let lead_colour = border_colour(&opts.lead_colour)?.to_owned();
+        let colour = border_colour(colour)?.to_owned();
+        let holder = placeholder(&lead.cwd);
+        let (make, session) = match placement {
+            Placement::Detached => (
+                TmuxCommand::new_session(&NewSession {
+                    name: &session_name(team),
+                    window_name: Some(&window_name(team, 1)),
+                    size: Some(opts.size),
+                    spec: &holder,
+                })?,
+                unmade::session(),
+            ),
+            Placement::InSession(session) => (
+                TmuxCommand::new_window(session, Some(&window_name(team, 1)), &holder)?,
+                session,
+            ),
+        };
+        let size = opts.size;
+        let tw = TeamWindow {
+            tmux: tmux.clone(),
+            team: team.clone(),
+            session,
+            opts,
+        };
+        let (window, lead_pane) = (unmade::window(), unmade::lead_pane());
+        let batch = tw.lead_setup(window, lead_pane, &lead_colour, lead)?;
+        let mut lines = tw.plan_lines(&make, &batch, lead);
+        let windows = [WindowLoad {
+            window,
+            panes: vec![PaneGeometry {
+                pane: lead_pane,
+                width: size.0,
+                height: size.1,
+            }],
+            has_lead: true,
+        }];
+        lines.extend(tw.plan_pane(&windows, agent, &colour, spec)?);
+        Ok(lines)
+    }
+
+    /// The windows of the team, for a new pane of `agent`: refuses a team with no pane left
+    /// and an agent that already has one.
+    fn windows_for(&mut self, agent: &AgentName) -> Result<Vec<WindowLoad>> {
         let all = self.tmux.list_panes().map_err(|e| self.gone_or(e))?;
         let Some(session) = home_session(&all, &self.team) else {
             return Err(self.no_window());
@@ -243,35 +335,76 @@ impl TeamWindow {
                 if p.dead { " (dead)" } else { "" }
             )));
         }
-        let windows = team_windows(&all, self.team.as_str());
-        let holder = placeholder(&spec.cwd);
-        let (pane, window, fresh) = match choose_slot(&windows, self.opts.panes_per_window) {
+        Ok(team_windows(&all, self.team.as_str()))
+    }
+
+    /// The command that makes the next pane, running `holder`, and the window it goes in:
+    /// the largest pane of the first window with room is split; with none, `None`, and the
+    /// command opens a window.
+    fn pane_maker(
+        &self,
+        windows: &[WindowLoad],
+        holder: &PaneSpec,
+    ) -> Result<(TmuxCommand, Option<WindowId>)> {
+        Ok(match choose_slot(windows, self.opts.panes_per_window) {
             Slot::Split {
                 window,
                 target,
                 direction,
-            } => match self.tmux.split_window(target, direction, None, &holder) {
-                Ok(pane) => (pane, window, false),
-                Err(TmuxError::TooSmall { .. }) => self.overflow_window(&windows, &holder)?,
-                Err(e) => return Err(e.into()),
-            },
-            Slot::NewWindow => self.overflow_window(&windows, &holder)?,
-        };
-        let mut batch = if fresh {
-            self.window_setup(window)
-        } else {
-            Vec::new()
-        };
-        batch.extend(self.pane_setup(pane, agent, &colour));
-        let load = windows.iter().find(|w| w.window == window);
-        let has_lead = load.is_some_and(|w| w.has_lead);
-        let count = load.map_or(0, |w| w.panes.len()) + 1;
-        if let Some(layout) = layout_for(has_lead, count, self.opts.main_vertical_max) {
-            batch.push(TmuxCommand::select_layout(window, layout));
+            } => (
+                TmuxCommand::split_window(target, direction, None, holder)?,
+                Some(window),
+            ),
+            Slot::NewWindow => (self.new_window(windows, holder)?, None),
+        })
+    }
+
+    /// A new window for the team in its session, running `holder`.
+    fn new_window(&self, windows: &[WindowLoad], holder: &PaneSpec) -> Result<TmuxCommand> {
+        let name = window_name(&self.team, windows.len() + 1);
+        Ok(TmuxCommand::new_window(self.session, Some(&name), holder)?)
+    }
+
+    /// The lines that make and start `agent`'s pane among `windows`.
+    fn plan_pane(
+        &self,
+        windows: &[WindowLoad],
+        agent: &AgentName,
+        colour: &str,
+        spec: &PaneSpec,
+    ) -> Result<Vec<String>> {
+        let holder = placeholder(&spec.cwd);
+        let (make, window) = self.pane_maker(windows, &holder)?;
+        let window = window.unwrap_or_else(unmade::window);
+        let fresh = !windows.iter().any(|w| w.window == window);
+        let batch =
+            self.teammate_setup(windows, window, fresh, unmade::pane(), agent, colour, spec)?;
+        Ok(self.plan_lines(&make, &batch, spec))
+    }
+
+    /// `make`, then `batch` with `spec`'s secrets in the session's environment meanwhile
+    /// (see [`TeamWindow::start_with_secrets`]), as shell lines.
+    fn plan_lines(
+        &self,
+        make: &TmuxCommand,
+        batch: &[TmuxCommand],
+        spec: &PaneSpec,
+    ) -> Vec<String> {
+        let mut lines = vec![self.tmux.command_line(std::slice::from_ref(make))];
+        if !spec.secret_env.is_empty() {
+            let names: Vec<String> = spec
+                .secret_env
+                .iter()
+                .map(|(k, _)| format!("{k}=<redacted>"))
+                .collect();
+            lines.push(format!(
+                "# while the next line runs, session {} holds {} (set from stdin, never in a command line)",
+                self.session,
+                names.join(" ")
+            ));
         }
-        batch.push(TmuxCommand::respawn_pane(pane, spec)?);
-        self.start_with_secrets(self.session, &batch, pane, spec)?;
-        Ok(pane)
+        lines.push(self.tmux.command_line(batch));
+        lines.iter().map(|l| unmade::shown(l)).collect()
     }
 
     /// The team's panes (tagged with this team), ordered by window and position.
@@ -296,7 +429,7 @@ impl TeamWindow {
     /// Kills one of the team's panes (tmux sends its process SIGHUP) and re-lays out its
     /// window. Refuses a pane not tagged with this team; a pane already gone is fine.
     pub fn kill_pane(&self, pane: PaneId) -> Result<()> {
-        let _lock = TeamLock::acquire(&self.opts.lock_file)?;
+        let _lock = TeamLock::acquire(&self.opts.lock_file, self.opts.lock_timeout)?;
         let all = panes_or_none(&self.tmux)?;
         let Some(record) = all.iter().find(|p| p.pane == pane) else {
             return Ok(());
@@ -327,7 +460,7 @@ impl TeamWindow {
     /// then ends with it). Untagged panes are left alone, so a window or session that also
     /// holds a user's pane survives. Returns how many panes were killed.
     pub fn close(&self) -> Result<usize> {
-        let _lock = TeamLock::acquire(&self.opts.lock_file)?;
+        let _lock = TeamLock::acquire(&self.opts.lock_file, self.opts.lock_timeout)?;
         let mut mine: Vec<PaneRecord> = panes_or_none(&self.tmux)?
             .into_iter()
             .filter(|p| p.belongs_to(self.team.as_str()))
@@ -388,6 +521,54 @@ impl TeamWindow {
             .collect())
     }
 
+    /// What starts the lead in the first pane of a fresh window: the window's options, the
+    /// pane's tags, then the lead itself.
+    fn lead_setup(
+        &self,
+        window: WindowId,
+        pane: PaneId,
+        colour: &str,
+        lead: &PaneSpec,
+    ) -> Result<Vec<TmuxCommand>> {
+        let mut batch = self.window_setup(window);
+        batch.extend(self.pane_setup(pane, &AgentName::parse_any(LEAD)?, colour));
+        batch.push(TmuxCommand::respawn_pane(pane, lead)?);
+        Ok(batch)
+    }
+
+    /// What starts `agent` in `pane`, just made in `window` (`fresh` when the window is
+    /// new too): the window's options if fresh, the pane's tags, the window's layout for
+    /// its new pane count, then the agent itself.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one batch, described by all of them"
+    )]
+    fn teammate_setup(
+        &self,
+        windows: &[WindowLoad],
+        window: WindowId,
+        fresh: bool,
+        pane: PaneId,
+        agent: &AgentName,
+        colour: &str,
+        spec: &PaneSpec,
+    ) -> Result<Vec<TmuxCommand>> {
+        let mut batch = if fresh {
+            self.window_setup(window)
+        } else {
+            Vec::new()
+        };
+        batch.extend(self.pane_setup(pane, agent, colour));
+        let load = windows.iter().find(|w| w.window == window);
+        let has_lead = load.is_some_and(|w| w.has_lead);
+        let count = load.map_or(0, |w| w.panes.len()) + 1;
+        if let Some(layout) = layout_for(has_lead, count, self.opts.main_vertical_max) {
+            batch.push(TmuxCommand::select_layout(window, layout));
+        }
+        batch.push(TmuxCommand::respawn_pane(pane, spec)?);
+        Ok(batch)
+    }
+
     /// Window options of a window this module made. Border styles are window options in
     /// tmux 3.3 (`set-option -p` quietly sets them on the window, so the last pane's colour
     /// would win); as formats they are expanded per pane, each with its own `@swarm-colour`.
@@ -431,17 +612,6 @@ impl TeamWindow {
             ),
             TmuxCommand::set_pane_title(pane, agent.as_str()),
         ]
-    }
-
-    /// A new window for the team in its session, running `holder`.
-    fn overflow_window(
-        &self,
-        windows: &[WindowLoad],
-        holder: &PaneSpec,
-    ) -> Result<(PaneId, WindowId, bool)> {
-        let name = window_name(&self.team, windows.len() + 1);
-        let created = self.tmux.new_window(self.session, Some(&name), holder)?;
-        Ok((created.pane, created.window, true))
     }
 
     /// Runs a pane's setup; on failure removes the half-made pane so no untagged
@@ -513,131 +683,13 @@ fn panes_or_none(tmux: &Tmux) -> Result<Vec<PaneRecord>> {
     }
 }
 
-/// The session of the team's lead pane, else of its lowest pane.
-fn home_session(all: &[PaneRecord], team: &TeamName) -> Option<SessionId> {
-    let mine = all.iter().filter(|p| p.belongs_to(team.as_str()));
-    mine.clone()
-        .find(|p| p.agent.as_deref() == Some(LEAD))
-        .or_else(|| mine.min_by_key(|p| p.pane))
-        .map(|p| p.session)
-}
-
-/// A tmux colour for a palette name (Claude Code's mapping) or a tmux colour name, checked
-/// so it cannot break out of the `#[fg=…]` style it is put in.
-pub fn border_colour(colour: &str) -> Result<&str> {
-    let c = tmux_colour(colour);
-    if !c.is_empty() && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'#') {
-        Ok(c)
-    } else {
-        Err(Error::usage(format!(
-            "invalid pane colour {colour:?}: use one of {} or a tmux colour name",
-            PALETTE.join(", ")
-        )))
-    }
-}
-
-/// The size and position of one pane, for picking which pane to split.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PaneGeometry {
-    pub pane: PaneId,
-    pub width: u16,
-    pub height: u16,
-}
-
-/// One window holding team panes: every pane in it (a user's too, since they take room).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WindowLoad {
-    pub window: WindowId,
-    pub panes: Vec<PaneGeometry>,
-    pub has_lead: bool,
-}
-
-/// The windows that hold at least one of `team`'s panes, the lead's first, then by id
-/// (creation order).
-pub fn team_windows(all: &[PaneRecord], team: &str) -> Vec<WindowLoad> {
-    let mut by_window: BTreeMap<WindowId, WindowLoad> = BTreeMap::new();
-    for p in all.iter().filter(|p| p.belongs_to(team)) {
-        by_window.entry(p.window).or_insert_with(|| WindowLoad {
-            window: p.window,
-            panes: Vec::new(),
-            has_lead: false,
-        });
-    }
-    for p in all {
-        if let Some(w) = by_window.get_mut(&p.window) {
-            w.panes.push(PaneGeometry {
-                pane: p.pane,
-                width: p.width,
-                height: p.height,
-            });
-            w.has_lead |= p.belongs_to(team) && p.agent.as_deref() == Some(LEAD);
-        }
-    }
-    let mut windows: Vec<WindowLoad> = by_window.into_values().collect();
-    windows.sort_by_key(|w| (!w.has_lead, w.window));
-    windows
-}
-
-/// Where the next pane goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
-    /// Split `target` in `window`.
-    Split {
-        window: WindowId,
-        target: PaneId,
-        direction: Direction,
-    },
-    /// Every window is full: open another.
-    NewWindow,
-}
-
-/// The first window with fewer than `per_window` panes; in it, the largest pane, split
-/// across its longer side (a cell is about twice as tall as wide).
-pub fn choose_slot(windows: &[WindowLoad], per_window: usize) -> Slot {
-    let per_window = per_window.max(1);
-    for w in windows {
-        if w.panes.len() >= per_window {
-            continue;
-        }
-        let Some(big) = w.panes.iter().max_by_key(|p| {
-            (
-                u32::from(p.width) * u32::from(p.height),
-                std::cmp::Reverse(p.pane),
-            )
-        }) else {
-            continue;
-        };
-        let direction = if big.width >= big.height.saturating_mul(2) {
-            Direction::Horizontal
-        } else {
-            Direction::Vertical
-        };
-        return Slot::Split {
-            window: w.window,
-            target: big.pane,
-            direction,
-        };
-    }
-    Slot::NewWindow
-}
-
-/// The layout of a window with `panes` panes: nothing to arrange for one; `main-vertical`
-/// while the lead's window has at most `main_vertical_max` teammates; otherwise `tiled`.
-pub fn layout_for(has_lead: bool, panes: usize, main_vertical_max: usize) -> Option<Layout> {
-    match panes {
-        0 | 1 => None,
-        n if has_lead && n - 1 <= main_vertical_max => Some(Layout::MainVertical),
-        _ => Some(Layout::Tiled),
-    }
-}
-
 /// An exclusive flock on the team's lock file, released on drop.
 struct TeamLock {
     _file: File,
 }
 
 impl TeamLock {
-    fn acquire(path: &Path) -> Result<TeamLock> {
+    fn acquire(path: &Path, timeout: Duration) -> Result<TeamLock> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).ctx("create directory", dir)?;
         }
@@ -649,7 +701,7 @@ impl TeamLock {
             .open(path)
             .ctx("open lock file", path)?;
         let started = Instant::now();
-        let deadline = started + lock_timeout();
+        let deadline = started + timeout;
         let mut backoff = Backoff::new();
         loop {
             match file.try_lock() {
@@ -708,112 +760,37 @@ pub fn record_server(root: &crate::store::layout::Root, window: &TeamWindow) -> 
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Ids tmux has not made yet, for a plan: a dry run builds its commands with these and
+/// shows them by name, so it runs the very code a real spawn does.
+mod unmade {
+    use crate::tmux::{PaneId, SessionId, WindowId};
 
-    fn geom(id: u32, width: u16, height: u16) -> PaneGeometry {
-        PaneGeometry {
-            pane: format!("%{id}").parse().unwrap(),
-            width,
-            height,
-        }
+    const PANE: &str = "%4294967295";
+    const LEAD_PANE: &str = "%4294967294";
+    const WINDOW: &str = "@4294967295";
+    const SESSION: &str = "$4294967295";
+
+    pub(super) fn pane() -> PaneId {
+        PANE.parse().expect("a pane id")
     }
 
-    fn window(id: u32, panes: Vec<PaneGeometry>, has_lead: bool) -> WindowLoad {
-        WindowLoad {
-            window: format!("@{id}").parse().unwrap(),
-            panes,
-            has_lead,
-        }
+    pub(super) fn lead_pane() -> PaneId {
+        LEAD_PANE.parse().expect("a pane id")
     }
 
-    #[test]
-    fn layout_is_main_vertical_beside_the_lead_then_tiled() {
-        assert_eq!(layout_for(true, 1, 4), None);
-        assert_eq!(layout_for(true, 2, 4), Some(Layout::MainVertical));
-        assert_eq!(layout_for(true, 5, 4), Some(Layout::MainVertical));
-        assert_eq!(layout_for(true, 6, 4), Some(Layout::Tiled));
-        assert_eq!(layout_for(false, 2, 4), Some(Layout::Tiled));
-        assert_eq!(layout_for(false, 0, 4), None);
+    pub(super) fn window() -> WindowId {
+        WINDOW.parse().expect("a window id")
     }
 
-    #[test]
-    fn the_lone_lead_is_split_beside_itself() {
-        let w = vec![window(0, vec![geom(0, 200, 50)], true)];
-        assert_eq!(
-            choose_slot(&w, 6),
-            Slot::Split {
-                window: "@0".parse().unwrap(),
-                target: "%0".parse().unwrap(),
-                direction: Direction::Horizontal
-            }
-        );
+    pub(super) fn session() -> SessionId {
+        SESSION.parse().expect("a session id")
     }
 
-    #[test]
-    fn the_largest_pane_is_split_across_its_longer_side() {
-        let w = vec![window(
-            0,
-            vec![geom(0, 60, 50), geom(1, 139, 25), geom(2, 139, 24)],
-            true,
-        )];
-        assert_eq!(
-            choose_slot(&w, 6),
-            Slot::Split {
-                window: "@0".parse().unwrap(),
-                target: "%1".parse().unwrap(),
-                direction: Direction::Horizontal
-            }
-        );
-        let w = vec![window(0, vec![geom(0, 60, 50), geom(1, 40, 50)], true)];
-        assert!(matches!(
-            choose_slot(&w, 6),
-            Slot::Split { target, direction: Direction::Vertical, .. } if target.to_string() == "%0"
-        ));
-    }
-
-    #[test]
-    fn full_windows_overflow_in_order() {
-        let full = |id, lead| {
-            window(
-                id,
-                (0..6).map(|i| geom(id * 10 + i, 30, 10)).collect(),
-                lead,
-            )
-        };
-        assert_eq!(choose_slot(&[full(0, true)], 6), Slot::NewWindow);
-        let w = vec![full(0, true), window(3, vec![geom(40, 200, 50)], false)];
-        assert!(matches!(
-            choose_slot(&w, 6),
-            Slot::Split { window, .. } if window.to_string() == "@3"
-        ));
-        // A pane closed in the first window makes room there again, before later windows.
-        let mut first = full(0, true);
-        first.panes.pop();
-        let w = vec![first, window(3, vec![geom(40, 200, 50)], false)];
-        assert!(matches!(
-            choose_slot(&w, 6),
-            Slot::Split { window, .. } if window.to_string() == "@0"
-        ));
-        assert_eq!(choose_slot(&[], 6), Slot::NewWindow);
-    }
-
-    #[test]
-    fn colours_map_to_tmux_and_cannot_inject_styles() {
-        assert_eq!(border_colour("purple").unwrap(), "magenta");
-        assert_eq!(border_colour("orange").unwrap(), "colour208");
-        assert_eq!(border_colour("blue").unwrap(), "blue");
-        assert_eq!(border_colour("#ff0000").unwrap(), "#ff0000");
-        assert!(border_colour("red,bold]").is_err());
-        assert!(border_colour("").is_err());
-    }
-
-    #[test]
-    fn names_follow_the_team() {
-        let t = TeamName::new("alpha").unwrap();
-        assert_eq!(session_name(&t), "swarm-alpha");
-        assert_eq!(window_name(&t, 1), "swarm-alpha");
-        assert_eq!(window_name(&t, 2), "swarm-alpha-2");
+    /// `line` with the stand-ins named.
+    pub(super) fn shown(line: &str) -> String {
+        line.replace(PANE, "%new")
+            .replace(LEAD_PANE, "%new-lead")
+            .replace(WINDOW, "@new")
+            .replace(SESSION, "$new")
     }
 }

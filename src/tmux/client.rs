@@ -282,9 +282,11 @@ impl Tmux {
         self.exec(&["-V".into()], "-V").map(|s| s.trim().to_owned())
     }
 
-    fn created(&self, cmd: TmuxCommand) -> Result<NewPane, TmuxError> {
+    /// Runs a command that makes a pane (`new-session`, `new-window`, `split-window`, as
+    /// [`TmuxCommand`] builds them) and returns the ids it printed.
+    pub fn create(&self, cmd: &TmuxCommand) -> Result<NewPane, TmuxError> {
         let shown = cmd.shown();
-        let out = self.run(&cmd)?;
+        let out = self.run(cmd)?;
         let bad = || TmuxError::BadOutput {
             command: shown.clone(),
             output: out.clone(),
@@ -299,31 +301,9 @@ impl Tmux {
         })
     }
 
-    fn new_pane_format() -> String {
-        ["#{session_id}", "#{window_id}", "#{pane_id}"].join(&SEP.to_string())
-    }
-
     /// Starts a detached session running `spec` (starting the server if needed).
     pub fn new_session(&self, s: &NewSession<'_>) -> Result<NewPane, TmuxError> {
-        s.spec.validate()?;
-        let mut cmd = TmuxCommand::new("new-session")
-            .flag("-d")
-            .flag("-P")
-            .flag("-F")
-            .arg(Tmux::new_pane_format())
-            .flag("-s")
-            .format_arg(s.name);
-        if let Some(w) = s.window_name {
-            cmd = cmd.flag("-n").format_arg(w);
-        }
-        if let Some((x, y)) = s.size {
-            cmd = cmd
-                .flag("-x")
-                .flag(&x.to_string())
-                .flag("-y")
-                .flag(&y.to_string());
-        }
-        self.created(cmd.program(s.spec))
+        self.create(&TmuxCommand::new_session(s)?)
     }
 
     /// Opens a new window at the next free index of `session`, without switching to it.
@@ -333,17 +313,7 @@ impl Tmux {
         name: Option<&str>,
         spec: &PaneSpec,
     ) -> Result<NewPane, TmuxError> {
-        spec.validate()?;
-        let mut cmd = TmuxCommand::new("new-window")
-            .flag("-d")
-            .flag("-P")
-            .flag("-F")
-            .arg(Tmux::new_pane_format())
-            .target(&session);
-        if let Some(n) = name {
-            cmd = cmd.flag("-n").format_arg(n);
-        }
-        self.created(cmd.program(spec))
+        self.create(&TmuxCommand::new_window(session, name, spec)?)
     }
 
     /// Splits `target` (always `-d`: focus stays where it was); the new pane comes after
@@ -355,28 +325,22 @@ impl Tmux {
         size: Option<Size>,
         spec: &PaneSpec,
     ) -> Result<PaneId, TmuxError> {
-        spec.validate()?;
-        let mut cmd = TmuxCommand::new("split-window")
-            .flag("-d")
-            .flag(match direction {
-                Direction::Horizontal => "-h",
-                Direction::Vertical => "-v",
-            });
-        if let Some(size) = size {
-            cmd = cmd.flag("-l").flag(&size.to_string());
-        }
-        let cmd = cmd
-            .target(&target)
-            .flag("-P")
-            .flag("-F")
-            .arg("#{pane_id}")
-            .program(spec);
-        let shown = cmd.shown();
-        let out = self.run(&cmd)?;
-        out.trim().parse().map_err(|_| TmuxError::BadOutput {
-            command: shown,
-            output: out,
-        })
+        Ok(self
+            .create(&TmuxCommand::split_window(target, direction, size, spec)?)?
+            .pane)
+    }
+
+    /// The tmux invocation that runs `cmds` as one batch on this server, as a line a
+    /// person can paste into a shell: the very arguments [`Tmux::run_batch`] passes.
+    /// Environment values are shown: secrets never travel in a command line.
+    pub fn command_line(&self, cmds: &[TmuxCommand]) -> String {
+        let (args, _) = batch_args(cmds);
+        std::iter::once(OsString::from("tmux"))
+            .chain(self.global_args())
+            .chain(args)
+            .map(|a| shell_word(&a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     pub fn respawn_pane(&self, pane: PaneId, spec: &PaneSpec) -> Result<(), TmuxError> {
@@ -680,6 +644,30 @@ pub fn socket_of(tmux_env: &OsStr) -> Option<PathBuf> {
     (!path.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(path)))
 }
 
+/// One argument as a shell reads it back: quoted where needed, and with control
+/// characters (the separator of batched queries) as bash's `$'\xNN'`, so they show.
+fn shell_word(arg: &str) -> String {
+    if !arg.chars().any(char::is_control) {
+        return shell_escape::escape(arg.into()).into_owned();
+    }
+    let mut out = String::from("$'");
+    for c in arg.chars() {
+        match c {
+            '\\' | '\'' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if u32::from(c) < 0x80 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// Where the calling process sits in tmux, as `$TMUX` and `$TMUX_PANE` say: read once by
 /// the front end and passed down, so nothing here reads the environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -744,6 +732,41 @@ mod tests {
         assert_eq!(t.server(), &Server::Default);
         assert!(t.global_args().is_empty());
         assert!(resolve_from(Some("a/b"), env_of(&[])).is_err());
+    }
+
+    #[test]
+    fn a_command_line_is_what_a_shell_reads_back() {
+        let t = Tmux::with_socket_name("s");
+        let spec = PaneSpec::new("/w d", ["prog", "it's", "a;", "$(id)"]);
+        let batch = [
+            TmuxCommand::split_window(PaneId(3), Direction::Vertical, None, &spec).unwrap(),
+            TmuxCommand::kill_pane(PaneId(4)),
+        ];
+        let line = t.command_line(&batch);
+        assert!(
+            line.starts_with("tmux -L s split-window -d -v -t '%3' -P -F $'#{session_id}\\x1f")
+        );
+        // A shell hands tmux exactly the arguments run_batch passes.
+        let words = line.strip_prefix("tmux ").unwrap();
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("printf '%s\\0' {words}"))
+            .output()
+            .unwrap();
+        let read: Vec<&[u8]> = out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|w| !w.is_empty())
+            .collect();
+        let (args, _) = batch_args(&batch);
+        let expected: Vec<Vec<u8>> = t
+            .global_args()
+            .into_iter()
+            .chain(args)
+            .map(|a| a.into_encoded_bytes())
+            .collect();
+        assert_eq!(read, expected.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        assert_eq!(shell_word("a\u{85}'"), "$'a\\u0085\\''");
     }
 
     #[test]

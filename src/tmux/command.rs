@@ -16,8 +16,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use crate::tmux::error::TmuxError;
-use crate::tmux::escape::{config_quote, escape_arg, escape_format};
+use crate::tmux::escape::{SEP, config_quote, escape_arg, escape_format};
 use crate::tmux::ids::{PaneId, SessionId, Target, WindowId};
+use crate::tmux::pane::NewSession;
 
 /// What a new pane runs: a working directory, extra environment, and the argv exec'd as the
 /// pane's own process.
@@ -227,6 +228,77 @@ impl TmuxCommand {
         self
     }
 
+    /// Starts a detached session running `s.spec`, printing the new session, window and
+    /// pane ids (see [`new_pane_format`]).
+    pub fn new_session(s: &NewSession<'_>) -> Result<Self, TmuxError> {
+        s.spec.validate()?;
+        let mut cmd = TmuxCommand::new("new-session")
+            .flag("-d")
+            .flag("-P")
+            .flag("-F")
+            .arg(new_pane_format())
+            .flag("-s")
+            .format_arg(s.name);
+        if let Some(w) = s.window_name {
+            cmd = cmd.flag("-n").format_arg(w);
+        }
+        if let Some((x, y)) = s.size {
+            cmd = cmd
+                .flag("-x")
+                .flag(&x.to_string())
+                .flag("-y")
+                .flag(&y.to_string());
+        }
+        Ok(cmd.program(s.spec))
+    }
+
+    /// Opens a window at the next free index of `session` running `spec`, without switching
+    /// to it, printing the new ids (see [`new_pane_format`]).
+    pub fn new_window(
+        session: SessionId,
+        name: Option<&str>,
+        spec: &PaneSpec,
+    ) -> Result<Self, TmuxError> {
+        spec.validate()?;
+        let mut cmd = TmuxCommand::new("new-window")
+            .flag("-d")
+            .flag("-P")
+            .flag("-F")
+            .arg(new_pane_format())
+            .target(&session);
+        if let Some(n) = name {
+            cmd = cmd.flag("-n").format_arg(n);
+        }
+        Ok(cmd.program(spec))
+    }
+
+    /// Splits `target` (always `-d`: focus stays where it was) with a pane running `spec`,
+    /// printing the new ids (see [`new_pane_format`]). The new pane comes after the target
+    /// in the window's pane order.
+    pub fn split_window(
+        target: PaneId,
+        direction: Direction,
+        size: Option<Size>,
+        spec: &PaneSpec,
+    ) -> Result<Self, TmuxError> {
+        spec.validate()?;
+        let mut cmd = TmuxCommand::new("split-window")
+            .flag("-d")
+            .flag(match direction {
+                Direction::Horizontal => "-h",
+                Direction::Vertical => "-v",
+            });
+        if let Some(size) = size {
+            cmd = cmd.flag("-l").flag(&size.to_string());
+        }
+        Ok(cmd
+            .target(&target)
+            .flag("-P")
+            .flag("-F")
+            .arg(new_pane_format())
+            .program(spec))
+    }
+
     pub fn set_pane_option(pane: PaneId, name: &str, value: &str) -> Self {
         TmuxCommand::new("set-option")
             .flag("-p")
@@ -327,6 +399,11 @@ pub(super) fn show(value: &OsStr) -> String {
     } else {
         format!("{s:?}")
     }
+}
+
+/// What a command that makes a pane prints: its session, window and pane ids, separated.
+pub(super) fn new_pane_format() -> String {
+    ["#{session_id}", "#{window_id}", "#{pane_id}"].join(&SEP.to_string())
 }
 
 /// The arguments of a batch and its display form.

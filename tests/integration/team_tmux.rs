@@ -184,10 +184,10 @@ fn dry_run_prints_a_command_line_with_secrets_redacted_and_creates_nothing() {
         .replace(" -e SWARM_LOCK_TIMEOUT_MS=60000", "");
     let normal = regex::Regex::new(r"parent-session-id=[0-9a-f-]+")
         .unwrap()
-        .replace(&normal, "parent-session-id=$$SID");
+        .replace_all(&normal, "parent-session-id=$$SID");
     let normal = regex::Regex::new(r"-e '?PATH=[^ ']*'? ")
         .unwrap()
-        .replace(&normal, "-e PATH=$$PATH ");
+        .replace_all(&normal, "-e PATH=$$PATH ");
     insta::assert_snapshot!("spawn_dry_run", normal.trim());
     assert!(!out.contains("sk-test"), "{out}");
     // A dry run refuses what the real spawn would refuse.
@@ -196,6 +196,82 @@ fn dry_run_prints_a_command_line_with_secrets_redacted_and_creates_nothing() {
         .failure(4)
         .stderr;
     assert!(e.contains("already has a member named 'carol'"), "{e}");
+}
+
+/// The words of the last tmux line of a dry run, read back the way a shell reads it.
+fn dry_run_words(out: &str) -> Vec<String> {
+    let last = out.lines().rev().find(|l| l.starts_with("tmux ")).unwrap();
+    let words = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "printf '%s\\0' {}",
+            last.strip_prefix("tmux ").unwrap()
+        ))
+        .output()
+        .unwrap()
+        .stdout;
+    words
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect()
+}
+
+fn proc_strings(pid: i32, file: &str) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/{file}"))
+        .unwrap()
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect()
+}
+
+#[test]
+fn a_dry_run_shows_the_argv_the_real_spawn_starts() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    spawn(&env, &model, "bob", &[]).success();
+    let args = ["--model", "m-2", "--prompt", "it's a \"test\"; $(id)"];
+    let mut dry = vec!["--dry-run"];
+    dry.extend(args);
+    let out = spawn(&env, &model, "carol", &dry).success().stdout;
+    assert!(out.contains("split-window"), "{out}");
+    assert!(
+        !out.contains("new-session"),
+        "the window is open already:\n{out}"
+    );
+    let words = dry_run_words(&out);
+    let start = words.iter().rposition(|w| w == "--").unwrap();
+    let planned = &words[start + 1..];
+    let planned_env: Vec<&String> = words[..start]
+        .windows(2)
+        .filter(|w| w[0] == "-e")
+        .map(|w| &w[1])
+        .collect();
+    spawn(&env, &model, "carol", &args).success();
+    let pid = panes(&env)
+        .into_iter()
+        .find(|(_, agent, _)| agent == "carol")
+        .map(|(_, _, pid)| pid)
+        .unwrap();
+    let started = proc_strings(pid, "cmdline");
+    let environ = proc_strings(pid, "environ");
+    for var in &planned_env {
+        assert!(environ.contains(var), "{var} is not in carol's environment");
+    }
+    assert!(
+        planned_env
+            .iter()
+            .any(|v| v.starts_with("SWARM_PROJECT_DIR="))
+    );
+    // Only the session id the lead writes on its first start may differ.
+    let same = |a: &[String]| -> Vec<String> {
+        a.iter()
+            .filter(|w| !w.starts_with("--parent-session-id="))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(same(planned), same(&started));
 }
 
 fn swarm_bin() -> &'static str {

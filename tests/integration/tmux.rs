@@ -11,7 +11,8 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use swarm::store::names::{AgentName, TeamName};
 use swarm::store::roster::{PALETTE, tmux_colour};
-use swarm::team::window::{Placement, TeamWindow, TeamWindowOptions, session_name};
+use swarm::team::layout::session_name;
+use swarm::team::window::{Placement, TeamWindow, TeamWindowOptions};
 use swarm::tmux::{
     AGENT_OPTION, Direction, NewPane, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, Size,
     TEAM_OPTION, Tmux, TmuxCommand, TmuxError,

@@ -56,7 +56,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
                 .iter()
                 .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
             print_json(&json!({
-                "tmux": dry.prefix,
+                "tmux": dry.tmux,
                 "cwd": cmd.cwd,
                 "argv": cmd.argv,
                 "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),
