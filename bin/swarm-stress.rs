@@ -85,8 +85,9 @@ fn main() {
         }
         "hold" => {
             let agent = AgentName::parse_any(arg(3)).expect("agent name");
-            let _guard = swarm::util::lock::lock(&root.inbox_path(&team, &agent))
-                .unwrap_or_else(|e| fail(&e));
+            let _guard =
+                swarm::util::lock::lock(&root.inbox_path(&team, &agent), root.lock_timeout())
+                    .unwrap_or_else(|e| fail(&e));
             writeln!(out, "locked").expect("write");
             out.flush().expect("flush");
             std::thread::sleep(Duration::from_secs(3600));

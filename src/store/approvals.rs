@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -21,7 +22,7 @@ use crate::store::protocol::{
     PlanApprovalResponse, Protocol,
 };
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::{atomic, clock, json, lock};
+use crate::util::{clock, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -151,17 +152,17 @@ pub fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Appro
     let p = path(root, team, &approval.request_id)?;
     let d = dir(root, team);
     std::fs::create_dir_all(&d).ctx("create directory", &d)?;
-    let _guard = lock::lock(&p)?;
+    let _guard = files::lock(root, &p)?;
     if let Some(mut existing) = read(&p)? {
         // A plan-mode teammate records its plan without the mode approval gives it (its
         // own mode is `plan`); the lead, recording the same request, knows it.
         if existing.state == State::Pending && existing.mode.is_none() && approval.mode.is_some() {
             existing.mode = approval.mode.clone();
-            atomic::write(&p, &json::to_pretty(&existing))?;
+            files::write(root, &p, &json::to_pretty(&existing))?;
         }
         return Ok(existing);
     }
-    atomic::write(&p, &json::to_pretty(approval))?;
+    files::write(root, &p, &json::to_pretty(approval))?;
     Ok(approval.clone())
 }
 
@@ -214,7 +215,7 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
     if !p.exists() {
         return Err(unknown(team, id));
     }
-    let _guard = lock::lock(&p)?;
+    let _guard = files::lock(root, &p)?;
     let mut a = read(&p)?.ok_or_else(|| unknown(team, id))?;
     if a.state == State::Expired {
         return Err(Error::conflict(format!(
@@ -275,7 +276,7 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
     a.mode = mode;
     // Written before the answer goes out: a crash between leaves it resolved but
     // unanswered (the teammate's own timeout covers that), never answered twice.
-    atomic::write(&p, &json::to_pretty(&a))?;
+    files::write(root, &p, &json::to_pretty(&a))?;
     let agent = AgentName::parse_any(&a.agent)?;
     mailbox::deliver(root, team, &agent, Envelope::new(LEAD, answer.to_text()))?;
     Ok(a)
@@ -288,7 +289,7 @@ pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Optio
     if !p.exists() {
         return Ok(None);
     }
-    let _guard = lock::lock(&p)?;
+    let _guard = files::lock(root, &p)?;
     let Some(mut a) = read(&p)? else {
         return Ok(None);
     };
@@ -299,7 +300,7 @@ pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Optio
     a.resolved_ms = Some(clock::now_ms());
     a.resolved_by = Some("timeout".to_owned());
     a.feedback = Some(why.to_owned());
-    atomic::write(&p, &json::to_pretty(&a))?;
+    files::write(root, &p, &json::to_pretty(&a))?;
     Ok(Some(a))
 }
 

@@ -7,22 +7,23 @@
 
 use std::path::PathBuf;
 
+use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, TeamName};
+use crate::util::clock;
 use crate::util::error::{IoContext, Result};
-use crate::util::{atomic, clock};
 
 /// Writes the goal a run gives the team; returns its path (the lead reads it from there).
 pub fn write_goal(root: &Root, team: &TeamName, goal: &str) -> Result<PathBuf> {
     let path = root.goal_path(team);
-    atomic::write(&path, goal.as_bytes())?;
+    files::write(root, &path, goal.as_bytes())?;
     Ok(path)
 }
 
 /// Writes the final report; returns its path.
 pub fn write_report(root: &Root, team: &TeamName, text: &str) -> Result<PathBuf> {
     let path = root.report_path(team);
-    atomic::write(&path, text.as_bytes())?;
+    files::write(root, &path, text.as_bytes())?;
     Ok(path)
 }
 
@@ -36,6 +37,6 @@ pub fn write_plan(root: &Root, team: &TeamName, agent: &AgentName, plan: &str) -
     let dir = root.plans_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     let path = dir.join(format!("{agent}-{}.md", clock::now_ms()));
-    atomic::write(&path, plan.as_bytes())?;
+    files::write(root, &path, plan.as_bytes())?;
     Ok(path)
 }

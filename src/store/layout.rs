@@ -17,7 +17,7 @@ use crate::util::environment::Environment;
 use crate::util::error::{Error, Result};
 
 /// How long a shared file's lock is waited for by default.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_LOCK_TIMEOUT: Duration = crate::util::lock::DEFAULT_TIMEOUT;
 
 #[derive(Debug, Clone)]
 pub struct Root {
@@ -121,9 +121,19 @@ impl Root {
         self.team_dir(team).join("lead.flock")
     }
 
-    /// Flocked around every change to the team's tmux panes (see `team::window`).
-    pub fn window_lock_path(&self, team: &TeamName) -> PathBuf {
-        self.team_dir(team).join("tmux.flock")
+    /// The records of teammates' git worktrees (see `store::worktrees`).
+    pub fn worktrees_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("worktrees")
+    }
+
+    /// `agent`'s worktree record. `agent` is a roster name, checked when it was added.
+    pub fn worktree_record_path(&self, team: &TeamName, agent: &str) -> PathBuf {
+        self.worktrees_dir(team).join(format!("{agent}.json"))
+    }
+
+    /// The team window's lock (see `team::window`): its flock is on `tmux.flock`.
+    pub fn window_lock_anchor(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("tmux")
     }
 
     /// The goal a run gave the team (see `store::documents`).

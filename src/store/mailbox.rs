@@ -23,6 +23,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::protocol::Protocol;
@@ -191,15 +192,16 @@ pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope)
     let queued = spool.join(format!("{}.json", uuid::Uuid::now_v7()));
     // A crash before the commit leaves a whole spool file, which the next commit picks up;
     // power-loss durability comes from the commit's fsyncs, so none are needed here.
-    atomic::write_with(&queued, json::to_compact(&envelope).as_bytes(), false)?;
+    atomic::write(&queued, json::to_compact(&envelope).as_bytes(), false)?;
     let claimed = claimed_name(&queued);
     let inbox = root.inbox_path(team, to);
     let started = Instant::now();
-    let deadline = started + lock::lock_timeout();
+    let timeout = root.lock_timeout();
+    let deadline = started + timeout;
     let mut backoff = lock::Backoff::new();
     loop {
-        if let Some(guard) = lock::try_lock(&inbox)? {
-            commit_spool(&spool, &inbox, &guard)?;
+        if let Some(guard) = files::try_lock(root, &inbox)? {
+            commit_spool(root, &spool, &inbox, &guard)?;
         }
         if !queued.exists() && !claimed.exists() {
             return Ok(key);
@@ -212,14 +214,14 @@ pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope)
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
                 Err(e) => return Err(Error::io("remove", &queued, e)),
             };
-            if withdrawn || Instant::now() >= deadline + lock::lock_timeout() {
+            if withdrawn || Instant::now() >= deadline + timeout {
                 return Err(Error::LockTimeout {
                     path: inbox,
                     waited: started.elapsed(),
                 });
             }
         }
-        backoff.sleep(deadline + lock::lock_timeout());
+        backoff.sleep(deadline + timeout);
     }
 }
 
@@ -234,7 +236,7 @@ fn claimed_name(queued: &Path) -> PathBuf {
 /// Spool files are claimed by renaming them to `*.claimed` first, so a sender that gives up
 /// can withdraw its file only if no committer has it. Claimed files left by a committer that
 /// died are committed again, skipping any `msg_id` the inbox already holds.
-fn commit_spool(spool: &Path, inbox: &Path, _guard: &lock::Locked) -> Result<usize> {
+fn commit_spool(root: &Root, spool: &Path, inbox: &Path, _guard: &lock::Locked) -> Result<usize> {
     let Ok(entries) = std::fs::read_dir(spool) else {
         return Ok(0);
     };
@@ -304,7 +306,7 @@ fn commit_spool(spool: &Path, inbox: &Path, _guard: &lock::Locked) -> Result<usi
             json::to_pretty(&entries)
         }
     };
-    atomic::write(inbox, &bytes)?;
+    files::write(root, inbox, &bytes)?;
     for path in &claimed {
         let _ = std::fs::remove_file(path);
     }
@@ -359,13 +361,13 @@ pub fn read_all(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<D
     let spool = root.spool_dir(team, agent);
     if spool_has_mail(&spool) {
         // Left by a sender that died before its message was committed.
-        let guard = lock_inbox(&path)?;
-        commit_spool(&spool, &path, &guard)?;
+        let guard = lock_inbox(root, &path)?;
+        commit_spool(root, &spool, &path, &guard)?;
     }
     let entries = match read_entries(&path)? {
         Some(e) => e,
         None => {
-            let _guard = lock_inbox(&path)?;
+            let _guard = lock_inbox(root, &path)?;
             load_locked(&path)?
         }
     };
@@ -392,8 +394,8 @@ pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> 
     }
     let keys: HashSet<&str> = keys.iter().map(String::as_str).collect();
     let path = root.inbox_path(team, agent);
-    let guard = lock_inbox(&path)?;
-    commit_spool(&root.spool_dir(team, agent), &path, &guard)?;
+    let guard = lock_inbox(root, &path)?;
+    commit_spool(root, &root.spool_dir(team, agent), &path, &guard)?;
     let entries = load_locked(&path)?;
     let (done, keep): (Vec<Value>, Vec<Value>) = entries.into_iter().partition(|v| {
         serde_json::from_value::<Envelope>(v.clone()).is_ok_and(|e| keys.contains(e.key().as_str()))
@@ -401,8 +403,8 @@ pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> 
     if done.is_empty() {
         return Ok(0);
     }
-    append_delivered(&root.delivered_log_path(team, agent), &done)?;
-    atomic::write(&path, &json::to_pretty(&keep))?;
+    append_delivered(root, &root.delivered_log_path(team, agent), &done)?;
+    files::write(root, &path, &json::to_pretty(&keep))?;
     Ok(done.len())
 }
 
@@ -431,13 +433,13 @@ pub fn read_delivered(root: &Root, team: &TeamName, agent: &AgentName) -> Result
         .collect())
 }
 
-fn lock_inbox(path: &Path) -> Result<lock::Locked> {
+fn lock_inbox(root: &Root, path: &Path) -> Result<lock::Locked> {
     if let Some(dir) = path.parent()
         && !dir.exists()
     {
         std::fs::create_dir_all(dir).ctx("create directory", dir)?;
     }
-    lock::lock(path)
+    files::lock(root, path)
 }
 
 /// Reads the array without a lock: `Ok(None)` if the file is corrupt.
@@ -488,7 +490,7 @@ fn quarantine_path(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-fn append_delivered(path: &Path, entries: &[Value]) -> Result<()> {
+fn append_delivered(root: &Root, path: &Path, entries: &[Value]) -> Result<()> {
     let mut buf = Vec::new();
     for e in entries {
         buf.extend_from_slice(json::to_compact(e).as_bytes());
@@ -500,7 +502,7 @@ fn append_delivered(path: &Path, entries: &[Value]) -> Result<()> {
         .open(path)
         .ctx("open", path)?;
     f.write_all(&buf).ctx("append to", path)?;
-    if atomic::durable() {
+    if root.durable() {
         f.sync_data().ctx("fsync", path)?;
     }
     Ok(())

@@ -8,6 +8,7 @@
 
 pub mod approvals;
 pub mod documents;
+mod files;
 pub mod layout;
 pub mod lead;
 pub mod mailbox;
@@ -16,3 +17,4 @@ pub mod protocol;
 pub mod roster;
 pub mod state;
 pub mod tasks;
+pub mod worktrees;

@@ -11,11 +11,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, LEAD, TeamName, agent_id};
 use crate::util::clock;
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::{atomic, json, lock};
+use crate::util::json;
 
 /// Claude Code's palette, handed out round-robin; the lead takes the first (red).
 pub const PALETTE: [&str; 8] = [
@@ -141,7 +142,7 @@ pub fn create(
     std::fs::create_dir_all(root.inbox_dir(team)).ctx("create directory", root.inbox_dir(team))?;
     let tasks = root.tasks_dir(team);
     std::fs::create_dir_all(&tasks).ctx("create directory", &tasks)?;
-    let _guard = lock::lock(&path)?;
+    let _guard = files::lock(root, &path)?;
     if path.exists() {
         return Err(Error::conflict(format!(
             "team '{team}' already exists at {}; pick another name or delete it with `swarm team delete {team}`",
@@ -165,11 +166,11 @@ pub fn create(
         }],
         extra: Map::new(),
     };
-    atomic::write(&path, &json::to_pretty(&config))?;
+    files::write(root, &path, &json::to_pretty(&config))?;
     // Claude Code's list-lock anchor, so its own writers find what they expect.
     let anchor = tasks.join(".lock");
     if !anchor.exists() {
-        atomic::write(&anchor, b"")?;
+        files::write(root, &anchor, b"")?;
     }
     Ok(config)
 }
@@ -214,10 +215,10 @@ pub fn update<T>(
     f: impl FnOnce(&mut TeamConfig) -> Result<T>,
 ) -> Result<T> {
     let path = root.roster_path(team);
-    let _guard = lock::lock(&path)?;
+    let _guard = files::lock(root, &path)?;
     let mut config = load(root, team)?;
     let out = f(&mut config)?;
-    atomic::write(&path, &json::to_pretty(&config))?;
+    files::write(root, &path, &json::to_pretty(&config))?;
     Ok(out)
 }
 

@@ -112,7 +112,8 @@ pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState
         std::fs::create_dir_all(&dir)
             .map_err(|e| crate::util::error::Error::io("create directory", &dir, e))?;
     }
-    atomic::write_with(
+    // Never fsynced: it describes the present, which a power loss ends anyway.
+    atomic::write(
         &root.state_path(team, agent),
         &json::to_pretty(state),
         false,

@@ -18,6 +18,7 @@ use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::{self, NewMember};
+use crate::store::worktrees::Record;
 use crate::team::inherit::{self, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::team::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use crate::team::worktree;
@@ -46,7 +47,7 @@ pub struct Spawned {
     /// The team window (and its lead) was opened by this spawn.
     pub opened_window: bool,
     /// The teammate's own worktree, when it is isolated.
-    pub worktree: Option<worktree::Record>,
+    pub worktree: Option<Record>,
     /// The model it was given, if any was.
     pub model: Option<String>,
 }
@@ -89,23 +90,9 @@ pub struct Launcher {
     pub panes_per_window: Option<usize>,
 }
 
-/// The options of `team`'s window: its lock file, and how many panes a window holds
-/// (`panes_per_window`, else the default).
-pub fn window_options(
-    root: &Root,
-    team: &TeamName,
-    panes_per_window: Option<usize>,
-) -> TeamWindowOptions {
-    let mut opts = TeamWindowOptions::new(root.window_lock_path(team));
-    if let Some(n) = panes_per_window {
-        opts.panes_per_window = n;
-    }
-    opts
-}
-
 impl Launcher {
     pub fn window_options(&self) -> TeamWindowOptions {
-        window_options(&self.root, &self.team, self.panes_per_window)
+        TeamWindowOptions::for_team(&self.root, &self.team, self.panes_per_window)
     }
 
     /// Applies the agent definition `req.agent_type` names (from the project of `req.cwd`
@@ -329,7 +316,7 @@ impl Launcher {
         // A teammate in a worktree still reads the project's agent definitions and hooks,
         // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
         let project = self.dirs.project_dir(&req.cwd);
-        let mut made: Option<worktree::Record> = None;
+        let mut made: Option<Record> = None;
         let started = (|| -> Result<Spawned> {
             if let Some(plan) = &plan {
                 let record = worktree::create(root, team, plan)?;

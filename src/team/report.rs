@@ -8,8 +8,9 @@ use crate::store::layout::Root;
 use crate::store::names::TeamName;
 use crate::store::state;
 use crate::store::tasks::{Status, TaskList};
+use crate::store::worktrees::{self, RecordState};
 use crate::team::status;
-use crate::team::worktree::{self, RecordState};
+use crate::team::worktree;
 
 /// `git rev-parse HEAD` in `cwd`, if it is a repository with a commit.
 pub fn git_head(cwd: &Path) -> Option<String> {
@@ -150,7 +151,7 @@ pub fn render(
         }
         None => out.push_str("(not a git repository)\n"),
     }
-    let kept: Vec<_> = worktree::records(root, team)
+    let kept: Vec<_> = worktrees::all(root, team)
         .unwrap_or_default()
         .into_iter()
         .filter(|r| r.state == RecordState::Kept)

@@ -230,7 +230,7 @@ fn close_pane(
     name: &str,
     step: &mut dyn FnMut(String),
 ) -> Result<()> {
-    let opts = TeamWindowOptions::new(root.team_dir(team).join("tmux.flock"));
+    let opts = TeamWindowOptions::for_team(root, team, None);
     let Some(window) = TeamWindow::find(tmux, team, opts)? else {
         return Ok(());
     };

@@ -213,7 +213,7 @@ fn fire_subagent_stop(
         return;
     };
     let cwd = std::path::PathBuf::from(&member.cwd);
-    let project = match crate::team::worktree::read(root, team, &m.name) {
+    let project = match crate::store::worktrees::read(root, team, &m.name) {
         // `git_dir` is `<repo>/.git`.
         Ok(Some(w)) => w.git_dir.parent().map(Path::to_path_buf),
         _ => None,

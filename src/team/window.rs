@@ -22,8 +22,8 @@
 //!   session go away by themselves with their last pane.
 //! * State lives in tmux, not here: every call re-reads the panes, so a fresh process can
 //!   [`TeamWindow::find`] the window and add to it.
-//! * Changes are serialised across processes by an exclusive `flock` on
-//!   [`TeamWindowOptions::lock_file`], a file the caller names (one per team, never renamed
+//! * Changes are serialised across processes by an exclusive `flock` on the sidecar of
+//!   [`TeamWindowOptions::lock_anchor`], which the caller names (one per team, never renamed
 //!   or deleted). It is held only for the few tmux calls of one change, and std opens it
 //!   close-on-exec, so a tmux server started meanwhile cannot inherit it.
 //! * Splits use `-d` and windows open detached: focus never moves unless [`TeamWindow::attach`]
@@ -31,11 +31,10 @@
 //!
 //! All calls block on tmux; async callers use `spawn_blocking`.
 
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::store::layout::DEFAULT_LOCK_TIMEOUT;
+use crate::store::layout::{DEFAULT_LOCK_TIMEOUT, Root};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::PALETTE;
 use crate::team::layout::{
@@ -48,7 +47,7 @@ use crate::tmux::{
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::lock::Backoff;
+use crate::util::lock::{self, Locked};
 
 /// Pane option: the tmux colour of the pane's agent, read by the window's border styles.
 pub const COLOUR_OPTION: &str = "@swarm-colour";
@@ -56,8 +55,9 @@ pub const COLOUR_OPTION: &str = "@swarm-colour";
 /// How a team window is sized and split. Build with [`TeamWindowOptions::new`].
 #[derive(Debug, Clone)]
 pub struct TeamWindowOptions {
-    /// Flocked around every change to the team's panes; one file per team.
-    pub lock_file: PathBuf,
+    /// Locked (the flock on `<lock_anchor>.flock`) around every change to the team's
+    /// panes; one per team.
+    pub lock_anchor: PathBuf,
     /// How long to wait for that lock.
     pub lock_timeout: Duration,
     /// Columns and rows of a detached session until a client attaches (tmux then resizes
@@ -74,9 +74,9 @@ pub struct TeamWindowOptions {
 }
 
 impl TeamWindowOptions {
-    pub fn new(lock_file: impl Into<PathBuf>) -> TeamWindowOptions {
+    pub fn new(lock_anchor: impl Into<PathBuf>) -> TeamWindowOptions {
         TeamWindowOptions {
-            lock_file: lock_file.into(),
+            lock_anchor: lock_anchor.into(),
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             size: (200, 50),
             panes_per_window: 6,
@@ -84,6 +84,21 @@ impl TeamWindowOptions {
             lead_percent: 30,
             lead_colour: PALETTE[0].to_owned(),
         }
+    }
+
+    /// The options of `team`'s window under `root`: its lock, and how many panes a window
+    /// holds (`panes_per_window`, else the default).
+    pub fn for_team(
+        root: &Root,
+        team: &TeamName,
+        panes_per_window: Option<usize>,
+    ) -> TeamWindowOptions {
+        let mut opts = TeamWindowOptions::new(root.window_lock_anchor(team));
+        opts.lock_timeout = root.lock_timeout();
+        if let Some(n) = panes_per_window {
+            opts.panes_per_window = n;
+        }
+        opts
     }
 }
 
@@ -144,7 +159,7 @@ impl TeamWindow {
     ) -> Result<TeamWindow> {
         lead.validate()?;
         let colour = border_colour(&opts.lead_colour)?.to_owned();
-        let _lock = TeamLock::acquire(&opts.lock_file, opts.lock_timeout)?;
+        let _lock = window_lock(&opts)?;
         let all = panes_or_none(tmux)?;
         if let Some(p) = all.iter().find(|p| p.belongs_to(team.as_str())) {
             return Err(Error::conflict(format!(
@@ -219,7 +234,7 @@ impl TeamWindow {
     ) -> Result<PaneId> {
         spec.validate()?;
         let colour = border_colour(colour)?.to_owned();
-        let _lock = TeamLock::acquire(&self.opts.lock_file, self.opts.lock_timeout)?;
+        let _lock = window_lock(&self.opts)?;
         let windows = self.windows_for(agent)?;
         let holder = placeholder(&spec.cwd);
         let (make, _) = self.pane_maker(&windows, &holder)?;
@@ -429,7 +444,7 @@ impl TeamWindow {
     /// Kills one of the team's panes (tmux sends its process SIGHUP) and re-lays out its
     /// window. Refuses a pane not tagged with this team; a pane already gone is fine.
     pub fn kill_pane(&self, pane: PaneId) -> Result<()> {
-        let _lock = TeamLock::acquire(&self.opts.lock_file, self.opts.lock_timeout)?;
+        let _lock = window_lock(&self.opts)?;
         let all = panes_or_none(&self.tmux)?;
         let Some(record) = all.iter().find(|p| p.pane == pane) else {
             return Ok(());
@@ -460,7 +475,7 @@ impl TeamWindow {
     /// then ends with it). Untagged panes are left alone, so a window or session that also
     /// holds a user's pane survives. Returns how many panes were killed.
     pub fn close(&self) -> Result<usize> {
-        let _lock = TeamLock::acquire(&self.opts.lock_file, self.opts.lock_timeout)?;
+        let _lock = window_lock(&self.opts)?;
         let mut mine: Vec<PaneRecord> = panes_or_none(&self.tmux)?
             .into_iter()
             .filter(|p| p.belongs_to(self.team.as_str()))
@@ -668,6 +683,18 @@ impl TeamWindow {
     }
 }
 
+/// The team's window lock, held for the few tmux calls of one change.
+fn window_lock(opts: &TeamWindowOptions) -> Result<Locked> {
+    if let Some(dir) = opts
+        .lock_anchor
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir).ctx("create directory", dir)?;
+    }
+    lock::lock_sidecar_only(&opts.lock_anchor, opts.lock_timeout)
+}
+
 /// What a pane runs until its agent is started in it: a process that waits, started
 /// without a shell (two words).
 fn placeholder(cwd: &Path) -> PaneSpec {
@@ -683,43 +710,6 @@ fn panes_or_none(tmux: &Tmux) -> Result<Vec<PaneRecord>> {
     }
 }
 
-/// An exclusive flock on the team's lock file, released on drop.
-struct TeamLock {
-    _file: File,
-}
-
-impl TeamLock {
-    fn acquire(path: &Path, timeout: Duration) -> Result<TeamLock> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).ctx("create directory", dir)?;
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .ctx("open lock file", path)?;
-        let started = Instant::now();
-        let deadline = started + timeout;
-        let mut backoff = Backoff::new();
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(TeamLock { _file: file }),
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", path, e)),
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::LockTimeout {
-                    path: path.to_path_buf(),
-                    waited: started.elapsed(),
-                });
-            }
-            backoff.sleep(deadline);
-        }
-    }
-}
-
 /// The roster field where swarm records the socket of the tmux server holding a team's
 /// panes, so later commands (from any shell) find them.
 pub const SERVER_FIELD: &str = "swarmTmuxSocket";
@@ -728,7 +718,7 @@ pub const SERVER_FIELD: &str = "swarmTmuxSocket";
 /// `$SWARM_TMUX_SOCKET`) first, else the one recorded when its window opened, else the
 /// caller's own (`$TMUX`) or the default.
 pub fn server_for(
-    root: &crate::store::layout::Root,
+    root: &Root,
     team: &TeamName,
     explicit: Option<&str>,
     env: &Environment,
@@ -749,7 +739,7 @@ pub fn server_for(
 }
 
 /// Records the socket of the server holding `window` in the team's roster.
-pub fn record_server(root: &crate::store::layout::Root, window: &TeamWindow) -> Result<()> {
+pub fn record_server(root: &Root, window: &TeamWindow) -> Result<()> {
     let socket = window.tmux.display(&window.session, "#{socket_path}")?;
     let socket = socket.trim().to_owned();
     let team = &window.team;

@@ -7,10 +7,8 @@
 //! teammate's working directory is the same subdirectory of the worktree the spawn's was
 //! of the checkout.
 //!
-//! Each worktree has a record, `teams/<team>/worktrees/<agent>.json` (swarm's own file):
-//! repository, path, branch, the starting commit, and whether it is still in use
-//! (`active`) or was kept after its teammate stopped (`kept`). The roster's `worktreePath`
-//! says the same for Claude Code.
+//! Each worktree has a record (see `store::worktrees`); the roster's `worktreePath` says
+//! the same for Claude Code.
 //!
 //! Invariants:
 //! - a teammate's worktree is settled exactly once when it stops ([`finalize`], under the
@@ -24,40 +22,15 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{
-    BranchType, ErrorCode, Oid, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions,
-};
-use serde::{Deserialize, Serialize};
-
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, TeamName};
+use crate::store::worktrees::{self, Record, RecordState};
+use crate::util::clock;
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::{atomic, clock, json, lock};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RecordState {
-    Active,
-    Kept,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Record {
-    pub agent: String,
-    /// The repository's common git directory (`<repo>/.git`).
-    pub git_dir: PathBuf,
-    /// The worktree's root.
-    pub path: PathBuf,
-    pub branch: String,
-    /// libgit2's name for the worktree (`.git/worktrees/<name>`).
-    pub name: String,
-    /// The commit the branch started at.
-    pub base: String,
-    pub state: RecordState,
-    pub created_at: i64,
-}
+use git2::{
+    BranchType, ErrorCode, Oid, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions,
+};
 
 /// A worktree about to be made: everything checked, nothing created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,14 +105,6 @@ fn git_err(action: &str, path: &Path, e: git2::Error) -> Error {
 
 pub fn branch_name(team: &TeamName, agent: &AgentName) -> String {
     format!("swarm/{team}/{agent}")
-}
-
-pub fn records_dir(root: &Root, team: &TeamName) -> PathBuf {
-    root.team_dir(team).join("worktrees")
-}
-
-pub fn record_path(root: &Root, team: &TeamName, agent: &str) -> PathBuf {
-    records_dir(root, team).join(format!("{agent}.json"))
 }
 
 /// Checks that a worktree can be made for `agent` from `cwd`, and where it would go.
@@ -264,15 +229,7 @@ pub fn create(root: &Root, team: &TeamName, plan: &Plan) -> Result<Record> {
         state: RecordState::Active,
         created_at: clock::now_ms(),
     };
-    let written = std::fs::create_dir_all(records_dir(root, team))
-        .ctx("create directory", records_dir(root, team))
-        .and_then(|()| {
-            atomic::write(
-                &record_path(root, team, &plan.agent),
-                &json::to_pretty(&record),
-            )
-        });
-    if let Err(e) = written {
+    if let Err(e) = worktrees::save(root, team, &record) {
         let _ = remove(root, team, &record);
         return Err(e);
     }
@@ -287,40 +244,6 @@ pub fn working_dir(plan: &Plan) -> PathBuf {
     } else {
         plan.path.clone()
     }
-}
-
-/// Reads one record, if there is one.
-pub fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Record>> {
-    let path = record_path(root, team, agent);
-    match std::fs::read(&path) {
-        Ok(bytes) => json::parse(&bytes).map(Some).map_err(|e| Error::Corrupt {
-            path,
-            reason: e.to_string(),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", &path, e)),
-    }
-}
-
-/// Every worktree record of the team.
-pub fn records(root: &Root, team: &TeamName) -> Result<Vec<Record>> {
-    let dir = records_dir(root, team);
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read directory", &dir, e)),
-    };
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(agent) = name.strip_suffix(".json")
-            && let Some(r) = read(root, team, agent)?
-        {
-            out.push(r);
-        }
-    }
-    out.sort_by(|a, b| a.agent.cmp(&b.agent));
-    Ok(out)
 }
 
 /// What the worktree holds since its starting commit.
@@ -406,23 +329,17 @@ pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
     for dir in record.path.ancestors().skip(1).take(2) {
         let _ = std::fs::remove_dir(dir);
     }
-    let path = record_path(root, team, &record.agent);
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("remove", &path, e)),
-    }
+    worktrees::remove(root, team, &record.agent)
 }
 
 /// Settles `agent`'s worktree after it stopped: removed without changes, kept with them.
 /// `None` when it has no worktree in use (none, or already settled).
 pub fn finalize(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Finalized>> {
-    let path = record_path(root, team, agent);
-    if !path.exists() {
+    if !worktrees::exists(root, team, agent) {
         return Ok(None);
     }
-    let _guard = lock::lock_sidecar_only(&path)?;
-    let Some(mut record) = read(root, team, agent)? else {
+    let _guard = worktrees::lock(root, team, agent)?;
+    let Some(mut record) = worktrees::read(root, team, agent)? else {
         return Ok(None);
     };
     if record.state != RecordState::Active {
@@ -434,7 +351,7 @@ pub fn finalize(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Fina
         return Ok(Some(Finalized::Removed(record)));
     }
     record.state = RecordState::Kept;
-    atomic::write(&path, &json::to_pretty(&record))?;
+    worktrees::save(root, team, &record)?;
     Ok(Some(Finalized::Kept(record, changes)))
 }
 
@@ -598,7 +515,11 @@ mod tests {
         assert!(c.any() && !c.unmerged(), "{c:?}");
         remove(&root, &team, &rec).unwrap();
         assert!(!p.path.exists());
-        assert_eq!(records(&root, &team).unwrap().len(), 1, "carol's stays");
+        assert_eq!(
+            worktrees::all(&root, &team).unwrap().len(),
+            1,
+            "carol's stays"
+        );
     }
 
     #[test]
@@ -608,7 +529,7 @@ mod tests {
         let rec = create(&root, &team, &plan(&team, &bob, &repo).unwrap()).unwrap();
         std::fs::remove_dir_all(&repo).unwrap();
         remove(&root, &team, &rec).unwrap();
-        assert!(records(&root, &team).unwrap().is_empty());
+        assert!(worktrees::all(&root, &team).unwrap().is_empty());
     }
 
     #[test]

@@ -17,27 +17,9 @@ use crate::util::error::{Error, IoContext, Result};
 const TMP_MARK: &str = ".tmp.";
 const GC_AGE: Duration = Duration::from_secs(600);
 
-/// Atomically replaces `path` with `bytes`, durably (fsync of the file and the directory)
-/// unless durability is switched off ([`durable`]).
-pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_with(path, bytes, durable())
-}
-
-/// Whether writes are made to survive a power loss: on unless `SWARM_DURABLE=0`.
-/// Atomicity against crashed processes and concurrent readers never depends on it.
-pub fn durable() -> bool {
-    static DURABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DURABLE.get_or_init(|| {
-        !matches!(
-            std::env::var("SWARM_DURABLE").as_deref(),
-            Ok("0" | "false" | "off" | "no")
-        )
-    })
-}
-
 /// Atomically replaces `path` with `bytes`; `durable` adds the fsyncs that make it survive
 /// a power loss, not only a process crash.
-pub fn write_with(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
+pub fn write(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     let dir = path.parent().ok_or_else(|| {
         Error::Other(format!(
             "failed to write {}: no parent directory",
@@ -72,9 +54,6 @@ pub fn write_with(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
 
 /// Makes directory entries (a rename, a new file) durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    if !durable() {
-        return Ok(());
-    }
     File::open(dir)
         .and_then(|d| d.sync_all())
         .ctx("fsync directory", dir)
@@ -134,7 +113,7 @@ mod tests {
     fn writes_and_collects_dead_writers_temps() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("a.json");
-        write(&target, b"[]").unwrap();
+        write(&target, b"[]", true).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"[]");
         // A temp file from a pid that cannot exist, and one from us (alive).
         std::fs::write(dir.path().join(".a.json.tmp.2147483646.0000abcd"), b"x").unwrap();

@@ -12,8 +12,9 @@
 //! change time) in the sidecar and clears the record after `rmdir`. A record found by the
 //! next flock holder means its maker died mid-write, so that directory is removed at once
 //! instead of after 10 s; a directory lock without a matching record belongs to someone else
-//! and is only broken when stale. Waits are bounded (`SWARM_LOCK_TIMEOUT_MS`, default 10 s)
-//! with jittered exponential backoff, and end in [`Error::LockTimeout`] naming the path.
+//! and is only broken when stale. Waits are bounded by the caller's timeout (the store's,
+//! see `store::layout::Root`) with jittered exponential backoff, and end in
+//! [`Error::LockTimeout`] naming the path.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -29,7 +30,8 @@ use crate::util::error::{Error, IoContext, Result};
 /// proper-lockfile's default: a directory lock untouched for this long is abandoned.
 pub const STALE_AFTER: Duration = Duration::from_secs(10);
 const REFRESH_EVERY: Duration = Duration::from_secs(2);
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a lock is waited for unless the caller says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An exclusive hold on a shared file. Dropping it releases both locks.
 #[derive(Debug)]
@@ -37,6 +39,8 @@ pub struct Locked {
     // Field order is drop order: the directory lock goes before the flock.
     dirs: Vec<DirLock>,
     sidecar: File,
+    /// How long a further directory lock ([`Locked::also_lock_dir`]) is waited for.
+    timeout: Duration,
 }
 
 impl Locked {
@@ -47,7 +51,7 @@ impl Locked {
         if self.holds_dir(anchor) {
             return Ok(());
         }
-        let deadline = Instant::now() + lock_timeout();
+        let deadline = Instant::now() + self.timeout;
         let dir = DirLock::acquire(anchor, deadline, None)?;
         self.dirs.push(dir);
         self.record()
@@ -94,18 +98,19 @@ impl Drop for Locked {
     }
 }
 
-/// Locks the shared file `anchor` (which need not exist yet).
-pub fn lock(anchor: &Path) -> Result<Locked> {
-    let deadline = Instant::now() + lock_timeout();
+/// Locks the shared file `anchor` (which need not exist yet), waiting up to `timeout`.
+pub fn lock(anchor: &Path, timeout: Duration) -> Result<Locked> {
+    let deadline = Instant::now() + timeout;
     let sidecar = flock_sidecar(anchor, Some(deadline))?.expect("waits until the deadline");
-    finish_lock(anchor, sidecar, deadline)
+    finish_lock(anchor, sidecar, deadline, timeout)
 }
 
-/// Locks `anchor` only if no other swarm process holds it right now.
-pub fn try_lock(anchor: &Path) -> Result<Option<Locked>> {
-    let deadline = Instant::now() + lock_timeout();
+/// Locks `anchor` only if no other swarm process holds it right now (Claude Code's lock is
+/// still waited for, up to `timeout`).
+pub fn try_lock(anchor: &Path, timeout: Duration) -> Result<Option<Locked>> {
+    let deadline = Instant::now() + timeout;
     match flock_sidecar(anchor, None)? {
-        Some(sidecar) => finish_lock(anchor, sidecar, deadline).map(Some),
+        Some(sidecar) => finish_lock(anchor, sidecar, deadline, timeout).map(Some),
         None => Ok(None),
     }
 }
@@ -113,12 +118,13 @@ pub fn try_lock(anchor: &Path) -> Result<Option<Locked>> {
 /// Takes only the flock on `anchor`'s sidecar, not Claude Code's directory lock of
 /// `anchor` itself: for operations that mutate other files, each of which the caller then
 /// locks with [`Locked::also_lock_dir`] (claiming one task of a list).
-pub fn lock_sidecar_only(anchor: &Path) -> Result<Locked> {
-    let deadline = Instant::now() + lock_timeout();
+pub fn lock_sidecar_only(anchor: &Path, timeout: Duration) -> Result<Locked> {
+    let deadline = Instant::now() + timeout;
     let sidecar = flock_sidecar(anchor, Some(deadline))?.expect("waits until the deadline");
     let mut locked = Locked {
         dirs: Vec::new(),
         sidecar,
+        timeout,
     };
     let orphans = read_record(&mut locked.sidecar);
     for (_, _, path) in &orphans {
@@ -130,10 +136,16 @@ pub fn lock_sidecar_only(anchor: &Path) -> Result<Locked> {
     Ok(locked)
 }
 
-fn finish_lock(anchor: &Path, sidecar: File, deadline: Instant) -> Result<Locked> {
+fn finish_lock(
+    anchor: &Path,
+    sidecar: File,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Locked> {
     let mut locked = Locked {
         dirs: Vec::new(),
         sidecar,
+        timeout,
     };
     let orphans = read_record(&mut locked.sidecar);
     let dir = DirLock::acquire(anchor, deadline, Some(&orphans))?;
@@ -146,14 +158,6 @@ fn finish_lock(anchor: &Path, sidecar: File, deadline: Instant) -> Result<Locked
     locked.dirs.push(dir);
     locked.record()?;
     Ok(locked)
-}
-
-pub fn lock_timeout() -> Duration {
-    std::env::var("SWARM_LOCK_TIMEOUT_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .unwrap_or(DEFAULT_TIMEOUT)
 }
 
 fn sidecar_path(anchor: &Path) -> PathBuf {
@@ -439,7 +443,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let anchor = dir.path().join("inbox.json");
         {
-            let _l = lock(&anchor).unwrap();
+            let _l = lock(&anchor, DEFAULT_TIMEOUT).unwrap();
             assert!(dir.path().join("inbox.json.lock").is_dir());
             assert!(dir.path().join("inbox.json.flock").is_file());
         }
@@ -471,7 +475,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let task = dir.path().join("1.json");
         let lockdir = dir.path().join("1.json.lock");
-        let mut l = lock_sidecar_only(&dir.path().join(".lock")).unwrap();
+        let mut l = lock_sidecar_only(&dir.path().join(".lock"), DEFAULT_TIMEOUT).unwrap();
         l.also_lock_dir(&task).unwrap();
         assert!(l.holds_dir(&task));
         l.also_lock_dir(&task).unwrap();
@@ -500,6 +504,6 @@ mod tests {
         // Old: broken.
         let old = SystemTime::now() - Duration::from_secs(11);
         File::open(&lockdir).unwrap().set_modified(old).unwrap();
-        let _l = lock(&anchor).unwrap();
+        let _l = lock(&anchor, DEFAULT_TIMEOUT).unwrap();
     }
 }

@@ -601,7 +601,7 @@ fn session_names_are_matched_exactly() {
     let a = team("alpha");
     let b = team("alpha-lead");
     let mut opts_b = opts(&env);
-    opts_b.lock_file = env.dir.path().join("b.lock");
+    opts_b.lock_anchor = env.dir.path().join("b");
     let tb = TeamWindow::open(&tmux, &b, &sleeper(dir), Placement::Detached, opts_b).unwrap();
     let ta = TeamWindow::open(&tmux, &a, &sleeper(dir), Placement::Detached, opts(&env)).unwrap();
     assert_ne!(ta.session(), tb.session());

@@ -13,6 +13,7 @@
 //!   file, and answers "nothing is ready" only after a full scan;
 //! - a claim does not drop the claim index: `next` saves it with the claimed task updated.
 
+use crate::store::files;
 use crate::store::tasks::index::Index;
 use crate::store::tasks::list::TaskList;
 use crate::store::tasks::model::{ClaimRefusal, Status, Task};
@@ -55,7 +56,7 @@ impl TaskList {
         // Only the claimed task's file changes, and each candidate is read under Claude
         // Code's per-task lock, as Claude Code's own claim does; the flock keeps swarm
         // claimers apart.
-        let mut guard = lock::lock_sidecar_only(&self.list_anchor()?)?;
+        let mut guard = files::lock_sidecar_only(&self.root, &self.list_anchor()?)?;
         if let Some(index) = self.load_index()
             && let Some(task) = self.claim_first_ready(&mut guard, index, agent)?
         {

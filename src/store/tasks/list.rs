@@ -23,23 +23,27 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Map;
 
+use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
 use crate::store::tasks::graph::{dedup, missing_dependency, push_unique};
 use crate::store::tasks::model::{NewTask, Status, Task, TaskPatch};
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::{atomic, json, lock};
+use crate::util::{json, lock};
 
 /// A team's task list.
 #[derive(Debug, Clone)]
 pub struct TaskList {
     pub(super) dir: PathBuf,
+    /// Where the list's files are, and how they are written and locked.
+    pub(super) root: Root,
 }
 
 impl TaskList {
     pub fn new(root: &Root, team: &TeamName) -> TaskList {
         TaskList {
             dir: root.tasks_dir(team),
+            root: root.clone(),
         }
     }
 
@@ -56,7 +60,7 @@ impl TaskList {
     }
 
     pub(super) fn lock(&self) -> Result<lock::Locked> {
-        lock::lock(&self.list_anchor()?)
+        files::lock(&self.root, &self.list_anchor()?)
     }
 
     pub(super) fn list_anchor(&self) -> Result<PathBuf> {
@@ -79,7 +83,7 @@ impl TaskList {
     pub(super) fn write_task(&self, guard: &mut lock::Locked, task: &Task) -> Result<()> {
         let path = self.task_path(&task.id);
         guard.also_lock_dir(&path)?;
-        atomic::write(&path, &json::to_pretty(task))
+        files::write(&self.root, &path, &json::to_pretty(task))
     }
 
     /// Takes Claude Code's per-task lock of `id`, then reads the task: Claude Code writes a
@@ -267,11 +271,11 @@ impl TaskList {
         let task = self.lock_task(&mut guard, id)?.ok_or_else(|| missing(id))?;
         let n = task.numeric_id();
         if n > self.high_water_mark() {
-            atomic::write(&self.mark_path(), n.to_string().as_bytes())?;
+            files::write(&self.root, &self.mark_path(), n.to_string().as_bytes())?;
         }
         let path = self.task_path(id);
         std::fs::remove_file(&path).ctx("remove", &path)?;
-        atomic::sync_dir(&self.dir)?;
+        files::sync_dir(&self.root, &self.dir)?;
         let refers = |t: &Task| t.blocks.iter().chain(&t.blocked_by).any(|x| x == id);
         for other in self.list()?.into_iter().filter(refers) {
             let Some(mut other) = self.lock_task(&mut guard, &other.id)? else {

@@ -2,10 +2,9 @@
 
 use std::io::IsTerminal;
 
-use crate::team::launch;
 use crate::team::status;
 use crate::team::supervisor;
-use crate::team::window::TeamWindow;
+use crate::team::window::{TeamWindow, TeamWindowOptions};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::util::clock;
@@ -33,7 +32,7 @@ pub fn status(ctx: &Ctx) -> Result<()> {
 pub fn attach(ctx: &Ctx, team: Option<String>) -> Result<()> {
     let team = ctx.team_or(team.as_deref())?;
     let tmux = ctx.team_tmux(&team)?;
-    let options = launch::window_options(&ctx.root, &team, ctx.settings.panes_per_window);
+    let options = TeamWindowOptions::for_team(&ctx.root, &team, ctx.settings.panes_per_window);
     let window = TeamWindow::find(&tmux, &team, options)?.ok_or_else(|| {
         Error::not_found(format!(
             "team '{team}' has no tmux window; start one with `swarm spawn` or `swarm run`"

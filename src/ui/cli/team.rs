@@ -5,8 +5,9 @@ use serde_json::json;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::{self, NewMember, TeamConfig};
 use crate::store::tasks::TaskList;
-use crate::team::launch::window_options;
+use crate::store::worktrees;
 use crate::team::shutdown::{self, LadderOptions};
+use crate::team::window::TeamWindowOptions;
 use crate::team::worktree;
 use crate::ui::cli::args::TeamCommand;
 use crate::ui::cli::context::{Ctx, working_dir};
@@ -139,7 +140,8 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             for result in shutdown::stop_team(&ctx.root, &team, Some(&tmux), &ladder, &say) {
                 result?;
             }
-            let options = window_options(&ctx.root, &team, ctx.settings.panes_per_window);
+            let options =
+                TeamWindowOptions::for_team(&ctx.root, &team, ctx.settings.panes_per_window);
             if let Some(window) = crate::team::window::TeamWindow::find(&tmux, &team, options)? {
                 window.close()?;
             }
@@ -160,7 +162,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
                 refuse_unmerged(&ctx.root, &team)?;
             }
             let mut removed = Vec::new();
-            for record in worktree::records(&ctx.root, &team)? {
+            for record in worktrees::all(&ctx.root, &team)? {
                 // Only --force gets here with unmerged work: say what it threw away.
                 let lost = worktree::changes(&record)
                     .ok()
@@ -200,7 +202,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
 /// Refuses when a worktree of the team holds work that deleting it would lose.
 fn refuse_unmerged(root: &crate::store::layout::Root, team: &TeamName) -> Result<()> {
     let mut held = Vec::new();
-    for record in worktree::records(root, team)? {
+    for record in worktrees::all(root, team)? {
         match worktree::changes(&record) {
             Ok(c) if c.unmerged() => held.push(format!(
                 "{} at {} ({})",

@@ -1,0 +1,39 @@
+//! How the store writes and locks its files: the one place where a root's settings (its
+//! lock timeout and durability, resolved at the edge) meet `util`'s primitives. Every
+//! write replaces its file atomically and, unless the root says otherwise, durably; every
+//! lock is bounded by the root's timeout.
+
+use std::path::Path;
+
+use crate::store::layout::Root;
+use crate::util::error::Result;
+use crate::util::lock::Locked;
+use crate::util::{atomic, lock};
+
+/// Atomically replaces `path` with `bytes`, fsynced unless the root says not to.
+pub(super) fn write(root: &Root, path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic::write(path, bytes, root.durable())
+}
+
+/// Makes directory entries (a rename, a removal) durable, unless the root says not to.
+pub(super) fn sync_dir(root: &Root, dir: &Path) -> Result<()> {
+    if root.durable() {
+        atomic::sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Both locks of the shared file `anchor` (see [`lock::lock`]).
+pub(super) fn lock(root: &Root, anchor: &Path) -> Result<Locked> {
+    lock::lock(anchor, root.lock_timeout())
+}
+
+/// Both locks of `anchor`, only if no other swarm process holds it right now.
+pub(super) fn try_lock(root: &Root, anchor: &Path) -> Result<Option<Locked>> {
+    lock::try_lock(anchor, root.lock_timeout())
+}
+
+/// Only the flock of `anchor`'s sidecar (see [`lock::lock_sidecar_only`]).
+pub(super) fn lock_sidecar_only(root: &Root, anchor: &Path) -> Result<Locked> {
+    lock::lock_sidecar_only(anchor, root.lock_timeout())
+}
