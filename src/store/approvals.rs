@@ -84,10 +84,6 @@ pub struct Decision {
     pub by: String,
 }
 
-fn dir(root: &Root, team: &TeamName) -> std::path::PathBuf {
-    root.approvals_dir(team)
-}
-
 fn path(root: &Root, team: &TeamName, id: &str) -> Result<std::path::PathBuf> {
     if id.is_empty()
         || id.contains('/')
@@ -99,7 +95,7 @@ fn path(root: &Root, team: &TeamName, id: &str) -> Result<std::path::PathBuf> {
             "'{id}' is not a request id; see `swarm approvals`"
         )));
     }
-    Ok(dir(root, team).join(format!("{id}.json")))
+    Ok(root.approval_path(team, id))
 }
 
 /// The record for a plan approval request; `mode` is what the teammate gets when the plan
@@ -150,7 +146,7 @@ pub fn from_permission(req: &PermissionRequest) -> Approval {
 /// Records a request as pending, unless it is known already. Returns the record as stored.
 pub fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Approval> {
     let p = path(root, team, &approval.request_id)?;
-    let d = dir(root, team);
+    let d = root.approvals_dir(team);
     std::fs::create_dir_all(&d).ctx("create directory", &d)?;
     let _guard = files::lock(root, &p)?;
     if let Some(mut existing) = read(&p)? {
@@ -189,7 +185,7 @@ pub fn get(root: &Root, team: &TeamName, id: &str) -> Result<Approval> {
 
 /// Every request, oldest first.
 pub fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
-    let d = dir(root, team);
+    let d = root.approvals_dir(team);
     let entries = match std::fs::read_dir(&d) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -36,7 +36,7 @@ pub fn read_report(root: &Root, team: &TeamName) -> Option<String> {
 pub fn write_plan(root: &Root, team: &TeamName, agent: &AgentName, plan: &str) -> Result<PathBuf> {
     let dir = root.plans_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
-    let path = dir.join(format!("{agent}-{}.md", clock::now_ms()));
+    let path = root.plan_path(team, agent, clock::now_ms());
     files::write(root, &path, plan.as_bytes())?;
     Ok(path)
 }

@@ -112,8 +112,24 @@ impl Root {
         self.state_dir(team).join(format!("{agent}.json"))
     }
 
+    /// Made once when the end of one process of `agent` was reported (see `store::state`).
+    pub fn exit_report_marker(
+        &self,
+        team: &TeamName,
+        agent: &AgentName,
+        instance: &str,
+    ) -> PathBuf {
+        self.state_dir(team)
+            .join(format!("{agent}.{instance}.reported"))
+    }
+
     pub fn approvals_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("approvals")
+    }
+
+    /// One request's record. `id` is a request id, checked by the caller.
+    pub fn approval_path(&self, team: &TeamName, id: &str) -> PathBuf {
+        self.approvals_dir(team).join(format!("{id}.json"))
     }
 
     /// The team's lead lock (see `store::lead`).
@@ -151,6 +167,11 @@ impl Root {
         self.team_dir(team).join("plans")
     }
 
+    /// The copy of a plan `agent` submitted at `ms`.
+    pub fn plan_path(&self, team: &TeamName, agent: &AgentName, ms: i64) -> PathBuf {
+        self.plans_dir(team).join(format!("{agent}-{ms}.md"))
+    }
+
     pub fn logs_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("logs")
     }
@@ -167,6 +188,26 @@ impl Root {
 
     pub fn tasks_dir(&self, team: &TeamName) -> PathBuf {
         self.path.join("tasks").join(team.as_str())
+    }
+
+    /// One task, `<id>.json`. `id` is a task id, checked by the caller.
+    pub fn task_path(&self, team: &TeamName, id: &str) -> PathBuf {
+        self.tasks_dir(team).join(format!("{id}.json"))
+    }
+
+    /// The highest task id ever used, so ids are never reused.
+    pub fn high_water_mark_path(&self, team: &TeamName) -> PathBuf {
+        self.tasks_dir(team).join(".highwatermark")
+    }
+
+    /// The task list's lock anchor, as Claude Code names it.
+    pub fn task_list_lock_anchor(&self, team: &TeamName) -> PathBuf {
+        self.tasks_dir(team).join(".lock")
+    }
+
+    /// swarm's cache of which tasks may be ready (see `store::tasks::index`).
+    pub fn task_index_path(&self, team: &TeamName) -> PathBuf {
+        self.tasks_dir(team).join(".swarm-index")
     }
 }
 

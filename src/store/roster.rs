@@ -168,7 +168,7 @@ pub fn create(
     };
     files::write(root, &path, &json::to_pretty(&config))?;
     // Claude Code's list-lock anchor, so its own writers find what they expect.
-    let anchor = tasks.join(".lock");
+    let anchor = root.task_list_lock_anchor(team);
     if !anchor.exists() {
         files::write(root, &anchor, b"")?;
     }

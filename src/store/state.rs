@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::llm::Usage;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, TeamName};
-use crate::util::error::Result;
+use crate::util::error::{Error, IoContext, Result};
 use crate::util::{atomic, clock, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,8 +109,7 @@ impl AgentState {
 pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState) -> Result<()> {
     let dir = root.state_dir(team);
     if !dir.is_dir() {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| crate::util::error::Error::io("create directory", &dir, e))?;
+        std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     }
     // Never fsynced: it describes the present, which a power loss ends anyway.
     atomic::write(
@@ -118,6 +117,31 @@ pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState
         &json::to_pretty(state),
         false,
     )
+}
+
+/// Claims the right to report that one process of `agent` (`instance`: its pid, or its
+/// pane before it had one) ended: true for exactly one caller, whichever process asks
+/// first, however many observers noticed (an exclusive create of
+/// `state/<agent>.<instance>.reported`), so a death is reported once, and a restarted
+/// lead never reports it again.
+pub fn claim_exit_report(
+    root: &Root,
+    team: &TeamName,
+    agent: &AgentName,
+    instance: &str,
+) -> Result<bool> {
+    let dir = root.state_dir(team);
+    std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
+    let marker = root.exit_report_marker(team, agent, instance);
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&marker)
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io("create", &marker, e)),
+    }
 }
 
 pub fn read(root: &Root, team: &TeamName, agent: &AgentName) -> Option<AgentState> {

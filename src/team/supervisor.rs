@@ -10,7 +10,6 @@
 //! caller reports. A restarted lead therefore never repeats a report, and two observers never
 //! both send one.
 
-use std::io::ErrorKind;
 use std::path::Path;
 
 use crate::config::hooks::{Event as HookEvent, Hooks, Runner};
@@ -24,7 +23,7 @@ use crate::store::state::{self, Activity, ExitInfo};
 use crate::store::tasks::TaskList;
 use crate::team::status::{self, MemberStatus, TeamStatus};
 use crate::tmux::Tmux;
-use crate::util::error::{Error, Result};
+use crate::util::error::Result;
 
 /// A death that was reported.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,17 +90,8 @@ pub fn report_exit(
         (None, Some(pane)) => format!("pane{}", pane.trim_start_matches('%')),
         (None, None) => return Ok(None),
     };
-    let dir = root.state_dir(team);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-    let marker = dir.join(format!("{}.{instance}.reported", m.name));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&marker)
-    {
-        Ok(_) => {}
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(None),
-        Err(e) => return Err(Error::io("create", &marker, e)),
+    if !state::claim_exit_report(root, team, &agent, &instance)? {
+        return Ok(None);
     }
     let mut released: Vec<String> = m
         .state_file

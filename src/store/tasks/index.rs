@@ -19,7 +19,7 @@ use crate::store::tasks::model::{Status, Task};
 impl TaskList {
     /// Not `*.json`: Claude Code takes every such file in the task directory for a task.
     fn index_path(&self) -> PathBuf {
-        self.dir.join(".swarm-index")
+        self.root.task_index_path(&self.team)
     }
 
     pub(super) fn load_index(&self) -> Option<Index> {

@@ -37,6 +37,7 @@ pub struct TaskList {
     pub(super) dir: PathBuf,
     /// Where the list's files are, and how they are written and locked.
     pub(super) root: Root,
+    pub(super) team: TeamName,
 }
 
 impl TaskList {
@@ -44,6 +45,7 @@ impl TaskList {
         TaskList {
             dir: root.tasks_dir(team),
             root: root.clone(),
+            team: team.clone(),
         }
     }
 
@@ -52,11 +54,11 @@ impl TaskList {
     }
 
     pub(super) fn task_path(&self, id: &str) -> PathBuf {
-        self.dir.join(format!("{id}.json"))
+        self.root.task_path(&self.team, id)
     }
 
     fn mark_path(&self) -> PathBuf {
-        self.dir.join(".highwatermark")
+        self.root.high_water_mark_path(&self.team)
     }
 
     pub(super) fn lock(&self) -> Result<lock::Locked> {
@@ -67,7 +69,7 @@ impl TaskList {
         if !self.dir.is_dir() {
             std::fs::create_dir_all(&self.dir).ctx("create directory", &self.dir)?;
         }
-        let anchor = self.dir.join(".lock");
+        let anchor = self.root.task_list_lock_anchor(&self.team);
         if !anchor.exists() {
             // Claude Code creates it with exclusive create and ignores EEXIST; so do we.
             let _ = std::fs::OpenOptions::new()

@@ -4,7 +4,7 @@
 //! Sources are each agent's live inbox (`<agent>.json`, messages not yet put in front of
 //! their reader, shown as unread) and delivered log (`<agent>.delivered.jsonl`). Live
 //! inboxes stay small by design and are read whole; delivered logs only grow, so they are
-//! tailed: [`FeedReader`] remembers how far it read each one and parses only what was
+//! tailed: [`FeedReader`] keeps the store's cursor on each one and takes in only what was
 //! appended since (a torn last line is left for the next read). A message seen in both
 //! places (between the log append and the inbox rewrite of an acknowledgement) appears once.
 //!
@@ -14,16 +14,13 @@
 //! failed task are kept, since they say something.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::protocol::Protocol;
 use crate::util::clock;
-use crate::util::error::{Error, Result};
+use crate::util::error::Result;
 
 /// At most this many entries are kept per delivered log, and shown in the feed.
 pub const MAX_ENTRIES: usize = 1000;
@@ -172,8 +169,7 @@ pub struct FeedReader {
 
 #[derive(Debug, Default)]
 struct Tail {
-    ino: u64,
-    offset: u64,
+    cursor: mailbox::Cursor,
     entries: VecDeque<FeedEntry>,
 }
 
@@ -184,13 +180,11 @@ impl FeedReader {
 
     /// Every message of `team` as feed entries (see [`build`]).
     pub fn read(&mut self, root: &Root, team: &TeamName) -> Result<Vec<FeedEntry>> {
-        let dir = root.inbox_dir(team);
-        let agents = agents_with_mail(&dir)?;
+        let agents = mailbox::agents_with_mail(root, team)?;
         let mut all = Vec::new();
         for agent in &agents {
-            let log = root.delivered_log_path(team, agent);
             let tail = self.tails.entry(agent.to_string()).or_default();
-            tail.advance(&log, agent.as_str())?;
+            tail.advance(root, team, agent)?;
             all.extend(tail.entries.iter().cloned());
             if root.inbox_path(team, agent).exists() {
                 for d in mailbox::read_all(root, team, agent)? {
@@ -209,72 +203,22 @@ impl FeedReader {
 }
 
 impl Tail {
-    /// Parses whatever whole lines were appended to `path` since the last call.
-    fn advance(&mut self, path: &Path, to: &str) -> Result<()> {
-        let mut file = match std::fs::File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                *self = Tail::default();
-                return Ok(());
-            }
-            Err(e) => return Err(Error::io("open", path, e)),
-        };
-        let meta = file.metadata().map_err(|e| Error::io("read", path, e))?;
-        if meta.ino() != self.ino || meta.len() < self.offset {
-            // A different file, or one cut short: start over.
-            *self = Tail {
-                ino: meta.ino(),
-                ..Tail::default()
-            };
+    /// Takes in whatever whole lines were appended to `agent`'s delivered log since the
+    /// last call.
+    fn advance(&mut self, root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
+        let appended = mailbox::read_delivered_since(root, team, agent, &mut self.cursor)?;
+        if appended.restarted {
+            self.entries.clear();
         }
-        if meta.len() == self.offset {
-            return Ok(());
-        }
-        file.seek(SeekFrom::Start(self.offset))
-            .map_err(|e| Error::io("read", path, e))?;
-        let mut buf = Vec::new();
-        file.read_to_end(&mut buf)
-            .map_err(|e| Error::io("read", path, e))?;
-        // Only whole lines: a line still being appended is read next time.
-        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
-            return Ok(());
-        };
-        for line in buf[..end].split(|&b| b == b'\n') {
-            if let Ok(envelope) = crate::util::json::parse::<Envelope>(line) {
-                self.entries.push_back(FeedEntry::new(to, &envelope, false));
-            }
+        for envelope in &appended.envelopes {
+            self.entries
+                .push_back(FeedEntry::new(agent.as_str(), envelope, false));
         }
         while self.entries.len() > MAX_ENTRIES {
             self.entries.pop_front();
         }
-        self.offset += end as u64 + 1;
         Ok(())
     }
-}
-
-/// The agents that have a live inbox or a delivered log in `dir`, sorted by name.
-fn agents_with_mail(dir: &Path) -> Result<Vec<AgentName>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read directory", dir, e)),
-    };
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let stem = name
-                .strip_suffix(".delivered.jsonl")
-                .or_else(|| name.strip_suffix(".json"))?;
-            Some(stem.to_owned())
-        })
-        .collect();
-    names.sort();
-    names.dedup();
-    Ok(names
-        .iter()
-        .filter_map(|n| AgentName::parse_any(n).ok())
-        .collect())
 }
 
 #[cfg(test)]
@@ -365,39 +309,5 @@ mod tests {
         let lines: Vec<&str> = feed.iter().map(|e| e.line.as_str()).collect();
         assert_eq!(lines, ["two", "one"]);
         assert!(!feed[1].unread, "the delivered copy came first and wins");
-    }
-
-    #[test]
-    fn delivered_logs_are_tailed_by_whole_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("bob.delivered.jsonl");
-        let line = |t: &str, ms| {
-            let mut s = crate::util::json::to_compact(&env_at("alice", t, ms));
-            s.push('\n');
-            s
-        };
-        let mut tail = Tail::default();
-        tail.advance(&log, "bob").unwrap();
-        assert!(tail.entries.is_empty());
-        std::fs::write(&log, line("first", 1)).unwrap();
-        tail.advance(&log, "bob").unwrap();
-        assert_eq!(tail.entries.len(), 1);
-        // A torn line waits until it is whole.
-        let second = line("second", 2);
-        let (head, rest) = second.split_at(10);
-        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
-        std::io::Write::write_all(&mut f, head.as_bytes()).unwrap();
-        tail.advance(&log, "bob").unwrap();
-        assert_eq!(tail.entries.len(), 1);
-        std::io::Write::write_all(&mut f, rest.as_bytes()).unwrap();
-        tail.advance(&log, "bob").unwrap();
-        let lines: Vec<&str> = tail.entries.iter().map(|e| e.line.as_str()).collect();
-        assert_eq!(lines, ["first", "second"]);
-        // Replaced by a shorter file: read again from the start.
-        std::fs::remove_file(&log).unwrap();
-        std::fs::write(&log, line("fresh", 3)).unwrap();
-        tail.advance(&log, "bob").unwrap();
-        let lines: Vec<&str> = tail.entries.iter().map(|e| e.line.as_str()).collect();
-        assert_eq!(lines, ["fresh"]);
     }
 }

@@ -1,0 +1,29 @@
+//! Mailboxes: one JSON array of message envelopes per agent,
+//! `teams/<team>/inboxes/<agent>.json`, in Claude Code's format.
+//!
+//! Invariants:
+//! - every mutation (send, acknowledge, quarantine) holds both locks of the inbox and
+//!   replaces the file atomically; a reader without the lock sees a whole array;
+//! - a recipient must be on the roster: an unknown name is an error, never a new inbox;
+//! - a message is acknowledged by its key ([`Delivery::key`]: the `msg_id`, or a digest of
+//!   `from`+`timestamp`+`text` for Claude Code 2.1.88 entries that have none), only after it
+//!   was put in front of its reader; acknowledged entries are appended to
+//!   `<agent>.delivered.jsonl` and then removed from the live inbox, so the inbox holds only
+//!   undelivered mail however long a team runs;
+//! - entries are kept as raw JSON objects when rewritten, so fields swarm does not know
+//!   (and entries it cannot interpret) survive untouched;
+//! - a file that is not a JSON array is moved aside as `<agent>.json.corrupt-<stamp>` with a
+//!   warning, and delivery continues with an empty inbox.
+//!
+//! [`envelope`] is a message's shape, [`send`] the way in (through the recipient's spool),
+//! [`inbox`] reading and acknowledging, [`delivered`] the log of what was acknowledged.
+
+pub mod delivered;
+pub mod envelope;
+pub mod inbox;
+pub mod send;
+
+pub use delivered::{Appended, Cursor, agents_with_mail, read_delivered, read_delivered_since};
+pub use envelope::{Delivery, Envelope, MAX_MESSAGE_BYTES, Sent, check_text};
+pub use inbox::{ack, read_all, read_unread, remove_inbox};
+pub use send::{deliver, send};
