@@ -5,7 +5,7 @@
 //! again when it ends, also when it fails: the model server, the team window, and (unless
 //! asked to keep them) the team's files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::config::permissions::{Approver, PermissionMode};
 use crate::demo::job;
@@ -31,10 +31,15 @@ pub struct Demo {
     pub attach: bool,
     /// 1, 2 or 3.
     pub teammates: usize,
-    /// Where to make the job [default: a new directory under the system temp dir].
-    pub dir: Option<PathBuf>,
+    /// Where to make the job (an empty or new directory; see [`scratch_dir`]).
+    pub dir: PathBuf,
     /// Keep the team's files afterwards.
     pub keep: bool,
+}
+
+/// A new directory for the job under `tmp` (the system's temp dir).
+pub fn scratch_dir(tmp: &Path) -> PathBuf {
+    tmp.join(format!("swarm-demo-{:08x}", fastrand::u32(..)))
 }
 
 /// A fresh name for a demo team.
@@ -48,9 +53,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str)) -> Result<u8> {
     if !(1..=3).contains(&demo.teammates) {
         return Err(Error::usage("--teammates must be 1, 2 or 3 for the demo"));
     }
-    let dir = demo.dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("swarm-demo-{:08x}", fastrand::u32(..)))
-    });
+    let dir = demo.dir.clone();
     if dir.exists()
         && std::fs::read_dir(&dir)
             .map(|mut d| d.next().is_some())

@@ -4,7 +4,7 @@
 //! [`TeamName`] or [`AgentName`], so no code path can build a path from an unchecked
 //! string. Invalid names are refused with the rule they broke; nothing is rewritten,
 //! because Claude Code's two sanitisers disagree on rewritten names (see
-//! `claude-code-format.md` §2) and a rewritten name would split one team across directories.
+//! `docs/design/formats.md` §2) and a rewritten name would split one team across directories.
 
 use std::fmt;
 

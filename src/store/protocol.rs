@@ -1,6 +1,6 @@
 //! Protocol messages: typed values carried as compact JSON in a mailbox message's `text`.
 //!
-//! Shapes, field names and request-id formats are Claude Code's (`claude-code-format.md`
+//! Shapes, field names and request-id formats are Claude Code's (`docs/design/formats.md`
 //! §5, §1.3), so a Claude Code lead or teammate understands what swarm writes and the other
 //! way round. [`Protocol::parse`] returns `None` for anything that is not one of these
 //! messages, and such text stays plain text.
@@ -312,7 +312,7 @@ mod tests {
         );
     }
 
-    /// Field names, order and optional fields as `claude-code-format.md` §5 gives them.
+    /// Field names, order and optional fields as `docs/design/formats.md` §5 gives them.
     #[test]
     fn every_message_type_is_written_and_read_as_claude_code_does() {
         let ts = || "2026-02-12T05:22:25.366Z".to_owned();

@@ -25,7 +25,7 @@ use nix::sys::signal::Signal;
 
 use crate::tmux::command::{Direction, Layout, PaneSpec, Size, TmuxCommand, batch_args, show};
 use crate::tmux::error::{TmuxError, classify};
-use crate::tmux::escape::{SEP, config_quote, sanitized};
+use crate::tmux::escape::{SEP, config_quote, sanitized, shell_word};
 use crate::tmux::ids::{PaneId, SessionId, Target, WindowId};
 use crate::tmux::pane::{NewPane, NewSession, PaneRecord, SessionRecord, pane_format, parse_panes};
 use crate::util::environment::Environment;
@@ -644,30 +644,6 @@ pub fn socket_of(tmux_env: &OsStr) -> Option<PathBuf> {
     (!path.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(path)))
 }
 
-/// One argument as a shell reads it back: quoted where needed, and with control
-/// characters (the separator of batched queries) as bash's `$'\xNN'`, so they show.
-fn shell_word(arg: &str) -> String {
-    if !arg.chars().any(char::is_control) {
-        return shell_escape::escape(arg.into()).into_owned();
-    }
-    let mut out = String::from("$'");
-    for c in arg.chars() {
-        match c {
-            '\\' | '\'' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if u32::from(c) < 0x80 && c.is_control() => {
-                out.push_str(&format!("\\x{:02x}", u32::from(c)));
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
-
 /// Where the calling process sits in tmux, as `$TMUX` and `$TMUX_PANE` say: read once by
 /// the front end and passed down, so nothing here reads the environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -766,7 +742,6 @@ mod tests {
             .map(|a| a.into_encoded_bytes())
             .collect();
         assert_eq!(read, expected.iter().map(Vec::as_slice).collect::<Vec<_>>());
-        assert_eq!(shell_word("a\u{85}'"), "$'a\\u0085\\''");
     }
 
     #[test]

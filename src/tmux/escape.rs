@@ -1,7 +1,8 @@
 //! Escaping for the three languages tmux reads: its argument parser ([`escape_arg`]), its
 //! formats ([`escape_format`], and `sanitized` for free text read back through a format),
 //! and its configuration language ([`config_quote`], for what goes in on `source-file -`).
-//! Also `SEP`, the field separator of batched queries.
+//! Also `SEP`, the field separator of batched queries, and `shell_word`, which shows an
+//! argument the way a shell reads it back (for printing a command line).
 //!
 //! Invariants: escaping never changes what tmux ends up with: an escaped argument or format
 //! value reaches tmux's command as exactly the original bytes, and [`config_quote`] returns
@@ -73,9 +74,40 @@ pub fn config_quote(value: &str) -> Option<String> {
     ))
 }
 
+/// One argument as a shell reads it back: quoted where needed, and with control
+/// characters (the separator of batched queries) as bash's `$'\xNN'`, so they show.
+pub(super) fn shell_word(arg: &str) -> String {
+    if !arg.chars().any(char::is_control) {
+        return shell_escape::escape(arg.into()).into_owned();
+    }
+    let mut out = String::from("$'");
+    for c in arg.chars() {
+        match c {
+            '\\' | '\'' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if u32::from(c) < 0x80 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_show_control_characters() {
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("x\x1fy"), "$'x\\x1fy'");
+        assert_eq!(shell_word("a\u{85}'"), "$'a\\u0085\\''");
+    }
 
     #[test]
     fn trailing_semicolons_are_escaped_and_nothing_else_changes() {

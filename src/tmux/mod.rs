@@ -4,7 +4,7 @@
 //! ([`pane`]) and the server handle ([`client`]). Callers in async code run it under
 //! `spawn_blocking`. Knows nothing of teams. Uses only `util`.
 //!
-//! Invariants (each one closes a pitfall measured on tmux 3.3a, `reliability-notes.md` §2):
+//! Invariants (each one closes a pitfall measured on tmux 3.3a, `docs/design/reliability.md` §2):
 //! * Every command names its server: `-L NAME`, `-S PATH`, or (only when neither is known)
 //!   the default server. `$TMUX` never picks the server behind our back.
 //! * Objects are addressed only by id (`$N`, `@N`, `%N`) captured with `-P -F`; names are

@@ -1,5 +1,5 @@
 //! The agent loop against the scripted model server over real HTTP: the tool round trip
-//! and what the next request carries (E2-E4, E19 of llm-api-notes.md).
+//! and what the next request carries (E2-E4, E19 of docs/design/llm-api.md §4.4).
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! The model clients against the scripted model server over real HTTP on 127.0.0.1: the
-//! client scenarios E1, E5–E18, E20 and E21 of llm-api-notes.md §4.4, and the
+//! client scenarios E1, E5–E18, E20 and E21 of docs/design/llm-api.md §4.4, and the
 //! `swarm model-server` command end to end.
 //!
 //! Timing assertions are the scenarios' own numbers; every call also runs under a generous

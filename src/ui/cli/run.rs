@@ -61,7 +61,9 @@ pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {
         launcher,
         attach: !args.no_attach && std::io::stdout().is_terminal(),
         teammates: args.teammates,
-        dir: args.dir,
+        dir: args
+            .dir
+            .unwrap_or_else(|| demo_run::scratch_dir(&std::env::temp_dir())),
         keep: args.keep,
     };
     demo_run::run(demo, &|line| println!("{line}"))
