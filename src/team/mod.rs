@@ -14,6 +14,7 @@ pub mod shutdown;
 pub mod status;
 pub mod supervisor;
 pub mod task_events;
+pub mod teardown;
 pub mod tools;
 pub mod window;
 pub mod worktree;

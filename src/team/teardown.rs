@@ -1,0 +1,146 @@
+//! Deleting a team. Refused while teammates run, or while a worktree of the team holds
+//! work that deleting it would lose, unless forced; then the teammates are stopped through
+//! the shutdown ladder, the window is closed, the lead is given time to go with its pane,
+//! the worktrees are removed (saying what a forced delete discarded) and the team's files
+//! go last.
+
+use std::time::{Duration, Instant};
+
+use crate::store::layout::Root;
+use crate::store::names::{LEAD, TeamName};
+use crate::store::roster;
+use crate::store::worktrees;
+use crate::team::shutdown::{self, LadderOptions};
+use crate::team::status;
+use crate::team::window::{TeamWindow, TeamWindowOptions};
+use crate::team::worktree;
+use crate::tmux::Tmux;
+use crate::util::error::{Error, Result};
+use crate::util::process;
+
+/// How long the lead is given to end with its pane before its files go.
+const LEAD_GONE_WITHIN: Duration = Duration::from_secs(10);
+
+/// A worktree the delete took with it.
+#[derive(Debug, Clone)]
+pub struct RemovedWorktree {
+    pub path: std::path::PathBuf,
+    pub branch: String,
+    /// What unmerged work a forced delete discarded.
+    pub discarded: Option<String>,
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, Default)]
+pub struct Deleted {
+    pub removed: Vec<RemovedWorktree>,
+    /// Worktrees it could not remove, one line each: the user's to tidy.
+    pub left: Vec<String>,
+}
+
+/// Deletes `team` (see the module comment). `say` hears the ladder's steps.
+pub fn delete(
+    root: &Root,
+    team: &TeamName,
+    tmux: &Tmux,
+    window: TeamWindowOptions,
+    ladder: &LadderOptions,
+    force: bool,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Deleted> {
+    roster::load(root, team)?;
+    let seen = status::observe(root, team, Some(tmux))?;
+    let alive: Vec<String> = seen
+        .members
+        .iter()
+        .filter(|m| m.name != LEAD && (m.alive || m.pane_alive == Some(true)))
+        .map(|m| {
+            format!(
+                "{} ({}{})",
+                m.name,
+                m.state,
+                m.pid.map(|p| format!(", pid {p}")).unwrap_or_default()
+            )
+        })
+        .collect();
+    if !alive.is_empty() && !force {
+        return Err(Error::conflict(format!(
+            "team '{team}' still has running teammates: {}; shut them down with `swarm shutdown --all`, or pass --force",
+            alive.join(", ")
+        )));
+    }
+    if !force {
+        refuse_unmerged(root, team)?;
+    }
+    for result in shutdown::stop_team(root, team, Some(tmux), ladder, say) {
+        result?;
+    }
+    if let Some(window) = TeamWindow::find(tmux, team, window)? {
+        window.close()?;
+    }
+    // The lead goes with its pane; let it finish before its files go.
+    if let Some(lead) = seen.member(LEAD).filter(|m| m.alive).and_then(|m| m.pid) {
+        let deadline = Instant::now() + LEAD_GONE_WITHIN;
+        while process::is_alive(lead) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    // Settled by the ladder above; what is left is kept work (or a teammate that died
+    // unseen). Check again: the ladder may just have kept some.
+    if !force {
+        refuse_unmerged(root, team)?;
+    }
+    let mut deleted = Deleted::default();
+    for record in worktrees::all(root, team)? {
+        // Only a forced delete gets here with unmerged work: say what it throws away.
+        let discarded = worktree::changes(&record)
+            .ok()
+            .filter(|c| c.unmerged())
+            .map(|c| c.describe());
+        match worktree::remove(root, team, &record) {
+            Ok(()) => deleted.removed.push(RemovedWorktree {
+                path: record.path,
+                branch: record.branch,
+                discarded,
+            }),
+            // The team goes anyway.
+            Err(e) => deleted.left.push(format!(
+                "{e}; remove worktree {} and branch {} by hand",
+                record.path.display(),
+                record.branch
+            )),
+        }
+    }
+    roster::delete_files(root, team)?;
+    Ok(deleted)
+}
+
+/// Refuses when a worktree of the team holds work that deleting it would lose.
+fn refuse_unmerged(root: &Root, team: &TeamName) -> Result<()> {
+    let mut held = Vec::new();
+    for record in worktrees::all(root, team)? {
+        match worktree::changes(&record) {
+            Ok(c) if c.unmerged() => held.push(format!(
+                "{} at {} ({})",
+                record.branch,
+                record.path.display(),
+                c.describe()
+            )),
+            Ok(_) => {}
+            // Its repository is gone: nothing is left to lose.
+            Err(_) if !record.git_dir.exists() => {}
+            Err(e) => held.push(format!(
+                "{} at {} ({e})",
+                record.branch,
+                record.path.display()
+            )),
+        }
+    }
+    if held.is_empty() {
+        return Ok(());
+    }
+    Err(Error::conflict(format!(
+        "team '{team}' has worktree(s) with unmerged work: {}; merge or keep that work (git merge <branch>), or pass --force to delete it with the team",
+        held.join("; ")
+    )))
+}
