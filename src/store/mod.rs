@@ -1,7 +1,8 @@
 //! The store: a team on disk, in Claude Code's layout and formats. Every path is built in
 //! [`layout`]; names are validated in [`names`]; the roster, the mailboxes (with their
-//! spool and delivered log), the task list, approvals, each agent's state and the
-//! protocol messages carried in mail each have a module.
+//! spool and delivered log), the task list, approvals, each agent's state, the protocol
+//! messages carried in mail, the lead lock, worktree records and a run's documents each
+//! have a module. Every write and lock goes through `files`, with the root's settings.
 //!
 //! The layers above reach team files and their locks only through this module's public
 //! operations. Uses `util` and, for the token figures in agent state, `llm`'s `Usage`.

@@ -1,6 +1,7 @@
-//! A team at work in tmux: its window and layout, launching a teammate (the inherited
-//! argv and environment), the liveness model, supervision of deaths, the shutdown ladder,
-//! git worktrees, the final report, and the team tools the agents call.
+//! A team at work in tmux: launching a teammate (the inherited argv and environment), its
+//! window and layout, the liveness model, supervision of deaths, the shutdown ladder and
+//! teardown, git worktrees, a run and its report, the team tools the agents call and the
+//! task events that run the user's hooks, and what a teammate is told.
 //!
 //! Uses `tmux`, `agent`, `config`, `store`, `llm` and `util`; never `roles` or `ui`.
 

@@ -10,7 +10,7 @@
 //! - [`index`]: the claim index, `.swarm-index`.
 //!
 //! Invariants (each module's doc says where and how they hold):
-//! - every mutation holds the list lock ([`crate::util::lock::lock`] on `.lock`: flock on
+//! - every mutation holds the list lock (both locks of `.lock`, through `store::files`: flock on
 //!   `.lock.flock` and Claude Code's `.lock.lock/`; `next` only the flock, as Claude Code's
 //!   own claim takes no list lock), and also Claude Code's per-task lock `<id>.json.lock/`
 //!   of each task it rewrites, taken before that task is read, because Claude Code updates
