@@ -6,7 +6,7 @@ by check.sh. The lead creates the tasks one at a time (so their ids are 1-4 in o
 and spawns bob in plan mode; bob claims the first task and sends a plan; the lead
 approves it, brings in alice and carol, and briefs everyone. Teammates claim tasks,
 write the file the task gives, run its check, mark it completed and report. Rules are tried in
-order; see src/model_server/script.rs for the format.
+order; see src/llm/model_server/script.rs for the format.
 
     scripts/demo-script.py        # regenerate after editing
 """

@@ -140,7 +140,7 @@ pub enum AgentsCommand {
 
 #[derive(Debug, Args)]
 pub struct ModelServerArgs {
-    /// The script: JSON rules saying what to answer (format: src/model_server/script.rs)
+    /// The script: JSON rules saying what to answer (format: src/llm/model_server/script.rs)
     #[arg(long, value_name = "FILE")]
     pub script: PathBuf,
     /// Where to listen: a loopback address and port; port 0 picks a free one
