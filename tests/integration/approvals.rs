@@ -123,6 +123,8 @@ fn with_a_person_as_lead_requests_are_recorded_and_swarm_approve_unblocks_the_te
         .run(&["--team", "t", "approvals", "--pending"])
         .success();
     assert!(out.stdout.contains(&plan_id), "{}", out.stdout);
+    env.snapshot_settings()
+        .bind(|| insta::assert_snapshot!("approvals_pending", out.stdout));
     env.run(&["--team", "t", "approve", &plan_id]).success();
     // Approved with no mode named: the default mode, so the write asks in turn.
     let permission = wait_for_record(&env, "permission", "carol", "pending");
@@ -143,6 +145,12 @@ fn with_a_person_as_lead_requests_are_recorded_and_swarm_approve_unblocks_the_te
     );
     // Each resolved exactly once: one record each, approved by the person, one answer each.
     let all = approvals(&env);
+    env.snapshot_settings().bind(|| {
+        insta::assert_json_snapshot!("approvals_resolved_json", all, {
+            "[].createdMs" => "[ms]",
+            "[].resolvedMs" => "[ms]",
+        })
+    });
     for id in [&plan_id, &permission_id] {
         let records: Vec<&Value> = all.iter().filter(|a| a["requestId"] == **id).collect();
         assert_eq!(records.len(), 1, "{all:?}");

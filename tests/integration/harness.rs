@@ -116,6 +116,47 @@ impl TestEnv {
         cmd
     }
 
+    /// insta settings whose filters replace what differs from run to run in a command's
+    /// output: this test's paths (`$ROOT`, `$HOME`, `$TMP`) and tmux socket (`$SOCKET`),
+    /// uuids, ISO and epoch-ms times (also inside request ids), and ages in a table's
+    /// column ("now", "3s ago").
+    /// Pids, panes and anything else particular to one test are the test's own to redact.
+    /// Use as `env.snapshot_settings().bind(|| insta::assert_snapshot!("name", text))`;
+    /// a replacement is regex replacement text, so a literal `$` is written `$$`.
+    pub fn snapshot_settings(&self) -> insta::Settings {
+        let mut settings = insta::Settings::clone_current();
+        let mut paths = Vec::new();
+        for (path, name) in [
+            (&self.root, "$$ROOT"),
+            (&self.home, "$$HOME"),
+            (&self.dir.path().to_path_buf(), "$$TMP"),
+        ] {
+            // The canonical form first: a tool may print either.
+            if let Ok(canonical) = path.canonicalize()
+                && canonical != *path
+            {
+                paths.push((canonical, name));
+            }
+            paths.push((path.clone(), name));
+        }
+        for (path, name) in paths {
+            settings.add_filter(&regex::escape(&path.display().to_string()), name);
+        }
+        settings.add_filter(&regex::escape(&self.tmux_socket), "$$SOCKET");
+        settings.add_filter(
+            r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+            "[uuid]",
+        );
+        settings.add_filter(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[time]");
+        settings.add_filter(r"\bperm-\d{13}-[0-9a-z]{7}\b", "perm-[ms]-[rand]");
+        settings.add_filter(r"\b1\d{12}\b", "[ms]");
+        // An age in a table's column ("now", "3s ago", "2m ago"), with the padding after
+        // it, whose width follows the age's.
+        settings.add_filter(r"(?m) {2}(?:now|\d+[smh] ago)$", "  [age]");
+        settings.add_filter(r" {2}(?:now|\d+[smh] ago) {2,}", "  [age]  ");
+        settings
+    }
+
     /// Every path under the temp dir, relative, sorted: for "nothing was created" checks.
     pub fn tree(&self) -> Vec<String> {
         fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {

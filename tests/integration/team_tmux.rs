@@ -450,6 +450,12 @@ fn killing_the_tmux_server_marks_everyone_dead() {
         .unwrap()
         .iter()
         .all(|m| m["alive"] == true)));
+    let pids: Vec<i64> = status(&env)["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["pid"].as_i64().unwrap())
+        .collect();
     std::process::Command::new("tmux")
         .args(["-L", &env.tmux_socket, "kill-server"])
         .status()
@@ -459,6 +465,10 @@ fn killing_the_tmux_server_marks_everyone_dead() {
         .unwrap()
         .iter()
         .all(|m| m["alive"] == false)));
+    // Gone, not only unreachable: each has recorded how it ended.
+    assert!(wait_until(T, || pids
+        .iter()
+        .all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())));
     let s = status(&env);
     assert_eq!(s["tmuxReachable"], false);
     for name in ["bob", "carol"] {
@@ -466,6 +476,14 @@ fn killing_the_tmux_server_marks_everyone_dead() {
     }
     let text = env.run(&["--team", "t", "status"]).success().stdout;
     assert!(text.contains("tmux: no server"), "{text}");
+    // The table a person reads: no server, both teammates dead, the lead never started.
+    let mut settings = env.snapshot_settings();
+    // With the padding after each, whose width follows the number's.
+    for pid in pids {
+        settings.add_filter(&format!(r"\b{pid} +"), "[pid]  ");
+    }
+    settings.add_filter(r"%\d+ +", "%[pane]  ");
+    settings.bind(|| insta::assert_snapshot!("status_tmux_server_killed", text));
 }
 
 #[test]

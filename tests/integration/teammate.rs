@@ -175,7 +175,17 @@ fn a_busy_teammate_answers_shutdown_by_abandoning_a_stalled_model_call() {
     assert!(wait_until(T, || state(&env, "bob").is_some_and(|s| s
         .activity
         == swarm::store::state::Activity::Working)));
-    std::thread::sleep(Duration::from_millis(300));
+    // `working` is recorded before the model call goes out; the request must be in flight
+    // (received by the server, which then stalls its answer) before the shutdown arrives,
+    // or there would be nothing to abandon.
+    assert!(
+        wait_until(T, || model
+            .requests()
+            .iter()
+            .any(|r| r.agent() == Some("bob"))),
+        "bob never called the model:\n{}",
+        out(&output)
+    );
     env.deliver(
         "t",
         "team-lead",
@@ -195,6 +205,8 @@ fn a_busy_teammate_answers_shutdown_by_abandoning_a_stalled_model_call() {
         )
         .is_some()
     );
+    // The one stalled call was abandoned, not retried or followed by another.
+    assert_eq!(model.requests().len(), 1);
 }
 
 #[test]
