@@ -10,7 +10,7 @@
 //!   swarm-stress mkinbox  ROOT TEAM AGENT BYTES                 send one message of BYTES
 //!   swarm-stress mktasks  ROOT TEAM COUNT                       create COUNT tasks
 //!   swarm-stress timed    ROOT TEAM FROM TO COUNT GAP_MS        send, printing "text start_ns"
-//!   swarm-stress reconcile ROOT TEAM SOCKET PASSES              time `lead::reconcile` passes
+//!   swarm-stress reconcile ROOT TEAM SOCKET PASSES              time `team::supervisor::reconcile`
 //!                                                               on tmux -L SOCKET, print ms each
 //!
 //! Output is one line per event on stdout: the key or id it handled.

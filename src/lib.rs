@@ -1,9 +1,9 @@
 //! swarm: teams of AI coding agents side by side in tmux, coordinating through Claude
 //! Code's own on-disk formats.
 //!
-//! The modules are layers, listed here from the bottom up; each uses only the ones above
-//! it in this list (CONTRIBUTING.md has the picture, and `tests/integration/layers.rs`
-//! checks it).
+//! Each module is a layer and uses only the layers below it: the picture is in
+//! CONTRIBUTING.md (bottom up: util, llm, store, config, agent, tmux, team, roles, demo,
+//! ui), and `tests/integration/layers.rs` checks it.
 
 pub mod agent;
 pub mod config;

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::config::project::UserDirs;
-use crate::store::layout::DEFAULT_LOCK_TIMEOUT;
 use crate::util::environment::Environment;
+use crate::util::lock;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -36,7 +36,7 @@ impl Settings {
     pub fn resolve(env: Environment) -> Settings {
         let lock_timeout = parsed(&env, "SWARM_LOCK_TIMEOUT_MS")
             .map(Duration::from_millis)
-            .unwrap_or(DEFAULT_LOCK_TIMEOUT);
+            .unwrap_or(lock::DEFAULT_TIMEOUT);
         let durable = !matches!(env.get("SWARM_DURABLE"), Some("0" | "false" | "off" | "no"));
         let panes_per_window = parsed::<usize>(&env, "SWARM_PANES_PER_WINDOW").map(|n| n.max(2));
         let timings = env.get("SWARM_TIMINGS").map(PathBuf::from);
@@ -68,7 +68,7 @@ mod tests {
     #[test]
     fn defaults_and_values_from_the_environment() {
         let s = Settings::resolve(Environment::default());
-        assert_eq!(s.lock_timeout, DEFAULT_LOCK_TIMEOUT);
+        assert_eq!(s.lock_timeout, lock::DEFAULT_TIMEOUT);
         assert!(s.durable);
         assert_eq!((s.panes_per_window, s.timings), (None, None));
 
@@ -92,7 +92,7 @@ mod tests {
             ("SWARM_LOCK_TIMEOUT_MS", "soon"),
             ("SWARM_PANES_PER_WINDOW", "many"),
         ]));
-        assert_eq!(s.lock_timeout, DEFAULT_LOCK_TIMEOUT);
+        assert_eq!(s.lock_timeout, lock::DEFAULT_TIMEOUT);
         assert_eq!(s.panes_per_window, None);
     }
 }

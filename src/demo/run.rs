@@ -48,8 +48,9 @@ pub fn team_name() -> Result<TeamName> {
 }
 
 /// Runs the demo; returns the lead's exit code, or a check failure if the job's check did
-/// not pass. `say` prints a line for the person watching.
-pub fn run(demo: Demo, say: &dyn Fn(&str)) -> Result<u8> {
+/// not pass. `say` prints what the demo shows (stdout); `note` what it says about itself
+/// while it waits (stderr).
+pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
     if !(1..=3).contains(&demo.teammates) {
         return Err(Error::usage("--teammates must be 1, 2 or 3 for the demo"));
     }
@@ -104,7 +105,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str)) -> Result<u8> {
             );
             window.attach(launcher.caller.inside())?;
         }
-        let code = team_run::wait_for_lead(&launcher.root, &team, &window, say)?;
+        let code = team_run::wait_for_lead(&launcher.root, &team, &window, note)?;
         say(&team_run::report(&launcher.root, &team));
         let (passed, output) = job::run_check(&dir)?;
         say(&format!("$ bash check.sh\n{output}"));

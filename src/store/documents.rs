@@ -5,7 +5,7 @@
 //! swarm's own files, written whole and atomically by one writer each: the goal by the
 //! run that made the team, the report by its lead, a plan by the teammate that wrote it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::store::files;
 use crate::store::layout::Root;
@@ -32,11 +32,14 @@ pub fn read_report(root: &Root, team: &TeamName) -> Option<String> {
     std::fs::read_to_string(root.report_path(team)).ok()
 }
 
-/// Keeps a copy of a plan `agent` submits for approval; returns its path.
-pub fn write_plan(root: &Root, team: &TeamName, agent: &AgentName, plan: &str) -> Result<PathBuf> {
+/// Where a plan `agent` submits now is kept (see [`write_plan`]).
+pub fn new_plan_path(root: &Root, team: &TeamName, agent: &AgentName) -> PathBuf {
+    root.plan_path(team, agent, clock::now_ms())
+}
+
+/// Keeps a copy of a plan at `path` (from [`new_plan_path`]).
+pub fn write_plan(root: &Root, team: &TeamName, path: &Path, plan: &str) -> Result<()> {
     let dir = root.plans_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
-    let path = root.plan_path(team, agent, clock::now_ms());
-    files::write(root, &path, plan.as_bytes())?;
-    Ok(path)
+    files::write(root, path, plan.as_bytes())
 }

@@ -1,7 +1,9 @@
 //! How the store writes and locks its files: the one place where a root's settings (its
 //! lock timeout and durability, resolved at the edge) meet `util`'s primitives. Every
-//! write replaces its file atomically and, unless the root says otherwise, durably; every
-//! lock is bounded by the root's timeout.
+//! write replaces its file atomically and, unless the root says otherwise or the file is
+//! not worth it, durably; every lock is bounded by the root's timeout. (The lead lock,
+//! `store::lead`, is held for a process's life rather than around a write, and is taken
+//! there.)
 
 use std::path::Path;
 
@@ -13,6 +15,13 @@ use crate::util::{atomic, lock};
 /// Atomically replaces `path` with `bytes`, fsynced unless the root says not to.
 pub(super) fn write(root: &Root, path: &Path, bytes: &[u8]) -> Result<()> {
     atomic::write(path, bytes, root.durable())
+}
+
+/// Atomically replaces `path` with `bytes`, never fsynced: for files whose loss in a power
+/// cut costs nothing (an agent's state, which describes a present the power cut ends; a
+/// spool file, which its sender waits on until a durable commit carries it).
+pub(super) fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic::write(path, bytes, false)
 }
 
 /// Makes directory entries (a rename, a removal) durable, unless the root says not to.

@@ -15,9 +15,7 @@ use std::time::Duration;
 use crate::store::names::{AgentName, TeamName};
 use crate::util::environment::Environment;
 use crate::util::error::{Error, Result};
-
-/// How long a shared file's lock is waited for by default.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = crate::util::lock::DEFAULT_TIMEOUT;
+use crate::util::lock;
 
 #[derive(Debug, Clone)]
 pub struct Root {
@@ -31,7 +29,7 @@ impl Root {
     pub fn new(path: impl Into<PathBuf>) -> Root {
         Root {
             path: path.into(),
-            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            lock_timeout: lock::DEFAULT_TIMEOUT,
             durable: true,
         }
     }

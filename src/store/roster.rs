@@ -23,6 +23,17 @@ pub const PALETTE: [&str; 8] = [
     "red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan",
 ];
 
+/// Refuses a colour that is not one of the palette's names.
+pub fn check_colour(colour: &str) -> Result<()> {
+    if PALETTE.contains(&colour) {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "unknown colour '{colour}'; use one of: {}",
+        PALETTE.join(", ")
+    )))
+}
+
 /// The tmux colour for a palette name (Claude Code's mapping).
 pub fn tmux_colour(color: &str) -> &str {
     match color {
@@ -140,6 +151,8 @@ pub fn create(
     let dir = root.team_dir(team);
     let path = root.roster_path(team);
     std::fs::create_dir_all(root.inbox_dir(team)).ctx("create directory", root.inbox_dir(team))?;
+    // Made with the team, so whoever waits for an agent's state can watch it from the start.
+    std::fs::create_dir_all(root.state_dir(team)).ctx("create directory", root.state_dir(team))?;
     let tasks = root.tasks_dir(team);
     std::fs::create_dir_all(&tasks).ctx("create directory", &tasks)?;
     let _guard = files::lock(root, &path)?;
@@ -235,13 +248,8 @@ pub fn add_member(root: &Root, team: &TeamName, new: NewMember) -> Result<Member
                 existing.name
             )));
         }
-        if let Some(c) = &new.color
-            && !PALETTE.contains(&c.as_str())
-        {
-            return Err(Error::usage(format!(
-                "unknown colour '{c}'; use one of: {}",
-                PALETTE.join(", ")
-            )));
+        if let Some(c) = &new.color {
+            check_colour(c)?;
         }
         let member = Member {
             agent_id: agent_id(&new.name, team),

@@ -9,10 +9,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::llm::Usage;
+use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, TeamName};
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::{atomic, clock, json};
+use crate::util::{clock, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -112,11 +113,7 @@ pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     }
     // Never fsynced: it describes the present, which a power loss ends anyway.
-    atomic::write(
-        &root.state_path(team, agent),
-        &json::to_pretty(state),
-        false,
-    )
+    files::write_unsynced(&root.state_path(team, agent), &json::to_pretty(state))
 }
 
 /// Claims the right to report that one process of `agent` (`instance`: its pid, or its

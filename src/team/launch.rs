@@ -22,7 +22,7 @@ use crate::store::worktrees::Record;
 use crate::team::inherit::{self, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::team::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use crate::team::worktree;
-use crate::tmux::{Caller, PaneSpec, Tmux};
+use crate::tmux::{Caller, PaneId, PaneSpec, Tmux, TmuxCommand};
 use crate::util::error::{Error, Result};
 
 #[derive(Debug, Clone)]
@@ -99,7 +99,7 @@ impl Launcher {
     /// and the user's): its initial prompt when no prompt was given, its colour and
     /// isolation when none were. An unknown type is an error listing the known ones;
     /// invalid definition files are reported on stderr and skipped.
-    pub fn prepare(&self, req: &SpawnRequest) -> Result<Prepared> {
+    fn prepare(&self, req: &SpawnRequest) -> Result<Prepared> {
         let mut req = req.clone();
         let definition = match &req.agent_type {
             Some(t) => {
@@ -128,7 +128,7 @@ impl Launcher {
     /// The teammate's command for a prepared request: from the lead's settings and
     /// environment, and naming the project it was spawned for, which a teammate in a
     /// worktree would not find by walking up from its own directory.
-    pub fn teammate_command(
+    fn teammate_command(
         &self,
         prepared: &Prepared,
         color: &str,
@@ -217,24 +217,18 @@ impl Launcher {
         Ok((window, true))
     }
 
-    /// Starts the lead again in its pane if it has stopped (a crash, or Ctrl-C in its
-    /// pane, which `remain-on-exit` keeps open): a teammate spawned into a team nobody
-    /// supervises would go unwatched, its death unreported.
-    fn restart_stopped_lead(&self, window: &TeamWindow, lead: &TeammateCommand) -> Result<()> {
+    /// The lead's pane, when the lead has stopped in it (a crash, or Ctrl-C in its pane,
+    /// which `remain-on-exit` keeps open) and must start again: a teammate spawned into a
+    /// team nobody supervises would go unwatched, its death unreported.
+    fn stopped_lead(&self, window: &TeamWindow) -> Result<Option<PaneId>> {
         if crate::store::lead::is_running(&self.root, &self.team) {
-            return Ok(());
+            return Ok(None);
         }
-        let Some(pane) = window
+        Ok(window
             .panes()?
             .into_iter()
-            .find(|p| p.agent.as_deref() == Some(LEAD))
-        else {
-            return Ok(());
-        };
-        if pane.dead {
-            window.tmux().respawn_pane(pane.pane, &pane_spec(lead))?;
-        }
-        Ok(())
+            .find(|p| p.agent.as_deref() == Some(LEAD) && p.dead)
+            .map(|p| p.pane))
     }
 
     /// What [`Launcher::spawn`] would do, with nothing created: the teammate's command,
@@ -263,7 +257,15 @@ impl Launcher {
         let spec = pane_spec(&command);
         let lead = pane_spec(&self.lead_command(&[]));
         let tmux = match TeamWindow::find(&self.tmux, &self.team, self.window_options())? {
-            Some(mut window) => window.plan_teammate(&req.name, &color, &spec)?,
+            Some(mut window) => {
+                let mut lines = Vec::new();
+                if let Some(pane) = self.stopped_lead(&window)? {
+                    let restart = TmuxCommand::respawn_pane(pane, &lead)?;
+                    lines.push(self.tmux.command_line(&[restart]));
+                }
+                lines.extend(window.plan_teammate(&req.name, &color, &spec)?);
+                lines
+            }
             None => TeamWindow::plan_open(
                 &self.tmux,
                 &self.team,
@@ -349,8 +351,8 @@ impl Launcher {
             }
             let lead_cmd = self.lead_command(&[]);
             let (mut window, opened) = self.ensure_window(&lead_cmd)?;
-            if !opened {
-                self.restart_stopped_lead(&window, &lead_cmd)?;
+            if !opened && let Some(pane) = self.stopped_lead(&window)? {
+                window.tmux().respawn_pane(pane, &pane_spec(&lead_cmd))?;
             }
             let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
             roster::update_member(root, team, req.name.as_str(), |m| {
@@ -407,11 +409,7 @@ fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
 
 /// Names are unique within a team, ignoring case: `Bob` and `bob` would be one name to
 /// the person reading the panes.
-pub fn check_name_free(
-    config: &roster::TeamConfig,
-    team: &TeamName,
-    name: &AgentName,
-) -> Result<()> {
+fn check_name_free(config: &roster::TeamConfig, team: &TeamName, name: &AgentName) -> Result<()> {
     match config
         .members
         .iter()

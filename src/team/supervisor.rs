@@ -48,7 +48,7 @@ pub fn reconcile(
 }
 
 /// Reports every teammate in `status` whose process has ended and was not reported yet.
-pub fn report_exits(
+fn report_exits(
     root: &Root,
     team: &TeamName,
     status: &TeamStatus,

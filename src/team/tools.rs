@@ -194,10 +194,9 @@ impl TeamTools {
         to: &str,
         message: &Protocol,
     ) -> Result<(), ToolOutcome> {
-        let team = self;
         mailbox::send(
-            &team.root,
-            &team.team,
+            &self.root,
+            &self.team,
             to,
             Envelope::new(ctx.agent.as_str(), message.to_text()).with_color(self.my_color(ctx)),
         )
@@ -207,7 +206,6 @@ impl TeamTools {
 
     fn send_message(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
-            let team = self;
             let to = required_str(&input, "to")?.trim();
             if to.contains('@') {
                 return Err(ToolOutcome::err("address teammates by name, without @team"));
@@ -222,8 +220,8 @@ impl TeamTools {
             match input.get("message") {
                 Some(Value::String(text)) => {
                     let sent = mailbox::send(
-                        &team.root,
-                        &team.team,
+                        &self.root,
+                        &self.team,
                         to,
                         Envelope::new(ctx.agent.as_str(), text.clone())
                             .with_summary(summary.clone())
@@ -340,7 +338,6 @@ impl TeamTools {
                         "only the team lead answers plan approval and permission requests",
                     ));
                 }
-                let team = self;
                 let request_id = s("request_id")
                     .ok_or_else(|| ToolOutcome::err(format!("{kind} needs request_id")))?;
                 let approved = approve.ok_or_else(|| {
@@ -349,8 +346,8 @@ impl TeamTools {
                 let feedback = s("feedback").or_else(|| s("reason"));
                 // Through the approvals record, so each request is answered exactly once.
                 let decided = approvals::resolve(
-                    &team.root,
-                    &team.team,
+                    &self.root,
+                    &self.team,
                     &request_id,
                     approvals::Decision {
                         approve: approved,
@@ -465,7 +462,6 @@ impl TeamTools {
 
     fn task_update(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
-            let team = self;
             let tasks = self.list();
             let id = input
                 .get("taskId")
@@ -497,7 +493,7 @@ impl TeamTools {
             };
             let mut notes = Vec::new();
             if let Some(owner) = &new_owner {
-                let config = roster::load(&team.root, &team.team).map_err(err)?;
+                let config = roster::load(&self.root, &self.team).map_err(err)?;
                 config.require(owner).map_err(err)?;
                 if current.owner.is_some() && !ctx.agent.is_lead() {
                     return Err(ToolOutcome::err(format!(
@@ -532,8 +528,8 @@ impl TeamTools {
                     });
                     let to = AgentName::parse_any(owner).map_err(err)?;
                     mailbox::deliver(
-                        &team.root,
-                        &team.team,
+                        &self.root,
+                        &self.team,
                         &to,
                         Envelope::new(me, assignment.to_text()).with_color(self.my_color(ctx)),
                     )
@@ -593,14 +589,13 @@ impl TeamTools {
     /// The lead's Agent tool: starts a teammate in its own pane.
     fn spawn_teammate(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
-            let team = self;
             let powers = self.lead.as_ref().ok_or_else(|| {
                 ToolOutcome::err("only the team lead can spawn teammates (the roster is flat)")
             })?;
             let err = |e: crate::util::error::Error| ToolOutcome::err(e.to_string());
             let name = AgentName::new(required_str(&input, "name")?).map_err(err)?;
             let prompt = required_str(&input, "prompt")?.to_owned();
-            let config = roster::load(&team.root, &team.team).map_err(err)?;
+            let config = roster::load(&self.root, &self.team).map_err(err)?;
             let current = config.teammates().count();
             if current >= powers.max_teammates {
                 return Err(ToolOutcome::err(format!(
@@ -643,7 +638,7 @@ impl TeamTools {
                 .unwrap_or_default();
             Ok(ToolOutcome::ok(format!(
                 "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}{worktree}\nThe agent is now running and will receive instructions via mailbox.",
-                spawned.name, team.team, spawned.name, team.team, spawned.pane
+                spawned.name, self.team, spawned.name, self.team, spawned.pane
             )))
         };
         run().unwrap_or_else(|e| e)
@@ -652,9 +647,8 @@ impl TeamTools {
     /// The lead's TeamStatus tool.
     fn team_status(&self) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
-            let team = self;
             let tmux = self.lead.as_ref().map(|p| &p.launcher.tmux);
-            let seen = crate::team::status::observe(&team.root, &team.team, tmux)
+            let seen = crate::team::status::observe(&self.root, &self.team, tmux)
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
             Ok(ToolOutcome::ok(crate::team::status::render_for_width(
                 &seen,

@@ -34,7 +34,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::store::layout::{DEFAULT_LOCK_TIMEOUT, Root};
+use crate::store::layout::Root;
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::PALETTE;
 use crate::team::layout::{
@@ -77,7 +77,7 @@ impl TeamWindowOptions {
     pub fn new(lock_anchor: impl Into<PathBuf>) -> TeamWindowOptions {
         TeamWindowOptions {
             lock_anchor: lock_anchor.into(),
-            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            lock_timeout: lock::DEFAULT_TIMEOUT,
             size: (200, 50),
             panes_per_window: 6,
             main_vertical_max: 4,
@@ -712,7 +712,7 @@ fn panes_or_none(tmux: &Tmux) -> Result<Vec<PaneRecord>> {
 
 /// The roster field where swarm records the socket of the tmux server holding a team's
 /// panes, so later commands (from any shell) find them.
-pub const SERVER_FIELD: &str = "swarmTmuxSocket";
+const SERVER_FIELD: &str = "swarmTmuxSocket";
 
 /// The tmux server of `team`: an explicit socket name (`--tmux-socket`,
 /// `$SWARM_TMUX_SOCKET`) first, else the one recorded when its window opened, else the

@@ -13,9 +13,9 @@
 //! * Programs start from argv after `--` and never through a shell: tmux execs two or more
 //!   words directly but hands a single word to `sh -c`, so a one-word argv is run as
 //!   `/usr/bin/env -- WORD`. `send-keys` is never used.
-//! * Every argument passes [`escape_arg`]: tmux's argument parser treats a trailing `;` as
+//! * Every argument passes [`escape::escape_arg`]: tmux's argument parser treats a trailing `;` as
 //!   the end of the command, even after `--`. Every value tmux expands as a format (`-c`,
-//!   `-s`, `-n`, `-T`) also passes [`escape_format`], since `#(…)` there runs a shell command.
+//!   `-s`, `-n`, `-T`) also passes [`escape::escape_format`], since `#(…)` there runs a shell command.
 //!   Option values and `-e` values are not expanded and stay literal.
 //! * Errors are classified from tmux's stderr into [`TmuxError`]; every tmux call has a
 //!   time limit, so a hung server fails a call instead of hanging swarm.
@@ -34,12 +34,8 @@ pub mod escape;
 pub mod ids;
 pub mod pane;
 
-pub use client::{Caller, SOCKET_ENV, Server, Tmux, is_server_path, socket_of};
+pub use client::{Caller, Server, Tmux, is_server_path};
 pub use command::{Direction, Layout, PaneSpec, Size, TmuxCommand};
-pub use error::{TmuxError, classify};
-pub use escape::{config_quote, escape_arg, escape_format};
-pub use ids::{InvalidId, PaneId, SessionId, Target, WindowId};
-pub use pane::{
-    AGENT_OPTION, NewPane, NewSession, PANE_OPTION, PaneRecord, SessionRecord, TEAM_OPTION,
-    parse_panes,
-};
+pub use error::TmuxError;
+pub use ids::{PaneId, SessionId, Target, WindowId};
+pub use pane::{AGENT_OPTION, NewPane, NewSession, PANE_OPTION, PaneRecord, TEAM_OPTION};

@@ -46,10 +46,4 @@ impl Environment {
     pub fn vars(&self) -> &BTreeMap<String, String> {
         &self.vars
     }
-
-    /// Without the variables `drop` names.
-    pub fn without(mut self, drop: &[&str]) -> Environment {
-        self.vars.retain(|k, _| !drop.contains(&k.as_str()));
-        self
-    }
 }

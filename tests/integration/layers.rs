@@ -395,6 +395,59 @@ fn modules_only_use_the_layers_below_them() {
     );
 }
 
+/// Where the process environment may be read: the one capture, and the front ends.
+const ENV_READERS: [&str; 2] = ["util/environment.rs", "ui/"];
+
+/// The places in `files` that read the process environment outside [`ENV_READERS`], as
+/// `file:line`. Comments and strings do not count.
+fn env_reads(files: &[(String, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, src) in files {
+        if ENV_READERS.iter().any(|allowed| rel.starts_with(allowed)) {
+            continue;
+        }
+        let code = blank_comments_and_literals(src);
+        for (i, line) in code.lines().enumerate() {
+            let compact: String = line.split_whitespace().collect();
+            if ["env::var(", "env::var_os(", "env::vars(", "env::vars_os("]
+                .iter()
+                .any(|call| compact.contains(call))
+            {
+                found.push(format!("src/{rel}:{}", i + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn settings_are_read_from_the_environment_only_at_the_edge() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &root.join("src"), &mut files);
+    let found = env_reads(&files);
+    assert!(
+        found.is_empty(),
+        "the environment is read below the front end; take the value from the settings the \
+         edge resolved (util::environment, config::settings) instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn checker_finds_environment_reads_outside_the_edge() {
+    let files = |rel: &str, src: &str| vec![(rel.to_owned(), src.to_owned())];
+    assert_eq!(
+        env_reads(&files(
+            "store/x.rs",
+            "fn f() { let _ = std::env::var(\"A\"); }"
+        )),
+        ["src/store/x.rs:1"]
+    );
+    assert!(env_reads(&files("ui/cli/x.rs", "fn f() { std::env::var_os(\"A\"); }")).is_empty());
+    assert!(env_reads(&files("team/x.rs", "// std::env::var(\"A\")\nfn f() {}")).is_empty());
+}
+
 const LAYERS: &str = "\
 # Contributing
 

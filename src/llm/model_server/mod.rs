@@ -8,6 +8,6 @@ pub mod render;
 pub mod script;
 pub mod server;
 
-pub use matcher::{Matcher, Outcome, RequestView};
-pub use script::{Fault, FaultKind, Raw, RawEnd, Reply, Rule, Script, ToolCall};
+pub use matcher::Outcome;
+pub use script::{Fault, Raw, Reply, Rule, Script};
 pub use server::{ModelServer, RecordedRequest};

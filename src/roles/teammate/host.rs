@@ -11,7 +11,6 @@
 //! the teammate stopping) is marked expired. Mail that arrives meanwhile joins the next
 //! model request, and is acknowledged once a request carrying it was answered.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -193,12 +192,10 @@ impl Host for Runtime {
         }
         let request_id =
             protocol::plan_request_id(self.opts.name.as_str(), self.opts.team.as_str());
-        let plan_path =
-            documents::write_plan(&self.opts.root, &self.opts.team, &self.opts.name, plan)
-                .unwrap_or_else(|e| {
-                    tracing::warn!("failed to keep a copy of the plan: {e}");
-                    PathBuf::new()
-                });
+        let plan_path = documents::new_plan_path(&self.opts.root, &self.opts.team, &self.opts.name);
+        if let Err(e) = documents::write_plan(&self.opts.root, &self.opts.team, &plan_path, plan) {
+            tracing::warn!("failed to keep a copy of the plan: {e}");
+        }
         let request = PlanApprovalRequest {
             from: self.opts.name.to_string(),
             timestamp: clock::now_iso(),

@@ -23,7 +23,7 @@ pub mod envelope;
 pub mod inbox;
 pub mod send;
 
-pub use delivered::{Appended, Cursor, agents_with_mail, read_delivered, read_delivered_since};
-pub use envelope::{Delivery, Envelope, MAX_MESSAGE_BYTES, Sent, check_text};
+pub use delivered::{Cursor, agents_with_mail, read_delivered, read_delivered_since};
+pub use envelope::{Delivery, Envelope, check_text};
 pub use inbox::{ack, read_all, read_unread, remove_inbox};
 pub use send::{deliver, send};

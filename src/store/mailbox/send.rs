@@ -16,7 +16,7 @@ use crate::store::mailbox::inbox::{load_locked, parse_entries, quarantine_path};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster;
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::{atomic, json, lock};
+use crate::util::{json, lock};
 
 /// Sends `envelope` to `to`: a member's name, or `*` for every member but the sender.
 /// Recipients are checked against the roster first; nothing is written if any is unknown.
@@ -72,7 +72,7 @@ pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope)
     let queued = spool.join(format!("{}.json", uuid::Uuid::now_v7()));
     // A crash before the commit leaves a whole spool file, which the next commit picks up;
     // power-loss durability comes from the commit's fsyncs, so none are needed here.
-    atomic::write(&queued, json::to_compact(&envelope).as_bytes(), false)?;
+    files::write_unsynced(&queued, json::to_compact(&envelope).as_bytes())?;
     let claimed = claimed_name(&queued);
     let inbox = root.inbox_path(team, to);
     let started = Instant::now();

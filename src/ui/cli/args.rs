@@ -2,13 +2,13 @@
 
 use std::path::PathBuf;
 
-use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::agents::Isolation;
 use crate::config::permissions::{AllowRule, Approver, PermissionMode};
 use crate::llm::Provider;
-use crate::store::roster::PALETTE;
+use crate::store::roster;
+use crate::util::error::Error;
 
 /// Run teams of AI coding agents side by side in tmux.
 ///
@@ -167,7 +167,7 @@ pub enum TeamCommand {
     Add {
         agent: String,
         /// One of red, blue, green, yellow, purple, orange, pink, cyan [default: next in turn]
-        #[arg(long, value_parser = PossibleValuesParser::new(PALETTE))]
+        #[arg(long, value_parser = colour)]
         color: Option<String>,
         #[arg(long)]
         agent_type: Option<String>,
@@ -429,17 +429,32 @@ pub struct SpawnArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// red, blue, green, yellow, purple, orange, pink or cyan [default: the agent definition's, else next in turn]
-    #[arg(long, value_parser = PossibleValuesParser::new(PALETTE))]
+    #[arg(long, value_parser = colour)]
     pub color: Option<String>,
     /// worktree: work in a new git worktree on branch swarm/<team>/<name>, made from HEAD; none: in --cwd [default: the agent definition's, else none]
     #[arg(long, value_name = "MODE")]
     pub isolation: Option<Isolation>,
-    /// Print the tmux command, argv and environment (secrets redacted); create nothing
+    /// Print the tmux commands the spawn would run (secrets only by name); create nothing
     #[arg(long)]
     pub dry_run: bool,
     /// The API teammates use
     #[command(flatten)]
     pub api: ApiOpts,
+    /// The lead's model, which a teammate gets when nothing else chooses one (only its
+    /// environment twin is meant to be used)
+    #[arg(long, env = "SWARM_MODEL", hide = true, value_name = "MODEL")]
+    pub lead_model: Option<String>,
+    /// The lead's permission mode, which a teammate gets unless --permission-mode or its
+    /// definition says otherwise (only its environment twin is meant to be used)
+    #[arg(
+        long,
+        env = "SWARM_PERMISSION_MODE",
+        default_value = "default",
+        value_parser = mode_or_default,
+        hide = true,
+        value_name = "MODE"
+    )]
+    pub lead_permission_mode: PermissionMode,
     /// Allow rules teammates inherit, e.g. 'Bash(cargo test:*)' (repeatable)
     #[arg(long = "allow", value_name = "RULE")]
     pub allow: Vec<AllowRule>,
@@ -522,4 +537,18 @@ pub struct DemoArgs {
     /// Keep the team's files afterwards (they are deleted by default)
     #[arg(long)]
     pub keep: bool,
+}
+
+/// A palette colour, checked by the roster's own rule.
+fn colour(value: &str) -> Result<String, Error> {
+    roster::check_colour(value).map(|()| value.to_owned())
+}
+
+/// A permission mode, where an empty value (an environment variable set to nothing) is
+/// the default mode.
+fn mode_or_default(value: &str) -> Result<PermissionMode, Error> {
+    if value.is_empty() {
+        return Ok(PermissionMode::Default);
+    }
+    value.parse()
 }

@@ -129,6 +129,11 @@ impl Ctx {
     }
 }
 
+/// Where a lead opened by this command works: here, or `/` when here is gone.
+pub fn lead_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+}
+
 /// A working directory given on the command line (else the current one), absolute and
 /// with symlinks resolved; an error naming it if it does not exist.
 pub fn working_dir(given: Option<&Path>) -> Result<PathBuf> {

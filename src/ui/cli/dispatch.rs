@@ -21,6 +21,11 @@ pub fn main() -> ExitCode {
     let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => {
+            if let Some(ours) = our_value_error(&e) {
+                // A flag value our own parser refused: its one line says what to do.
+                eprintln!("swarm: error: {ours}");
+                return ExitCode::from(exit::USAGE);
+            }
             let code = if e.use_stderr() {
                 exit::USAGE
             } else {
@@ -43,6 +48,21 @@ pub fn main() -> ExitCode {
     // Whatever noticed a death (`swarm status` too) ran its stop hooks; let them finish.
     crate::team::supervisor::wait_for_stop_hooks();
     code
+}
+
+/// The message of a flag value refused by one of swarm's own parsers (a permission mode,
+/// an allow rule, a provider...), which already names the value and what to use instead.
+fn our_value_error(e: &clap::Error) -> Option<String> {
+    if e.kind() != clap::error::ErrorKind::ValueValidation {
+        return None;
+    }
+    let source = std::error::Error::source(e)?;
+    if let Some(ours) = source.downcast_ref::<crate::util::error::Error>() {
+        return Some(ours.to_string());
+    }
+    source
+        .downcast_ref::<crate::llm::LlmError>()
+        .map(ToString::to_string)
 }
 
 /// Parses the command line, noting for `swarm teammate` which settings were given rather

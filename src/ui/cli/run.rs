@@ -7,7 +7,7 @@ use crate::demo::run::{self as demo_run, Demo};
 use crate::store::names::TeamName;
 use crate::team::run::{self as team_run, Goal};
 use crate::ui::cli::args::{DemoArgs, RunArgs};
-use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::lead::inherited;
 use crate::util::error::{Error, Result};
 
@@ -56,7 +56,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
 
 pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {
     let team = demo_run::team_name()?;
-    let launcher = ctx.launcher(&team, ctx.lead_settings()?, working_dir(None)?)?;
+    let launcher = ctx.launcher(&team, ctx.lead_settings()?, lead_dir())?;
     let demo = Demo {
         launcher,
         attach: !args.no_attach && std::io::stdout().is_terminal(),
@@ -66,5 +66,7 @@ pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {
             .unwrap_or_else(|| demo_run::scratch_dir(&std::env::temp_dir())),
         keep: args.keep,
     };
-    demo_run::run(demo, &|line| println!("{line}"))
+    demo_run::run(demo, &|line| println!("{line}"), &|line| {
+        eprintln!("{line}")
+    })
 }

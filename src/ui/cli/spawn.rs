@@ -8,7 +8,7 @@ use crate::store::mailbox;
 use crate::store::names::AgentName;
 use crate::team::launch::SpawnRequest;
 use crate::ui::cli::args::SpawnArgs;
-use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::output::print_json;
 use crate::util::error::{Error, Result};
 
@@ -32,20 +32,15 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
         color: args.color.clone(),
         isolation: args.isolation,
     };
-    // The lead's own model and mode have no flag here: a spawning shell's environment
-    // gives them, as it does to `swarm lead`.
     let mut lead = ctx.lead_settings()?;
     lead.provider = args.api.provider.map(|p| p.to_string());
     lead.base_url = args.api.base_url.clone();
     lead.anthropic_version = args.api.anthropic_version.clone();
-    lead.model = ctx.env().get("SWARM_MODEL").map(str::to_owned);
-    if let Some(mode) = ctx.env().get("SWARM_PERMISSION_MODE") {
-        lead.permission_mode = mode.parse()?;
-    }
+    lead.model = args.lead_model.clone().filter(|m| !m.is_empty());
+    lead.permission_mode = args.lead_permission_mode;
     lead.allow = args.allow.iter().map(ToString::to_string).collect();
     lead.max_turns = args.max_turns;
-    let cwd = working_dir(None)?;
-    let launcher = ctx.launcher(&team, lead, cwd)?;
+    let launcher = ctx.launcher(&team, lead, lead_dir())?;
     let worktree_json = |path: &std::path::Path, branch: &str, base: &str| json!({"path": path, "branch": branch, "base": base});
     if args.dry_run {
         let dry = launcher.dry_run(&req)?;
@@ -56,7 +51,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
                 .iter()
                 .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
             print_json(&json!({
-                "tmux": dry.tmux,
+                "commands": dry.tmux,
                 "cwd": cmd.cwd,
                 "argv": cmd.argv,
                 "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),

@@ -1,5 +1,7 @@
 //! `swarm team ...`: the roster by hand.
 
+use std::io::Write;
+
 use serde_json::json;
 
 use crate::store::names::{AgentName, TeamName};
@@ -104,6 +106,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::Delete { team, force } => {
             let team = TeamName::new(&team)?;
+            roster::load(&ctx.root, &team)?;
             let tmux = ctx.team_tmux(&team)?;
             let window =
                 TeamWindowOptions::for_team(&ctx.root, &team, ctx.settings.panes_per_window);
@@ -111,7 +114,10 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
                 timeout: std::time::Duration::from_secs(10),
                 ..LadderOptions::new(ctx.settings.dirs.clone())
             };
-            let say = |line: &str| println!("{line}");
+            // The ladder may take a while: if stdout went away meanwhile, go on quietly.
+            let say = |line: &str| {
+                let _ = writeln!(std::io::stdout(), "{line}");
+            };
             let deleted = teardown::delete(&ctx.root, &team, &tmux, window, &ladder, force, &say)?;
             for line in &deleted.left {
                 eprintln!("swarm: warning: {line}");

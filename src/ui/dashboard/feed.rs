@@ -186,14 +186,12 @@ impl FeedReader {
             let tail = self.tails.entry(agent.to_string()).or_default();
             tail.advance(root, team, agent)?;
             all.extend(tail.entries.iter().cloned());
-            if root.inbox_path(team, agent).exists() {
-                for d in mailbox::read_all(root, team, agent)? {
-                    all.push(FeedEntry::new(
-                        agent.as_str(),
-                        &d.envelope,
-                        !d.envelope.is_read(),
-                    ));
-                }
+            for d in mailbox::read_all(root, team, agent)? {
+                all.push(FeedEntry::new(
+                    agent.as_str(),
+                    &d.envelope,
+                    !d.envelope.is_read(),
+                ));
             }
         }
         self.tails

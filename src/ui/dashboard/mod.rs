@@ -16,8 +16,8 @@ mod panel_tasks;
 mod style;
 
 pub use app::{App, Flow, Jumper, run};
-pub use model::{Snapshot, Source};
-pub use ui::{Action, Panel, UiState};
+pub use model::Source;
+pub use ui::Panel;
 
 #[cfg(test)]
 mod fixture;

@@ -158,7 +158,7 @@ pub struct Source {
 }
 
 impl Source {
-    /// `tmux` is the team's server, if it has one (`team_window::server_for`).
+    /// `tmux` is the team's server, if it has one (`team::window::server_for`).
     pub fn new(root: Root, team: TeamName, tmux: Option<Tmux>) -> Source {
         Source {
             root,
