@@ -162,7 +162,14 @@ fn a_dry_run_shows_the_argv_the_real_spawn_starts() {
     let env = TestEnv::with_team("t", &[]);
     let model = idle_model();
     spawn(&env, &model, "bob", &[]).success();
-    let args = ["--model", "m-2", "--prompt", "it's a \"test\"; $(id)"];
+    let args = [
+        "--model",
+        "m-2",
+        "--prompt",
+        "it's a \"test\"; $(id)",
+        "--allow",
+        "Bash(cargo test:*)",
+    ];
     let mut dry = vec!["--dry-run"];
     dry.extend(args);
     let out = spawn(&env, &model, "carol", &dry).success().stdout;
@@ -185,6 +192,10 @@ fn a_dry_run_shows_the_argv_the_real_spawn_starts() {
         .find(|(_, agent, _)| agent == "carol")
         .map(|(_, _, pid)| pid)
         .unwrap();
+    // tmux forks, then execs the teammate: wait for the exec, not for the fork.
+    assert!(wait_until(T, || proc_strings(pid, "cmdline")
+        .iter()
+        .any(|w| w == "teammate")));
     let started = proc_strings(pid, "cmdline");
     let environ = proc_strings(pid, "environ");
     for var in &planned_env {
@@ -194,6 +205,10 @@ fn a_dry_run_shows_the_argv_the_real_spawn_starts() {
         planned_env
             .iter()
             .any(|v| v.starts_with("SWARM_PROJECT_DIR="))
+    );
+    assert!(
+        planned.iter().any(|w| w == "--allow=Bash(cargo test:*)"),
+        "{planned:?}"
     );
     // Only the session id the lead writes on its first start may differ.
     let same = |a: &[String]| -> Vec<String> {
