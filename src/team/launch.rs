@@ -52,6 +52,14 @@ pub struct Spawned {
     pub model: Option<String>,
 }
 
+/// A spawn request that passed [`Launcher::check`].
+struct Checked {
+    prepared: Prepared,
+    config: roster::TeamConfig,
+    color: String,
+    worktree: Option<worktree::Plan>,
+}
+
 /// What a spawn would do (see [`Launcher::dry_run`]).
 #[derive(Debug, Clone)]
 pub struct DryRun {
@@ -231,12 +239,12 @@ impl Launcher {
             .map(|p| p.pane))
     }
 
-    /// What [`Launcher::spawn`] would do, with nothing created: the teammate's command,
-    /// its worktree, and the tmux commands the spawn runs, from the very code that runs
-    /// them (see [`TeamWindow::plan_teammate`]). Refuses what the real spawn would refuse.
-    pub fn dry_run(&self, req: &SpawnRequest) -> Result<DryRun> {
+    /// Everything a spawn checks before it makes anything, so that a refusal leaves
+    /// nothing behind and a dry run refuses what the spawn would: the working directory,
+    /// the agent definition, a free name, and the worktree if one is asked for.
+    fn check(&self, req: &SpawnRequest) -> Result<Checked> {
         check_cwd(&req.cwd)?;
-        let mut prepared = self.prepare(req)?;
+        let prepared = self.prepare(req)?;
         let config = roster::load(&self.root, &self.team)?;
         check_name_free(&config, &self.team, &req.name)?;
         let color = prepared
@@ -245,13 +253,30 @@ impl Launcher {
             .clone()
             .unwrap_or_else(|| config.next_color().to_owned());
         let worktree = match prepared.req.isolation {
-            Some(Isolation::Worktree) => {
-                let plan = worktree::plan(&self.team, &req.name, &req.cwd)?;
-                prepared.req.cwd = plan.cwd.clone();
-                Some(plan)
-            }
+            Some(Isolation::Worktree) => Some(worktree::plan(&self.team, &req.name, &req.cwd)?),
             _ => None,
         };
+        Ok(Checked {
+            prepared,
+            config,
+            color,
+            worktree,
+        })
+    }
+
+    /// What [`Launcher::spawn`] would do, with nothing created: the teammate's command,
+    /// its worktree, and the tmux commands the spawn runs, from the very code that runs
+    /// them (see [`TeamWindow::plan_teammate`]). Refuses what the real spawn would refuse.
+    pub fn dry_run(&self, req: &SpawnRequest) -> Result<DryRun> {
+        let Checked {
+            mut prepared,
+            color,
+            worktree,
+            ..
+        } = self.check(req)?;
+        if let Some(plan) = &worktree {
+            prepared.req.cwd = plan.cwd.clone();
+        }
         let project = self.dirs.project_dir(&req.cwd);
         let command = self.teammate_command(&prepared, &color, &project)?;
         let spec = pane_spec(&command);
@@ -287,20 +312,12 @@ impl Launcher {
     /// Spawns one teammate.
     pub fn spawn(&self, req: &SpawnRequest) -> Result<Spawned> {
         let (root, team) = (&self.root, &self.team);
-        check_cwd(&req.cwd)?;
-        let mut prepared = self.prepare(req)?;
-        let config = roster::load(root, team)?;
-        check_name_free(&config, team, &req.name)?;
-        let color = prepared
-            .req
-            .color
-            .clone()
-            .unwrap_or_else(|| config.next_color().to_owned());
-        // Checked before anything is made, so a refusal leaves nothing behind.
-        let plan = match prepared.req.isolation {
-            Some(Isolation::Worktree) => Some(worktree::plan(team, &req.name, &req.cwd)?),
-            _ => None,
-        };
+        let Checked {
+            mut prepared,
+            config,
+            color,
+            worktree: plan,
+        } = self.check(req)?;
         let model = inherit::resolve_model(&self.lead, &self.env, &spec(team, &prepared, &color));
         let member = roster::add_member(
             root,

@@ -141,16 +141,15 @@ fn dry_run_words(out: &str) -> Vec<String> {
         .output()
         .unwrap()
         .stdout;
-    words
-        .split(|b| *b == 0)
-        .filter(|w| !w.is_empty())
-        .map(|w| String::from_utf8_lossy(w).into_owned())
-        .collect()
+    nul_separated(&words)
 }
 
 fn proc_strings(pid: i32, file: &str) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/{file}"))
-        .unwrap()
+    nul_separated(&std::fs::read(format!("/proc/{pid}/{file}")).unwrap())
+}
+
+fn nul_separated(bytes: &[u8]) -> Vec<String> {
+    bytes
         .split(|b| *b == 0)
         .filter(|w| !w.is_empty())
         .map(|w| String::from_utf8_lossy(w).into_owned())
