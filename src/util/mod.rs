@@ -1,6 +1,7 @@
 //! The bottom layer: what every other layer needs and nothing swarm-specific. The one
 //! error type and its exit codes, the environment read once, replacing a file atomically,
 //! cross-process locks, JSON as JavaScript writes it, the clock, facts about processes,
+//! named fault points for tests,
 //! and watching directories.
 //!
 //! Uses nothing else of swarm's.
@@ -9,6 +10,7 @@ pub mod atomic;
 pub mod clock;
 pub mod environment;
 pub mod error;
+pub mod fault;
 pub mod json;
 pub mod lock;
 pub mod process;

@@ -38,6 +38,7 @@ pub fn main() -> ExitCode {
     // The one read of the environment: everything below gets what it needs from here.
     let env = Environment::capture();
     init_logging(log_file(&cli, &env));
+    crate::util::fault::install(&env);
     let code = match run(cli, env) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
