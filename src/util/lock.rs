@@ -8,13 +8,19 @@
 //!    `mkdir`, its mtime refreshed every 2 s while held, broken when older than 10 s,
 //!    removed with `rmdir`. This excludes Claude Code processes, which do not see flock.
 //!
-//! While it holds the flock, a swarm process records the directory lock it made (inode and
-//! change time) in the sidecar and clears the record after `rmdir`. A record found by the
-//! next flock holder means its maker died mid-write, so that directory is removed at once
-//! instead of after 10 s; a directory lock without a matching record belongs to someone else
-//! and is only broken when stale. Waits are bounded by the caller's timeout (the store's,
-//! see `store::layout::Root`) with jittered exponential backoff, and end in
-//! [`Error::LockTimeout`] naming the path.
+//! A swarm process never lets a directory lock exist that its sidecar does not name: it
+//! makes the directory under a staging name, records that inode in the sidecar (still
+//! under the flock), and only then moves it into place with `renameat2(RENAME_NOREPLACE)`,
+//! which fails if anyone holds `F.lock/` and so is as exclusive as `mkdir`. The record is
+//! cleared after `rmdir`. A record found by the next flock holder therefore means its maker
+//! died holding (or taking) the lock, and that directory is removed at once instead of
+//! after 10 s, however early the maker died; a directory lock no record names belongs to
+//! someone else (Claude Code) and is only broken when stale. (On a filesystem without
+//! `RENAME_NOREPLACE` the lock is made with a plain `mkdir` and recorded just after, so a
+//! maker killed in between costs its waiters the 10 s.) Waits are bounded by the caller's
+//! timeout (the store's, see `store::layout::Root`), which by default outlasts the
+//! staleness limit so that no waiter fails because an owner died; they back off with
+//! jittered exponential sleeps and end in [`Error::LockTimeout`] naming the path.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -26,12 +32,14 @@ use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::util::error::{Error, IoContext, Result};
+use crate::util::fault;
 
 /// proper-lockfile's default: a directory lock untouched for this long is abandoned.
 pub const STALE_AFTER: Duration = Duration::from_secs(10);
 const REFRESH_EVERY: Duration = Duration::from_secs(2);
-/// How long a lock is waited for unless the caller says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a lock is waited for unless the caller says otherwise: longer than a dead
+/// Claude Code owner's lock takes to go stale, so a waiter outlasts it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// An exclusive hold on a shared file. Dropping it releases both locks.
 #[derive(Debug)]
@@ -52,9 +60,7 @@ impl Locked {
             return Ok(());
         }
         let deadline = Instant::now() + self.timeout;
-        let dir = DirLock::acquire(anchor, deadline, None)?;
-        self.dirs.push(dir);
-        self.record()
+        self.take_dir(anchor, deadline)
     }
 
     pub fn holds_dir(&self, anchor: &Path) -> bool {
@@ -76,12 +82,45 @@ impl Locked {
     }
 
     fn record(&mut self) -> Result<()> {
-        let text: String = self
+        self.record_with(None)
+    }
+
+    /// Records the directory locks held, plus one about to be moved into place.
+    fn record_with(&mut self, staged: Option<(u64, &Path)>) -> Result<()> {
+        let mut text: String = self
             .dirs
             .iter()
             .map(|d| format!("{} {} {}\n", d.ino, d.ctime_ns, d.path.display()))
             .collect();
+        if let Some((ino, path)) = staged {
+            text.push_str(&format!("{STAGED} {ino} {}\n", path.display()));
+        }
         write_record(&mut self.sidecar, &text)
+    }
+
+    /// Takes Claude Code's directory lock of `anchor`, recorded in the sidecar before it
+    /// exists (see the module's notes).
+    fn take_dir(&mut self, anchor: &Path, deadline: Instant) -> Result<()> {
+        let path = dir_lock_path(anchor);
+        let staged = staging_path(&path);
+        std::fs::create_dir(&staged).ctx("create lock directory", &staged)?;
+        let staged_ino = std::fs::metadata(&staged)
+            .ctx("stat lock directory", &staged)?
+            .ino();
+        if let Err(e) = self.record_with(Some((staged_ino, &staged))) {
+            let _ = std::fs::remove_dir(&staged);
+            return Err(e);
+        }
+        fault::point("lock.before_rename");
+        let placed = place(&staged, &path, deadline);
+        if placed.is_err() {
+            let _ = std::fs::remove_dir(&staged);
+            let _ = self.record();
+        }
+        let dir = placed?;
+        fault::point("lock.after_mkdir");
+        self.dirs.push(dir);
+        self.record()
     }
 }
 
@@ -127,8 +166,8 @@ pub fn lock_sidecar_only(anchor: &Path, timeout: Duration) -> Result<Locked> {
         timeout,
     };
     let orphans = read_record(&mut locked.sidecar);
-    for (_, _, path) in &orphans {
-        break_orphan(path, &orphans);
+    for entry in &orphans {
+        break_orphan(&entry.lock_path(), &orphans);
     }
     if !orphans.is_empty() {
         locked.record()?;
@@ -147,16 +186,14 @@ fn finish_lock(
         sidecar,
         timeout,
     };
+    // Whatever a dead holder of this flock left: its lock of `anchor`, any further ones it
+    // took inside it (per-task locks), their staging directories.
     let orphans = read_record(&mut locked.sidecar);
-    let dir = DirLock::acquire(anchor, deadline, Some(&orphans))?;
-    for (_, _, path) in &orphans {
-        // Extra directory locks a dead holder took inside this lock (per-task locks).
-        if path != &dir.path {
-            break_orphan(path, &orphans);
-        }
+    for entry in &orphans {
+        break_orphan(&entry.lock_path(), &orphans);
     }
-    locked.dirs.push(dir);
-    locked.record()?;
+    locked.take_dir(anchor, deadline)?;
+    fault::point("lock.held");
     Ok(locked)
 }
 
@@ -169,6 +206,23 @@ fn sidecar_path(anchor: &Path) -> PathBuf {
 fn dir_lock_path(anchor: &Path) -> PathBuf {
     let mut p = anchor.as_os_str().to_owned();
     p.push(".lock");
+    PathBuf::from(p)
+}
+
+/// Marks a record line naming a directory lock still under its staging name.
+const STAGED: &str = "staged";
+/// Between a lock directory's path and the rest of its staging name.
+const STAGING_MARK: &str = ".staged-";
+
+/// A name, unique to this attempt, under which a directory lock is made and recorded
+/// before it is moved into place: `F.lock.staged-<pid>-<random>`.
+fn staging_path(lock_path: &Path) -> PathBuf {
+    let mut p = lock_path.as_os_str().to_owned();
+    p.push(format!(
+        "{STAGING_MARK}{}-{:08x}",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
     PathBuf::from(p)
 }
 
@@ -261,7 +315,30 @@ fn block_until(file: File, deadline: Instant) -> Option<std::io::Result<File>> {
         .ok()
 }
 
-type Record = Vec<(u64, i64, PathBuf)>;
+/// One directory lock a sidecar names: held (`ctime_ns` known, `path` is `F.lock`), or
+/// staged (made under `path`, a staging name, and perhaps already moved to `F.lock`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Recorded {
+    ino: u64,
+    ctime_ns: Option<i64>,
+    path: PathBuf,
+}
+
+impl Recorded {
+    /// The directory lock this entry is about, `F.lock`.
+    fn lock_path(&self) -> PathBuf {
+        if self.ctime_ns.is_some() {
+            return self.path.clone();
+        }
+        let text = self.path.as_os_str().to_string_lossy();
+        match text.rfind(STAGING_MARK) {
+            Some(i) => PathBuf::from(&text[..i]),
+            None => self.path.clone(),
+        }
+    }
+}
+
+type Record = Vec<Recorded>;
 
 /// The record is the lines before the first empty one: it is overwritten in place, never
 /// truncated, because ext4 flushes a file truncated to zero when it is closed.
@@ -274,9 +351,16 @@ fn read_record(sidecar: &mut File) -> Record {
         .take_while(|line| !line.is_empty())
         .filter_map(|line| {
             let mut parts = line.splitn(3, ' ');
-            let ino = parts.next()?.parse().ok()?;
-            let ctime = parts.next()?.parse().ok()?;
-            Some((ino, ctime, PathBuf::from(parts.next()?)))
+            let (ino, ctime_ns) = match parts.next()? {
+                STAGED => (parts.next()?.parse().ok()?, None),
+                ino => (ino.parse().ok()?, Some(parts.next()?.parse().ok()?)),
+            };
+            let path = PathBuf::from(parts.next()?);
+            Some(Recorded {
+                ino,
+                ctime_ns,
+                path,
+            })
         })
         .collect()
 }
@@ -288,20 +372,80 @@ fn write_record(sidecar: &mut File, text: &str) -> Result<()> {
         .map_err(|e| Error::io("write lock file", "<flock sidecar>", e))
 }
 
-/// Removes `path` if it is the very directory a dead swarm holder recorded.
-fn break_orphan(path: &Path, record: &Record) -> bool {
-    let Ok(meta) = std::fs::metadata(path) else {
+/// Removes the directory lock `path` if it is the very directory a dead swarm holder
+/// recorded, and any staging directory that holder left for it.
+fn break_orphan(path: &Path, record: &[Recorded]) -> bool {
+    for entry in record.iter().filter(|e| e.ctime_ns.is_none()) {
+        if entry.lock_path() == path
+            && std::fs::symlink_metadata(&entry.path).is_ok_and(|m| m.ino() == entry.ino)
+        {
+            let _ = std::fs::remove_dir(&entry.path);
+        }
+    }
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;
     };
-    let ctime_ns = meta.ctime() * 1_000_000_000 + meta.ctime_nsec();
-    let ours = record
-        .iter()
-        .any(|(ino, ctime, p)| p == path && *ino == meta.ino() && *ctime == ctime_ns);
+    let ctime_ns = ctime_ns(&meta);
+    // A staged entry matches by inode alone: its directory was recorded before it could be
+    // anywhere but under its staging name, and while it exists no other has that inode.
+    let ours = record.iter().any(|e| {
+        e.lock_path() == path
+            && e.ino == meta.ino()
+            && e.ctime_ns.is_none_or(|recorded| recorded == ctime_ns)
+    });
     if ours {
         tracing::warn!(path = %path.display(), "removing a lock directory left by a crashed swarm process");
         let _ = std::fs::remove_dir(path);
     }
     ours
+}
+
+fn ctime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.ctime() * 1_000_000_000 + meta.ctime_nsec()
+}
+
+/// Moves the recorded staging directory `staged` to `path`, the directory lock, waiting
+/// until `deadline` while someone else (Claude Code) holds it.
+fn place(staged: &Path, path: &Path, deadline: Instant) -> Result<DirLock> {
+    let started = Instant::now();
+    let mut backoff = Backoff::new();
+    loop {
+        match rename_no_replace(staged, path) {
+            Ok(()) => return DirLock::held(path),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if is_stale(path) {
+                    tracing::warn!(path = %path.display(), "breaking a stale lock directory (untouched for over 10 s)");
+                    let _ = std::fs::remove_dir(path);
+                    continue;
+                }
+            }
+            Err(e) if e.raw_os_error() == Some(nix::libc::EINVAL) => {
+                // The filesystem cannot rename without replacing: make the lock in place.
+                let _ = std::fs::remove_dir(staged);
+                return DirLock::acquire(path, deadline);
+            }
+            Err(e) => return Err(Error::io("create lock directory", path, e)),
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::LockTimeout {
+                path: path.to_path_buf(),
+                waited: started.elapsed(),
+            });
+        }
+        backoff.sleep(deadline);
+    }
+}
+
+/// `rename`, failing with `AlreadyExists` rather than replacing an empty directory.
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    match renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(nix::errno::Errno::EEXIST | nix::errno::Errno::ENOTEMPTY) => {
+            Err(io::ErrorKind::AlreadyExists.into())
+        }
+        Err(errno) => Err(io::Error::from_raw_os_error(errno as i32)),
+    }
 }
 
 /// Claude Code's (proper-lockfile's) lock: a directory next to the file.
@@ -314,37 +458,37 @@ struct DirLock {
 }
 
 impl DirLock {
-    fn acquire(anchor: &Path, deadline: Instant, orphans: Option<&Record>) -> Result<DirLock> {
-        let path = dir_lock_path(anchor);
+    /// The directory lock at `path`, just made by us: kept fresh from now on.
+    fn held(path: &Path) -> Result<DirLock> {
+        let meta = std::fs::symlink_metadata(path).ctx("stat lock directory", path)?;
+        Ok(DirLock {
+            ctime_ns: ctime_ns(&meta),
+            ino: meta.ino(),
+            path: path.to_path_buf(),
+            refresh_id: refresher::register(path.to_path_buf()),
+        })
+    }
+
+    /// Proper-lockfile's own way, `mkdir` in place: only where the filesystem cannot
+    /// rename without replacing.
+    fn acquire(path: &Path, deadline: Instant) -> Result<DirLock> {
         let started = Instant::now();
         let mut backoff = Backoff::new();
         loop {
-            match std::fs::create_dir(&path) {
-                Ok(()) => {
-                    let meta = std::fs::metadata(&path).ctx("stat lock directory", &path)?;
-                    let refresh_id = refresher::register(path.clone());
-                    return Ok(DirLock {
-                        ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
-                        ino: meta.ino(),
-                        path,
-                        refresh_id,
-                    });
-                }
+            match std::fs::create_dir(path) {
+                Ok(()) => return DirLock::held(path),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if orphans.is_some_and(|r| break_orphan(&path, r)) {
-                        continue;
-                    }
-                    if is_stale(&path) {
+                    if is_stale(path) {
                         tracing::warn!(path = %path.display(), "breaking a stale lock directory (untouched for over 10 s)");
-                        let _ = std::fs::remove_dir(&path);
+                        let _ = std::fs::remove_dir(path);
                         continue;
                     }
                 }
-                Err(e) => return Err(Error::io("create lock directory", &path, e)),
+                Err(e) => return Err(Error::io("create lock directory", path, e)),
             }
             if Instant::now() >= deadline {
                 return Err(Error::LockTimeout {
-                    path,
+                    path: path.to_path_buf(),
                     waited: started.elapsed(),
                 });
             }
@@ -438,6 +582,68 @@ mod refresher {
 mod tests {
     use super::*;
 
+    fn held(ino: u64, ctime_ns: i64, path: &str) -> Recorded {
+        Recorded {
+            ino,
+            ctime_ns: Some(ctime_ns),
+            path: PathBuf::from(path),
+        }
+    }
+
+    /// What a holder killed after recording its staged directory leaves: the record, the
+    /// directory (still staged, or already in place), and the flock free.
+    fn die_holding(anchor: &Path, moved: bool) -> PathBuf {
+        let lock_path = dir_lock_path(anchor);
+        let staged = staging_path(&lock_path);
+        std::fs::create_dir(&staged).unwrap();
+        let ino = std::fs::metadata(&staged).unwrap().ino();
+        let mut sidecar = open_sidecar(&sidecar_path(anchor)).unwrap();
+        write_record(
+            &mut sidecar,
+            &format!("{STAGED} {ino} {}\n", staged.display()),
+        )
+        .unwrap();
+        if moved {
+            std::fs::rename(&staged, &lock_path).unwrap();
+        }
+        staged
+    }
+
+    #[test]
+    fn a_holder_that_died_at_any_point_is_recognised_at_once() {
+        for moved in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let anchor = dir.path().join("inbox.json");
+            let staged = die_holding(&anchor, moved);
+            // Far shorter than the 10 s after which an unrecorded lock would go stale.
+            let l = lock(&anchor, Duration::from_millis(500)).unwrap();
+            assert!(
+                !staged.exists(),
+                "the dead holder's staging directory is cleaned up"
+            );
+            drop(l);
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            assert_eq!(left, ["inbox.json.flock"], "moved: {moved}");
+        }
+    }
+
+    #[test]
+    fn an_unrecorded_lock_with_a_staged_record_is_left_to_its_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("inbox.json");
+        let staged = die_holding(&anchor, false);
+        // Claude Code took the lock after our holder died before moving its directory in.
+        std::fs::create_dir(dir_lock_path(&anchor)).unwrap();
+        let err = lock(&anchor, Duration::from_millis(150)).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+        assert!(dir_lock_path(&anchor).is_dir());
+        assert!(!staged.exists());
+    }
+
     #[test]
     fn lock_creates_and_removes_dir_lock() {
         let dir = tempfile::tempdir().unwrap();
@@ -461,13 +667,13 @@ mod tests {
         write_record(&mut f, "1 2 /a/long/path\n3 4 /b\n").unwrap();
         assert_eq!(read_record(&mut f).len(), 2);
         write_record(&mut f, "5 6 /c\n").unwrap();
-        assert_eq!(read_record(&mut f), [(5, 6, PathBuf::from("/c"))]);
+        assert_eq!(read_record(&mut f), [held(5, 6, "/c")]);
         write_record(&mut f, "").unwrap();
         assert_eq!(read_record(&mut f), []);
         // A sidecar written before records were terminated still reads.
         f.set_len(0).unwrap();
         f.write_all_at(b"7 8 /d\n", 0).unwrap();
-        assert_eq!(read_record(&mut f), [(7, 8, PathBuf::from("/d"))]);
+        assert_eq!(read_record(&mut f), [held(7, 8, "/d")]);
     }
 
     #[test]
@@ -498,8 +704,7 @@ mod tests {
         std::fs::create_dir(&lockdir).unwrap();
         // Fresh: someone else (Claude Code) holds it; we must time out.
         // SAFETY-free: set_var is unsafe in edition 2024, so use a short deadline directly.
-        let deadline = Instant::now() + Duration::from_millis(150);
-        let err = DirLock::acquire(&anchor, deadline, None).unwrap_err();
+        let err = lock(&anchor, Duration::from_millis(150)).unwrap_err();
         assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
         // Old: broken.
         let old = SystemTime::now() - Duration::from_secs(11);

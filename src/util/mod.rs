@@ -1,8 +1,7 @@
 //! The bottom layer: what every other layer needs and nothing swarm-specific. The one
 //! error type and its exit codes, the environment read once, replacing a file atomically,
 //! cross-process locks, JSON as JavaScript writes it, the clock, facts about processes,
-//! named fault points for tests,
-//! and watching directories.
+//! watching directories, and named fault points for tests.
 //!
 //! Uses nothing else of swarm's.
 
