@@ -44,7 +44,12 @@ pub fn write(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
             f.sync_all().ctx("fsync", &tmp)?;
         }
         std::fs::rename(&tmp, path).ctx("rename into place", path)?;
-        if durable { sync_dir(dir) } else { Ok(()) }
+        // The rename is the commit: once it is done the write has happened, and reporting
+        // a failure would make callers undo or redo what readers may already have seen.
+        if durable && let Err(e) = sync_dir(dir) {
+            tracing::warn!("{e}; the write stands but may not survive a power cut");
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -66,3 +66,157 @@ fn a_writer_killed_right_after_taking_the_dir_lock_does_not_stall_the_next() {
     assert!(inbox_texts(&env, "bob").contains(&"second".to_owned()));
     assert!(lock_dirs(&inboxes).is_empty());
 }
+
+/// The test's root on a tmpfs of its own, so the disk can be filled without touching
+/// anyone else's. Needs root (the development and CI machines are root); `None`, with a
+/// message saying the test was skipped, where mounting is refused.
+struct SmallDisk {
+    mount: std::path::PathBuf,
+    filler: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    fn mount_over(root: &Path) -> Option<SmallDisk> {
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs"])
+            .arg(root)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!(
+                "SKIPPED: cannot mount a tmpfs here (needs root); the disk-full case is untested"
+            );
+            return None;
+        }
+        Some(SmallDisk {
+            mount: root.to_path_buf(),
+            filler: root.join("filler"),
+        })
+    }
+
+    /// Takes every free page.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&self.filler).unwrap();
+        let chunk = vec![0u8; 64 * 1024];
+        while f.write_all(&chunk).is_ok() {}
+        while f.write_all(&[0]).is_ok() {}
+    }
+
+    /// Gives back `pages` pages of 4 KiB.
+    fn free_pages(&self, pages: u64) {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.filler)
+            .unwrap();
+        let len = f.metadata().unwrap().len();
+        f.set_len(len.saturating_sub(pages * 4096)).unwrap();
+    }
+
+    fn empty(&self) {
+        let _ = std::fs::remove_file(&self.filler);
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.mount)
+            .status();
+    }
+}
+
+#[test]
+fn a_send_that_fails_on_a_full_disk_is_never_delivered_later() {
+    let env = TestEnv::new();
+    let Some(disk) = SmallDisk::mount_over(&env.root) else {
+        return;
+    };
+    env.run(&["team", "create", "t"]).success();
+    for m in ["alice", "bob"] {
+        env.run(&["--team", "t", "team", "add", m]).success();
+    }
+    // An inbox of several pages, so rewriting it needs more room than spooling a message.
+    let bulky = "x".repeat(3000);
+    for _ in 0..4 {
+        env.run(&["--team", "t", "send", "bob", &bulky, "--from", "alice"])
+            .success();
+    }
+    disk.fill();
+    disk.free_pages(1);
+    let failed = env.run(&["--team", "t", "send", "bob", "ghost", "--from", "alice"]);
+    assert_ne!(
+        failed.status.code(),
+        Some(0),
+        "the send had no room to succeed"
+    );
+    assert!(failed.stderr.contains("No space left"), "{}", failed.stderr);
+    disk.empty();
+    env.run(&["--team", "t", "send", "bob", "after", "--from", "alice"])
+        .success();
+    env.run(&["--team", "t", "inbox", "bob"]).success();
+    let texts = inbox_texts(&env, "bob");
+    assert!(texts.contains(&"after".to_owned()));
+    assert!(
+        !texts.contains(&"ghost".to_owned()),
+        "a send that exited {:?} was delivered later",
+        failed.status
+    );
+}
+
+#[test]
+fn an_ack_that_fails_on_a_full_disk_keeps_the_message_and_a_readable_log() {
+    let env = TestEnv::new();
+    let Some(disk) = SmallDisk::mount_over(&env.root) else {
+        return;
+    };
+    env.run(&["team", "create", "t"]).success();
+    for m in ["alice", "bob"] {
+        env.run(&["--team", "t", "team", "add", m]).success();
+    }
+    env.run(&["--team", "t", "send", "bob", "earlier", "--from", "alice"])
+        .success();
+    env.run(&["--team", "t", "inbox", "bob", "--ack"]).success();
+    let log = env.root.join("teams/t/inboxes/bob.delivered.jsonl");
+    // Pad the log so its last page is nearly full: the next append fits only in part.
+    let line = std::fs::read_to_string(&log).unwrap();
+    let mut padded = line.clone();
+    while padded.len() + line.len() < 4000 {
+        padded.push_str(&line);
+    }
+    std::fs::write(&log, &padded).unwrap();
+    let body = "y".repeat(1500);
+    env.run(&["--team", "t", "send", "bob", &body, "--from", "alice"])
+        .success();
+    disk.fill();
+    let failed = env.run(&["--team", "t", "inbox", "bob", "--ack"]);
+    assert_ne!(
+        failed.status.code(),
+        Some(0),
+        "the ack had no room to succeed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        padded,
+        "a failed append leaves the log as it was"
+    );
+    assert!(
+        inbox_texts(&env, "bob").contains(&body),
+        "an unacknowledged message stays in the inbox"
+    );
+    disk.empty();
+    env.run(&["--team", "t", "inbox", "bob", "--ack"]).success();
+    let logged: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        logged.contains(&body),
+        "the acknowledged message is in a readable line of the log"
+    );
+    assert!(!inbox_texts(&env, "bob").contains(&body));
+}

@@ -5,7 +5,7 @@
 //! appended since its last look.
 
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
 use serde_json::Value;
@@ -16,22 +16,51 @@ use crate::store::names::{AgentName, TeamName};
 use crate::util::error::{Error, IoContext, Result};
 use crate::util::json;
 
-pub(super) fn append_delivered(root: &Root, path: &Path, entries: &[Value]) -> Result<()> {
+/// Appends `entries` to the delivered log and returns the log's length before, for
+/// [`truncate_delivered`]. A failed append (a full disk) leaves the log as it was, and an
+/// append after a torn last line (a crash mid-append) starts on a line of its own, so no
+/// message is ever glued onto garbage.
+pub(super) fn append_delivered(root: &Root, path: &Path, entries: &[Value]) -> Result<u64> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+        .ctx("open", path)?;
+    let before = f.metadata().ctx("read", path)?.len();
     let mut buf = Vec::new();
+    let mut last = [0u8];
+    if before > 0 && f.read_exact_at(&mut last, before - 1).is_ok() && last[0] != b'\n' {
+        buf.push(b'\n');
+    }
     for e in entries {
         buf.extend_from_slice(json::to_compact(e).as_bytes());
         buf.push(b'\n');
     }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .ctx("open", path)?;
-    f.write_all(&buf).ctx("append to", path)?;
-    if root.durable() {
-        f.sync_data().ctx("fsync", path)?;
+    let appended = f.write_all(&buf).and_then(|()| {
+        if root.durable() {
+            f.sync_data()
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = appended {
+        let _ = f.set_len(before);
+        return Err(Error::io("append to", path, e));
     }
-    Ok(())
+    Ok(before)
+}
+
+/// Takes back an append whose messages stayed in the inbox after all (the inbox could not
+/// be rewritten), so a later acknowledgement does not log them twice.
+pub(super) fn truncate_delivered(path: &Path, len: u64) {
+    let cut = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_len(len));
+    if let Err(e) = cut {
+        tracing::warn!(path = %path.display(), "failed to take back an append to the delivered log: {e}");
+    }
 }
 
 /// Messages already acknowledged, oldest first (the delivered log).
@@ -176,5 +205,26 @@ mod tests {
         let again = read();
         assert!(again.restarted);
         assert_eq!(texts(again), ["fresh"]);
+    }
+
+    #[test]
+    fn an_append_after_a_torn_line_starts_a_line_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        let bob = AgentName::new("bob").unwrap();
+        std::fs::create_dir_all(root.inbox_dir(&team)).unwrap();
+        let log = root.delivered_log_path(&team, &bob);
+        let whole = json::to_compact(&Envelope::new("alice", "whole"));
+        // A crash mid-append left half a line.
+        std::fs::write(&log, format!("{whole}\n{}", &whole[..20])).unwrap();
+        let next = serde_json::to_value(Envelope::new("alice", "next")).unwrap();
+        append_delivered(&root, &log, &[next]).unwrap();
+        let texts: Vec<String> = read_delivered(&root, &team, &bob)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.text)
+            .collect();
+        assert_eq!(texts, ["whole", "next"]);
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::store::files;
 use crate::store::layout::Root;
-use crate::store::mailbox::delivered::append_delivered;
+use crate::store::mailbox::delivered::{append_delivered, truncate_delivered};
 use crate::store::mailbox::envelope::{Delivery, Envelope};
 use crate::store::mailbox::send::{commit_spool, spool_has_mail};
 use crate::store::names::{AgentName, TeamName};
@@ -74,8 +74,12 @@ pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> 
     if done.is_empty() {
         return Ok(0);
     }
-    append_delivered(root, &root.delivered_log_path(team, agent), &done)?;
-    files::write(root, &path, &json::to_pretty(&keep))?;
+    let log = root.delivered_log_path(team, agent);
+    let logged_from = append_delivered(root, &log, &done)?;
+    if let Err(e) = files::write(root, &path, &json::to_pretty(&keep)) {
+        truncate_delivered(&log, logged_from);
+        return Err(e);
+    }
     Ok(done.len())
 }
 

@@ -62,6 +62,9 @@ pub fn send(root: &Root, team: &TeamName, to: &str, envelope: Envelope) -> Resul
 /// with every other message waiting there: under contention one rewrite carries many
 /// messages, and a sender never starves behind the lock, because its message only needs
 /// *someone* to commit it. Returns once the message is in the inbox (durably).
+///
+/// The result tells the truth: `Ok` means the message is in the inbox, once; an error means
+/// it is not and never will be (a sender that gives up settles its message's fate first).
 pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope) -> Result<String> {
     check_text(&envelope.text)?;
     let key = envelope.key();
@@ -73,35 +76,101 @@ pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope)
     // A crash before the commit leaves a whole spool file, which the next commit picks up;
     // power-loss durability comes from the commit's fsyncs, so none are needed here.
     files::write_unsynced(&queued, json::to_compact(&envelope).as_bytes())?;
-    let claimed = claimed_name(&queued);
+    let mine = Spooled {
+        claimed: claimed_name(&queued),
+        queued,
+        key,
+    };
     let inbox = root.inbox_path(team, to);
+    match wait_for_commit(root, &spool, &inbox, &mine) {
+        Ok(()) => Ok(mine.key),
+        Err((error, guard)) => match settle(root, &inbox, &mine, guard) {
+            Ok(true) => Ok(mine.key),
+            Ok(false) => Err(error),
+            Err(unsettled) => {
+                tracing::warn!(path = %mine.queued.display(), "could not withdraw a message after a failed send: {unsettled}");
+                Err(error)
+            }
+        },
+    }
+}
+
+/// One sender's message in the spool: under its own name until a committer claims it.
+struct Spooled {
+    queued: PathBuf,
+    claimed: PathBuf,
+    key: String,
+}
+
+/// Commits the spool whenever the inbox lock is free, until someone has committed our
+/// message. A failure comes back with the lock, when we hold it.
+fn wait_for_commit(
+    root: &Root,
+    spool: &Path,
+    inbox: &Path,
+    mine: &Spooled,
+) -> std::result::Result<(), (Error, Option<lock::Locked>)> {
     let started = Instant::now();
-    let timeout = root.lock_timeout();
-    let deadline = started + timeout;
+    let deadline = started + root.lock_timeout();
     let mut backoff = lock::Backoff::new();
     loop {
-        if let Some(guard) = files::try_lock(root, &inbox)? {
-            commit_spool(root, &spool, &inbox, &guard)?;
+        match files::try_lock(root, inbox) {
+            Ok(Some(guard)) => {
+                if let Err(e) = commit_spool(root, spool, inbox, &guard) {
+                    return Err((e, Some(guard)));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return Err((e, None)),
         }
-        if !queued.exists() && !claimed.exists() {
-            return Ok(key);
+        if !mine.queued.exists() && !mine.claimed.exists() {
+            return Ok(());
         }
         if Instant::now() >= deadline {
-            // Withdraw the message unless a committer already claimed it; a claimed message
-            // is committed by that committer, or by the next one if it dies.
-            let withdrawn = match std::fs::remove_file(&queued) {
-                Ok(()) => true,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-                Err(e) => return Err(Error::io("remove", &queued, e)),
-            };
-            if withdrawn || Instant::now() >= deadline + timeout {
-                return Err(Error::LockTimeout {
-                    path: inbox,
-                    waited: started.elapsed(),
-                });
-            }
+            let waited = started.elapsed();
+            let path = inbox.to_path_buf();
+            return Err((Error::LockTimeout { path, waited }, None));
         }
-        backoff.sleep(deadline + timeout);
+        backoff.sleep(deadline);
+    }
+}
+
+/// After a failed send: withdraws the message unless it is already in the inbox, and says
+/// whether it is. Unclaimed, withdrawing it is atomic against a committer's claim; claimed,
+/// only the inbox lock makes its state stand still, since a committer that fails gives its
+/// claims back and one that died leaves them for the next.
+fn settle(root: &Root, inbox: &Path, mine: &Spooled, guard: Option<lock::Locked>) -> Result<bool> {
+    if withdraw(&mine.queued)? {
+        return Ok(false);
+    }
+    let _guard = match guard {
+        Some(g) => g,
+        None => files::lock(root, inbox)?,
+    };
+    if withdraw(&mine.queued)? {
+        return Ok(false);
+    }
+    if !mine.claimed.exists() {
+        return Ok(true);
+    }
+    // Claimed by a committer that died: before or after its write reached the inbox?
+    let delivered = std::fs::read(inbox)
+        .ok()
+        .and_then(|b| parse_entries(&b))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| serde_json::from_value::<Envelope>(v).ok())
+        .any(|e| e.key() == mine.key);
+    withdraw(&mine.claimed)?;
+    Ok(delivered)
+}
+
+/// Removes a spool file; false if it was not there.
+fn withdraw(path: &Path) -> Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("remove", path, e)),
     }
 }
 
@@ -115,7 +184,9 @@ fn claimed_name(queued: &Path) -> PathBuf {
 ///
 /// Spool files are claimed by renaming them to `*.claimed` first, so a sender that gives up
 /// can withdraw its file only if no committer has it. Claimed files left by a committer that
-/// died are committed again, skipping any `msg_id` the inbox already holds.
+/// died are committed again, skipping any `msg_id` the inbox already holds. If the inbox
+/// cannot be written (a full disk), the claims made here are given back, so that each
+/// sender still waiting learns its message was not committed and can withdraw it.
 pub(super) fn commit_spool(
     root: &Root,
     spool: &Path,
@@ -136,6 +207,7 @@ pub(super) fn commit_spool(
     names.sort();
     let mut recovering = false;
     let mut claimed = Vec::new();
+    let mut claimed_now = Vec::new();
     for name in names {
         let path = spool.join(&name);
         if name.ends_with(".json.claimed") {
@@ -145,6 +217,7 @@ pub(super) fn commit_spool(
             let target = claimed_name(&path);
             if std::fs::rename(&path, &target).is_ok() {
                 claimed.push(target);
+                claimed_now.push(path);
             }
         }
     }
@@ -191,7 +264,12 @@ pub(super) fn commit_spool(
             json::to_pretty(&entries)
         }
     };
-    files::write(root, inbox, &bytes)?;
+    if let Err(e) = files::write(root, inbox, &bytes) {
+        for queued in &claimed_now {
+            let _ = std::fs::rename(claimed_name(queued), queued);
+        }
+        return Err(e);
+    }
     for path in &claimed {
         let _ = std::fs::remove_file(path);
     }
