@@ -113,7 +113,7 @@ pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     }
     // Never fsynced: it describes the present, which a power loss ends anyway.
-    files::write_unsynced(&root.state_path(team, agent), &json::to_pretty(state))
+    files::write_unsynced(root, &root.state_path(team, agent), &json::to_pretty(state))
 }
 
 /// Claims the right to report that one process of `agent` (`instance`: its pid, or its

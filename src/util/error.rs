@@ -57,6 +57,11 @@ pub enum Error {
     )]
     LockTimeout { path: PathBuf, waited: Duration },
 
+    #[error(
+        "refusing to go through {path}: it is a symlink, and swarm never reads or writes through one inside its root; replace it with the real file or directory"
+    )]
+    Symlink { path: PathBuf },
+
     #[error("failed to {action} {path}: {source}")]
     Io {
         action: &'static str,
@@ -95,7 +100,9 @@ impl Error {
             Error::Model(_) => exit::MODEL,
             Error::CheckFailed(_) => exit::CHECK_FAILED,
             Error::Interrupted => exit::INTERRUPTED,
-            Error::Io { .. } | Error::Corrupt { .. } | Error::Other(_) => exit::FAILURE,
+            Error::Io { .. } | Error::Corrupt { .. } | Error::Symlink { .. } | Error::Other(_) => {
+                exit::FAILURE
+            }
         }
     }
 

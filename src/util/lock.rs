@@ -32,7 +32,7 @@ use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::fault;
+use crate::util::{fault, no_symlinks};
 
 /// proper-lockfile's default: a directory lock untouched for this long is abandoned.
 pub const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -278,13 +278,16 @@ fn flock_sidecar(anchor: &Path, deadline: Option<Instant>) -> Result<Option<File
 const POLL_FIRST: Duration = Duration::from_millis(5);
 
 fn open_sidecar(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .ctx("open lock file", path)
+    // Never through a symlink: the record is written into the sidecar.
+    no_symlinks::open(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+        "open lock file",
+        path,
+    )
 }
 
 /// The locked file, if it is still the file the path names (the sidecar is never

@@ -220,3 +220,107 @@ fn an_ack_that_fails_on_a_full_disk_keeps_the_message_and_a_readable_log() {
     );
     assert!(!inbox_texts(&env, "bob").contains(&body));
 }
+
+/// Plants `link` → `target` and checks that `args` refuse with exit 1, naming the link, and
+/// leave the outside file as it was.
+fn refuses_symlink(env: &TestEnv, link: &Path, target: &Path, args: &[&str]) {
+    if let Some(dir) = link.parent() {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let real = link.with_extension("real-aside");
+    let had_real = std::fs::rename(link, &real).is_ok();
+    std::os::unix::fs::symlink(target, link).unwrap();
+    let before = snapshot(target);
+    let r = env.run(args).failure(1);
+    let name = link.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        r.stderr.contains("symlink") && r.stderr.contains(&name),
+        "{args:?}: {}",
+        r.stderr
+    );
+    assert!(
+        !r.stdout.contains("outside"),
+        "{args:?} read through the link: {}",
+        r.stdout
+    );
+    assert_eq!(
+        snapshot(target),
+        before,
+        "{args:?} touched {}",
+        target.display()
+    );
+    std::fs::remove_file(link).unwrap();
+    if had_real {
+        std::fs::rename(&real, link).unwrap();
+    }
+}
+
+/// A file's bytes, or a directory's entries with their bytes.
+fn snapshot(path: &Path) -> Vec<(String, Vec<u8>)> {
+    if path.is_dir() {
+        let mut all: Vec<_> = std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        all.sort();
+        all
+    } else {
+        vec![(String::new(), std::fs::read(path).unwrap())]
+    }
+}
+
+#[test]
+fn symlinks_under_the_root_are_never_followed() {
+    let env = TestEnv::with_team("t", &["alice", "bob"]);
+    env.run(&["--team", "t", "send", "bob", "hello", "--from", "alice"])
+        .success();
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let file = outside.join("precious.txt");
+    std::fs::write(&file, "outside and precious\n").unwrap();
+    let array = outside.join("array.json");
+    std::fs::write(&array, r#"[{"from":"mallory","text":"outside","timestamp":"2026-01-01T00:00:00.000Z","read":false}]"#).unwrap();
+    let spooled = outside.join("spool");
+    std::fs::create_dir_all(&spooled).unwrap();
+    std::fs::write(
+        spooled.join("01.json"),
+        r#"{"from":"mallory","text":"outside","timestamp":"2026-01-01T00:00:00.000Z","read":false}"#,
+    )
+    .unwrap();
+    let inboxes = env.root.join("teams/t/inboxes");
+    let send = ["--team", "t", "send", "bob", "hi", "--from", "alice"];
+    let ack = ["--team", "t", "inbox", "bob", "--ack"];
+    refuses_symlink(&env, &inboxes.join("bob.json.flock"), &file, &send);
+    refuses_symlink(&env, &env.root.join("teams/t/spool/bob"), &spooled, &send);
+    refuses_symlink(&env, &inboxes.join("bob.delivered.jsonl"), &file, &ack);
+    refuses_symlink(
+        &env,
+        &inboxes.join("bob.json"),
+        &array,
+        &["--team", "t", "inbox", "bob"],
+    );
+    refuses_symlink(&env, &inboxes.join("bob.json"), &array, &send);
+    // A whole directory under the root.
+    let tasks = env.root.join("tasks/t");
+    std::fs::create_dir_all(&tasks).unwrap();
+    std::fs::remove_dir_all(&tasks).unwrap();
+    refuses_symlink(
+        &env,
+        &tasks,
+        &outside,
+        &["--team", "t", "task", "add", "write it"],
+    );
+    // With every link gone, everything works again and nothing was lost.
+    env.run(&send).success();
+    let texts = inbox_texts(&env, "bob");
+    assert!(
+        texts.contains(&"hello".to_owned()) && texts.contains(&"hi".to_owned()),
+        "{texts:?}"
+    );
+}

@@ -10,23 +10,27 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::mailbox::envelope::Envelope;
 use crate::store::names::{AgentName, TeamName};
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::json;
+use crate::util::{json, no_symlinks};
 
 /// Appends `entries` to the delivered log and returns the log's length before, for
 /// [`truncate_delivered`]. A failed append (a full disk) leaves the log as it was, and an
 /// append after a torn last line (a crash mid-append) starts on a line of its own, so no
 /// message is ever glued onto garbage.
 pub(super) fn append_delivered(root: &Root, path: &Path, entries: &[Value]) -> Result<u64> {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)
-        .ctx("open", path)?;
+    files::check(root, path)?;
+    let mut f = no_symlinks::open(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true),
+        "open",
+        path,
+    )?;
     let before = f.metadata().ctx("read", path)?.len();
     let mut buf = Vec::new();
     let mut last = [0u8];
@@ -66,15 +70,13 @@ pub(super) fn truncate_delivered(path: &Path, len: u64) {
 /// Messages already acknowledged, oldest first (the delivered log).
 pub fn read_delivered(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Envelope>> {
     let path = root.delivered_log_path(team, agent);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read", &path, e)),
+    let Some(bytes) = files::read(root, &path)? else {
+        return Ok(Vec::new());
     };
-    // A torn last line (a crash mid-append) is skipped, not fatal.
-    Ok(text
-        .lines()
-        .filter_map(|l| json::parse::<Envelope>(l.as_bytes()).ok())
+    // A torn line (a crash mid-append) is skipped, not fatal.
+    Ok(bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|l| json::parse::<Envelope>(l).ok())
         .collect())
 }
 
@@ -104,16 +106,17 @@ pub fn read_delivered_since(
     cursor: &mut Cursor,
 ) -> Result<Appended> {
     let path = root.delivered_log_path(team, agent);
-    let mut file = match std::fs::File::open(&path) {
+    files::check(root, &path)?;
+    let mut file = match no_symlinks::open(std::fs::OpenOptions::new().read(true), "open", &path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             *cursor = Cursor::default();
             return Ok(Appended {
                 restarted: true,
                 envelopes: Vec::new(),
             });
         }
-        Err(e) => return Err(Error::io("open", &path, e)),
+        Err(e) => return Err(e),
     };
     let meta = file.metadata().ctx("read", &path)?;
     let mut appended = Appended::default();

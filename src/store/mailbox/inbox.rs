@@ -35,11 +35,11 @@ pub fn read_all(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<D
         let guard = lock_inbox(root, &path)?;
         commit_spool(root, &spool, &path, &guard)?;
     }
-    let entries = match read_entries(&path)? {
+    let entries = match read_entries(root, &path)? {
         Some(e) => e,
         None => {
             let _guard = lock_inbox(root, &path)?;
-            load_locked(&path)?
+            load_locked(root, &path)?
         }
     };
     Ok(entries
@@ -67,7 +67,7 @@ pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> 
     let path = root.inbox_path(team, agent);
     let guard = lock_inbox(root, &path)?;
     commit_spool(root, &root.spool_dir(team, agent), &path, &guard)?;
-    let entries = load_locked(&path)?;
+    let entries = load_locked(root, &path)?;
     let (done, keep): (Vec<Value>, Vec<Value>) = entries.into_iter().partition(|v| {
         serde_json::from_value::<Envelope>(v.clone()).is_ok_and(|e| keys.contains(e.key().as_str()))
     });
@@ -103,13 +103,11 @@ pub(super) fn lock_inbox(root: &Root, path: &Path) -> Result<lock::Locked> {
 }
 
 /// Reads the array without a lock: `Ok(None)` if the file is corrupt.
-fn read_entries(path: &Path) -> Result<Option<Vec<Value>>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(Vec::new())),
-        Err(e) => return Err(Error::io("read", path, e)),
-    };
-    Ok(parse_entries(&bytes))
+fn read_entries(root: &Root, path: &Path) -> Result<Option<Vec<Value>>> {
+    Ok(match files::read(root, path)? {
+        Some(bytes) => parse_entries(&bytes),
+        None => Some(Vec::new()),
+    })
 }
 
 pub(super) fn parse_entries(bytes: &[u8]) -> Option<Vec<Value>> {
@@ -117,8 +115,8 @@ pub(super) fn parse_entries(bytes: &[u8]) -> Option<Vec<Value>> {
 }
 
 /// Reads the array while holding the lock, moving a corrupt file aside.
-pub(super) fn load_locked(path: &Path) -> Result<Vec<Value>> {
-    if let Some(entries) = read_entries(path)? {
+pub(super) fn load_locked(root: &Root, path: &Path) -> Result<Vec<Value>> {
+    if let Some(entries) = read_entries(root, path)? {
         return Ok(entries);
     }
     let aside = quarantine_path(path);

@@ -16,7 +16,7 @@ use crate::store::mailbox::inbox::{load_locked, parse_entries, quarantine_path};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster;
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::{json, lock};
+use crate::util::{json, lock, no_symlinks};
 
 /// Sends `envelope` to `to`: a member's name, or `*` for every member but the sender.
 /// Recipients are checked against the roster first; nothing is written if any is unknown.
@@ -69,19 +69,21 @@ pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope)
     check_text(&envelope.text)?;
     let key = envelope.key();
     let spool = root.spool_dir(team, to);
+    files::check(root, &spool)?;
     if !spool.is_dir() {
         std::fs::create_dir_all(&spool).ctx("create directory", &spool)?;
     }
+    let inbox = root.inbox_path(team, to);
+    files::check(root, &inbox)?;
     let queued = spool.join(format!("{}.json", uuid::Uuid::now_v7()));
     // A crash before the commit leaves a whole spool file, which the next commit picks up;
     // power-loss durability comes from the commit's fsyncs, so none are needed here.
-    files::write_unsynced(&queued, json::to_compact(&envelope).as_bytes())?;
+    files::write_unsynced(root, &queued, json::to_compact(&envelope).as_bytes())?;
     let mine = Spooled {
         claimed: claimed_name(&queued),
         queued,
         key,
     };
-    let inbox = root.inbox_path(team, to);
     match wait_for_commit(root, &spool, &inbox, &mine) {
         Ok(()) => Ok(mine.key),
         Err((error, guard)) => match settle(root, &inbox, &mine, guard) {
@@ -154,8 +156,7 @@ fn settle(root: &Root, inbox: &Path, mine: &Spooled, guard: Option<lock::Locked>
         return Ok(true);
     }
     // Claimed by a committer that died: before or after its write reached the inbox?
-    let delivered = std::fs::read(inbox)
-        .ok()
+    let delivered = files::read(root, inbox)?
         .and_then(|b| parse_entries(&b))
         .unwrap_or_default()
         .into_iter()
@@ -193,6 +194,7 @@ pub(super) fn commit_spool(
     inbox: &Path,
     _guard: &lock::Locked,
 ) -> Result<usize> {
+    files::check(root, spool)?;
     let Ok(entries) = std::fs::read_dir(spool) else {
         return Ok(0);
     };
@@ -224,9 +226,11 @@ pub(super) fn commit_spool(
     claimed.sort();
     let mut fresh = Vec::with_capacity(claimed.len());
     for path in &claimed {
-        match std::fs::read(path).map(|b| json::parse::<Value>(&b)) {
-            Ok(Ok(v)) if v.is_object() => fresh.push(v),
-            Ok(_) => {
+        match no_symlinks::read(path).map(|b| b.map(|b| json::parse::<Value>(&b))) {
+            Ok(Some(Ok(v))) if v.is_object() => fresh.push(v),
+            Ok(None) => {}
+            // Not a message: moved aside (a symlink is moved, never followed).
+            Ok(Some(_)) | Err(Error::Symlink { .. }) => {
                 let aside = quarantine_path(path);
                 tracing::warn!(
                     "spooled message {} does not parse; moved it to {}",
@@ -235,15 +239,10 @@ pub(super) fn commit_spool(
                 );
                 let _ = std::fs::rename(path, aside);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("read", path, e)),
+            Err(e) => return Err(e),
         }
     }
-    let existing = match std::fs::read(inbox) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => b"[]".to_vec(),
-        Err(e) => return Err(Error::io("read", inbox, e)),
-    };
+    let existing = files::read(root, inbox)?.unwrap_or_else(|| b"[]".to_vec());
     if recovering {
         let present: HashSet<String> = parse_entries(&existing)
             .unwrap_or_default()
@@ -259,7 +258,7 @@ pub(super) fn commit_spool(
     let bytes = match append_entries(&existing, &fresh) {
         Some(bytes) => bytes,
         None => {
-            let mut entries = load_locked(inbox)?;
+            let mut entries = load_locked(root, inbox)?;
             entries.extend(fresh.iter().cloned());
             json::to_pretty(&entries)
         }

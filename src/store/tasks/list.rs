@@ -66,6 +66,7 @@ impl TaskList {
     }
 
     pub(super) fn list_anchor(&self) -> Result<PathBuf> {
+        files::check(&self.root, &self.dir)?;
         if !self.dir.is_dir() {
             std::fs::create_dir_all(&self.dir).ctx("create directory", &self.dir)?;
         }
