@@ -9,8 +9,12 @@
 //! it. Every call has a time limit (30 s unless set with [`Tmux::timeout`]): a tmux that
 //! does not answer is killed and reaped, and the call fails with [`TmuxError::Timeout`];
 //! other failures are classified by [`classify`]. Calls that start a program validate its
-//! [`PaneSpec`] first, and secret environment reaches tmux only on stdin. The command shown
-//! in logs and errors is cut at `SHOWN_MAX` bytes.
+//! [`PaneSpec`] first, and secret environment reaches tmux only on stdin. No tmux process
+//! swarm starts has the caller's secrets in its own environment ([`Tmux::hide_env`], which
+//! [`Tmux::resolve`] applies): a client that starts the server hands it its whole
+//! environment, which becomes tmux's global environment and so every later pane's, and
+//! every client sends its environment to the server. The command shown in logs and errors
+//! is cut at `SHOWN_MAX` bytes.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -64,21 +68,27 @@ pub struct Tmux {
     server: Server,
     config_file: Option<PathBuf>,
     timeout: Duration,
+    /// Removed from the environment of every tmux process this handle starts.
+    hidden_env: Vec<OsString>,
 }
 
 impl Tmux {
     /// The server swarm should use: `-L NAME` from `flag` or `$SWARM_TMUX_SOCKET`; else the
     /// server the caller is inside (`-S`, the socket path from `$TMUX`); else the default
-    /// server. A user's server keeps the user's configuration.
+    /// server. A user's server keeps the user's configuration. The secrets of `env` are
+    /// hidden from every tmux process ([`Tmux::hide_env`]).
     pub fn resolve(flag: Option<&str>, env: &Environment) -> Result<Tmux, Error> {
-        resolve_from(flag, |k| env.get(k).map(OsString::from))
+        Ok(resolve_from(flag, |k| env.get(k).map(OsString::from))?.hide_env(env.secret_names()))
     }
 
+    /// A handle on `server` that hides nothing: for a caller whose environment holds no
+    /// secrets, or that hides them with [`Tmux::hide_env`].
     pub fn with_server(server: Server) -> Tmux {
         Tmux {
             server,
             config_file: None,
             timeout: DEFAULT_TIMEOUT,
+            hidden_env: Vec::new(),
         }
     }
 
@@ -91,6 +101,15 @@ impl Tmux {
     /// Only for servers swarm owns (tests use `/dev/null`); a user's server keeps theirs.
     pub fn config_file(mut self, path: impl Into<PathBuf>) -> Tmux {
         self.config_file = Some(path.into());
+        self
+    }
+
+    /// Removes `names` from the environment of every tmux process this handle starts (on
+    /// top of any hidden already). swarm passes the names of its secrets
+    /// ([`Environment::secret_names`]): they reach a teammate only through
+    /// [`Tmux::set_session_environment_quietly`], for as long as its pane takes to start.
+    pub fn hide_env(mut self, names: impl IntoIterator<Item = OsString>) -> Tmux {
+        self.hidden_env.extend(names);
         self
     }
 
@@ -192,6 +211,15 @@ impl Tmux {
         self.run_batch(&batch).map(|_| ())
     }
 
+    /// `tmux`, without the hidden variables: the start of every tmux process.
+    fn tmux_command(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        for name in &self.hidden_env {
+            cmd.env_remove(name);
+        }
+        cmd
+    }
+
     fn exec(&self, args: &[OsString], shown: &str) -> Result<String, TmuxError> {
         self.exec_with_input(args, shown, None)
     }
@@ -211,7 +239,8 @@ impl Tmux {
         tracing::debug!(command = %shown, "tmux");
         // `-u`: outside tmux with a non-UTF-8 locale, tmux would print the field separator of
         // batched queries as `_`. (Not for attach, which must respect the user's terminal.)
-        let child = Command::new("tmux")
+        let child = self
+            .tmux_command()
             .arg("-u")
             .args(self.global_args())
             .args(args)
@@ -571,7 +600,7 @@ impl Tmux {
     /// `tmux attach-session -t TARGET` for this server, with `$TMUX` removed: for a caller
     /// that wants to `exec` it or run it itself. Stdio is inherited.
     pub fn attach_command(&self, target: &impl Target) -> Command {
-        let mut cmd = Command::new("tmux");
+        let mut cmd = self.tmux_command();
         cmd.args(self.global_args())
             .arg("attach-session")
             .arg("-t")
@@ -775,5 +804,27 @@ mod tests {
             ["-L", "s", "-f", "/dev/null", "attach-session", "-t", "%3"]
         );
         assert!(cmd.get_envs().any(|(k, v)| k == "TMUX" && v.is_none()));
+    }
+
+    #[test]
+    fn a_resolved_handle_hides_the_callers_secrets_from_tmux() {
+        let env = Environment::from_pairs([
+            ("SWARM_TMUX_SOCKET", "s"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("PATH", "/bin"),
+        ]);
+        let t = Tmux::resolve(None, &env).unwrap();
+        assert_eq!(t.hidden_env, ["ANTHROPIC_API_KEY"]);
+        let removed: Vec<_> = t
+            .attach_command(&PaneId(1))
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.to_owned())
+            .collect();
+        assert!(
+            removed.contains(&OsString::from("ANTHROPIC_API_KEY")),
+            "{removed:?}"
+        );
+        assert!(!removed.contains(&OsString::from("PATH")));
     }
 }
