@@ -40,10 +40,7 @@ impl fmt::Display for Server {
 
 /// The server [`Tmux::resolve`] picks, with the environment passed in, so it can be tested
 /// without mutating the process environment.
-pub fn choose(
-    flag: Option<&str>,
-    env: impl Fn(&str) -> Option<OsString>,
-) -> Result<Server, Error> {
+pub fn choose(flag: Option<&str>, env: impl Fn(&str) -> Option<OsString>) -> Result<Server, Error> {
     let named = match flag {
         Some(f) => Some(f.to_owned()),
         None => env(SOCKET_ENV)
