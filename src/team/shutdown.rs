@@ -12,8 +12,8 @@
 //! a reused pid is never hit; the session is the teammate's own (tmux makes each pane a
 //! session leader), which also holds what its Bash tool started.
 //!
-//! A member swarm cannot see (no pid and no pane of ours) is only taken off when that
-//! proves nothing: one added with `swarm team add` that never ran. One the roster says may
+//! A member swarm cannot see (no pid and no pane of ours) is taken off at once only when
+//! nothing says it ever ran, as after `swarm team add`. One the roster says may
 //! run (a pane id, a backend, an `isActive`, as a Claude Code teammate writes them) is
 //! asked, and leaves when it agrees; without an answer it stays on the roster and the
 //! ladder fails, since swarm has nothing to signal and no way to tell it stopped.
