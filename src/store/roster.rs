@@ -5,6 +5,11 @@
 //! byte for byte (`extra`), so a roster shared with Claude Code loses nothing when swarm
 //! rewrites it. Reads take no lock (writes replace the file atomically); a read that fails
 //! to parse is retried briefly, since Claude Code 2.1.328 rewrites the file in place.
+//!
+//! Whoever takes a member off ([`remove_member`]) returns its open tasks to pending, so
+//! no task stays owned by a name nobody answers to. The roster is written first: a crash
+//! in between, or another program removing a member, leaves tasks whose owner is gone,
+//! and the lead's reconcile loop returns those.
 
 use std::path::Path;
 
@@ -14,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, LEAD, TeamName, agent_id};
+use crate::store::tasks::{Task, TaskList};
 use crate::util::clock;
 use crate::util::error::{Error, IoContext, Result};
 use crate::util::json;
@@ -95,6 +101,15 @@ pub struct Member {
     pub pid: Option<i32>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl Member {
+    /// Whether the roster says this member may be running somewhere swarm cannot see: it
+    /// has a pane id, a backend or an `isActive`, which Claude Code writes for a teammate
+    /// and `swarm team add` never does. swarm's own teammates also write a pid.
+    pub fn may_run_unseen(&self) -> bool {
+        !self.tmux_pane_id.is_empty() || self.backend_type.is_some() || self.is_active.is_some()
+    }
 }
 
 impl TeamConfig {
@@ -287,21 +302,32 @@ pub fn update_member<T>(
     })
 }
 
-/// Removes a teammate from the roster (the lead cannot be removed).
-pub fn remove_member(root: &Root, team: &TeamName, name: &str) -> Result<Member> {
+/// A member taken off the roster, and its open tasks, now pending with no owner.
+#[derive(Debug, Clone)]
+pub struct Removed {
+    pub member: Member,
+    pub released: Vec<Task>,
+}
+
+/// Removes a teammate from the roster (the lead cannot be removed) and returns its open
+/// tasks to pending. Whether it may still be running is the caller's to settle first.
+pub fn remove_member(root: &Root, team: &TeamName, name: &str) -> Result<Removed> {
     if name == LEAD {
         return Err(Error::usage(
             "the lead cannot be removed from its team; delete the team with `swarm team delete`",
         ));
     }
-    update(root, team, |config| {
+    let member = update(root, team, |config| {
         let idx = config
             .members
             .iter()
             .position(|m| m.name == name)
             .ok_or_else(|| config.unknown_member(name))?;
         Ok(config.members.remove(idx))
-    })
+    })?;
+    crate::util::fault::point("roster.removed");
+    let released = TaskList::new(root, team).release(&member.name)?;
+    Ok(Removed { member, released })
 }
 
 /// Every team under the root whose directory name is a valid team name and has a roster.

@@ -17,8 +17,10 @@
 //! - environment: an allow-list copied from the lead (provider keys and URLs, proxies, CA
 //!   bundles, `SWARM_*`, `CLAUDE_CONFIG_DIR`, and `PATH`, `HOME`, `LANG`, `LC_ALL`, `USER`
 //!   so commands run as they would for the lead). Anything that looks like a credential
-//!   (a name with KEY, TOKEN, SECRET, PASSWORD or AUTH, or a proxy URL) goes to
-//!   `secret_env`, which never reaches a command line.
+//!   ([`is_secret`]: a name with KEY, TOKEN, SECRET, PASSWORD or AUTH, or a proxy URL)
+//!   goes to `secret_env`, which never reaches a command line; it is the only way a
+//!   credential reaches a teammate, since tmux itself is never given one (see
+//!   [`crate::tmux::Tmux::hide_env`]).
 //!
 //! Every valued flag is written `--flag=value`, so a value starting with `-` is still a
 //! value.
@@ -29,6 +31,7 @@ use std::time::Duration;
 
 use crate::config::permissions::PermissionMode;
 use crate::store::names::{AgentName, TeamName, agent_id};
+use crate::util::environment::is_secret;
 
 /// The lead's side of the inheritance.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,15 +135,6 @@ const PASSED: [&str; 25] = [
 
 /// Set per teammate, never copied from the lead.
 const IDENTITY: [&str; 3] = ["SWARM_AGENT_ID", "SWARM_AGENT_NAME", "SWARM_TEAM"];
-
-/// Whether an environment variable may carry a credential.
-pub fn is_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"]
-        .iter()
-        .any(|w| upper.contains(w))
-        || upper.ends_with("_PROXY")
-}
 
 /// Environment variables that choose every teammate's model, in order.
 pub const SUBAGENT_MODEL_VARS: [&str; 2] = ["SWARM_SUBAGENT_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"];

@@ -11,6 +11,12 @@
 //! Signals only reach the process the teammate's state file names (pid and start time), so
 //! a reused pid is never hit; the session is the teammate's own (tmux makes each pane a
 //! session leader), which also holds what its Bash tool started.
+//!
+//! A member swarm cannot see (no pid and no pane of ours) is taken off at once only when
+//! nothing says it ever ran, as after `swarm team add`. One the roster says may
+//! run (a pane id, a backend, an `isActive`, as a Claude Code teammate writes them) is
+//! asked, and leaves when it agrees; without an answer it stays on the roster and the
+//! ladder fails, since swarm has nothing to signal and no way to tell it stopped.
 
 use std::time::{Duration, Instant};
 
@@ -111,22 +117,18 @@ pub fn shut_down(
         })
     };
     let first = observe()?;
+    if first.pid.is_none() && first.pane_record.is_none() {
+        let config = roster::load(root, team)?;
+        if config.require(name)?.may_run_unseen() {
+            report.outcome = shut_down_unseen(root, team, name, opts, &mut step)?;
+            return Ok(report);
+        }
+        step("never started".to_owned());
+    }
     let target = first.pid.filter(|_| first.alive).map(Target::of);
     let alive = |m: &MemberStatus| m.alive;
     if first.alive && !opts.force {
-        let request_id = protocol::shutdown_request_id(name);
-        let request = Protocol::ShutdownRequest(ShutdownRequest {
-            request_id: request_id.clone(),
-            from: LEAD.to_owned(),
-            reason: Some("the lead is shutting the team down".to_owned()),
-            timestamp: clock::now_iso(),
-        });
-        mailbox::deliver(
-            root,
-            team,
-            &AgentName::parse_any(name)?,
-            Envelope::new(LEAD, request.to_text()),
-        )?;
+        let request_id = ask(root, team, name)?;
         step(format!("asked to shut down ({request_id})"));
         let deadline = Instant::now() + opts.timeout;
         loop {
@@ -135,7 +137,7 @@ pub fn shut_down(
                 step("agreed and exited".to_owned());
                 break;
             }
-            if let Some(reason) = rejection(root, team, &request_id) {
+            if let Some(Err(reason)) = answer(root, team, &request_id) {
                 step(format!("refused: {reason}"));
                 // It goes on working: no longer being shut down.
                 let _ = roster::update_member(root, team, name, |m| {
@@ -203,23 +205,101 @@ pub fn shut_down(
         )));
     }
     if let Some(r) = supervisor::report_exit(root, team, &last, &opts.dirs)? {
-        if !r.released.is_empty() {
-            step(format!(
-                "returned task(s) #{} to pending",
-                r.released.join(", #")
-            ));
-        }
+        released(&mut step, &r.released);
         if let Some(line) = r.worktree {
             step(line);
         }
     }
-    // Usually settled by the report above; this catches a teammate that never registered.
+    leave(root, team, name, step)?;
+    Ok(report)
+}
+
+/// The last steps for a member that is gone: its worktree settled (usually done by the
+/// exit report already; this catches one that never registered), then off the roster,
+/// which returns whatever tasks it still held.
+fn leave(root: &Root, team: &TeamName, name: &str, mut step: impl FnMut(String)) -> Result<()> {
     if let Some(line) = crate::team::worktree::settle(root, team, name) {
         step(line);
     }
-    roster::remove_member(root, team, name)?;
+    let removed = roster::remove_member(root, team, name)?;
+    let ids: Vec<String> = removed.released.into_iter().map(|t| t.id).collect();
+    released(&mut step, &ids);
     step("removed from the roster".to_owned());
-    Ok(report)
+    Ok(())
+}
+
+fn released(step: &mut impl FnMut(String), ids: &[String]) {
+    if !ids.is_empty() {
+        step(format!("returned task(s) #{} to pending", ids.join(", #")));
+    }
+}
+
+/// The ladder for a member swarm cannot watch: ask, and take it off
+/// only on its word (a Claude Code teammate approves and exits). Without an answer, or
+/// forced, it stays: nothing here can stop it or tell whether it did.
+fn shut_down_unseen(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    opts: &LadderOptions,
+    mut step: impl FnMut(String),
+) -> Result<Outcome> {
+    let unseen = |why: &str| {
+        Error::conflict(format!(
+            "cannot tell whether {name} is still running: swarm has no process or pane of it to watch{why}; it stays on the roster: stop it where it runs, then take it off with `swarm team remove {name}`"
+        ))
+    };
+    if opts.force {
+        return Err(unseen(" or stop (--force does not ask it)"));
+    }
+    let request_id = ask(root, team, name)?;
+    step(format!(
+        "asked to shut down ({request_id}); swarm cannot see its process, so only its answer counts"
+    ));
+    let deadline = Instant::now() + opts.timeout;
+    loop {
+        match answer(root, team, &request_id) {
+            Some(Ok(())) => break,
+            Some(Err(reason)) => {
+                step(format!("refused: {reason}"));
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
+                return Ok(Outcome::Rejected(reason));
+            }
+            None if Instant::now() >= deadline => {
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
+                return Err(unseen(&format!(
+                    ", and it did not answer the shutdown request within {} s",
+                    opts.timeout.as_secs()
+                )));
+            }
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    step("agreed to shut down".to_owned());
+    leave(root, team, name, &mut step)?;
+    Ok(Outcome::Approved)
+}
+
+/// Sends `name` a `shutdown_request` from the lead; returns its id.
+fn ask(root: &Root, team: &TeamName, name: &str) -> Result<String> {
+    let request_id = protocol::shutdown_request_id(name);
+    let request = Protocol::ShutdownRequest(ShutdownRequest {
+        request_id: request_id.clone(),
+        from: LEAD.to_owned(),
+        reason: Some("the lead is shutting the team down".to_owned()),
+        timestamp: clock::now_iso(),
+    });
+    mailbox::deliver(
+        root,
+        team,
+        &AgentName::parse_any(name)?,
+        Envelope::new(LEAD, request.to_text()),
+    )?;
+    Ok(request_id)
 }
 
 /// Kills the teammate's pane if it is tagged with this team and still there.
@@ -307,13 +387,16 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// The reason of a `shutdown_rejected` answering `request_id`, if one arrived.
-fn rejection(root: &Root, team: &TeamName, request_id: &str) -> Option<String> {
+/// The answer to `request_id`, if one arrived: approved, or rejected with a reason.
+fn answer(root: &Root, team: &TeamName, request_id: &str) -> Option<Result<(), String>> {
     mailbox::read_all(root, team, &AgentName::lead())
         .ok()?
         .into_iter()
         .find_map(|d| match d.envelope.protocol() {
-            Some(Protocol::ShutdownRejected(r)) if r.request_id == request_id => Some(r.reason),
+            Some(Protocol::ShutdownApproved(a)) if a.request_id == request_id => Some(Ok(())),
+            Some(Protocol::ShutdownRejected(r)) if r.request_id == request_id => {
+                Some(Err(r.reason))
+            }
             _ => None,
         })
 }

@@ -5,6 +5,10 @@
 //! A teammate that worked in its own git worktree has it settled here too: removed when
 //! unchanged, kept (and the lead told where) when not; see [`crate::team::worktree`].
 //!
+//! A task whose owner is not on the roster any more goes back to pending too: the owner
+//! left by a path that did not release it (a crash while being removed, or a Claude Code
+//! lead taking it off), and nobody else would.
+//!
 //! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
 //! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
 //! caller reports. A restarted lead therefore never repeats a report, and two observers never
@@ -43,8 +47,53 @@ pub fn reconcile(
     dirs: &UserDirs,
 ) -> Result<(TeamStatus, Vec<Reported>)> {
     let seen = status::observe(root, team, tmux)?;
-    let reported = report_exits(root, team, &seen, dirs);
+    let mut reported = report_exits(root, team, &seen, dirs);
+    match release_orphans(root, team) {
+        Ok(orphans) => reported.extend(orphans),
+        Err(e) => tracing::warn!("failed to return the tasks of members who left: {e}"),
+    }
     Ok((seen, reported))
+}
+
+/// Returns to pending every open task whose owner is not on the roster. The roster is read
+/// after the tasks, so an owner that joined meanwhile is found there.
+fn release_orphans(root: &Root, team: &TeamName) -> Result<Vec<Reported>> {
+    let list = TaskList::new(root, team);
+    let mut owners: Vec<String> = list
+        .list()?
+        .into_iter()
+        .filter(|t| t.is_open())
+        .filter_map(|t| t.owner)
+        .filter(|o| !o.is_empty())
+        .collect();
+    owners.sort();
+    owners.dedup();
+    if owners.is_empty() {
+        return Ok(Vec::new());
+    }
+    let config = roster::load(root, team)?;
+    let mut reported = Vec::new();
+    for owner in owners {
+        let name = owner.split('@').next().unwrap_or(&owner);
+        if config.member(name).is_some() {
+            continue;
+        }
+        let released: Vec<String> = list.release(&owner)?.into_iter().map(|t| t.id).collect();
+        if released.is_empty() {
+            continue;
+        }
+        tracing::info!(
+            "{name} is not on the roster any more: returned task(s) #{} to pending",
+            released.join(", #")
+        );
+        reported.push(Reported {
+            name: name.to_owned(),
+            reason: "left the roster".to_owned(),
+            released,
+            worktree: None,
+        });
+    }
+    Ok(reported)
 }
 
 /// Reports every teammate in `status` whose process has ended and was not reported yet.

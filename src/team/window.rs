@@ -733,7 +733,10 @@ pub fn server_for(
             .map(PathBuf::from)
     });
     match recorded {
-        Some(path) => Ok(Tmux::with_server(crate::tmux::Server::Path(path))),
+        // A recorded server may be gone, and the next command start it anew.
+        Some(path) => {
+            Ok(Tmux::with_server(crate::tmux::Server::Path(path)).hide_env(env.secret_names()))
+        }
         None => Tmux::resolve(None, env),
     }
 }

@@ -1,7 +1,5 @@
-//! The handle on one tmux server: [`Server`], which server it is, and [`Tmux`], every call
-//! swarm makes to it; how swarm picks the server ([`Tmux::resolve`]); and what `$TMUX` and
-//! `$TMUX_PANE` say about a caller inside tmux ([`Caller`], [`socket_of`],
-//! [`is_server_path`]).
+//! The handle on one tmux server: [`Tmux`], every call swarm makes to it. Which server it
+//! is and how swarm picks it are in [`crate::tmux::server`].
 //!
 //! Invariants: every tmux invocation carries the handle's [`Tmux::global_args`], so it names
 //! its server (`-L`, `-S`, or no flag for the default server) and passes `-f` only when one
@@ -9,14 +7,16 @@
 //! it. Every call has a time limit (30 s unless set with [`Tmux::timeout`]): a tmux that
 //! does not answer is killed and reaped, and the call fails with [`TmuxError::Timeout`];
 //! other failures are classified by [`classify`]. Calls that start a program validate its
-//! [`PaneSpec`] first, and secret environment reaches tmux only on stdin. The command shown
-//! in logs and errors is cut at `SHOWN_MAX` bytes.
+//! [`PaneSpec`] first, and secret environment reaches tmux only on stdin. No tmux process
+//! swarm starts has the caller's secrets in its own environment ([`Tmux::hide_env`], which
+//! [`Tmux::resolve`] applies): a client that starts the server hands it its whole
+//! environment, which becomes tmux's global environment and so every later pane's, and
+//! every client sends its environment to the server. The command shown in logs and errors
+//! is cut at `SHOWN_MAX` bytes.
 
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -28,35 +28,13 @@ use crate::tmux::error::{TmuxError, classify};
 use crate::tmux::escape::{SEP, config_quote, sanitized, shell_word};
 use crate::tmux::ids::{PaneId, SessionId, Target, WindowId};
 use crate::tmux::pane::{NewPane, NewSession, PaneRecord, SessionRecord, pane_format, parse_panes};
+use crate::tmux::server::{Server, choose};
 use crate::util::environment::Environment;
 use crate::util::error::Error;
 
-/// The environment variable naming swarm's tmux socket (`-L NAME`).
-pub const SOCKET_ENV: &str = "SWARM_TMUX_SOCKET";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest command shown in an error message; argv can carry a long prompt.
 const SHOWN_MAX: usize = 300;
-
-/// Which tmux server a [`Tmux`] talks to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Server {
-    /// `-L NAME`: a socket named NAME in tmux's socket directory.
-    Name(String),
-    /// `-S PATH`: the server at this socket path (the one a user inside tmux is in).
-    Path(PathBuf),
-    /// No flag: the user's default server.
-    Default,
-}
-
-impl fmt::Display for Server {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Server::Name(n) => write!(f, "socket {n:?} (-L)"),
-            Server::Path(p) => write!(f, "{} (-S)", p.display()),
-            Server::Default => write!(f, "the default socket"),
-        }
-    }
-}
 
 /// A handle on one tmux server. Cheap to clone; holds no connection.
 #[derive(Debug, Clone)]
@@ -64,21 +42,28 @@ pub struct Tmux {
     server: Server,
     config_file: Option<PathBuf>,
     timeout: Duration,
+    /// Removed from the environment of every tmux process this handle starts.
+    hidden_env: Vec<OsString>,
 }
 
 impl Tmux {
     /// The server swarm should use: `-L NAME` from `flag` or `$SWARM_TMUX_SOCKET`; else the
     /// server the caller is inside (`-S`, the socket path from `$TMUX`); else the default
-    /// server. A user's server keeps the user's configuration.
+    /// server. A user's server keeps the user's configuration. The secrets of `env` are
+    /// hidden from every tmux process ([`Tmux::hide_env`]).
     pub fn resolve(flag: Option<&str>, env: &Environment) -> Result<Tmux, Error> {
-        resolve_from(flag, |k| env.get(k).map(OsString::from))
+        let server = choose(flag, |k| env.get(k).map(OsString::from))?;
+        Ok(Tmux::with_server(server).hide_env(env.secret_names()))
     }
 
+    /// A handle on `server` that hides nothing: for a caller whose environment holds no
+    /// secrets, or that hides them with [`Tmux::hide_env`].
     pub fn with_server(server: Server) -> Tmux {
         Tmux {
             server,
             config_file: None,
             timeout: DEFAULT_TIMEOUT,
+            hidden_env: Vec::new(),
         }
     }
 
@@ -91,6 +76,15 @@ impl Tmux {
     /// Only for servers swarm owns (tests use `/dev/null`); a user's server keeps theirs.
     pub fn config_file(mut self, path: impl Into<PathBuf>) -> Tmux {
         self.config_file = Some(path.into());
+        self
+    }
+
+    /// Removes `names` from the environment of every tmux process this handle starts (on
+    /// top of any hidden already). swarm passes the names of its secrets
+    /// ([`Environment::secret_names`]): they reach a teammate only through
+    /// [`Tmux::set_session_environment_quietly`], for as long as its pane takes to start.
+    pub fn hide_env(mut self, names: impl IntoIterator<Item = OsString>) -> Tmux {
+        self.hidden_env.extend(names);
         self
     }
 
@@ -192,6 +186,15 @@ impl Tmux {
         self.run_batch(&batch).map(|_| ())
     }
 
+    /// `tmux`, without the hidden variables: the start of every tmux process.
+    fn tmux_command(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        for name in &self.hidden_env {
+            cmd.env_remove(name);
+        }
+        cmd
+    }
+
     fn exec(&self, args: &[OsString], shown: &str) -> Result<String, TmuxError> {
         self.exec_with_input(args, shown, None)
     }
@@ -211,7 +214,8 @@ impl Tmux {
         tracing::debug!(command = %shown, "tmux");
         // `-u`: outside tmux with a non-UTF-8 locale, tmux would print the field separator of
         // batched queries as `_`. (Not for attach, which must respect the user's terminal.)
-        let child = Command::new("tmux")
+        let child = self
+            .tmux_command()
             .arg("-u")
             .args(self.global_args())
             .args(args)
@@ -571,7 +575,7 @@ impl Tmux {
     /// `tmux attach-session -t TARGET` for this server, with `$TMUX` removed: for a caller
     /// that wants to `exec` it or run it itself. Stdio is inherited.
     pub fn attach_command(&self, target: &impl Target) -> Command {
-        let mut cmd = Command::new("tmux");
+        let mut cmd = self.tmux_command();
         cmd.args(self.global_args())
             .arg("attach-session")
             .arg("-t")
@@ -609,106 +613,9 @@ impl Tmux {
     }
 }
 
-/// [`Tmux::resolve`] with the environment passed in, so it can be tested without mutating
-/// the process environment.
-fn resolve_from(flag: Option<&str>, env: impl Fn(&str) -> Option<OsString>) -> Result<Tmux, Error> {
-    let named = match flag {
-        Some(f) => Some(f.to_owned()),
-        None => env(SOCKET_ENV)
-            .filter(|v| !v.is_empty())
-            .map(|v| v.to_string_lossy().into_owned()),
-    };
-    if let Some(name) = named {
-        if name.is_empty() || name.contains('/') || name.contains('\0') {
-            return Err(Error::usage(format!(
-                "invalid tmux socket name {name:?}: use a plain name (it lives in tmux's socket directory), without '/'"
-            )));
-        }
-        return Ok(Tmux::with_socket_name(name));
-    }
-    if let Some(tmux) = env("TMUX").filter(|v| !v.is_empty())
-        && let Some(path) = socket_of(&tmux)
-    {
-        return Ok(Tmux::with_server(Server::Path(path)));
-    }
-    Ok(Tmux::with_server(Server::Default))
-}
-
-/// The socket path in a `$TMUX` value, `PATH,SERVER_PID,SESSION`.
-pub fn socket_of(tmux_env: &OsStr) -> Option<PathBuf> {
-    let bytes = tmux_env.as_bytes();
-    // The path is everything before the last two fields, so a comma in it survives.
-    let mut fields = bytes.rsplitn(3, |&b| b == b',');
-    let (_, _, path) = (fields.next(), fields.next(), fields.next());
-    let path = path.unwrap_or(bytes);
-    (!path.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(path)))
-}
-
-/// Where the calling process sits in tmux, as `$TMUX` and `$TMUX_PANE` say: read once by
-/// the front end and passed down, so nothing here reads the environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Caller {
-    /// The socket of the server the caller runs inside.
-    pub socket: Option<PathBuf>,
-    /// The caller's own pane.
-    pub pane: Option<PaneId>,
-}
-
-impl Caller {
-    pub fn from_env(env: &Environment) -> Caller {
-        Caller {
-            socket: env.get("TMUX").and_then(|v| socket_of(OsStr::new(v))),
-            pane: env.get("TMUX_PANE").and_then(|p| p.parse().ok()),
-        }
-    }
-
-    /// Whether the caller runs inside tmux.
-    pub fn inside(&self) -> bool {
-        self.socket.is_some()
-    }
-}
-
-/// True if `path` is the socket of `tmux`'s server (both sides taken literally).
-pub fn is_server_path(tmux: &Tmux, path: &Path) -> bool {
-    matches!(tmux.server(), Server::Path(p) if p == path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| {
-            pairs
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.into())
-        }
-    }
-
-    #[test]
-    fn resolve_prefers_flag_then_env_then_caller_then_default() {
-        let all = env_of(&[
-            (SOCKET_ENV, "from-env"),
-            ("TMUX", "/tmp/tmux-1000/default,123,0"),
-        ]);
-        let t = resolve_from(Some("flag"), &all).unwrap();
-        assert_eq!(t.server(), &Server::Name("flag".into()));
-        let t = resolve_from(None, &all).unwrap();
-        assert_eq!(t.server(), &Server::Name("from-env".into()));
-        let inside = env_of(&[(SOCKET_ENV, ""), ("TMUX", "/tmp/tmux-1000/default,123,0")]);
-        let t = resolve_from(None, &inside).unwrap();
-        assert_eq!(t.server(), &Server::Path("/tmp/tmux-1000/default".into()));
-        assert_eq!(t.global_args(), ["-S", "/tmp/tmux-1000/default"]);
-        let t = resolve_from(None, env_of(&[("TMUX", "")])).unwrap();
-        assert_eq!(t.server(), &Server::Default);
-        assert!(t.global_args().is_empty());
-        assert!(resolve_from(Some("a/b"), env_of(&[])).is_err());
-    }
 
     #[test]
     fn a_command_line_is_what_a_shell_reads_back() {
@@ -745,19 +652,6 @@ mod tests {
     }
 
     #[test]
-    fn socket_path_keeps_commas() {
-        assert_eq!(
-            socket_of(OsStr::new("/tmp/a,b/sock,42,3")),
-            Some(PathBuf::from("/tmp/a,b/sock"))
-        );
-        assert_eq!(
-            socket_of(OsStr::new("/tmp/sock")),
-            Some(PathBuf::from("/tmp/sock"))
-        );
-        assert_eq!(socket_of(OsStr::new(",1,2")), None);
-    }
-
-    #[test]
     fn config_file_is_only_passed_when_set() {
         let t = Tmux::with_socket_name("s");
         assert_eq!(t.global_args(), ["-L", "s"]);
@@ -775,5 +669,27 @@ mod tests {
             ["-L", "s", "-f", "/dev/null", "attach-session", "-t", "%3"]
         );
         assert!(cmd.get_envs().any(|(k, v)| k == "TMUX" && v.is_none()));
+    }
+
+    #[test]
+    fn a_resolved_handle_hides_the_callers_secrets_from_tmux() {
+        let env = Environment::from_pairs([
+            ("SWARM_TMUX_SOCKET", "s"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("PATH", "/bin"),
+        ]);
+        let t = Tmux::resolve(None, &env).unwrap();
+        assert_eq!(t.hidden_env, ["ANTHROPIC_API_KEY"]);
+        let removed: Vec<_> = t
+            .attach_command(&PaneId(1))
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.to_owned())
+            .collect();
+        assert!(
+            removed.contains(&OsString::from("ANTHROPIC_API_KEY")),
+            "{removed:?}"
+        );
+        assert!(!removed.contains(&OsString::from("PATH")));
     }
 }

@@ -1,8 +1,8 @@
 //! The tmux client: a thin, synchronous layer over the tmux binary, one [`Tmux`] value per
 //! server, with typed ids ([`ids`]), errors classified from tmux's stderr ([`error`]),
 //! escaping ([`escape`]), the command builder ([`command`]), pane and session records
-//! ([`pane`]) and the server handle ([`client`]). Callers in async code run it under
-//! `spawn_blocking`. Knows nothing of teams. Uses only `util`.
+//! ([`pane`]), which server ([`server`]) and the server handle ([`client`]). Callers in
+//! async code run it under `spawn_blocking`. Knows nothing of teams. Uses only `util`.
 //!
 //! Invariants (each one closes a pitfall measured on tmux 3.3a, `docs/design/reliability.md` §2):
 //! * Every command names its server: `-L NAME`, `-S PATH`, or (only when neither is known)
@@ -33,9 +33,11 @@ pub mod error;
 pub mod escape;
 pub mod ids;
 pub mod pane;
+pub mod server;
 
-pub use client::{Caller, Server, Tmux, is_server_path};
+pub use client::Tmux;
 pub use command::{Direction, Layout, PaneSpec, Size, TmuxCommand};
 pub use error::TmuxError;
 pub use ids::{PaneId, SessionId, Target, WindowId};
 pub use pane::{AGENT_OPTION, NewPane, NewSession, PANE_OPTION, PaneRecord, TEAM_OPTION};
+pub use server::{Caller, Server, is_server_path};

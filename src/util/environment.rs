@@ -4,23 +4,53 @@
 //! reads its environment) and passes it down: settings are resolved from it at the edge,
 //! and a teammate's environment is built from it. Tests build one from pairs, so nothing
 //! they run depends on the environment of the process running the tests.
+//!
+//! Which variables may hold a credential is decided here, by [`is_secret`], once for every
+//! layer: a teammate gets those only the documented way (never in a command line), and no
+//! tmux process swarm starts gets them at all.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Environment {
     vars: BTreeMap<String, String>,
+    /// The names of secret variables left out of `vars` (not UTF-8): a child that inherits
+    /// this process's environment would still get them.
+    unreadable_secrets: Vec<OsString>,
+}
+
+/// Whether an environment variable may carry a credential: a name with KEY, TOKEN,
+/// SECRET, PASSWORD or AUTH in it (but not the ssh agent's socket), or a proxy URL (which
+/// may hold a password).
+pub fn is_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    // The ssh agent's socket is a path, not a credential, and `git push` from a pane needs it
+    // (tmux itself refreshes it on attach by default).
+    if upper == "SSH_AUTH_SOCK" {
+        return false;
+    }
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"]
+        .iter()
+        .any(|w| upper.contains(w))
+        || upper.ends_with("_PROXY")
 }
 
 impl Environment {
     /// This process's environment. A variable whose name or value is not UTF-8 is left
     /// out: none of swarm's settings can hold one, and a child never needs it from us.
     pub fn capture() -> Environment {
-        Environment {
-            vars: std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .collect(),
+        let mut env = Environment::default();
+        for (k, v) in std::env::vars_os() {
+            match (k.to_str(), v.to_str()) {
+                (Some(name), Some(value)) => {
+                    env.vars.insert(name.to_owned(), value.to_owned());
+                }
+                _ if is_secret(&k.to_string_lossy()) => env.unreadable_secrets.push(k),
+                _ => {}
+            }
         }
+        env
     }
 
     pub fn from_pairs<K: Into<String>, V: Into<String>>(
@@ -31,6 +61,7 @@ impl Environment {
                 .into_iter()
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
+            unreadable_secrets: Vec::new(),
         }
     }
 
@@ -45,5 +76,43 @@ impl Environment {
     /// Every variable, for building a child's environment.
     pub fn vars(&self) -> &BTreeMap<String, String> {
         &self.vars
+    }
+
+    /// The name of every variable [`is_secret`] matches, set or empty, readable or not:
+    /// what a child that must not see a credential has removed from its environment.
+    pub fn secret_names(&self) -> Vec<OsString> {
+        self.vars
+            .keys()
+            .filter(|k| is_secret(k))
+            .map(OsString::from)
+            .chain(self.unreadable_secrets.iter().cloned())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_named_by_rule() {
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "openai_api_key",
+            "GH_TOKEN",
+            "HTTPS_PROXY",
+            "DB_PASSWORD",
+        ] {
+            assert!(is_secret(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "SWARM_ROOT", "NO_PROXY_LIST"] {
+            assert!(!is_secret(name), "{name}");
+        }
+        let env = Environment::from_pairs([
+            ("PATH", "/bin"),
+            ("ANTHROPIC_API_KEY", "k"),
+            ("X_TOKEN", ""),
+        ]);
+        assert_eq!(env.secret_names(), ["ANTHROPIC_API_KEY", "X_TOKEN"]);
     }
 }

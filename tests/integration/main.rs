@@ -9,6 +9,7 @@ mod approvals;
 mod concurrency;
 mod engine;
 mod hardening_store;
+mod hardening_tmux;
 mod hooks;
 mod layers;
 mod llm;

@@ -6,7 +6,6 @@ use serde_json::json;
 
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::{self, NewMember, TeamConfig};
-use crate::store::tasks::TaskList;
 use crate::team::shutdown::LadderOptions;
 use crate::team::teardown;
 use crate::team::window::TeamWindowOptions;
@@ -91,8 +90,8 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::Remove { agent } => {
             let team = ctx.team()?;
-            let member = roster::remove_member(&ctx.root, &team, &agent)?;
-            let released = TaskList::new(&ctx.root, &team).release(&member.name)?;
+            let roster::Removed { member, released } =
+                roster::remove_member(&ctx.root, &team, &agent)?;
             let ids: Vec<&str> = released.iter().map(|t| t.id.as_str()).collect();
             if ctx.json() {
                 print_json(&json!({"removed": member.name, "releasedTasks": ids}));
