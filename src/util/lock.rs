@@ -103,6 +103,9 @@ impl Locked {
     fn take_dir(&mut self, anchor: &Path, deadline: Instant) -> Result<()> {
         let path = dir_lock_path(anchor);
         let staged = staging_path(&path);
+        if let Some(dir) = path.parent() {
+            collect_staged_once(dir);
+        }
         std::fs::create_dir(&staged).ctx("create lock directory", &staged)?;
         let staged_ino = std::fs::metadata(&staged)
             .ctx("stat lock directory", &staged)?
@@ -213,6 +216,38 @@ fn dir_lock_path(anchor: &Path) -> PathBuf {
 const STAGED: &str = "staged";
 /// Between a lock directory's path and the rest of its staging name.
 const STAGING_MARK: &str = ".staged-";
+
+/// Removes, the first time this process locks something in `dir`, staging directories
+/// whose maker is dead: one killed between making its staging directory and recording it
+/// leaves a directory no record names. (A recorded one is removed by the next holder.)
+fn collect_staged_once(dir: &Path) {
+    static SEEN: Mutex<Option<std::collections::HashSet<PathBuf>>> = Mutex::new(None);
+    let first = SEEN
+        .lock()
+        .unwrap()
+        .get_or_insert_with(Default::default)
+        .insert(dir.to_path_buf());
+    if !first {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some(at) = name.rfind(STAGING_MARK) else {
+            continue;
+        };
+        let pid = name[at + STAGING_MARK.len()..]
+            .split('-')
+            .next()
+            .and_then(|p| p.parse::<i32>().ok());
+        if pid.is_some_and(|p| !crate::util::process::is_alive(p)) {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
 
 /// A name, unique to this attempt, under which a directory lock is made and recorded
 /// before it is moved into place: `F.lock.staged-<pid>-<random>`.
@@ -632,6 +667,24 @@ mod tests {
                 .collect();
             assert_eq!(left, ["inbox.json.flock"], "moved: {moved}");
         }
+    }
+
+    #[test]
+    fn unrecorded_staging_directories_of_dead_makers_are_collected() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("inbox.json");
+        let dead = dir
+            .path()
+            .join(format!("inbox.json.lock{STAGING_MARK}2147483646-0000abcd"));
+        let live = dir.path().join(format!(
+            "inbox.json.lock{STAGING_MARK}{}-00000001",
+            std::process::id()
+        ));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::create_dir(&live).unwrap();
+        drop(lock(&anchor, DEFAULT_TIMEOUT).unwrap());
+        assert!(!dead.exists());
+        assert!(live.exists());
     }
 
     #[test]
