@@ -29,7 +29,7 @@ pub fn write_report(root: &Root, team: &TeamName, text: &str) -> Result<PathBuf>
 
 /// The final report, if the lead wrote one.
 pub fn read_report(root: &Root, team: &TeamName) -> Option<String> {
-    std::fs::read_to_string(root.report_path(team)).ok()
+    String::from_utf8(files::read(root, &root.report_path(team)).ok()??).ok()
 }
 
 /// Where a plan `agent` submits now is kept (see [`write_plan`]).

@@ -208,15 +208,11 @@ pub fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
     let path = root.roster_path(team);
     let mut attempt = 0;
     loop {
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::not_found(format!(
-                    "no team named '{team}' under {}; create it with `swarm team create {team}` or list teams with `swarm team list`",
-                    root.path().display()
-                )));
-            }
-            Err(e) => return Err(Error::io("read", &path, e)),
+        let Some(bytes) = files::read(root, &path)? else {
+            return Err(Error::not_found(format!(
+                "no team named '{team}' under {}; create it with `swarm team create {team}` or list teams with `swarm team list`",
+                root.path().display()
+            )));
         };
         match json::parse::<TeamConfig>(&bytes) {
             Ok(c) => return Ok(c),

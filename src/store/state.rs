@@ -142,7 +142,7 @@ pub fn claim_exit_report(
 }
 
 pub fn read(root: &Root, team: &TeamName, agent: &AgentName) -> Option<AgentState> {
-    json::parse(&std::fs::read(root.state_path(team, agent)).ok()?).ok()
+    json::parse(&files::read(root, &root.state_path(team, agent)).ok()??).ok()
 }
 
 /// Every agent that has a state file, by name (teammates that left the roster included).

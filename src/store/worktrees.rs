@@ -75,13 +75,12 @@ pub fn lock(root: &Root, team: &TeamName, agent: &str) -> Result<Locked> {
 /// Reads one record, if there is one.
 pub fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Record>> {
     let path = root.worktree_record_path(team, agent);
-    match std::fs::read(&path) {
-        Ok(bytes) => json::parse(&bytes).map(Some).map_err(|e| Error::Corrupt {
+    match files::read(root, &path)? {
+        Some(bytes) => json::parse(&bytes).map(Some).map_err(|e| Error::Corrupt {
             path,
             reason: e.to_string(),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", &path, e)),
+        None => Ok(None),
     }
 }
 

@@ -306,6 +306,7 @@ fn symlinks_under_the_root_are_never_followed() {
         &["--team", "t", "inbox", "bob"],
     );
     refuses_symlink(&env, &inboxes.join("bob.json"), &array, &send);
+    refuses_symlink(&env, &env.root.join("teams/t/config.json"), &file, &send);
     // A whole directory under the root.
     let tasks = env.root.join("tasks/t");
     std::fs::create_dir_all(&tasks).unwrap();
