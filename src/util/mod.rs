@@ -2,7 +2,7 @@
 //! error type and its exit codes, the environment read once, replacing a file atomically,
 //! cross-process locks, JSON as JavaScript writes it, the clock, facts about processes,
 //! named fault points for tests,
-//! and watching directories.
+//! watching directories, and others' text made safe for a terminal.
 //!
 //! Uses nothing else of swarm's.
 
@@ -14,4 +14,5 @@ pub mod fault;
 pub mod json;
 pub mod lock;
 pub mod process;
+pub mod text;
 pub mod watcher;
