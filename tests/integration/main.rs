@@ -8,6 +8,7 @@ mod approvals;
 
 mod concurrency;
 mod engine;
+mod hardening_cli;
 mod hooks;
 mod layers;
 mod llm;
