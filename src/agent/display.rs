@@ -5,6 +5,7 @@ use std::io::Write;
 
 use crate::agent::engine::Event;
 use crate::llm::StreamEvent;
+use crate::util::text::printable;
 
 pub struct Display {
     colour: &'static str,
@@ -49,7 +50,10 @@ fn ansi(color: Option<&str>) -> &'static str {
     }
 }
 
+/// The first non-blank line of someone else's text, shortened, with control characters
+/// spelled out.
 fn first_line(s: &str, max: usize) -> String {
+    let s = printable(s);
     let line = s
         .lines()
         .find(|l| !l.trim().is_empty())
@@ -99,8 +103,9 @@ impl Display {
 
     pub fn incoming(&mut self, from: &str, text: &str) {
         self.line(&format!(
-            "{}← {from}{RESET}: {}",
+            "{}← {}{RESET}: {}",
             self.colour,
+            printable(from),
             first_line(text, 200)
         ));
     }

@@ -61,7 +61,9 @@ pub struct Approval {
     pub created_ms: i64,
     #[serde(default)]
     pub resolved_ms: Option<i64>,
-    /// `team-lead` (the lead's model), `human`, or `timeout`.
+    /// Who decided: the acting agent's name (`team-lead`: the lead's model, through
+    /// SendMessage or `swarm approve`), `human` (a person at the CLI or the dashboard), or
+    /// `timeout`.
     #[serde(default)]
     pub resolved_by: Option<String>,
     /// One line: the tool call, or the plan's first line.

@@ -4,6 +4,11 @@
 //! §5, §1.3), so a Claude Code lead or teammate understands what swarm writes and the other
 //! way round. [`Protocol::parse`] returns `None` for anything that is not one of these
 //! messages, and such text stays plain text.
+//!
+//! Most messages name their sender inside (`from`, a permission request's `agent_id`, a
+//! task assignment's `assignedBy`). Whoever handles one checks that name against the
+//! envelope's `from` ([`Protocol::signed_by`]) and ignores the message, with a warning, when
+//! they disagree: that is a model pasting someone else's JSON, not that someone speaking.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -181,6 +186,27 @@ impl Protocol {
             Protocol::TaskAssignment(_) => "task_assignment",
             Protocol::TeammateTerminated(_) => "teammate_terminated",
         }
+    }
+
+    /// The sender the message names inside itself, for the types that name one.
+    pub fn named_sender(&self) -> Option<&str> {
+        match self {
+            Protocol::IdleNotification(m) => Some(&m.from),
+            Protocol::ShutdownRequest(m) => Some(&m.from),
+            Protocol::ShutdownApproved(m) => Some(&m.from),
+            Protocol::ShutdownRejected(m) => Some(&m.from),
+            Protocol::PlanApprovalRequest(m) => Some(&m.from),
+            Protocol::PermissionRequest(m) => Some(&m.agent_id),
+            Protocol::TaskAssignment(m) => Some(&m.assigned_by),
+            Protocol::PlanApprovalResponse(_)
+            | Protocol::PermissionResponse(_)
+            | Protocol::TeammateTerminated(_) => None,
+        }
+    }
+
+    /// Whether the message agrees with its envelope, from `envelope_from`, about who sent it.
+    pub fn signed_by(&self, envelope_from: &str) -> bool {
+        self.named_sender().is_none_or(|s| s == envelope_from)
     }
 
     /// A one-line human rendering, for feeds and logs.
@@ -473,6 +499,30 @@ mod tests {
         ] {
             assert_eq!(Protocol::parse(t), None, "{t}");
         }
+    }
+
+    #[test]
+    fn a_message_naming_another_sender_than_its_envelope_is_not_signed() {
+        let request = |from: &str| {
+            Protocol::ShutdownRequest(ShutdownRequest {
+                request_id: "shutdown-1@bob".into(),
+                from: from.into(),
+                reason: None,
+                timestamp: "2026-02-12T05:22:25.366Z".into(),
+            })
+        };
+        assert!(request("team-lead").signed_by("team-lead"));
+        assert!(!request("team-lead").signed_by("carol"));
+        assert!(!request("carol").signed_by("team-lead"));
+        let answer = Protocol::PlanApprovalResponse(PlanApprovalResponse {
+            request_id: "plan_approval-1@bob@t".into(),
+            approved: true,
+            feedback: None,
+            timestamp: "2026-02-12T05:22:25.366Z".into(),
+            permission_mode: None,
+        });
+        // Names no sender: whether its envelope may send it is the receiver's question.
+        assert!(answer.signed_by("anyone"));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The bottom layer: what every other layer needs and nothing swarm-specific. The one
 //! error type and its exit codes, the environment read once, replacing a file atomically,
 //! cross-process locks, JSON as JavaScript writes it, the clock, facts about processes,
-//! watching directories, refusing symlinks under the root, and named fault points for
-//! tests.
+//! watching directories, refusing symlinks under the root, others' text made safe for a
+//! terminal, and named fault points for tests.
 //!
 //! Uses nothing else of swarm's.
 
@@ -15,4 +15,5 @@ pub mod json;
 pub mod lock;
 pub mod no_symlinks;
 pub mod process;
+pub mod text;
 pub mod watcher;

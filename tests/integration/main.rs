@@ -8,6 +8,7 @@ mod approvals;
 
 mod concurrency;
 mod engine;
+mod hardening_cli;
 mod hardening_store;
 mod hardening_tmux;
 mod hooks;

@@ -87,13 +87,10 @@
 //! it counts against the client's idle timeout.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::util::error::{Error, Result};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -353,13 +350,6 @@ impl Script {
             serde_json::from_str(&strip_line_comments(text)).map_err(|e| e.to_string())?;
         script.compile()?;
         Ok(script)
-    }
-
-    /// Reads a script file.
-    pub fn load(path: &Path) -> Result<Script> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))?;
-        Script::from_json(&text)
-            .map_err(|e| Error::usage(format!("invalid script {}: {e}", path.display())))
     }
 
     pub fn to_json(&self) -> String {

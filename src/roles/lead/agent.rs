@@ -11,7 +11,9 @@
 //!   exactly once), with a human approver they wait for `swarm approve`/the dashboard, and
 //!   the lead hears of them at its next wake;
 //! - a `shutdown_approved` is only ever information: nothing a teammate writes makes the
-//!   lead exit.
+//!   lead exit;
+//! - a protocol message naming another sender than its envelope is dropped with a warning,
+//!   so a request is filed only under the teammate that really sent it.
 //!
 //! The goal is done when every task is completed and the lead, told so, ends its turn.
 //! When nothing moves for a while (no teammate working, tasks open), the lead is nudged
@@ -147,6 +149,17 @@ impl LeadHost {
                 wrap_message(&e.from, e.color.as_deref(), e.summary.as_deref(), &text)
             };
             match e.protocol() {
+                // Filed, shown and answered only under the envelope's sender, so one
+                // teammate cannot ask (or report) in another's name.
+                Some(p) if !p.signed_by(&e.from) => {
+                    consumed.push(d.key.clone());
+                    tracing::warn!(
+                        "ignoring a {} from {} that names {} as its sender",
+                        p.kind(),
+                        e.from,
+                        p.named_sender().unwrap_or_default()
+                    );
+                }
                 None => {
                     self.display.incoming(&e.from, &e.text);
                     self.mail.push((d.key.clone(), wrap(e.text.clone())));

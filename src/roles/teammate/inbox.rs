@@ -1,6 +1,10 @@
 //! A teammate's mailbox, seen from inside: mail for the model, and protocol messages for
 //! the runtime.
 //!
+//! A protocol message that names another sender than its envelope is dropped with a
+//! warning ([`Protocol::signed_by`]), and a shutdown request is obeyed only from the lead's
+//! mailbox name: a peer pasting the lead's JSON into a message stops nobody.
+//!
 //! Mail for the model is acknowledged only after a model request carrying it was answered
 //! ([`Inbox::commit`]), so a crash before that re-delivers it; protocol messages are
 //! acknowledged as soon as the runtime takes them. Keys already taken are remembered, so a
@@ -90,6 +94,15 @@ impl Inbox {
                 text,
             };
             match e.protocol() {
+                Some(p) if !p.signed_by(&e.from) => {
+                    consumed.push(d.key.clone());
+                    tracing::warn!(
+                        "ignoring a {} from {} that names {} as its sender",
+                        p.kind(),
+                        e.from,
+                        p.named_sender().unwrap_or_default()
+                    );
+                }
                 None => self.mail.push(for_model(e.text.clone())),
                 Some(Protocol::ShutdownRequest(req)) => {
                     consumed.push(d.key.clone());

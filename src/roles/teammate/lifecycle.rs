@@ -315,7 +315,9 @@ impl Runtime {
                 let asked = mailbox::read_unread(&root, &team, &me).is_ok_and(|mail| {
                     mail.iter().any(|d| {
                         d.envelope.from == LEAD
-                            && matches!(d.envelope.protocol(), Some(Protocol::ShutdownRequest(_)))
+                            && d.envelope.protocol().is_some_and(|p| {
+                                matches!(p, Protocol::ShutdownRequest(_)) && p.signed_by(LEAD)
+                            })
                     })
                 });
                 if asked {

@@ -108,7 +108,8 @@ pub fn check_text(text: &str) -> Result<()> {
             MAX_MESSAGE_BYTES
         )));
     }
-    if text.is_empty() {
+    // Blank text would reach a model as an empty block: refused like no text at all.
+    if text.trim().is_empty() {
         return Err(Error::usage("message is empty; say something"));
     }
     Ok(())
@@ -117,6 +118,15 @@ pub fn check_text(text: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blank_text_is_refused_like_no_text() {
+        for blank in ["", " ", "\n\t \r\n"] {
+            let err = check_text(blank).unwrap_err();
+            assert_eq!(err.to_string(), "message is empty; say something");
+        }
+        check_text(" x ").unwrap();
+    }
 
     #[test]
     fn legacy_key_is_stable() {

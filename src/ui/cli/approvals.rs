@@ -1,5 +1,6 @@
 //! `swarm approvals`, `swarm approve`, `swarm reject`: plan and permission requests, decided
-//! by a person.
+//! by a person (recorded as `human`) or by the lead agent through its Bash tool (recorded
+//! as `team-lead`); teammates may only look (see `identity`).
 
 use crate::config::permissions::PermissionMode;
 use crate::store::approvals;
@@ -8,6 +9,7 @@ use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::util::clock;
 use crate::util::error::Result;
+use crate::util::text::printable;
 
 pub fn list(ctx: &Ctx, pending: bool) -> Result<()> {
     let team = ctx.team()?;
@@ -32,7 +34,7 @@ pub fn list(ctx: &Ctx, pending: bool) -> Result<()> {
             a.request_id,
             status::ago(a.created_ms, now)
         );
-        println!("          {}", a.summary);
+        println!("          {}", printable(&a.summary));
     }
     Ok(())
 }
@@ -53,7 +55,7 @@ pub fn decide(
             approve,
             feedback,
             mode: mode.map(|m| m.to_string()),
-            by: "human".to_owned(),
+            by: ctx.actor.decider(),
         },
     )?;
     if ctx.json() {

@@ -210,9 +210,10 @@ pub struct MessageBody {
     /// Read the message from a file
     #[arg(long, value_name = "FILE", conflicts_with = "text")]
     pub file: Option<PathBuf>,
-    /// Sender name
-    #[arg(long, default_value = "team-lead")]
-    pub from: String,
+    /// Sender name [default: the agent whose environment this is (SWARM_AGENT_NAME), which
+    /// may send only as itself; else team-lead]
+    #[arg(long)]
+    pub from: Option<String>,
     /// A 5-10 word preview shown in feeds
     #[arg(long)]
     pub summary: Option<String>,

@@ -1,5 +1,5 @@
 //! What every command needs, resolved once: the root, the team, the output mode, the
-//! settings from the environment, and where this process sits in tmux.
+//! settings from the environment, who is acting, and where this process sits in tmux.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,7 @@ use crate::team::launch::Launcher;
 use crate::team::window;
 use crate::tmux::{Caller, Tmux};
 use crate::ui::cli::args::{GlobalOpts, ModelOpts};
+use crate::ui::cli::identity::Actor;
 use crate::util::environment::Environment;
 use crate::util::error::{Error, Result};
 
@@ -22,6 +23,8 @@ pub struct Ctx {
     pub settings: Settings,
     /// Where this process sits in tmux.
     pub caller: Caller,
+    /// A person, or the agent in whose environment this runs.
+    pub actor: Actor,
 }
 
 impl Ctx {
@@ -33,6 +36,7 @@ impl Ctx {
             root,
             global,
             caller: Caller::from_env(&settings.env),
+            actor: Actor::from_env(&settings.env)?,
             settings,
         })
     }
@@ -45,8 +49,15 @@ impl Ctx {
         &self.settings.env
     }
 
-    /// The team named on the command line, else `--team`/`SWARM_TEAM`, else the only team.
+    /// The team named on the command line, else `--team`/`SWARM_TEAM`, else the only team;
+    /// refused when it is not the acting agent's own.
     pub fn team_or(&self, explicit: Option<&str>) -> Result<TeamName> {
+        let team = self.find_team(explicit)?;
+        self.actor.check_team(&team)?;
+        Ok(team)
+    }
+
+    fn find_team(&self, explicit: Option<&str>) -> Result<TeamName> {
         if let Some(t) = explicit.or(self.global.team.as_deref()) {
             return TeamName::new(t);
         }

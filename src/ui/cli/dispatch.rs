@@ -93,6 +93,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         other => other,
     };
     let ctx = Ctx::new(cli.global, env)?;
+    ctx.actor.authorize(&command)?;
     let done = |r: Result<()>| r.map(|()| 0);
     match command {
         Command::Team(cmd) => done(team::run(&ctx, cmd)),

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use crate::roles::lead::agent::LeadAgentOptions;
 use crate::roles::lead::dispatcher::{self, LeadOptions};
-use crate::store::roster;
+use crate::store::{mailbox, roster};
 use crate::team::shutdown::LadderOptions;
 use crate::team::tools::LeadPowers;
 use crate::ui::cli::args::{LeadArgs, ModelOpts, PermissionOpts};
 use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
@@ -20,7 +21,14 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
     let agent = match &args.goal_file {
         None => None,
         Some(f) => {
-            let goal = std::fs::read_to_string(f).map_err(|e| Error::io("read", f, e))?;
+            let goal = read_text(
+                Source::File(f),
+                Limit {
+                    what: "the goal",
+                    bytes: mailbox::envelope::MAX_MESSAGE_BYTES,
+                    fix: "shorten it: the lead reads it as its first message",
+                },
+            )?;
             let cwd = working_dir(args.cwd.as_deref())?;
             let lead = inherited(ctx, &args.model, &args.permissions)?;
             Some(LeadAgentOptions {

@@ -1,7 +1,7 @@
 //! `swarm send`, `swarm broadcast`, `swarm inbox`: mail by hand.
 
 use std::collections::HashSet;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::store::mailbox::{self, Delivery, Envelope};
@@ -9,6 +9,7 @@ use crate::store::names::AgentName;
 use crate::store::roster;
 use crate::ui::cli::args::{BroadcastArgs, InboxArgs, MessageBody, SendArgs};
 use crate::ui::cli::context::Ctx;
+use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::output::{message_line, print_json};
 use crate::util::error::{Error, Result};
 use crate::util::watcher::{FileWaiter, RESCAN_EVERY};
@@ -21,27 +22,33 @@ pub fn broadcast(ctx: &Ctx, args: BroadcastArgs) -> Result<()> {
     deliver(ctx, "*", args.body)
 }
 
-/// The message from the argument, stdin (`-`) or a file.
+/// How much of a message a file or stdin may hold: what a mailbox takes.
+pub const MESSAGE: Limit = Limit {
+    what: "the message",
+    bytes: mailbox::envelope::MAX_MESSAGE_BYTES,
+    fix: "write the content to a file and send its path",
+};
+
+/// The message from the argument, stdin (`-`) or a file, checked as a mailbox checks it.
 fn message_text(text: Option<String>, file: Option<PathBuf>) -> Result<String> {
-    match (text.as_deref(), file) {
-        (_, Some(path)) => std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e)),
-        (Some("-"), None) => {
-            let mut buf = String::new();
-            std::io::stdin()
-                .read_to_string(&mut buf)
-                .map_err(|e| Error::io("read", "stdin", e))?;
-            Ok(buf)
+    let text = match (text, file) {
+        (_, Some(path)) => read_text(Source::File(&path), MESSAGE)?,
+        (Some(t), None) if t == "-" => read_text(Source::Stdin, MESSAGE)?,
+        (Some(t), None) => t,
+        (None, None) => {
+            return Err(Error::usage(
+                "give the message text, '-' for stdin, or --file FILE",
+            ));
         }
-        (Some(t), None) => Ok(t.to_owned()),
-        (None, None) => Err(Error::usage(
-            "give the message text, '-' for stdin, or --file FILE",
-        )),
-    }
+    };
+    mailbox::check_text(&text)?;
+    Ok(text)
 }
 
 fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {
     let text = message_text(body.text, body.file)?;
-    let (from, summary) = (body.from.as_str(), body.summary);
+    let from = body.from.as_deref().unwrap_or(ctx.actor.sender());
+    let summary = body.summary;
     let team = ctx.team()?;
     let color = roster::load(&ctx.root, &team)?
         .member(from)

@@ -7,6 +7,8 @@ mod approvals;
 pub mod args;
 mod context;
 pub(crate) mod dispatch;
+mod identity;
+mod input;
 mod lead;
 mod message;
 mod model_server;

@@ -12,10 +12,20 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::llm::model_server::{ModelServer, Script};
 use crate::ui::cli::args::ModelServerArgs;
+use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::util::error::{Error, Result};
 
 pub fn run(args: ModelServerArgs) -> Result<()> {
-    let script = Script::load(&args.script)?;
+    let text = read_text(
+        Source::File(&args.script),
+        Limit {
+            what: "the script",
+            bytes: 16 << 20,
+            fix: "a script is a few rules; shorten it",
+        },
+    )?;
+    let script = Script::from_json(&text)
+        .map_err(|e| Error::usage(format!("invalid script {}: {e}", args.script.display())))?;
     let addr: SocketAddr = args.listen.parse().map_err(|_| {
         Error::usage(format!(
             "invalid --listen {:?}: expected a loopback address and port, such as 127.0.0.1:0",

@@ -1,9 +1,11 @@
-//! Printing results: JSON for scripts, short aligned text for people.
+//! Printing results: JSON for scripts, short aligned text for people. Text others wrote
+//! (messages, tasks) reaches a person's terminal only through [`printable`].
 
 use serde::Serialize;
 
 use crate::store::mailbox::Envelope;
 use crate::store::tasks::{Status, Task};
+use crate::util::text::printable;
 
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
     println!(
@@ -27,13 +29,13 @@ pub fn task_line(t: &Task) -> String {
                 .join(", ")
         ));
     }
-    s
+    printable(&s).into_owned()
 }
 
 pub fn task_detail(t: &Task) -> String {
     let mut s = task_line(t);
     if let Some(a) = &t.active_form {
-        s.push_str(&format!("\n  active form: {a}"));
+        s.push_str(&format!("\n  active form: {}", printable(a)));
     }
     if !t.blocks.is_empty() {
         s.push_str(&format!(
@@ -47,7 +49,7 @@ pub fn task_detail(t: &Task) -> String {
     }
     if !t.description.is_empty() {
         s.push_str("\n\n");
-        s.push_str(&t.description);
+        s.push_str(&printable(&t.description));
     }
     s
 }
@@ -61,10 +63,12 @@ pub fn status_mark(s: Status) -> &'static str {
 }
 
 pub fn message_line(e: &Envelope) -> String {
+    // A protocol message naming another sender is shown as the text it is, not described
+    // as what it claims.
     let body = match e.protocol() {
-        Some(p) => format!("<{}> {}", p.kind(), p.describe()),
-        None => e.text.clone(),
+        Some(p) if p.signed_by(&e.from) => format!("<{}> {}", p.kind(), p.describe()),
+        _ => e.text.clone(),
     };
     let read = if e.is_read() { " (read)" } else { "" };
-    format!("[{}] {}{}: {}", e.timestamp, e.from, read, body)
+    printable(&format!("[{}] {}{}: {}", e.timestamp, e.from, read, body)).into_owned()
 }

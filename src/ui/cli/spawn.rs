@@ -9,13 +9,21 @@ use crate::store::names::AgentName;
 use crate::team::launch::SpawnRequest;
 use crate::ui::cli::args::SpawnArgs;
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
+use crate::ui::cli::input::{Limit, Source, read_text};
+use crate::ui::cli::message::MESSAGE;
 use crate::ui::cli::output::print_json;
-use crate::util::error::{Error, Result};
+use crate::util::error::Result;
 
 pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     let team = ctx.team()?;
     let prompt = match (&args.prompt, &args.prompt_file) {
-        (_, Some(f)) => Some(std::fs::read_to_string(f).map_err(|e| Error::io("read", f, e))?),
+        (_, Some(f)) => Some(read_text(
+            Source::File(f),
+            Limit {
+                what: "the prompt",
+                ..MESSAGE
+            },
+        )?),
         (p, None) => p.clone(),
     };
     if let Some(p) = &prompt {

@@ -10,6 +10,7 @@ use crate::store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
 use crate::team::task_events::{self, Created, one_line};
 use crate::ui::cli::args::TaskCommand;
 use crate::ui::cli::context::Ctx;
+use crate::ui::cli::identity::Actor;
 use crate::ui::cli::output::{print_json, status_mark, task_detail, task_line};
 use crate::util::error::{Error, Result};
 
@@ -94,6 +95,20 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             if let Some(o) = owner.as_deref().filter(|o| !o.is_empty()) {
                 config.require(o)?;
             }
+            if let (Some(new), Actor::Agent { name, .. }) = (&owner, &ctx.actor) {
+                // As the TaskUpdate tool has it: a teammate takes or frees tasks, and
+                // only the lead takes one away from someone else.
+                let current = list.get(&id)?;
+                if let Some(held) = current.owner.as_deref()
+                    && !name.is_lead()
+                    && !current.owned_by(name.as_str())
+                    && !current.owned_by(new)
+                {
+                    return Err(Error::usage(format!(
+                        "task #{id} is owned by {held}; only {LEAD} reassigns it, and you are {name} (SWARM_AGENT_NAME)"
+                    )));
+                }
+            }
             let patch = TaskPatch {
                 subject,
                 description,
@@ -164,8 +179,8 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
     Ok(())
 }
 
-/// The hooks of a task changed by hand: the person at the CLI leads the team, from the
-/// directory they are in.
+/// The hooks of a task changed by hand, as whoever acts (a person leads the team), from
+/// the directory they are in.
 fn person_hooks(ctx: &Ctx, config: &TeamConfig) -> Option<Runner> {
     let cwd = std::env::current_dir().ok()?;
     Some(Runner {
@@ -173,7 +188,7 @@ fn person_hooks(ctx: &Ctx, config: &TeamConfig) -> Option<Runner> {
         session_id: config.lead_session_id.clone().unwrap_or_default(),
         cwd,
         team: config.name.clone(),
-        agent: LEAD.to_owned(),
+        agent: ctx.actor.sender().to_owned(),
         agent_type: None,
     })
 }

@@ -1,0 +1,106 @@
+//! Text a person hands the command line in a file or on stdin: a message, a teammate's
+//! first prompt, a lead's goal, a model script. Every such read goes through [`read_text`],
+//! which stops one byte past its limit, so `--file /dev/zero` or an endless pipe costs a
+//! few hundred KiB and a usage error, not the machine's memory, and which refuses text
+//! that is not UTF-8 as the bad input it is (exit 2, as for argv).
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::util::error::{Error, Result};
+
+/// Where the text comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    Stdin,
+    File(&'a Path),
+}
+
+/// What is read, and how much of it may be.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    /// What the text is, for errors: "the message", "the goal".
+    pub what: &'static str,
+    pub bytes: usize,
+    /// What to do about text over the limit.
+    pub fix: &'static str,
+}
+
+/// At most `limit.bytes` of UTF-8 text from `source`.
+pub fn read_text(source: Source<'_>, limit: Limit) -> Result<String> {
+    let (name, reader): (String, Box<dyn Read>) = match source {
+        Source::Stdin => ("stdin".to_owned(), Box::new(std::io::stdin().lock())),
+        Source::File(path) => (
+            path.display().to_string(),
+            Box::new(std::fs::File::open(path).map_err(|e| Error::io("read", path, e))?),
+        ),
+    };
+    let mut bytes = Vec::new();
+    reader
+        .take(limit.bytes as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("read", &name, e))?;
+    if bytes.len() > limit.bytes {
+        return Err(Error::usage(format!(
+            "{} in {name} is over the {} limit; {}",
+            limit.what,
+            size(limit.bytes),
+            limit.fix
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        Error::usage(format!(
+            "{} in {name} is not UTF-8 text; convert it to UTF-8 first",
+            limit.what
+        ))
+    })
+}
+
+/// `256 KiB`, `16 MiB`, else bytes.
+fn size(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} byte"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: Limit = Limit {
+        what: "the note",
+        bytes: 4,
+        fix: "shorten it",
+    };
+
+    #[test]
+    fn reads_up_to_the_limit_and_refuses_more_or_non_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "abcd").unwrap();
+        assert_eq!(read_text(Source::File(&file), SMALL).unwrap(), "abcd");
+        std::fs::write(&file, "abcde").unwrap();
+        let err = read_text(Source::File(&file), SMALL).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.to_string()
+                .ends_with("is over the 4 byte limit; shorten it"),
+            "{err}"
+        );
+        std::fs::write(&file, b"a\xff").unwrap();
+        let err = read_text(Source::File(&file), SMALL).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("not UTF-8"), "{err}");
+        let zero = read_text(
+            Source::File(Path::new("/dev/zero")),
+            Limit {
+                bytes: 1 << 20,
+                ..SMALL
+            },
+        )
+        .unwrap_err();
+        assert!(zero.to_string().contains("over the 1 MiB limit"), "{zero}");
+    }
+}
