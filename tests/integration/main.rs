@@ -8,6 +8,7 @@ mod approvals;
 
 mod concurrency;
 mod engine;
+mod hardening_tasks;
 mod hooks;
 mod layers;
 mod llm;
