@@ -47,6 +47,8 @@ pub struct Locked {
     // Field order is drop order: the directory lock goes before the flock.
     dirs: Vec<DirLock>,
     sidecar: File,
+    /// The anchor the sidecar belongs to, for error messages.
+    anchor: PathBuf,
     /// How long a further directory lock ([`Locked::also_lock_dir`]) is waited for.
     timeout: Duration,
 }
@@ -90,12 +92,13 @@ impl Locked {
         let mut text: String = self
             .dirs
             .iter()
-            .map(|d| format!("{} {} {}\n", d.ino, d.ctime_ns, d.path.display()))
+            .map(|d| format!("{} {} {}\n", d.ino, d.born_ns, d.path.display()))
             .collect();
         if let Some((ino, path)) = staged {
             text.push_str(&format!("{STAGED} {ino} {}\n", path.display()));
         }
         write_record(&mut self.sidecar, &text)
+            .map_err(|e| Error::io("write lock file", sidecar_path(&self.anchor), e))
     }
 
     /// Takes Claude Code's directory lock of `anchor`, recorded in the sidecar before it
@@ -166,6 +169,7 @@ pub fn lock_sidecar_only(anchor: &Path, timeout: Duration) -> Result<Locked> {
     let mut locked = Locked {
         dirs: Vec::new(),
         sidecar,
+        anchor: anchor.to_path_buf(),
         timeout,
     };
     let orphans = read_record(&mut locked.sidecar);
@@ -187,6 +191,7 @@ fn finish_lock(
     let mut locked = Locked {
         dirs: Vec::new(),
         sidecar,
+        anchor: anchor.to_path_buf(),
         timeout,
     };
     // Whatever a dead holder of this flock left: its lock of `anchor`, any further ones it
@@ -353,19 +358,19 @@ fn block_until(file: File, deadline: Instant) -> Option<std::io::Result<File>> {
         .ok()
 }
 
-/// One directory lock a sidecar names: held (`ctime_ns` known, `path` is `F.lock`), or
+/// One directory lock a sidecar names: held (`born_ns` known, `path` is `F.lock`), or
 /// staged (made under `path`, a staging name, and perhaps already moved to `F.lock`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Recorded {
     ino: u64,
-    ctime_ns: Option<i64>,
+    born_ns: Option<i64>,
     path: PathBuf,
 }
 
 impl Recorded {
     /// The directory lock this entry is about, `F.lock`.
     fn lock_path(&self) -> PathBuf {
-        if self.ctime_ns.is_some() {
+        if self.born_ns.is_some() {
             return self.path.clone();
         }
         let text = self.path.as_os_str().to_string_lossy();
@@ -389,31 +394,25 @@ fn read_record(sidecar: &mut File) -> Record {
         .take_while(|line| !line.is_empty())
         .filter_map(|line| {
             let mut parts = line.splitn(3, ' ');
-            let (ino, ctime_ns) = match parts.next()? {
+            let (ino, born_ns) = match parts.next()? {
                 STAGED => (parts.next()?.parse().ok()?, None),
                 ino => (ino.parse().ok()?, Some(parts.next()?.parse().ok()?)),
             };
             let path = PathBuf::from(parts.next()?);
-            Some(Recorded {
-                ino,
-                ctime_ns,
-                path,
-            })
+            Some(Recorded { ino, born_ns, path })
         })
         .collect()
 }
 
-fn write_record(sidecar: &mut File, text: &str) -> Result<()> {
+fn write_record(sidecar: &mut File, text: &str) -> io::Result<()> {
     let ended = format!("{text}\n");
-    sidecar
-        .write_all_at(ended.as_bytes(), 0)
-        .map_err(|e| Error::io("write lock file", "<flock sidecar>", e))
+    sidecar.write_all_at(ended.as_bytes(), 0)
 }
 
 /// Removes the directory lock `path` if it is the very directory a dead swarm holder
 /// recorded, and any staging directory that holder left for it.
 fn break_orphan(path: &Path, record: &[Recorded]) -> bool {
-    for entry in record.iter().filter(|e| e.ctime_ns.is_none()) {
+    for entry in record.iter().filter(|e| e.born_ns.is_none()) {
         if entry.lock_path() == path
             && std::fs::symlink_metadata(&entry.path).is_ok_and(|m| m.ino() == entry.ino)
         {
@@ -423,13 +422,13 @@ fn break_orphan(path: &Path, record: &[Recorded]) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;
     };
-    let ctime_ns = ctime_ns(&meta);
+    let born = born_ns(&meta);
     // A staged entry matches by inode alone: its directory was recorded before it could be
     // anywhere but under its staging name, and while it exists no other has that inode.
     let ours = record.iter().any(|e| {
         e.lock_path() == path
             && e.ino == meta.ino()
-            && e.ctime_ns.is_none_or(|recorded| recorded == ctime_ns)
+            && e.born_ns.is_none_or(|recorded| recorded == born)
     });
     if ours {
         tracing::warn!(path = %path.display(), "removing a lock directory left by a crashed swarm process");
@@ -438,8 +437,15 @@ fn break_orphan(path: &Path, record: &[Recorded]) -> bool {
     ours
 }
 
-fn ctime_ns(meta: &std::fs::Metadata) -> i64 {
-    meta.ctime() * 1_000_000_000 + meta.ctime_nsec()
+/// When a directory was made (its birth time), which, unlike its ctime, the refresher's
+/// mtime updates leave alone; 0 where the filesystem keeps none, leaving the inode alone
+/// to identify it.
+fn born_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_nanos()).ok())
+        .unwrap_or(0)
 }
 
 /// Moves the recorded staging directory `staged` to `path`, the directory lock, waiting
@@ -491,7 +497,7 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
 struct DirLock {
     path: PathBuf,
     ino: u64,
-    ctime_ns: i64,
+    born_ns: i64,
     refresh_id: u64,
 }
 
@@ -500,7 +506,7 @@ impl DirLock {
     fn held(path: &Path) -> Result<DirLock> {
         let meta = std::fs::symlink_metadata(path).ctx("stat lock directory", path)?;
         Ok(DirLock {
-            ctime_ns: ctime_ns(&meta),
+            born_ns: born_ns(&meta),
             ino: meta.ino(),
             path: path.to_path_buf(),
             refresh_id: refresher::register(path.to_path_buf()),
@@ -620,10 +626,10 @@ mod refresher {
 mod tests {
     use super::*;
 
-    fn held(ino: u64, ctime_ns: i64, path: &str) -> Recorded {
+    fn held(ino: u64, born_ns: i64, path: &str) -> Recorded {
         Recorded {
             ino,
-            ctime_ns: Some(ctime_ns),
+            born_ns: Some(born_ns),
             path: PathBuf::from(path),
         }
     }
@@ -667,6 +673,25 @@ mod tests {
                 .collect();
             assert_eq!(left, ["inbox.json.flock"], "moved: {moved}");
         }
+    }
+
+    #[test]
+    fn a_holder_that_died_after_its_lock_was_refreshed_is_recognised_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("inbox.json");
+        let mut l = lock(&anchor, DEFAULT_TIMEOUT).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        // What the refresher does every 2 s; it moves the directory's ctime.
+        File::open(dir_lock_path(&anchor))
+            .unwrap()
+            .set_modified(SystemTime::now())
+            .unwrap();
+        // Dies: the directory and its record stay, the flock goes.
+        for held in std::mem::take(&mut l.dirs) {
+            std::mem::forget(held);
+        }
+        drop(l);
+        lock(&anchor, Duration::from_millis(500)).unwrap();
     }
 
     #[test]

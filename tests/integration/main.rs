@@ -10,6 +10,7 @@ mod concurrency;
 mod engine;
 mod hardening_cli;
 mod hardening_store;
+mod hardening_tasks;
 mod hardening_tmux;
 mod hooks;
 mod layers;

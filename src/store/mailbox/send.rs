@@ -86,12 +86,12 @@ pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope)
     };
     match wait_for_commit(root, &spool, &inbox, &mine) {
         Ok(()) => Ok(mine.key),
-        Err((error, guard)) => match settle(root, &inbox, &mine, guard) {
+        Err(failed) => match settle(root, &inbox, &mine, failed.1) {
             Ok(true) => Ok(mine.key),
-            Ok(false) => Err(error),
+            Ok(false) => Err(failed.0),
             Err(unsettled) => {
                 tracing::warn!(path = %mine.queued.display(), "could not withdraw a message after a failed send: {unsettled}");
-                Err(error)
+                Err(failed.0)
             }
         },
     }
@@ -111,7 +111,7 @@ fn wait_for_commit(
     spool: &Path,
     inbox: &Path,
     mine: &Spooled,
-) -> std::result::Result<(), (Error, Option<lock::Locked>)> {
+) -> std::result::Result<(), Box<(Error, Option<lock::Locked>)>> {
     let started = Instant::now();
     let deadline = started + root.lock_timeout();
     let mut backoff = lock::Backoff::new();
@@ -119,11 +119,11 @@ fn wait_for_commit(
         match files::try_lock(root, inbox) {
             Ok(Some(guard)) => {
                 if let Err(e) = commit_spool(root, spool, inbox, &guard) {
-                    return Err((e, Some(guard)));
+                    return Err(Box::new((e, Some(guard))));
                 }
             }
             Ok(None) => {}
-            Err(e) => return Err((e, None)),
+            Err(e) => return Err(Box::new((e, None))),
         }
         if !mine.queued.exists() && !mine.claimed.exists() {
             return Ok(());
@@ -131,7 +131,7 @@ fn wait_for_commit(
         if Instant::now() >= deadline {
             let waited = started.elapsed();
             let path = inbox.to_path_buf();
-            return Err((Error::LockTimeout { path, waited }, None));
+            return Err(Box::new((Error::LockTimeout { path, waited }, None)));
         }
         backoff.sleep(deadline);
     }

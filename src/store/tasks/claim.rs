@@ -30,10 +30,11 @@ impl TaskList {
         busy_check: bool,
     ) -> Result<Result<Task, ClaimRefusal>> {
         let mut guard = self.lock()?;
+        // Mended before the task is read: read first, it would be written back unmended.
+        let tasks = self.read_repaired(&mut guard)?;
         let Some(mut task) = self.lock_task(&mut guard, id)? else {
             return Ok(Err(ClaimRefusal::NotFound));
         };
-        let tasks = self.list()?;
         if let Some(refusal) = refusal(&task, agent, &tasks, busy_check) {
             return Ok(Err(refusal));
         }
@@ -62,7 +63,7 @@ impl TaskList {
         {
             return Ok(Some(task));
         }
-        let index = Index::build(&self.list()?);
+        let index = Index::build(&self.read_repaired(&mut guard)?);
         let claimed = self.claim_first_ready(&mut guard, index, agent)?;
         if claimed.is_none() {
             // An index saying "nothing is ready" would save the next call nothing (it scans

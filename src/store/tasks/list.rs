@@ -13,8 +13,11 @@
 //! - ids are `1 + max(file ids, high-water mark)` and are never reused: deleting a task
 //!   first raises the mark;
 //! - dependencies stay symmetric (`A.blockedBy ∋ B` ⇔ `B.blocks ∋ A`): create and update
-//!   write both ends of every new edge under the lock, and delete strips the id from every
-//!   other task's `blocks` and `blockedBy`;
+//!   write both ends of every new edge under the lock, the `blockedBy` end first, and delete
+//!   strips the id from every other task's `blocks` and `blockedBy`; `list` and every
+//!   mutation that reads the whole list mend an edge a dead writer left on one side
+//!   ([`super::graph`]), and `list` returns `blocks` mirrored from `blockedBy` even when
+//!   another writer holds the lock and the files wait for it;
 //! - only a decimal id names a task file, and only a task file's lock is ever taken;
 //! - every mutation here drops the claim index under the lock.
 
@@ -26,10 +29,10 @@ use serde_json::Map;
 use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
-use crate::store::tasks::graph::{dedup, missing_dependency, push_unique};
+use crate::store::tasks::graph::{Mirror, dedup, graph, missing_dependency, push_unique};
 use crate::store::tasks::model::{NewTask, Status, Task, TaskPatch};
 use crate::util::error::{Error, IoContext, Result};
-use crate::util::{json, lock};
+use crate::util::{fault, json, lock};
 
 /// A team's task list.
 #[derive(Debug, Clone)]
@@ -104,16 +107,15 @@ impl TaskList {
             return Ok(None);
         }
         let path = self.task_path(id);
-        match std::fs::read(&path) {
-            Ok(bytes) => match json::parse::<Task>(&bytes) {
+        match files::read(&self.root, &path)? {
+            Some(bytes) => match json::parse::<Task>(&bytes) {
                 Ok(t) => Ok(Some(t)),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), "skipping a task file that does not parse: {e}");
                     Ok(None)
                 }
             },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io("read", &path, e)),
+            None => Ok(None),
         }
     }
 
@@ -146,8 +148,26 @@ impl TaskList {
             .unwrap_or(0)
     }
 
-    /// Every task, in numeric id order (files that do not parse are skipped with a warning).
+    /// Every task, in numeric id order (files that do not parse are skipped with a warning),
+    /// `blocks` mirrored from `blockedBy`. A dependency found written on one side only (its
+    /// writer died between the two) is mended on disk too, for Claude Code's readers, unless
+    /// another swarm process holds the list (it mends it itself, but for `create`).
     pub fn list(&self) -> Result<Vec<Task>> {
+        let tasks = self.read_all()?;
+        let mirror = Mirror::of(&tasks);
+        if mirror.agrees(&tasks) {
+            return Ok(tasks);
+        }
+        match files::try_lock(&self.root, &self.list_anchor()?) {
+            Ok(Some(mut guard)) => return self.read_repaired(&mut guard),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("could not lock the task list to mend it: {e}"),
+        }
+        Ok(mirror.apply(tasks))
+    }
+
+    /// Every task as it is on disk, in numeric id order.
+    pub(super) fn read_all(&self) -> Result<Vec<Task>> {
         let mut tasks = Vec::new();
         for id in self.ids_on_disk()? {
             if let Some(t) = self.read_task(&id.to_string())? {
@@ -188,7 +208,12 @@ impl TaskList {
             owner: None,
             extra: Map::new(),
         };
+        // The waiting side first (see `graph`): killed here, the task waits, and the next
+        // command that reads the list writes the blockers' `blocks`.
         self.write_task(&mut guard, &task)?;
+        if !blockers.is_empty() {
+            fault::point("tasks.between_edge_writes");
+        }
         for mut b in blockers {
             b.blocks.push(id.clone());
             self.write_task(&mut guard, &b)?;
@@ -199,11 +224,13 @@ impl TaskList {
     pub fn update(&self, id: &str, patch: TaskPatch) -> Result<Task> {
         let mut guard = self.lock()?;
         self.drop_index();
+        // Mended before the task is read: read first, it would be written back unmended.
+        let tasks = self.read_repaired(&mut guard)?;
         let mut task = self.lock_task(&mut guard, id)?.ok_or_else(|| missing(id))?;
         let mut touched: HashMap<String, Task> = HashMap::new();
         // Each accepted edge joins the graph before the next is checked: two edges that are
         // each harmless alone may close a cycle together.
-        let mut graph = self.graph()?;
+        let mut graph = graph(&tasks);
         for b in dedup(&patch.add_blocked_by) {
             self.check_edge(&graph, id, &b)?;
             graph.entry(id.to_owned()).or_default().push(b);
@@ -259,9 +286,24 @@ impl TaskList {
             push_unique(&mut other.blocked_by, id);
             touched.insert(c, other);
         }
-        self.write_task(&mut guard, &task)?;
-        for other in touched.values() {
-            self.write_task(&mut guard, other)?;
+        // The tasks that gain a `blockedBy` first (see `graph`): killed in between, every new
+        // edge exists on its waiting side or not at all, and the next command that reads
+        // the list completes or drops the `blocks` side to match.
+        let mut waiting = dedup(&patch.add_blocks);
+        if !patch.add_blocked_by.is_empty() {
+            waiting.push(id.to_owned());
+        }
+        let (first, then): (Vec<&Task>, Vec<&Task>) = std::iter::once(&task)
+            .chain(touched.values())
+            .partition(|t| waiting.contains(&t.id));
+        for t in &first {
+            self.write_task(&mut guard, t)?;
+        }
+        if !first.is_empty() && !then.is_empty() {
+            fault::point("tasks.between_edge_writes");
+        }
+        for t in &then {
+            self.write_task(&mut guard, t)?;
         }
         Ok(task)
     }
@@ -280,7 +322,7 @@ impl TaskList {
         std::fs::remove_file(&path).ctx("remove", &path)?;
         files::sync_dir(&self.root, &self.dir)?;
         let refers = |t: &Task| t.blocks.iter().chain(&t.blocked_by).any(|x| x == id);
-        for other in self.list()?.into_iter().filter(refers) {
+        for other in self.read_repaired(&mut guard)?.into_iter().filter(refers) {
             let Some(mut other) = self.lock_task(&mut guard, &other.id)? else {
                 continue;
             };
@@ -300,7 +342,7 @@ impl TaskList {
         self.drop_index();
         let mut released = Vec::new();
         let theirs = |t: &Task| t.is_open() && t.owned_by(owner);
-        for task in self.list()?.into_iter().filter(theirs) {
+        for task in self.read_repaired(&mut guard)?.into_iter().filter(theirs) {
             let Some(mut task) = self.lock_task(&mut guard, &task.id)? else {
                 continue;
             };

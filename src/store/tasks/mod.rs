@@ -18,7 +18,8 @@
 //! - ids are `1 + max(file ids, high-water mark)` and are never reused: deleting a task
 //!   first raises the mark;
 //! - dependencies are symmetric (`A.blockedBy ∋ B` ⇔ `B.blocks ∋ A`), refer to existing
-//!   tasks, and never form a cycle;
+//!   tasks, and never form a cycle; `blockedBy` is the truth, written first, and an edge a
+//!   dead writer left on one side is mended by the next command that reads the whole list;
 //! - a claim is a compare-and-set under the lock, so a task has at most one owner;
 //! - the claim index only proposes candidates, each re-checked from its file; every
 //!   mutation other than a claim drops it.
