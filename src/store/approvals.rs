@@ -151,7 +151,7 @@ pub fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Appro
     let d = root.approvals_dir(team);
     std::fs::create_dir_all(&d).ctx("create directory", &d)?;
     let _guard = files::lock(root, &p)?;
-    if let Some(mut existing) = read(&p)? {
+    if let Some(mut existing) = read(root, &p)? {
         // A plan-mode teammate records its plan without the mode approval gives it (its
         // own mode is `plan`); the lead, recording the same request, knows it.
         if existing.state == State::Pending && existing.mode.is_none() && approval.mode.is_some() {
@@ -164,14 +164,13 @@ pub fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Appro
     Ok(approval.clone())
 }
 
-fn read(p: &std::path::Path) -> Result<Option<Approval>> {
-    match std::fs::read(p) {
-        Ok(b) => json::parse(&b).map(Some).map_err(|e| Error::Corrupt {
+fn read(root: &Root, p: &std::path::Path) -> Result<Option<Approval>> {
+    match files::read(root, p)? {
+        Some(b) => json::parse(&b).map(Some).map_err(|e| Error::Corrupt {
             path: p.to_path_buf(),
             reason: e.to_string(),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", p, e)),
+        None => Ok(None),
     }
 }
 
@@ -182,7 +181,7 @@ fn unknown(team: &TeamName, id: &str) -> Error {
 }
 
 pub fn get(root: &Root, team: &TeamName, id: &str) -> Result<Approval> {
-    read(&path(root, team, id)?)?.ok_or_else(|| unknown(team, id))
+    read(root, &path(root, team, id)?)?.ok_or_else(|| unknown(team, id))
 }
 
 /// Every request, oldest first.
@@ -199,7 +198,7 @@ pub fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
             e.file_name().to_string_lossy().ends_with(".json")
                 && !e.file_name().to_string_lossy().starts_with('.')
         })
-        .filter_map(|e| read(&e.path()).ok().flatten())
+        .filter_map(|e| read(root, &e.path()).ok().flatten())
         .collect();
     all.sort_by(|a, b| (a.created_ms, &a.request_id).cmp(&(b.created_ms, &b.request_id)));
     Ok(all)
@@ -214,7 +213,7 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
         return Err(unknown(team, id));
     }
     let _guard = files::lock(root, &p)?;
-    let mut a = read(&p)?.ok_or_else(|| unknown(team, id))?;
+    let mut a = read(root, &p)?.ok_or_else(|| unknown(team, id))?;
     if a.state == State::Expired {
         return Err(Error::conflict(format!(
             "request {id} has expired ({}); {} no longer waits for an answer",
@@ -288,7 +287,7 @@ pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Optio
         return Ok(None);
     }
     let _guard = files::lock(root, &p)?;
-    let Some(mut a) = read(&p)? else {
+    let Some(mut a) = read(root, &p)? else {
         return Ok(None);
     };
     if a.state != State::Pending {

@@ -1,6 +1,6 @@
 //! The documents a team keeps for people, beside its roster: the goal it was given
-//! (`goal.md`), the final report (`report.md`) and the plans teammates submitted for
-//! approval (`plans/<agent>-<ms>.md`).
+//! (`goal.md`), the final report (`report.md`), the plans teammates submitted for
+//! approval (`plans/<agent>-<ms>.md`), and each agent's log (`logs/<agent>.log`).
 //!
 //! swarm's own files, written whole and atomically by one writer each: the goal by the
 //! run that made the team, the report by its lead, a plan by the teammate that wrote it.
@@ -42,4 +42,23 @@ pub fn write_plan(root: &Root, team: &TeamName, path: &Path, plan: &str) -> Resu
     let dir = root.plans_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     files::write(root, path, plan.as_bytes())
+}
+
+/// Opens `agent`'s log for appending (a teammate's pane is for people; its log goes here).
+pub fn open_log(root: &Root, team: &TeamName, agent: &AgentName) -> Result<std::fs::File> {
+    if !root.team_dir(team).is_dir() {
+        return Err(crate::util::error::Error::not_found(format!(
+            "no team named '{team}'"
+        )));
+    }
+    let dir = root.logs_dir(team);
+    files::check(root, &dir)?;
+    std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
+    let path = root.log_path(team, agent);
+    files::check(root, &path)?;
+    crate::util::no_symlinks::open(
+        std::fs::OpenOptions::new().create(true).append(true),
+        "open",
+        &path,
+    )
 }

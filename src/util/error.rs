@@ -58,6 +58,11 @@ pub enum Error {
     LockTimeout { path: PathBuf, waited: Duration },
 
     #[error(
+        "failed to send: the message was taken for delivery into {path} by a process that has held its lock for {waited:?} since; it will arrive if that process goes on, so do not send it again"
+    )]
+    SendInDoubt { path: PathBuf, waited: Duration },
+
+    #[error(
         "refusing to go through {path}: it is a symlink, and swarm never reads or writes through one inside its root; replace it with the real file or directory"
     )]
     Symlink { path: PathBuf },
@@ -95,7 +100,7 @@ impl Error {
             Error::Usage(_) | Error::InvalidName { .. } => exit::USAGE,
             Error::NotFound(_) => exit::NOT_FOUND,
             Error::Conflict(_) => exit::CONFLICT,
-            Error::LockTimeout { .. } => exit::LOCK_TIMEOUT,
+            Error::LockTimeout { .. } | Error::SendInDoubt { .. } => exit::LOCK_TIMEOUT,
             Error::Tmux(_) => exit::TMUX,
             Error::Model(_) => exit::MODEL,
             Error::CheckFailed(_) => exit::CHECK_FAILED,

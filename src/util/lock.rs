@@ -88,14 +88,15 @@ impl Locked {
     }
 
     /// Records the directory locks held, plus one about to be moved into place.
-    fn record_with(&mut self, staged: Option<(u64, &Path)>) -> Result<()> {
+    fn record_with(&mut self, staged: Option<&Recorded>) -> Result<()> {
         let mut text: String = self
             .dirs
             .iter()
             .map(|d| format!("{} {} {}\n", d.ino, d.born_ns, d.path.display()))
             .collect();
-        if let Some((ino, path)) = staged {
-            text.push_str(&format!("{STAGED} {ino} {}\n", path.display()));
+        if let Some(entry) = staged {
+            let (ino, born, path) = (entry.ino, entry.born_ns, entry.path.display());
+            text.push_str(&format!("{STAGED} {ino} {born} {path}\n"));
         }
         write_record(&mut self.sidecar, &text)
             .map_err(|e| Error::io("write lock file", sidecar_path(&self.anchor), e))
@@ -110,10 +111,14 @@ impl Locked {
             collect_staged_once(dir);
         }
         std::fs::create_dir(&staged).ctx("create lock directory", &staged)?;
-        let staged_ino = std::fs::metadata(&staged)
-            .ctx("stat lock directory", &staged)?
-            .ino();
-        if let Err(e) = self.record_with(Some((staged_ino, &staged))) {
+        let meta = std::fs::symlink_metadata(&staged).ctx("stat lock directory", &staged)?;
+        let entry = Recorded {
+            ino: meta.ino(),
+            born_ns: born_ns(&meta),
+            staged: true,
+            path: staged.clone(),
+        };
+        if let Err(e) = self.record_with(Some(&entry)) {
             let _ = std::fs::remove_dir(&staged);
             return Err(e);
         }
@@ -358,19 +363,21 @@ fn block_until(file: File, deadline: Instant) -> Option<std::io::Result<File>> {
         .ok()
 }
 
-/// One directory lock a sidecar names: held (`born_ns` known, `path` is `F.lock`), or
-/// staged (made under `path`, a staging name, and perhaps already moved to `F.lock`).
+/// One directory lock a sidecar names, by inode and birth time: held (`path` is
+/// `F.lock`), or staged (made under `path`, a staging name, and perhaps already moved to
+/// `F.lock`; a rename keeps both inode and birth time).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Recorded {
     ino: u64,
-    born_ns: Option<i64>,
+    born_ns: i64,
+    staged: bool,
     path: PathBuf,
 }
 
 impl Recorded {
     /// The directory lock this entry is about, `F.lock`.
     fn lock_path(&self) -> PathBuf {
-        if self.born_ns.is_some() {
+        if !self.staged {
             return self.path.clone();
         }
         let text = self.path.as_os_str().to_string_lossy();
@@ -393,13 +400,17 @@ fn read_record(sidecar: &mut File) -> Record {
     text.lines()
         .take_while(|line| !line.is_empty())
         .filter_map(|line| {
-            let mut parts = line.splitn(3, ' ');
-            let (ino, born_ns) = match parts.next()? {
-                STAGED => (parts.next()?.parse().ok()?, None),
-                ino => (ino.parse().ok()?, Some(parts.next()?.parse().ok()?)),
+            let (staged, line) = match line.strip_prefix(STAGED) {
+                Some(rest) => (true, rest.strip_prefix(' ')?),
+                None => (false, line),
             };
-            let path = PathBuf::from(parts.next()?);
-            Some(Recorded { ino, born_ns, path })
+            let mut parts = line.splitn(3, ' ');
+            Some(Recorded {
+                ino: parts.next()?.parse().ok()?,
+                born_ns: parts.next()?.parse().ok()?,
+                staged,
+                path: PathBuf::from(parts.next()?),
+            })
         })
         .collect()
 }
@@ -412,24 +423,17 @@ fn write_record(sidecar: &mut File, text: &str) -> io::Result<()> {
 /// Removes the directory lock `path` if it is the very directory a dead swarm holder
 /// recorded, and any staging directory that holder left for it.
 fn break_orphan(path: &Path, record: &[Recorded]) -> bool {
-    for entry in record.iter().filter(|e| e.born_ns.is_none()) {
-        if entry.lock_path() == path
-            && std::fs::symlink_metadata(&entry.path).is_ok_and(|m| m.ino() == entry.ino)
-        {
+    for entry in record.iter().filter(|e| e.staged && e.lock_path() == path) {
+        if std::fs::symlink_metadata(&entry.path).is_ok_and(|m| is_recorded(entry, &m)) {
             let _ = std::fs::remove_dir(&entry.path);
         }
     }
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;
     };
-    let born = born_ns(&meta);
-    // A staged entry matches by inode alone: its directory was recorded before it could be
-    // anywhere but under its staging name, and while it exists no other has that inode.
-    let ours = record.iter().any(|e| {
-        e.lock_path() == path
-            && e.ino == meta.ino()
-            && e.born_ns.is_none_or(|recorded| recorded == born)
-    });
+    let ours = record
+        .iter()
+        .any(|e| e.lock_path() == path && is_recorded(e, &meta));
     if ours {
         tracing::warn!(path = %path.display(), "removing a lock directory left by a crashed swarm process");
         let _ = std::fs::remove_dir(path);
@@ -437,9 +441,17 @@ fn break_orphan(path: &Path, record: &[Recorded]) -> bool {
     ours
 }
 
+/// Whether `meta` is the very directory `entry` recorded. An inode number alone is not
+/// enough (ext4 hands a freed one to the next directory made, which may be Claude Code's
+/// lock), so the birth time must match too; where the filesystem keeps none, no directory
+/// is recognised and a dead holder's lock waits to go stale like anyone's.
+fn is_recorded(entry: &Recorded, meta: &std::fs::Metadata) -> bool {
+    let born = born_ns(meta);
+    meta.is_dir() && born != 0 && entry.ino == meta.ino() && entry.born_ns == born
+}
+
 /// When a directory was made (its birth time), which, unlike its ctime, the refresher's
-/// mtime updates leave alone; 0 where the filesystem keeps none, leaving the inode alone
-/// to identify it.
+/// mtime updates leave alone; 0 where the filesystem keeps none.
 fn born_ns(meta: &std::fs::Metadata) -> i64 {
     meta.created()
         .ok()
@@ -457,9 +469,7 @@ fn place(staged: &Path, path: &Path, deadline: Instant) -> Result<DirLock> {
         match rename_no_replace(staged, path) {
             Ok(()) => return DirLock::held(path),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                if is_stale(path) {
-                    tracing::warn!(path = %path.display(), "breaking a stale lock directory (untouched for over 10 s)");
-                    let _ = std::fs::remove_dir(path);
+                if break_stale(path) {
                     continue;
                 }
             }
@@ -522,9 +532,7 @@ impl DirLock {
             match std::fs::create_dir(path) {
                 Ok(()) => return DirLock::held(path),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if is_stale(path) {
-                        tracing::warn!(path = %path.display(), "breaking a stale lock directory (untouched for over 10 s)");
-                        let _ = std::fs::remove_dir(path);
+                    if break_stale(path) {
                         continue;
                     }
                 }
@@ -550,13 +558,23 @@ impl Drop for DirLock {
     }
 }
 
-fn is_stale(path: &Path) -> bool {
-    match std::fs::metadata(path).and_then(|m| m.modified()) {
-        Ok(mtime) => SystemTime::now()
-            .duration_since(mtime)
-            .is_ok_and(|age| age > STALE_AFTER),
-        Err(_) => false,
+/// Removes `path` if it is a lock directory untouched for over 10 s (proper-lockfile's
+/// rule). False if it is not, or could not be removed: the caller then waits and backs
+/// off as for a live lock, rather than spin.
+fn break_stale(path: &Path) -> bool {
+    let stale = std::fs::symlink_metadata(path).is_ok_and(|m| {
+        m.is_dir()
+            && m.modified().is_ok_and(|mtime| {
+                SystemTime::now()
+                    .duration_since(mtime)
+                    .is_ok_and(|age| age > STALE_AFTER)
+            })
+    });
+    if !stale {
+        return false;
     }
+    tracing::warn!(path = %path.display(), "breaking a stale lock directory (untouched for over 10 s)");
+    std::fs::remove_dir(path).is_ok()
 }
 
 /// Exponential backoff from 100 µs to 2 ms with ±25 % jitter, never past the deadline.
@@ -629,7 +647,8 @@ mod tests {
     fn held(ino: u64, born_ns: i64, path: &str) -> Recorded {
         Recorded {
             ino,
-            born_ns: Some(born_ns),
+            born_ns,
+            staged: false,
             path: PathBuf::from(path),
         }
     }
@@ -640,13 +659,11 @@ mod tests {
         let lock_path = dir_lock_path(anchor);
         let staged = staging_path(&lock_path);
         std::fs::create_dir(&staged).unwrap();
-        let ino = std::fs::metadata(&staged).unwrap().ino();
+        let meta = std::fs::metadata(&staged).unwrap();
+        let (ino, born) = (meta.ino(), born_ns(&meta));
         let mut sidecar = open_sidecar(&sidecar_path(anchor)).unwrap();
-        write_record(
-            &mut sidecar,
-            &format!("{STAGED} {ino} {}\n", staged.display()),
-        )
-        .unwrap();
+        let line = format!("{STAGED} {ino} {born} {}\n", staged.display());
+        write_record(&mut sidecar, &line).unwrap();
         if moved {
             std::fs::rename(&staged, &lock_path).unwrap();
         }
@@ -692,6 +709,40 @@ mod tests {
         }
         drop(l);
         lock(&anchor, Duration::from_millis(500)).unwrap();
+    }
+
+    #[test]
+    fn a_record_naming_a_reused_inode_breaks_nobody_elses_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("inbox.json");
+        let lock_path = dir_lock_path(&anchor);
+        // Claude Code's lock, with the inode a dead swarm holder recorded but born later.
+        std::fs::create_dir(&lock_path).unwrap();
+        let ino = std::fs::metadata(&lock_path).unwrap().ino();
+        let mut sidecar = open_sidecar(&sidecar_path(&anchor)).unwrap();
+        write_record(
+            &mut sidecar,
+            &format!("{ino} 12345 {}\n", lock_path.display()),
+        )
+        .unwrap();
+        let err = lock(&anchor, Duration::from_millis(150)).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+        assert!(lock_path.is_dir());
+    }
+
+    #[test]
+    fn a_stale_lock_that_cannot_be_removed_is_waited_for_not_spun_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("inbox.json");
+        let old_dir = dir.path().join("old");
+        std::fs::create_dir(&old_dir).unwrap();
+        std::fs::write(old_dir.join("x"), b"").unwrap();
+        let old = SystemTime::now() - Duration::from_secs(11);
+        File::open(&old_dir).unwrap().set_modified(old).unwrap();
+        // Stale but not empty: rmdir fails every time.
+        std::fs::rename(&old_dir, dir_lock_path(&anchor)).unwrap();
+        let err = lock(&anchor, Duration::from_millis(200)).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
     }
 
     #[test]

@@ -428,3 +428,26 @@ fn message_text_cannot_open_or_close_a_wrapper_nor_drive_the_terminal() {
         assert!(!pane.contains(raw), "{raw:?} reached dave's pane: {pane:?}");
     }
 }
+
+#[test]
+fn a_lead_agent_acts_on_its_own_team_only() {
+    let env = TestEnv::with_team("alpha", &["carol"]);
+    env.run(&["team", "create", "beta"]).success();
+    let as_lead = |args: &[&str]| {
+        crate::harness::run(
+            env.swarm(args)
+                .env("SWARM_AGENT_NAME", "team-lead")
+                .env("SWARM_TEAM", "alpha"),
+        )
+    };
+    let out = as_lead(&["team", "delete", "beta", "--force"]).failure(2);
+    assert!(
+        out.stderr.contains("cannot act on team beta"),
+        "{}",
+        out.stderr
+    );
+    as_lead(&["team", "create", "gamma"]).failure(2);
+    env.run(&["--team", "beta", "team", "list"]).success();
+    assert!(env.root.join("teams/beta/config.json").is_file());
+    assert!(!env.root.join("teams/gamma").exists());
+}

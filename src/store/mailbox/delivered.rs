@@ -58,10 +58,8 @@ pub(super) fn append_delivered(root: &Root, path: &Path, entries: &[Value]) -> R
 /// Takes back an append whose messages stayed in the inbox after all (the inbox could not
 /// be rewritten), so a later acknowledgement does not log them twice.
 pub(super) fn truncate_delivered(path: &Path, len: u64) {
-    let cut = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .and_then(|f| f.set_len(len));
+    let cut = no_symlinks::open(std::fs::OpenOptions::new().write(true), "open", path)
+        .and_then(|f| f.set_len(len).map_err(|e| Error::io("truncate", path, e)));
     if let Err(e) = cut {
         tracing::warn!(path = %path.display(), "failed to take back an append to the delivered log: {e}");
     }

@@ -139,15 +139,20 @@ fn wait_for_commit(
 
 /// After a failed send: withdraws the message unless it is already in the inbox, and says
 /// whether it is. Unclaimed, withdrawing it is atomic against a committer's claim; claimed,
-/// only the inbox lock makes its state stand still, since a committer that fails gives its
-/// claims back and one that died leaves them for the next.
+/// only the inbox lock makes its state stand still (a committer that died or failed leaves
+/// its claims for the next).
 fn settle(root: &Root, inbox: &Path, mine: &Spooled, guard: Option<lock::Locked>) -> Result<bool> {
     if withdraw(&mine.queued)? {
         return Ok(false);
     }
     let _guard = match guard {
         Some(g) => g,
-        None => files::lock(root, inbox)?,
+        None => files::lock(root, inbox).map_err(|e| match e {
+            // Claimed, and whoever claimed it holds the inbox lock on and on (stopped?): it
+            // may still commit it. Saying so beats a plain failure a caller would retry.
+            Error::LockTimeout { path, waited } => Error::SendInDoubt { path, waited },
+            other => other,
+        })?,
     };
     if withdraw(&mine.queued)? {
         return Ok(false);
@@ -184,10 +189,11 @@ fn claimed_name(queued: &Path) -> PathBuf {
 /// Moves every spooled message into the inbox in one atomic rewrite. Caller holds the lock.
 ///
 /// Spool files are claimed by renaming them to `*.claimed` first, so a sender that gives up
-/// can withdraw its file only if no committer has it. Claimed files left by a committer that
-/// died are committed again, skipping any `msg_id` the inbox already holds. If the inbox
-/// cannot be written (a full disk), the claims made here are given back, so that each
-/// sender still waiting learns its message was not committed and can withdraw it.
+/// can withdraw its file only if no committer has it. A claim is never given back: a spool
+/// file only ever goes queued → claimed → gone, which is what lets a sender that sees
+/// neither name know its message was committed. Claimed files left by a committer that
+/// died or failed (a full disk) are committed by the next one, skipping any `msg_id` the
+/// inbox already holds, unless their sender withdrew them first (see `settle`).
 pub(super) fn commit_spool(
     root: &Root,
     spool: &Path,
@@ -209,7 +215,6 @@ pub(super) fn commit_spool(
     names.sort();
     let mut recovering = false;
     let mut claimed = Vec::new();
-    let mut claimed_now = Vec::new();
     for name in names {
         let path = spool.join(&name);
         if name.ends_with(".json.claimed") {
@@ -219,7 +224,6 @@ pub(super) fn commit_spool(
             let target = claimed_name(&path);
             if std::fs::rename(&path, &target).is_ok() {
                 claimed.push(target);
-                claimed_now.push(path);
             }
         }
     }
@@ -263,12 +267,7 @@ pub(super) fn commit_spool(
             json::to_pretty(&entries)
         }
     };
-    if let Err(e) = files::write(root, inbox, &bytes) {
-        for queued in &claimed_now {
-            let _ = std::fs::rename(claimed_name(queued), queued);
-        }
-        return Err(e);
-    }
+    files::write(root, inbox, &bytes)?;
     for path in &claimed {
         let _ = std::fs::remove_file(path);
     }

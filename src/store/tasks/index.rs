@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 use crate::store::tasks::list::TaskList;
 use crate::store::tasks::model::{Status, Task};
+use crate::util::no_symlinks;
 
 impl TaskList {
     /// Not `*.json`: Claude Code takes every such file in the task directory for a task.
@@ -35,12 +36,14 @@ impl TaskList {
     pub(super) fn save_index(&self, index: &Index) {
         use std::os::unix::fs::FileExt;
         let text = index.render();
-        let Ok(file) = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(self.index_path())
-        else {
+        let Ok(file) = no_symlinks::open(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false),
+            "open",
+            &self.index_path(),
+        ) else {
             return;
         };
         if file.write_all_at(text.as_bytes(), 0).is_err()
@@ -53,10 +56,11 @@ impl TaskList {
     /// Called under the lock by every mutation other than a claim, and by `next` when
     /// nothing is ready.
     pub(super) fn drop_index(&self) {
-        if let Ok(f) = std::fs::OpenOptions::new()
-            .write(true)
-            .open(self.index_path())
-        {
+        if let Ok(f) = no_symlinks::open(
+            std::fs::OpenOptions::new().write(true),
+            "open",
+            &self.index_path(),
+        ) {
             let _ = f.set_len(0);
         }
     }

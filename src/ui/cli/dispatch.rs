@@ -134,12 +134,7 @@ fn log_file(cli: &Cli, env: &Environment) -> Option<std::fs::File> {
     let root = Root::resolve(cli.global.root.as_deref(), env).ok()?;
     let team = TeamName::new(&team).ok()?;
     let agent = AgentName::parse_any(&agent).ok()?;
-    std::fs::create_dir_all(root.logs_dir(&team)).ok()?;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(root.log_path(&team, &agent))
-        .ok()
+    crate::store::documents::open_log(&root, &team, &agent).ok()
 }
 
 /// Warnings go to stderr (or a teammate's log file); `SWARM_LOG` (an env-filter, e.g.

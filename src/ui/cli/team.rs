@@ -18,6 +18,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
     match cmd {
         TeamCommand::Create { team, description } => {
             let team = TeamName::new(&team)?;
+            ctx.actor.check_team(&team)?;
             let cwd = working_dir(None)?;
             let config = roster::create(&ctx.root, &team, description, &cwd)?;
             if ctx.json() {
@@ -105,6 +106,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::Delete { team, force } => {
             let team = TeamName::new(&team)?;
+            ctx.actor.check_team(&team)?;
             roster::load(&ctx.root, &team)?;
             let tmux = ctx.team_tmux(&team)?;
             let window =
