@@ -99,6 +99,10 @@ pub struct Member {
     /// swarm: the teammate's process id, written by the teammate when it starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<i32>,
+    /// swarm: what runs this member, as swarm started it: `swarm` (its own agent loop) or
+    /// `claude` (a Claude Code process). Absent for members swarm did not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
