@@ -3,16 +3,18 @@
 //!
 //! Flags and their environment twins are clap's business (`ui::cli::args`); what is left
 //! here has no flag: where the user's configuration lives, the store's lock timeout and
-//! durability, how many panes a team window holds, and the benchmark's timings file. A
+//! durability, how many panes a team window holds, the benchmark's timings file, and the
+//! Claude Code client `--claude-bin` falls back to. A
 //! value that does not parse is warned about once, here, and the default used. Nothing
 //! below the front end reads the environment; a teammate's environment is built from
 //! [`Settings::env`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::config::project::UserDirs;
 use crate::util::environment::Environment;
+use crate::util::error::{Error, Result};
 use crate::util::lock;
 
 #[derive(Debug, Clone)]
@@ -30,6 +32,9 @@ pub struct Settings {
     pub panes_per_window: Option<usize>,
     /// `SWARM_TIMINGS`: a file each model turn appends its timings to, for `scripts/bench`.
     pub timings: Option<PathBuf>,
+    /// `SWARM_CLAUDE_BIN`: the Claude Code client for `--engine claude`, unless
+    /// `--claude-bin` names one (see [`Settings::claude_bin`]).
+    pub claude_bin: Option<PathBuf>,
 }
 
 impl Settings {
@@ -40,7 +45,12 @@ impl Settings {
         let durable = !matches!(env.get("SWARM_DURABLE"), Some("0" | "false" | "off" | "no"));
         let panes_per_window = parsed::<usize>(&env, "SWARM_PANES_PER_WINDOW").map(|n| n.max(2));
         let timings = env.get("SWARM_TIMINGS").map(PathBuf::from);
+        let claude_bin = env
+            .get("SWARM_CLAUDE_BIN")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         Settings {
+            claude_bin,
             dirs: UserDirs::from_env(&env),
             env,
             lock_timeout,
@@ -49,6 +59,39 @@ impl Settings {
             timings,
         }
     }
+}
+
+impl Settings {
+    /// The Claude Code client: `flag` (`--claude-bin`), else `SWARM_CLAUDE_BIN`, else
+    /// `claude`; a bare name is looked up on `PATH`. Absolute, and known to exist, so a
+    /// missing client is refused before anything is made.
+    pub fn claude_bin(&self, flag: Option<&Path>) -> Result<PathBuf> {
+        let given = flag.or(self.claude_bin.as_deref());
+        let name = given.unwrap_or(Path::new("claude"));
+        let found = if name.components().count() > 1 || name.is_absolute() {
+            std::path::absolute(name).ok().filter(|p| is_executable(p))
+        } else {
+            self.env
+                .get("PATH")
+                .unwrap_or_default()
+                .split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| Path::new(d).join(name))
+                .find(|p| is_executable(p))
+        };
+        found.ok_or_else(|| {
+            let where_ = if given.is_some() { "" } else { " on PATH" };
+            Error::usage(format!(
+                "the Claude Code client {} was not found{where_}; install it, or name it with --claude-bin PATH or SWARM_CLAUDE_BIN",
+                name.display()
+            ))
+        })
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A number from the environment; a value that is not one is warned about and ignored.

@@ -24,6 +24,15 @@
 //!
 //! Every valued flag is written `--flag=value`, so a value starting with `-` is still a
 //! value.
+//!
+//! A Claude Code teammate (`--engine claude`, [`claude_command`]) gets the command line
+//! Claude Code's own lead gives a pane teammate: the client's argv (identity, parent
+//! session, plan mode, agent type, permission flag, model by the same chain), and
+//! `CLAUDECODE=1 CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1`, `CLAUDE_CONFIG_DIR` when the team's
+//! root is not `~/.claude`, and the same allow-list. Its credentials are whatever the client
+//! already uses (its own login, or `ANTHROPIC_API_KEY` through `secret_env`), never argv.
+//! As root with bypass, `IS_SANDBOX=1`, without which the client refuses
+//! `--dangerously-skip-permissions`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -49,6 +58,46 @@ pub struct LeadSettings {
     pub permission_timeout: Option<Duration>,
     pub tmux_socket: Option<String>,
     pub session_id: Option<String>,
+    /// What runs the teammates this lead spawns unless a spawn says otherwise.
+    pub engine: Engine,
+    /// The Claude Code client, resolved at the edge; needed only by `Engine::Claude`.
+    pub claude_bin: Option<PathBuf>,
+}
+
+/// What runs a teammate: swarm's own agent loop, or a Claude Code process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    #[default]
+    Swarm,
+    Claude,
+}
+
+impl Engine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Swarm => "swarm",
+            Engine::Claude => "claude",
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = crate::util::error::Error;
+    fn from_str(s: &str) -> Result<Engine, Self::Err> {
+        match s {
+            "swarm" => Ok(Engine::Swarm),
+            "claude" => Ok(Engine::Claude),
+            other => Err(crate::util::error::Error::usage(format!(
+                "unknown engine '{other}'; use swarm or claude"
+            ))),
+        }
+    }
 }
 
 impl LeadSettings {
@@ -68,6 +117,8 @@ impl LeadSettings {
             permission_timeout: None,
             tmux_socket,
             session_id: None,
+            engine: Engine::Swarm,
+            claude_bin: None,
         }
     }
 }
@@ -230,6 +281,100 @@ pub fn teammate_command(
     }
 }
 
+/// Where a Claude Code teammate starts, besides what [`SpawnSpec`] says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaudeSpawn {
+    pub bin: PathBuf,
+    /// The lead's session id, for `--parent-session-id`.
+    pub session_id: String,
+    /// `~/.claude`, the client's own default root, if there is a home.
+    pub default_root: Option<PathBuf>,
+    /// This process runs as root.
+    pub as_root: bool,
+}
+
+/// A Claude Code teammate's command (see the module comment).
+pub fn claude_command(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+    claude: &ClaudeSpawn,
+) -> TeammateCommand {
+    let mut argv = vec![claude.bin.display().to_string()];
+    flag(&mut argv, "agent-id", &agent_id(&spawn.name, &spawn.team));
+    flag(&mut argv, "agent-name", spawn.name.as_str());
+    flag(&mut argv, "team-name", spawn.team.as_str());
+    flag(&mut argv, "agent-color", &spawn.color);
+    flag(&mut argv, "parent-session-id", &claude.session_id);
+    if spawn.plan_mode_required {
+        argv.push("--plan-mode-required".to_owned());
+    }
+    if let Some(t) = &spawn.agent_type {
+        flag(&mut argv, "agent-type", t);
+    }
+    let mode = spawn
+        .permission_mode
+        .or(spawn.definition_permission_mode)
+        .unwrap_or(lead.permission_mode);
+    let bypass = !spawn.plan_mode_required && mode == PermissionMode::BypassPermissions;
+    // A required plan is the client's own business: Claude Code's lead gives it no mode.
+    if bypass {
+        argv.push("--dangerously-skip-permissions".to_owned());
+    } else if !spawn.plan_mode_required {
+        flag(&mut argv, "permission-mode", mode.as_str());
+    }
+    if let Some(m) = resolve_model(lead, env, spawn) {
+        flag(&mut argv, "model", &m);
+    }
+
+    let (mut plain, secret) = environment(lead, env);
+    plain.insert("CLAUDECODE".to_owned(), "1".to_owned());
+    plain.insert(
+        "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".to_owned(),
+        "1".to_owned(),
+    );
+    if claude.default_root.as_deref() == Some(lead.root.as_path()) {
+        plain.remove("CLAUDE_CONFIG_DIR");
+    } else {
+        plain.insert(
+            "CLAUDE_CONFIG_DIR".to_owned(),
+            lead.root.display().to_string(),
+        );
+    }
+    if bypass && claude.as_root {
+        plain.insert("IS_SANDBOX".to_owned(), "1".to_owned());
+    }
+    // The client talks to Anthropic's API: swarm's own base URL, when it names one, is where.
+    if let Some(u) = &lead.base_url
+        && lead.provider.as_deref() != Some("openai")
+    {
+        plain.insert("ANTHROPIC_BASE_URL".to_owned(), u.clone());
+    }
+    plain.insert(
+        "SWARM_AGENT_ID".to_owned(),
+        agent_id(&spawn.name, &spawn.team),
+    );
+    plain.insert("SWARM_AGENT_NAME".to_owned(), spawn.name.to_string());
+    plain.insert("SWARM_TEAM".to_owned(), spawn.team.to_string());
+    TeammateCommand {
+        argv,
+        env: plain.into_iter().collect(),
+        secret_env: secret.into_iter().collect(),
+        cwd: spawn.cwd.clone(),
+    }
+}
+
+/// As Claude Code writes a valued flag: `--flag value`, unless the value could be read as
+/// a flag or is a URL.
+fn flag(argv: &mut Vec<String>, name: &str, value: &str) {
+    if value.starts_with('-') || value.contains("://") {
+        argv.push(format!("--{name}={value}"));
+    } else {
+        argv.push(format!("--{name}"));
+        argv.push(value.to_owned());
+    }
+}
+
 /// The environment a process started for the lead gets: the allow-list, split into plain
 /// and secret, plus the lead's root and tmux server. No identity: callers add it.
 pub fn environment(
@@ -280,6 +425,8 @@ mod tests {
             permission_timeout: Some(Duration::from_secs(90)),
             tmux_socket: Some("swarm-x".into()),
             session_id: Some("11111111-2222-3333-4444-555555555555".into()),
+            engine: Engine::Swarm,
+            claude_bin: None,
         }
     }
 

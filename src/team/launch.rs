@@ -19,7 +19,7 @@ use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::{self, NewMember};
 use crate::store::worktrees::Record;
-use crate::team::inherit::{self, LeadSettings, SpawnSpec, TeammateCommand};
+use crate::team::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::team::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use crate::team::worktree;
 use crate::tmux::{Caller, PaneId, PaneSpec, Tmux, TmuxCommand};
@@ -37,6 +37,8 @@ pub struct SpawnRequest {
     pub color: Option<String>,
     /// `None`: the agent definition's, else none.
     pub isolation: Option<Isolation>,
+    /// `None`: the lead's.
+    pub engine: Option<Engine>,
 }
 
 #[derive(Debug, Clone)]
@@ -145,12 +147,53 @@ impl Launcher {
         let config = roster::load(&self.root, &self.team)?;
         let mut settings = self.lead.clone();
         settings.session_id = config.lead_session_id.clone();
-        let mut cmd =
-            inherit::teammate_command(&settings, &self.env, &spec(&self.team, prepared, color));
+        let spec = spec(&self.team, prepared, color);
+        let mut cmd = match self.engine(&prepared.req) {
+            Engine::Swarm => inherit::teammate_command(&settings, &self.env, &spec),
+            Engine::Claude => {
+                let claude = ClaudeSpawn {
+                    bin: self.claude_bin()?.to_path_buf(),
+                    // A dry run shows one; the spawn writes one first (see `session_id`).
+                    session_id: settings
+                        .session_id
+                        .clone()
+                        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+                    default_root: self.dirs.home.as_ref().map(|h| h.join(".claude")),
+                    as_root: nix::unistd::geteuid().is_root(),
+                };
+                inherit::claude_command(&settings, &self.env, &spec, &claude)
+            }
+        };
         cmd.env.retain(|(k, _)| k != PROJECT_DIR_ENV);
         cmd.env
             .push((PROJECT_DIR_ENV.to_owned(), project.display().to_string()));
         Ok(cmd)
+    }
+
+    /// What runs the teammate `req` asks for.
+    pub fn engine(&self, req: &SpawnRequest) -> Engine {
+        req.engine.unwrap_or(self.lead.engine)
+    }
+
+    /// The Claude Code client; resolved at the edge, so missing here only when the edge
+    /// did not expect a Claude Code teammate.
+    fn claude_bin(&self) -> Result<&Path> {
+        self.lead.claude_bin.as_deref().ok_or_else(|| {
+            Error::usage(
+                "no Claude Code client to start: give its path with --claude-bin PATH or SWARM_CLAUDE_BIN",
+            )
+        })
+    }
+
+    /// The lead's session id, which a Claude Code teammate is started with: the roster's,
+    /// made now if the roster has none (a team Claude Code did not create).
+    fn session_id(&self) -> Result<()> {
+        roster::update(&self.root, &self.team, |c| {
+            if c.lead_session_id.is_none() {
+                c.lead_session_id = Some(uuid::Uuid::new_v4().to_string());
+            }
+            Ok(())
+        })
     }
 
     /// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
@@ -185,6 +228,12 @@ impl Launcher {
         }
         if let Some(t) = lead.permission_timeout {
             argv.push(inherit::permission_timeout_flag(t));
+        }
+        if lead.engine == Engine::Claude {
+            argv.push(format!("--engine={}", lead.engine));
+            if let Some(bin) = &lead.claude_bin {
+                argv.push(format!("--claude-bin={}", bin.display()));
+            }
         }
         argv.extend(extra.iter().cloned());
         let (mut env, secret_env) = inherit::environment(lead, &self.env);
@@ -244,6 +293,9 @@ impl Launcher {
     /// the agent definition, a free name, and the worktree if one is asked for.
     fn check(&self, req: &SpawnRequest) -> Result<Checked> {
         check_cwd(&req.cwd)?;
+        if self.engine(req) == Engine::Claude {
+            self.claude_bin()?;
+        }
         let prepared = self.prepare(req)?;
         let config = roster::load(&self.root, &self.team)?;
         check_name_free(&config, &self.team, &req.name)?;
@@ -318,6 +370,10 @@ impl Launcher {
             color,
             worktree: plan,
         } = self.check(req)?;
+        let engine = self.engine(req);
+        if engine == Engine::Claude {
+            self.session_id()?;
+        }
         let model = inherit::resolve_model(&self.lead, &self.env, &spec(team, &prepared, &color));
         let member = roster::add_member(
             root,
@@ -372,9 +428,24 @@ impl Launcher {
                 window.tmux().respawn_pane(pane, &pane_spec(&lead_cmd))?;
             }
             let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
+            // A Claude Code process never writes swarm's pid; its pane's process is it.
+            let pid = match engine {
+                Engine::Swarm => None,
+                Engine::Claude => window
+                    .tmux()
+                    .display(&pane, "#{pane_pid}")?
+                    .trim()
+                    .parse::<i32>()
+                    .ok(),
+            };
             roster::update_member(root, team, req.name.as_str(), |m| {
                 m.tmux_pane_id = pane.to_string();
                 m.backend_type = Some("tmux".to_owned());
+                m.engine = Some(engine.to_string());
+                if engine == Engine::Claude {
+                    m.is_active = Some(false);
+                    m.pid = pid;
+                }
             })?;
             Ok(Spawned {
                 name: member.name.clone(),

@@ -141,7 +141,8 @@ pub fn spec(tool: ToolName) -> Option<ToolSpec> {
                     "subagent_type": {"type": "string", "description": "An agent type: general-purpose, Explore, Plan, or one defined in .claude/agents"},
                     "model": {"type": "string"},
                     "mode": {"type": "string", "enum": ["plan", "default", "acceptEdits", "bypassPermissions"]},
-                    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it works in its own git worktree on branch swarm/<team>/<name>, so its changes do not touch the shared checkout"}
+                    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it works in its own git worktree on branch swarm/<team>/<name>, so its changes do not touch the shared checkout"},
+                    "engine": {"type": "string", "enum": ["swarm", "claude"], "description": "What runs it: swarm's own agent, or a Claude Code process (default: the run's)"}
                 }, "required": ["name", "prompt"]}),
         ),
         ToolName::TeamStatus => (
@@ -625,6 +626,12 @@ impl TeamTools {
                 color: None,
                 isolation: input
                     .get("isolation")
+                    .and_then(Value::as_str)
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(err)?,
+                engine: input
+                    .get("engine")
                     .and_then(Value::as_str)
                     .map(str::parse)
                     .transpose()

@@ -5,6 +5,7 @@ mod harness;
 
 mod agents;
 mod approvals;
+mod claude_spawn;
 
 mod concurrency;
 mod engine;

@@ -8,6 +8,7 @@ use crate::config::agents::Isolation;
 use crate::config::permissions::{AllowRule, Approver, PermissionMode};
 use crate::llm::Provider;
 use crate::store::roster;
+use crate::team::inherit::Engine;
 use crate::util::error::Error;
 
 /// Run teams of AI coding agents side by side in tmux.
@@ -332,6 +333,18 @@ pub struct ApiOpts {
     pub anthropic_version: Option<String>,
 }
 
+/// What runs the teammates.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Engine")]
+pub struct EngineOpts {
+    /// What runs the teammates: swarm (its own agent loop) or claude (a Claude Code process in the pane)
+    #[arg(long, default_value = "swarm", value_name = "ENGINE")]
+    pub engine: Engine,
+    /// The Claude Code client for --engine claude [default: $SWARM_CLAUDE_BIN, else claude on PATH]
+    #[arg(long, value_name = "PATH")]
+    pub claude_bin: Option<PathBuf>,
+}
+
 /// What an agent may do without asking.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Permissions")]
@@ -438,6 +451,8 @@ pub struct SpawnArgs {
     /// Print the tmux commands the spawn would run (secrets only by name); create nothing
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub engine: EngineOpts,
     /// The API teammates use
     #[command(flatten)]
     pub api: ApiOpts,
@@ -500,6 +515,8 @@ pub struct LeadArgs {
     pub model: ModelOpts,
     #[command(flatten)]
     pub permissions: PermissionOpts,
+    #[command(flatten)]
+    pub engine: EngineOpts,
 }
 
 #[derive(Debug, Args)]
@@ -522,6 +539,8 @@ pub struct RunArgs {
     pub model: ModelOpts,
     #[command(flatten)]
     pub permissions: PermissionOpts,
+    #[command(flatten)]
+    pub engine: EngineOpts,
 }
 
 #[derive(Debug, Args)]

@@ -8,11 +8,12 @@ use crate::llm::{LlmConfig, LlmFlags};
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
 use crate::store::roster;
+use crate::team::inherit::Engine;
 use crate::team::inherit::LeadSettings;
 use crate::team::launch::Launcher;
 use crate::team::window;
 use crate::tmux::{Caller, Tmux};
-use crate::ui::cli::args::{GlobalOpts, ModelOpts};
+use crate::ui::cli::args::{EngineOpts, GlobalOpts, ModelOpts};
 use crate::ui::cli::identity::Actor;
 use crate::util::environment::Environment;
 use crate::util::error::{Error, Result};
@@ -107,6 +108,16 @@ impl Ctx {
             self.root.path().to_path_buf(),
             self.global.tmux_socket.clone(),
         ))
+    }
+
+    /// `lead` made to start teammates with `opts`' engine: for Claude Code, with the client
+    /// found now, so a missing one is refused before anything is made.
+    pub fn with_engine(&self, mut lead: LeadSettings, opts: &EngineOpts) -> Result<LeadSettings> {
+        lead.engine = opts.engine;
+        if opts.engine == Engine::Claude {
+            lead.claude_bin = Some(self.settings.claude_bin(opts.claude_bin.as_deref())?);
+        }
+        Ok(lead)
     }
 
     /// How to start teammates of `team` with `lead`'s settings; a lead it opens works in

@@ -30,7 +30,10 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
                 },
             )?;
             let cwd = working_dir(args.cwd.as_deref())?;
-            let lead = inherited(ctx, &args.model, &args.permissions)?;
+            let lead = ctx.with_engine(
+                inherited(ctx, &args.model, &args.permissions)?,
+                &args.engine,
+            )?;
             Some(LeadAgentOptions {
                 root: ctx.root.clone(),
                 team: team.clone(),

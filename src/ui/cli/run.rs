@@ -27,7 +27,10 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         None => team_run::team_from_goal(&args.goal)?,
     };
     let cwd = working_dir(args.cwd.as_deref())?;
-    let lead = inherited(ctx, &args.model, &args.permissions)?;
+    let lead = ctx.with_engine(
+        inherited(ctx, &args.model, &args.permissions)?,
+        &args.engine,
+    )?;
     let launcher = ctx.launcher(&team, lead, cwd)?;
     let window = team_run::launch(
         &launcher,

@@ -39,6 +39,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
         cwd: working_dir(args.cwd.as_deref())?,
         color: args.color.clone(),
         isolation: args.isolation,
+        engine: Some(args.engine.engine),
     };
     let mut lead = ctx.lead_settings()?;
     lead.provider = args.api.provider.map(|p| p.to_string());
@@ -48,6 +49,9 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     lead.permission_mode = args.lead_permission_mode;
     lead.allow = args.allow.iter().map(ToString::to_string).collect();
     lead.max_turns = args.max_turns;
+    let mut lead = ctx.with_engine(lead, &args.engine)?;
+    // The engine is this teammate's, not the lead's that a first spawn opens.
+    lead.engine = crate::team::inherit::Engine::Swarm;
     let launcher = ctx.launcher(&team, lead, lead_dir())?;
     let worktree_json = |path: &std::path::Path, branch: &str, base: &str| json!({"path": path, "branch": branch, "base": base});
     if args.dry_run {
@@ -88,6 +92,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
             "color": spawned.color,
             "openedWindow": spawned.opened_window,
             "model": spawned.model,
+            "engine": req.engine.map(|e| e.to_string()),
             "worktree": spawned.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
         }));
     } else {
