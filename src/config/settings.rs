@@ -138,4 +138,30 @@ mod tests {
         assert_eq!(s.lock_timeout, lock::DEFAULT_TIMEOUT);
         assert_eq!(s.panes_per_window, None);
     }
+
+    #[test]
+    fn the_claude_client_is_the_flag_else_the_variable_else_claude_on_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("claude");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().display().to_string();
+        let s = Settings::resolve(Environment::from_pairs([("PATH", path.as_str())]));
+        assert_eq!(s.claude_bin(None).unwrap(), bin);
+        assert_eq!(s.claude_bin(Some(&bin)).unwrap(), bin);
+        let e = s.claude_bin(Some(Path::new("/nope/claude"))).unwrap_err();
+        assert_eq!(e.exit_code(), crate::util::error::exit::USAGE);
+        let s = Settings::resolve(Environment::from_pairs([
+            ("PATH", "/nonexistent"),
+            ("SWARM_CLAUDE_BIN", bin.to_str().unwrap()),
+        ]));
+        assert_eq!(s.claude_bin(None).unwrap(), bin);
+        let s = Settings::resolve(Environment::from_pairs([("PATH", "/nonexistent")]));
+        let e = s.claude_bin(None).unwrap_err().to_string();
+        assert!(
+            e.contains("--claude-bin") && e.contains("SWARM_CLAUDE_BIN"),
+            "{e}"
+        );
+    }
 }

@@ -613,4 +613,88 @@ mod tests {
         s.plan_mode_required = true;
         assert_eq!(mode(&s), "--permission-mode=plan");
     }
+
+    fn claude() -> ClaudeSpawn {
+        ClaudeSpawn {
+            bin: "/usr/local/bin/claude".into(),
+            session_id: "sid-1".into(),
+            default_root: Some("/home/u/.claude".into()),
+            as_root: true,
+        }
+    }
+
+    #[test]
+    fn golden_claude_command() {
+        let mut s = spawn();
+        s.agent_type = Some("reviewer".into());
+        let mut l = lead();
+        l.root = "/srv/team-root".into();
+        l.base_url = Some("http://127.0.0.1:9/".into());
+        let cmd = claude_command(&l, &env(), &s, &claude());
+        assert_eq!(
+            cmd.argv,
+            [
+                "/usr/local/bin/claude",
+                "--agent-id",
+                "bob@alpha",
+                "--agent-name",
+                "bob",
+                "--team-name",
+                "alpha",
+                "--agent-color",
+                "blue",
+                "--parent-session-id",
+                "sid-1",
+                "--agent-type",
+                "reviewer",
+                "--dangerously-skip-permissions",
+                "--model",
+                "claude-sonnet-4-5",
+            ]
+        );
+        let get = |k: &str| {
+            cmd.env
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("CLAUDECODE"), Some("1"));
+        assert_eq!(get("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"), Some("1"));
+        assert_eq!(get("CLAUDE_CONFIG_DIR"), Some("/srv/team-root"));
+        assert_eq!(get("IS_SANDBOX"), Some("1"));
+        assert_eq!(get("ANTHROPIC_BASE_URL"), Some("http://127.0.0.1:9/"));
+        let secrets: Vec<&str> = cmd.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(secrets, ["ANTHROPIC_API_KEY", "HTTPS_PROXY"]);
+        assert!(!cmd.argv.iter().any(|a| a.contains("sk-ant")));
+
+        // The default root needs no CLAUDE_CONFIG_DIR (and the lead's is not passed on);
+        // no bypass, no IS_SANDBOX; a plan is the client's own, with no mode flag.
+        let mut l = lead();
+        l.root = "/home/u/.claude".into();
+        s.plan_mode_required = true;
+        s.model = Some("-odd".into());
+        let cmd = claude_command(&l, &env(), &s, &claude());
+        assert!(
+            !cmd.env
+                .iter()
+                .any(|(k, _)| k == "CLAUDE_CONFIG_DIR" || k == "IS_SANDBOX")
+        );
+        assert!(cmd.argv.contains(&"--plan-mode-required".to_owned()));
+        assert!(cmd.argv.contains(&"--model=-odd".to_owned()));
+        assert!(
+            !cmd.argv
+                .iter()
+                .any(|a| a.contains("permission") && a != "--plan-mode-required"),
+            "{:?}",
+            cmd.argv
+        );
+        s.plan_mode_required = false;
+        s.permission_mode = Some(PermissionMode::Default);
+        let cmd = claude_command(&l, &env(), &s, &claude());
+        assert!(
+            cmd.argv
+                .windows(2)
+                .any(|w| w == ["--permission-mode", "default"])
+        );
+    }
 }
