@@ -250,6 +250,7 @@ fn a_claude_dry_run_shows_the_client_its_argv_and_environment_with_secrets_redac
     .unwrap();
     assert_eq!(json["env"]["ANTHROPIC_API_KEY"], "<redacted>");
     assert_eq!(json["env"]["CLAUDECODE"], "1");
+    assert_eq!(json["engine"], "claude");
     assert_eq!(json["argv"][0], bin.display().to_string());
 }
 

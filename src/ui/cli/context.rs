@@ -114,10 +114,16 @@ impl Ctx {
     /// found now, so a missing one is refused before anything is made.
     pub fn with_engine(&self, mut lead: LeadSettings, opts: &EngineOpts) -> Result<LeadSettings> {
         lead.engine = opts.engine;
-        if opts.engine == Engine::Claude {
-            lead.claude_bin = Some(self.settings.claude_bin(opts.claude_bin.as_deref())?);
-        }
+        lead.claude_bin = self.claude_bin(opts)?;
         Ok(lead)
+    }
+
+    /// The Claude Code client when `opts` asks for Claude Code teammates.
+    pub fn claude_bin(&self, opts: &EngineOpts) -> Result<Option<PathBuf>> {
+        match opts.engine {
+            Engine::Claude => Ok(Some(self.settings.claude_bin(opts.claude_bin.as_deref())?)),
+            Engine::Swarm => Ok(None),
+        }
     }
 
     /// How to start teammates of `team` with `lead`'s settings; a lead it opens works in

@@ -49,9 +49,8 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     lead.permission_mode = args.lead_permission_mode;
     lead.allow = args.allow.iter().map(ToString::to_string).collect();
     lead.max_turns = args.max_turns;
-    let mut lead = ctx.with_engine(lead, &args.engine)?;
-    // The engine is this teammate's, not the lead's that a first spawn opens.
-    lead.engine = crate::team::inherit::Engine::Swarm;
+    // The engine is this teammate's (in `req`), not the lead's that a first spawn opens.
+    lead.claude_bin = ctx.claude_bin(&args.engine)?;
     let launcher = ctx.launcher(&team, lead, lead_dir())?;
     let worktree_json = |path: &std::path::Path, branch: &str, base: &str| json!({"path": path, "branch": branch, "base": base});
     if args.dry_run {
@@ -65,6 +64,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
             print_json(&json!({
                 "commands": dry.tmux,
                 "cwd": cmd.cwd,
+                "engine": req.engine.map(|e| e.to_string()),
                 "argv": cmd.argv,
                 "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),
                 "worktree": dry.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
