@@ -328,6 +328,12 @@ pub fn claude_command(
     }
 
     let (mut plain, secret) = environment(lead, env);
+    // Claude Code's own settings variables: what the user set for the client reaches it.
+    for (k, v) in env {
+        if is_claude_setting(k) && !v.is_empty() && !is_secret(k) {
+            plain.insert(k.clone(), v.clone());
+        }
+    }
     plain.insert("CLAUDECODE".to_owned(), "1".to_owned());
     plain.insert(
         "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".to_owned(),
@@ -362,6 +368,21 @@ pub fn claude_command(
         secret_env: secret.into_iter().collect(),
         cwd: spawn.cwd.clone(),
     }
+}
+
+/// Variables Claude Code reads as settings (`CLAUDE_CODE_*`, `DISABLE_*` such as
+/// `DISABLE_AUTOUPDATER`, and a few more), passed to a Claude Code teammate.
+fn is_claude_setting(name: &str) -> bool {
+    name.starts_with("CLAUDE_CODE_")
+        || name.starts_with("DISABLE_")
+        || matches!(
+            name,
+            "ENABLE_TOOL_SEARCH"
+                | "MAX_THINKING_TOKENS"
+                | "BASH_DEFAULT_TIMEOUT_MS"
+                | "BASH_MAX_TIMEOUT_MS"
+                | "MCP_TIMEOUT"
+        )
 }
 
 /// As Claude Code writes a valued flag: `--flag value`, unless the value could be read as

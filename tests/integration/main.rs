@@ -5,8 +5,9 @@ mod harness;
 
 mod agents;
 mod approvals;
-mod claude_spawn;
 
+mod claude_real;
+mod claude_spawn;
 mod concurrency;
 mod engine;
 mod hardening_cli;
