@@ -5,6 +5,7 @@ mod harness;
 
 mod agents;
 mod approvals;
+mod claude_wire;
 
 mod concurrency;
 mod engine;
