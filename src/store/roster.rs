@@ -246,7 +246,13 @@ pub fn update<T>(
     let _guard = files::lock(root, &path)?;
     let mut config = load(root, team)?;
     let out = f(&mut config)?;
-    files::write(root, &path, &json::to_pretty(&config))?;
+    // Claude Code appends keys (`isActive` after `pid`); a rewrite leaves them where they are.
+    let old = files::read(root, &path)?;
+    files::write(
+        root,
+        &path,
+        &json::to_pretty_keeping_order(&config, old.as_deref()),
+    )?;
     Ok(out)
 }
 

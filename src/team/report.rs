@@ -1,5 +1,8 @@
 //! The final report of a run: what was asked, what each task came to and who did it, which
 //! files changed, and what every agent spent. Written to `teams/<team>/report.md`.
+//!
+//! Who did what comes from the task list, not from messages: Claude Code teammates never
+//! send `completedTaskId`, and keep no state file of swarm's, yet their finished tasks count.
 
 use std::path::Path;
 use std::process::Command;
@@ -101,7 +104,17 @@ pub fn render(
     let mut total_in = 0u64;
     let mut total_out = 0u64;
     let mut total_cost = 0f64;
-    for (name, m) in state::all(root, team) {
+    let states = state::all(root, team);
+    // Task owners swarm keeps no usage for (Claude Code teammates), after those it does.
+    let mut unmetered: Vec<&str> = tasks
+        .iter()
+        .filter(|t| t.status == Status::Completed)
+        .filter_map(|t| t.owner.as_deref()?.split('@').next())
+        .filter(|o| !states.iter().any(|(n, _)| n == o))
+        .collect();
+    unmetered.sort_unstable();
+    unmetered.dedup();
+    for (name, m) in states {
         let done: Vec<String> = tasks
             .iter()
             .filter(|t| t.status == Status::Completed && t.owned_by(&name))
@@ -129,6 +142,17 @@ pub fn render(
             } else {
                 String::new()
             }
+        ));
+    }
+    for name in unmetered {
+        let done: Vec<String> = tasks
+            .iter()
+            .filter(|t| t.status == Status::Completed && t.owned_by(name))
+            .map(|t| format!("#{}", t.id))
+            .collect();
+        out.push_str(&format!(
+            "- {name}: completed {} · usage not recorded by swarm\n",
+            done.join(", ")
         ));
     }
     out.push_str(&format!(
@@ -194,6 +218,35 @@ mod tests {
             .unwrap()
             .success();
         assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn tasks_finished_by_a_member_without_swarm_state_are_credited() {
+        use crate::store::tasks::{NewTask, TaskPatch};
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let team = TeamName::new("t").unwrap();
+        crate::store::roster::create(&root, &team, None, t.path()).unwrap();
+        let list = TaskList::new(&root, &team);
+        let task = list
+            .create(NewTask {
+                subject: "Review".into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+        // As a Claude Code teammate leaves it: owner and status set, no completedTaskId sent,
+        // no state file.
+        let patch = TaskPatch {
+            owner: Some(Some("reviewer".into())),
+            status: Some(Status::Completed),
+            ..TaskPatch::default()
+        };
+        list.update(&task.id, patch).unwrap();
+        let report = render(&root, &team, "goal", "done", t.path(), None);
+        assert!(
+            report.contains("- reviewer: completed #1 · usage not recorded by swarm\n"),
+            "{report}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// `JSON.stringify(value, null, 2)`.
 pub fn to_pretty<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
@@ -19,6 +20,72 @@ pub fn to_pretty<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
 /// `JSON.stringify(value)`.
 pub fn to_compact<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).expect("serialising plain data cannot fail")
+}
+
+/// `JSON.stringify(value, null, 2)` of a rewrite of `old` (the file's previous bytes, if any):
+/// keys keep the order `old` had them in, at every depth, so a file Claude Code wrote keeps
+/// its order when swarm rewrites it. A key `old` lacks goes after the key that precedes it in
+/// `value`'s own order; objects in arrays are matched by `name`, else by position.
+pub fn to_pretty_keeping_order<T: Serialize + ?Sized>(value: &T, old: Option<&[u8]>) -> Vec<u8> {
+    let old = old.and_then(|b| parse::<Value>(b).ok());
+    match (old, serde_json::to_value(value)) {
+        (Some(old), Ok(mut new)) => {
+            keep_order(&mut new, &old);
+            to_pretty(&new)
+        }
+        _ => to_pretty(value),
+    }
+}
+
+fn keep_order(new: &mut Value, old: &Value) {
+    match (new, old) {
+        (Value::Object(new), Value::Object(old)) => {
+            let own: Vec<String> = new.keys().cloned().collect();
+            let mut order: Vec<String> = old
+                .keys()
+                .filter(|k| new.contains_key(*k))
+                .cloned()
+                .collect();
+            for (i, key) in own.iter().enumerate() {
+                if order.contains(key) {
+                    continue;
+                }
+                let at = match i.checked_sub(1).map(|p| &own[p]) {
+                    Some(prev) => order
+                        .iter()
+                        .position(|k| k == prev)
+                        .map_or(order.len(), |p| p + 1),
+                    None => 0,
+                };
+                order.insert(at, key.clone());
+            }
+            let mut taken = std::mem::take(new);
+            for key in order {
+                let mut v = taken
+                    .remove(&key)
+                    .expect("every key comes from the new object");
+                if let Some(o) = old.get(&key) {
+                    keep_order(&mut v, o);
+                }
+                new.insert(key, v);
+            }
+        }
+        (Value::Array(new), Value::Array(old)) => {
+            for (i, v) in new.iter_mut().enumerate() {
+                let name = v.get("name").and_then(Value::as_str).map(str::to_owned);
+                let matched = match name {
+                    Some(n) => old
+                        .iter()
+                        .find(|o| o.get("name").and_then(Value::as_str) == Some(&n)),
+                    None => old.get(i),
+                };
+                if let Some(o) = matched {
+                    keep_order(v, o);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Parses JSON written by swarm or by Claude Code.
@@ -94,6 +161,17 @@ mod tests {
         // JSON.stringify of the same string in node 20:
         let js = r#""q\"b\\s/\b\f\n\r\t\u0001\u001f"#.to_owned() + "\u{7f}é\u{2028}😀\"";
         assert_eq!(to_compact(s), js);
+    }
+
+    #[test]
+    fn a_rewrite_keeps_the_order_of_keys_it_found() {
+        let old = br#"{"b": 1, "z": [{"name": "x", "q": 1, "p": 2}], "a": 2}"#;
+        let new = json!({"a": 3, "n": 0, "b": 4, "z": [{"name": "y", "p": 1, "q": 2}, {"name": "x", "p": 5, "q": 6}]});
+        let out = String::from_utf8(to_pretty_keeping_order(&new, Some(old))).unwrap();
+        let want = json!({"b": 4, "z": [{"name": "y", "p": 1, "q": 2}, {"name": "x", "q": 6, "p": 5}], "a": 3, "n": 0});
+        assert_eq!(out, String::from_utf8(to_pretty(&want)).unwrap());
+        let fresh = to_pretty_keeping_order(&new, None);
+        assert_eq!(fresh, to_pretty(&new));
     }
 
     #[test]

@@ -12,6 +12,8 @@ use swarm::tmux::Tmux;
 
 pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
 pub const STRESS: &str = env!("CARGO_BIN_EXE_swarm-stress");
+/// A Claude Code teammate on the wire (see `bin/fake-claude.rs`).
+pub const FAKE_CLAUDE: &str = env!("CARGO_BIN_EXE_swarm-fake-claude");
 
 /// Long enough for a loaded 2-core CI machine; a hang fails instead of stalling CI.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);

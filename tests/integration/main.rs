@@ -5,6 +5,7 @@ mod harness;
 
 mod agents;
 mod approvals;
+mod claude_wire;
 
 mod claude_real;
 mod claude_spawn;

@@ -89,7 +89,9 @@ impl TaskList {
     pub(super) fn write_task(&self, guard: &mut lock::Locked, task: &Task) -> Result<()> {
         let path = self.task_path(&task.id);
         guard.also_lock_dir(&path)?;
-        files::write(&self.root, &path, &json::to_pretty(task))
+        let old = files::read(&self.root, &path)?;
+        let bytes = json::to_pretty_keeping_order(task, old.as_deref());
+        files::write(&self.root, &path, &bytes)
     }
 
     /// Takes Claude Code's per-task lock of `id`, then reads the task: Claude Code writes a

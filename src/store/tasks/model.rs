@@ -3,8 +3,9 @@
 //! why a claim was refused. No I/O here.
 //!
 //! Invariants:
-//! - a task serializes in Claude Code's schema: camelCase fields, statuses `pending`,
-//!   `in_progress` and `completed`; fields swarm does not know are kept in `extra`, so a
+//! - a task serializes in Claude Code's schema and key order (`id, subject, description,
+//!   [activeForm], owner, status, blocks, blockedBy`, then the rest): camelCase fields, statuses
+//!   `pending`, `in_progress` and `completed`; fields swarm does not know are kept in `extra`, so a
 //!   rewrite loses nothing Claude Code wrote;
 //! - a task with a truthy `metadata._internal` is hidden, as Claude Code hides it;
 //! - an id that is not a number sorts after every numeric one (`numeric_id`).
@@ -52,6 +53,8 @@ pub struct Task {
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_form: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     pub status: Status,
     #[serde(default)]
     pub blocks: Vec<String>,
@@ -59,8 +62,6 @@ pub struct Task {
     pub blocked_by: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -7,6 +7,9 @@
 //! tailed: [`FeedReader`] keeps the store's cursor on each one and takes in only what was
 //! appended since (a torn last line is left for the next read). A message seen in both
 //! places (between the log append and the inbox rewrite of an acknowledgement) appears once.
+//! Claude Code keeps no delivered log: it deletes what it takes from its inbox. So an entry
+//! seen in a live inbox that is gone at the next read without reaching the log is kept, as
+//! read; only what was taken before the reader first looked is lost.
 //!
 //! Idle notifications are folded: a run of plain idle notifications from one teammate, with
 //! nothing else from it in between, shows as one entry (the latest, with a count), so a
@@ -171,6 +174,10 @@ pub struct FeedReader {
 struct Tail {
     cursor: mailbox::Cursor,
     entries: VecDeque<FeedEntry>,
+    /// The live inbox as last read, to notice entries taken without being logged.
+    live: Vec<FeedEntry>,
+    /// Entries taken without being logged; kept apart, since a log restart clears `entries`.
+    taken: VecDeque<FeedEntry>,
 }
 
 impl FeedReader {
@@ -185,14 +192,14 @@ impl FeedReader {
         for agent in &agents {
             let tail = self.tails.entry(agent.to_string()).or_default();
             tail.advance(root, team, agent)?;
+            let live: Vec<FeedEntry> = mailbox::read_all(root, team, agent)?
+                .iter()
+                .map(|d| FeedEntry::new(agent.as_str(), &d.envelope, !d.envelope.is_read()))
+                .collect();
+            tail.keep_taken(&live);
             all.extend(tail.entries.iter().cloned());
-            for d in mailbox::read_all(root, team, agent)? {
-                all.push(FeedEntry::new(
-                    agent.as_str(),
-                    &d.envelope,
-                    !d.envelope.is_read(),
-                ));
-            }
+            all.extend(tail.taken.iter().cloned());
+            all.extend(live);
         }
         self.tails
             .retain(|name, _| agents.iter().any(|a| a.as_str() == name));
@@ -212,10 +219,33 @@ impl Tail {
             self.entries
                 .push_back(FeedEntry::new(agent.as_str(), envelope, false));
         }
-        while self.entries.len() > MAX_ENTRIES {
-            self.entries.pop_front();
-        }
+        self.trim();
         Ok(())
+    }
+
+    /// Keeps, as read, what left the live inbox since the last read without reaching the
+    /// delivered log (taken by Claude Code, which deletes instead of marking read).
+    fn keep_taken(&mut self, live: &[FeedEntry]) {
+        for mut gone in std::mem::replace(&mut self.live, live.to_vec()) {
+            let kept = live
+                .iter()
+                .chain(&self.entries)
+                .chain(&self.taken)
+                .any(|e| e.key == gone.key);
+            if !kept {
+                gone.unread = false;
+                self.taken.push_back(gone);
+            }
+        }
+        self.trim();
+    }
+
+    fn trim(&mut self) {
+        for q in [&mut self.entries, &mut self.taken] {
+            while q.len() > MAX_ENTRIES {
+                q.pop_front();
+            }
+        }
     }
 }
 
@@ -293,6 +323,28 @@ mod tests {
         );
         // A folded run is unread if any of it is.
         assert!(feed[1].unread);
+    }
+
+    #[test]
+    fn entries_claude_code_deletes_stay_in_the_feed_as_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        crate::store::roster::create(&root, &team, None, dir.path()).unwrap();
+        let worker = AgentName::parse_any("worker").unwrap();
+        mailbox::deliver(&root, &team, &worker, env_at("team-lead", "hello", 5)).unwrap();
+        let mut reader = FeedReader::new();
+        let feed = reader.read(&root, &team).unwrap();
+        assert_eq!((feed.len(), feed[0].unread), (1, true));
+        // What Claude Code does when it takes the message: the inbox becomes `[]`.
+        std::fs::write(root.inbox_path(&team, &worker), "[]").unwrap();
+        let feed = reader.read(&root, &team).unwrap();
+        let shown: Vec<(&str, &str, bool)> = feed
+            .iter()
+            .map(|e| (e.to.as_str(), e.line.as_str(), e.unread))
+            .collect();
+        assert_eq!(shown, [("worker", "hello", false)]);
+        assert_eq!(reader.read(&root, &team).unwrap(), feed);
     }
 
     #[test]
