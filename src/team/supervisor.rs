@@ -18,6 +18,7 @@ use std::path::Path;
 
 use crate::config::hooks::{Event as HookEvent, Hooks, Runner};
 use crate::config::project::UserDirs;
+use crate::store::approvals;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -47,12 +48,44 @@ pub fn reconcile(
     dirs: &UserDirs,
 ) -> Result<(TeamStatus, Vec<Reported>)> {
     let seen = status::observe(root, team, tmux)?;
+    if let Err(e) = record_requests(root, team, &seen) {
+        tracing::warn!("failed to record the teammates' requests: {e}");
+    }
     let mut reported = report_exits(root, team, &seen, dirs);
     match release_orphans(root, team) {
         Ok(orphans) => reported.extend(orphans),
         Err(e) => tracing::warn!("failed to return the tasks of members who left: {e}"),
     }
     Ok((seen, reported))
+}
+
+/// Records every plan and permission request in the lead's inbox from a member of the
+/// team, so a person can answer a teammate that records nothing itself (Claude Code) as
+/// well as swarm's own (recording again is a no-op). The inbox is only read: whoever
+/// reads the lead's mail still gets the request.
+fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
+    for d in mailbox::read_all(root, team, &AgentName::lead())? {
+        let Some(p) = d.envelope.protocol() else {
+            continue;
+        };
+        if !p.signed_by(&d.envelope.from) || seen.member(&d.envelope.from).is_none() {
+            continue;
+        }
+        let record = match &p {
+            Protocol::PermissionRequest(r) => approvals::from_permission(r),
+            Protocol::PlanApprovalRequest(r) => approvals::from_plan(r, None),
+            _ => continue,
+        };
+        // Its process is gone: nobody would read the answer.
+        if seen
+            .member(&record.agent)
+            .is_some_and(|m| matches!(m.state.as_str(), "dead" | "exited"))
+        {
+            continue;
+        }
+        approvals::record(root, team, &record)?;
+    }
+    Ok(())
 }
 
 /// Returns to pending every open task whose owner is not on the roster. The roster is read
@@ -166,7 +199,7 @@ pub fn report_exit(
         .clone()
         .unwrap_or_else(|| "process gone".to_owned());
     // Nobody waits for their answers any more; one that exited cleanly expired its own.
-    if let Err(e) = crate::store::approvals::expire_all(
+    if let Err(e) = approvals::expire_all(
         root,
         team,
         &m.name,

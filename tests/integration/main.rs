@@ -5,6 +5,7 @@ mod harness;
 
 mod agents;
 mod approvals;
+mod claude_live;
 
 mod concurrency;
 mod engine;
