@@ -152,6 +152,17 @@ fn status_shows_a_claude_code_member_by_its_pane_process() {
             .any(|l| l.contains("cc") && l.contains("claude")),
         "{table}"
     );
+    let frame = env
+        .run(&["watch", "t", "--once", "--width", "120", "--height", "30"])
+        .success()
+        .stdout;
+    assert!(frame.contains("ENGINE"), "{frame}");
+    assert!(
+        frame
+            .lines()
+            .any(|l| l.contains("cc") && l.contains("claude")),
+        "{frame}"
+    );
     // Killed mid-turn: Claude Code leaves `isActive: true` behind.
     set_active(&env, "cc", true);
     kill9(pid);
