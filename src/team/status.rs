@@ -16,6 +16,7 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::{self, Member, TeamConfig};
 use crate::store::state::{self, Activity, AgentState};
 use crate::store::tasks::{Status, TaskList};
+use crate::team::dialogs;
 use crate::tmux::{PaneRecord, Tmux};
 use crate::util::error::Result;
 
@@ -36,7 +37,8 @@ pub struct MemberStatus {
     pub alive: bool,
     /// The pane exists and its process has not exited; `None` when tmux could not be asked.
     pub pane_alive: Option<bool>,
-    /// starting, idle, working, awaiting-approval, shutting-down, exited, dead, not-started.
+    /// starting, idle, working, awaiting-approval, shutting-down, exited, dead, not-started,
+    /// or blocked (a Claude Code teammate at a first-run dialog, named in `detail`).
     pub state: String,
     /// Why a member is dead or exited, or what it waits for.
     pub detail: Option<String>,
@@ -135,14 +137,19 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
                         .find(|t| t.status == Status::InProgress && t.owned_by(&m.name))
                         .map(|t| t.id.clone())
                 });
-            member_status(
+            let mut st = member_status(
                 &config,
                 m,
                 state,
                 pane,
                 panes.is_some() && tmux.is_some(),
                 current,
-            )
+            );
+            if let Some(d) = tmux.and_then(|t| blocking_dialog(t, m, &st)) {
+                st.state = "blocked".to_owned();
+                st.detail = Some(d.describe());
+            }
+            st
         })
         .collect();
     Ok(TeamStatus {
@@ -286,6 +293,22 @@ pub fn watched_pane(m: &Member) -> Option<&str> {
     })
 }
 
+/// The first-run dialog a Claude Code teammate that never began a turn waits at, read
+/// from its pane once it had time to begin one.
+fn blocking_dialog(tmux: &Tmux, m: &Member, st: &MemberStatus) -> Option<dialogs::Dialog> {
+    let claude = m.engine.as_deref() == Some("claude") || watched_pane(m).is_some();
+    let pane = st.pane_record.as_ref()?;
+    if !claude
+        || !st.alive
+        || st.state_file.is_some()
+        || m.is_active.is_some()
+        || crate::util::clock::now_ms() - m.joined_at < dialogs::BOUND_MS
+    {
+        return None;
+    }
+    dialogs::recognise(&tmux.capture_pane(pane.pane, None).ok()?)
+}
+
 /// A member Claude Code runs, by swarm's record or by the `isActive` only Claude Code
 /// writes before it registers, in a pane the roster names.
 fn joined_itself(m: &Member) -> bool {
@@ -332,7 +355,7 @@ pub fn render_for_width(status: &TeamStatus, now_ms: i64, width: usize) -> Strin
     );
     for m in &status.members {
         let state = match (&m.detail, m.state.as_str()) {
-            (Some(d), "dead" | "exited") => format!("{} ({d})", m.state),
+            (Some(d), "dead" | "exited" | "blocked") => format!("{} ({d})", m.state),
             _ => m.state.clone(),
         };
         let task = m
@@ -371,7 +394,7 @@ pub fn render(status: &TeamStatus, now_ms: i64) -> String {
     ));
     for m in &status.members {
         let state = match (&m.detail, m.state.as_str()) {
-            (Some(d), "dead" | "exited") => format!("{} ({d})", m.state),
+            (Some(d), "dead" | "exited" | "blocked") => format!("{} ({d})", m.state),
             _ => m.state.clone(),
         };
         out.push_str(&format!(

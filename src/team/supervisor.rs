@@ -51,6 +51,7 @@ pub fn reconcile(
     if let Err(e) = record_requests(root, team, &seen) {
         tracing::warn!("failed to record the teammates' requests: {e}");
     }
+    tell_blocked(root, team, &seen);
     let mut reported = report_exits(root, team, &seen, dirs);
     match release_orphans(root, team) {
         Ok(orphans) => reported.extend(orphans),
@@ -86,6 +87,31 @@ fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()
         approvals::record(root, team, &record)?;
     }
     Ok(())
+}
+
+/// Tells the lead, once per process, which teammate waits at a first-run dialog and how
+/// to clear it: nothing else would, and the teammate itself cannot.
+fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
+    for m in seen.members.iter().filter(|m| m.state == "blocked") {
+        let Ok(agent) = AgentName::parse_any(&m.name) else {
+            continue;
+        };
+        let instance = format!("{}-dialog", m.pid.unwrap_or_default());
+        if !state::claim_exit_report(root, team, &agent, &instance).unwrap_or(false) {
+            continue;
+        }
+        let why = m.detail.as_deref().unwrap_or("blocked by a dialog");
+        let text = format!(
+            "{} has not started: {why}. It reads no messages until that is done.",
+            m.name
+        );
+        let mut envelope = Envelope::new("system", text.clone());
+        envelope.summary = Some(format!("{} is blocked", m.name));
+        match mailbox::deliver(root, team, &AgentName::lead(), envelope) {
+            Ok(_) => tracing::info!("{text}"),
+            Err(e) => tracing::warn!("failed to tell the lead that {} is blocked: {e}", m.name),
+        }
+    }
 }
 
 /// Returns to pending every open task whose owner is not on the roster. The roster is read

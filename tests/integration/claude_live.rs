@@ -362,3 +362,33 @@ fn a_claude_code_permission_request_is_answered_by_swarm_approve() {
         "{answer}"
     );
 }
+
+#[test]
+fn a_claude_code_member_stuck_at_a_first_run_dialog_is_reported_once() {
+    let env = TestEnv::with_team("t", &[]);
+    // What the client shows for a folder it was not told to trust, then waits.
+    let (id, _pid) = pane(
+        &env,
+        "cc",
+        "printf 'Quick safety check: Is this a project you created or one you trust?\\n'; sleep 600",
+    );
+    add_member(&env, "cc", &id, false);
+    // It never began a turn: Claude Code has written no `isActive` yet.
+    roster::update_member(&env.store_root(), &env.team_name("t"), "cc", |m| {
+        m.is_active = None
+    })
+    .unwrap();
+    assert!(wait_until(T, || member(&env, "cc")["state"] == "blocked"));
+    let m = member(&env, "cc");
+    let detail = m["detail"].as_str().unwrap();
+    assert!(detail.contains("folder trust"), "{detail}");
+    assert!(detail.contains("hasTrustDialogAccepted"), "{detail}");
+    let told = || {
+        env.lead_inbox("t")
+            .iter()
+            .filter(|e| e.text.contains("cc has not started") && e.text.contains("folder trust"))
+            .count()
+    };
+    env.run(&["--team", "t", "status"]).success();
+    assert_eq!(told(), 1);
+}
