@@ -64,7 +64,7 @@ pub fn reconcile(
 /// team, so a person can answer a teammate that records nothing itself (Claude Code) as
 /// well as swarm's own (recording again is a no-op). The inbox is only read: whoever
 /// reads the lead's mail still gets the request.
-fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
+pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
     for d in mailbox::read_all(root, team, &AgentName::lead())? {
         let Some(p) = d.envelope.protocol() else {
             continue;

@@ -310,12 +310,23 @@ fn a_claude_code_member_whose_pane_is_gone_is_removed_with_its_tasks_returned() 
 
 #[test]
 fn a_claude_code_permission_request_is_answered_by_swarm_approve() {
+    permission_round_trip(true);
+}
+
+#[test]
+fn a_claude_code_permission_request_shows_without_a_running_lead() {
+    permission_round_trip(false);
+}
+
+fn permission_round_trip(with_lead: bool) {
     let env = TestEnv::with_team("t", &[]);
     let (id, _pid) = pane(&env, "cc", "sleep 600");
     add_member(&env, "cc", &id, true);
-    let mut lead = env.swarm(&["--team", "t", "lead"]);
-    lead.stdout(Stdio::null()).stderr(Stdio::null());
-    let _lead = Guarded(Some(lead.spawn().unwrap()));
+    let _lead = with_lead.then(|| {
+        let mut lead = env.swarm(&["--team", "t", "lead"]);
+        lead.stdout(Stdio::null()).stderr(Stdio::null());
+        Guarded(Some(lead.spawn().unwrap()))
+    });
     let request_id = "perm-1764072000000-abc1234";
     let input = json!({"command": "ls -la", "description": "List files"});
     let request = json!({
