@@ -351,6 +351,14 @@ fn permission_round_trip(with_lead: bool) {
             .iter()
             .any(|a| a["requestId"] == request_id && a["state"] == "pending")
     };
+    if !with_lead {
+        // `swarm watch` records it as well, for its `a`/`r` keys.
+        let frame = env
+            .run(&["watch", "t", "--once", "--width", "120", "--height", "40"])
+            .success()
+            .stdout;
+        assert!(frame.contains("Approvals · 1 pending"), "{frame}");
+    }
     assert!(wait_until(T, pending), "the request never showed");
     env.run(&["--team", "t", "approve", request_id]).success();
     let inbox = swarm::store::mailbox::read_all(
