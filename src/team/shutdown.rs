@@ -186,6 +186,7 @@ pub fn shut_down(
     }
     if let Some(tmux) = tmux {
         close_pane(root, team, tmux, name, &mut step)?;
+        close_dead_pane(tmux, &observe()?, &mut step);
     }
     // A teammate that was still starting when the ladder began has a process only now:
     // give it the moment kill-pane's SIGHUP takes, then insist.
@@ -332,6 +333,20 @@ fn close_pane(
         }
     }
     Ok(())
+}
+
+/// Closes the pane the roster names for a member swarm did not start (Claude Code's),
+/// once `remain-on-exit` kept it after its process ended: it is not tagged as ours, so
+/// nothing else would, and a dead pane runs nothing.
+fn close_dead_pane(tmux: &Tmux, m: &MemberStatus, step: &mut dyn FnMut(String)) {
+    if let Some(p) = m
+        .pane_record
+        .as_ref()
+        .filter(|p| p.dead && p.agent.is_none())
+        && tmux.kill_pane(p.pane).is_ok()
+    {
+        step(format!("closed pane {}", p.pane));
+    }
 }
 
 /// What the ladder signals: the teammate's whole session when it leads one (as every pane

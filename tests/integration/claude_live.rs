@@ -268,6 +268,11 @@ fn a_claude_code_member_that_approves_is_removed_only_once_its_process_exits() {
 fn a_claude_code_member_that_never_answers_is_stopped_by_the_ladder() {
     let env = TestEnv::with_team("t", &[]);
     let (id, pid) = pane(&env, "cc", "sleep 600");
+    // Kept after its process ends, as a person's tmux configuration may say.
+    tmux(
+        &env,
+        &["set-option", "-p", "-t", &id, "remain-on-exit", "on"],
+    );
     add_member(&env, "cc", &id, true);
     let out = run_timeout(
         &mut env.swarm(&["--team", "t", "shutdown", "cc", "--timeout", "1s"]),
@@ -275,6 +280,11 @@ fn a_claude_code_member_that_never_answers_is_stopped_by_the_ladder() {
     )
     .success();
     assert!(out.stdout.contains("SIGTERM"), "{}", out.stdout);
+    let panes = tmux(&env, &["list-panes", "-a", "-F", "#{pane_id}"]);
+    assert!(
+        !panes.lines().any(|p| p == id),
+        "{id} is still open: {panes}"
+    );
     assert!(
         out.stdout.contains("removed from the roster"),
         "{}",
