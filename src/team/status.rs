@@ -5,6 +5,11 @@
 //! Liveness is decided in this order of trust: the process (pid, and its start time so a
 //! reused pid is not mistaken for the agent), then the pane, then what the agent last
 //! wrote about itself. Nothing here writes; [`crate::team::supervisor`] acts on what it shows.
+//!
+//! A member swarm did not start (a Claude Code teammate) has no state file: its process is
+//! the first process of the pane its roster entry names, its activity Claude Code's
+//! `isActive`, and one that never began a turn has its pane read for a first-run dialog
+//! (see [`crate::team::dialogs`]).
 
 use std::collections::HashMap;
 

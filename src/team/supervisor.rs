@@ -9,6 +9,10 @@
 //! left by a path that did not release it (a crash while being removed, or a Claude Code
 //! lead taking it off), and nobody else would.
 //!
+//! Each pass also records the plan and permission requests in the lead's inbox (a Claude
+//! Code teammate records none itself), so a person can answer them, and tells the lead
+//! once about a teammate stuck at a first-run dialog.
+//!
 //! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
 //! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
 //! caller reports. A restarted lead therefore never repeats a report, and two observers never
