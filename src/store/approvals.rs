@@ -253,7 +253,12 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
         Kind::Permission => Protocol::PermissionResponse(PermissionResponse {
             request_id: a.request_id.clone(),
             subtype: if decision.approve { "success" } else { "error" }.to_owned(),
-            response: decision.approve.then(PermissionGrant::default),
+            // Claude Code runs the tool only with the input it may use and the rule
+            // changes to make, both present (claude-code-live.md §5.5).
+            response: decision.approve.then(|| PermissionGrant {
+                updated_input: Some(a.detail.clone()),
+                permission_updates: Some(Vec::new()),
+            }),
             error: (!decision.approve).then(|| {
                 decision
                     .feedback

@@ -5,6 +5,7 @@
 //!
 //! Uses `tmux`, `agent`, `config`, `store`, `llm` and `util`; never `roles` or `ui`.
 
+pub mod dialogs;
 pub mod inherit;
 pub mod launch;
 pub mod layout;

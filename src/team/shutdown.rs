@@ -12,7 +12,11 @@
 //! a reused pid is never hit; the session is the teammate's own (tmux makes each pane a
 //! session leader), which also holds what its Bash tool started.
 //!
-//! A member swarm cannot see (no pid and no pane of ours) is taken off at once only when
+//! A member swarm did not start (a Claude Code teammate) is watched through the pane the
+//! roster names: that pane's process is what the ladder asks, signals and waits for, and
+//! a pane that is gone from the team's tmux server means its process is gone too.
+//!
+//! A member swarm cannot see (no pid and no pane at all) is taken off at once only when
 //! nothing says it ever ran, as after `swarm team add`. One the roster says may
 //! run (a pane id, a backend, an `isActive`, as a Claude Code teammate writes them) is
 //! asked, and leaves when it agrees; without an answer it stays on the roster and the
@@ -119,11 +123,18 @@ pub fn shut_down(
     let first = observe()?;
     if first.pid.is_none() && first.pane_record.is_none() {
         let config = roster::load(root, team)?;
-        if config.require(name)?.may_run_unseen() {
+        if first.state == "dead" {
+            // Its pane is gone from a server that answers: so is its process.
+            step(format!(
+                "not running ({})",
+                first.detail.as_deref().unwrap_or("process gone")
+            ));
+        } else if config.require(name)?.may_run_unseen() {
             report.outcome = shut_down_unseen(root, team, name, opts, &mut step)?;
             return Ok(report);
+        } else {
+            step("never started".to_owned());
         }
-        step("never started".to_owned());
     }
     let target = first.pid.filter(|_| first.alive).map(Target::of);
     let alive = |m: &MemberStatus| m.alive;
@@ -175,6 +186,7 @@ pub fn shut_down(
     }
     if let Some(tmux) = tmux {
         close_pane(root, team, tmux, name, &mut step)?;
+        close_dead_pane(tmux, &observe()?, &mut step);
     }
     // A teammate that was still starting when the ladder began has a process only now:
     // give it the moment kill-pane's SIGHUP takes, then insist.
@@ -321,6 +333,20 @@ fn close_pane(
         }
     }
     Ok(())
+}
+
+/// Closes the pane the roster names for a member swarm did not start (Claude Code's),
+/// once `remain-on-exit` kept it after its process ended: it is not tagged as ours, so
+/// nothing else would, and a dead pane runs nothing.
+fn close_dead_pane(tmux: &Tmux, m: &MemberStatus, step: &mut dyn FnMut(String)) {
+    if let Some(p) = m
+        .pane_record
+        .as_ref()
+        .filter(|p| p.dead && p.agent.is_none())
+        && tmux.kill_pane(p.pane).is_ok()
+    {
+        step(format!("closed pane {}", p.pane));
+    }
 }
 
 /// What the ladder signals: the teammate's whole session when it leads one (as every pane

@@ -5,6 +5,11 @@
 //! Liveness is decided in this order of trust: the process (pid, and its start time so a
 //! reused pid is not mistaken for the agent), then the pane, then what the agent last
 //! wrote about itself. Nothing here writes; [`crate::team::supervisor`] acts on what it shows.
+//!
+//! A member swarm did not start (a Claude Code teammate) has no state file: its process is
+//! the first process of the pane its roster entry names, its activity Claude Code's
+//! `isActive`, and one that never began a turn has its pane read for a first-run dialog
+//! (see [`crate::team::dialogs`]).
 
 use std::collections::HashMap;
 
@@ -16,6 +21,7 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::{self, Member, TeamConfig};
 use crate::store::state::{self, Activity, AgentState};
 use crate::store::tasks::{Status, TaskList};
+use crate::team::dialogs;
 use crate::tmux::{PaneRecord, Tmux};
 use crate::util::error::Result;
 
@@ -27,13 +33,17 @@ pub struct MemberStatus {
     pub color: Option<String>,
     pub agent_type: Option<String>,
     pub model: Option<String>,
+    /// What runs it: `swarm`, `claude`, or `unknown` for a member that joined by itself
+    /// and has no state file of swarm's.
+    pub engine: String,
     pub pid: Option<i32>,
     pub pane: Option<String>,
     /// The agent's process is running.
     pub alive: bool,
     /// The pane exists and its process has not exited; `None` when tmux could not be asked.
     pub pane_alive: Option<bool>,
-    /// starting, idle, working, awaiting-approval, shutting-down, exited, dead, not-started.
+    /// starting, idle, working, awaiting-approval, shutting-down, exited, dead, not-started,
+    /// or blocked (a Claude Code teammate at a first-run dialog, named in `detail`).
     pub state: String,
     /// Why a member is dead or exited, or what it waits for.
     pub detail: Option<String>,
@@ -91,6 +101,11 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         .filter(|p| p.belongs_to(team.as_str()))
         .filter_map(|p| p.agent.as_deref().map(|a| (a, p)))
         .collect();
+    let by_id: HashMap<String, &PaneRecord> = panes
+        .iter()
+        .flatten()
+        .map(|p| (p.pane.to_string(), p))
+        .collect();
     let tasks = TaskList::new(root, team).list().unwrap_or_default();
     let mut counts = TaskCounts::default();
     for t in &tasks {
@@ -107,7 +122,17 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
             let state = AgentName::parse_any(&m.name)
                 .ok()
                 .and_then(|a| state::read(root, team, &a));
-            let pane = by_agent.get(m.name.as_str()).copied().cloned();
+            // A pane Claude Code (or its lead) made is found by the id the roster gives,
+            // unless swarm tagged it for someone else.
+            let pane = by_agent
+                .get(m.name.as_str())
+                .or_else(|| {
+                    watched_pane(m)
+                        .and_then(|id| by_id.get(id))
+                        .filter(|p| p.agent.is_none() || p.agent.as_deref() == Some(&m.name))
+                })
+                .copied()
+                .cloned();
             let current = state
                 .as_ref()
                 .and_then(|s| s.current_task.clone())
@@ -117,14 +142,19 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
                         .find(|t| t.status == Status::InProgress && t.owned_by(&m.name))
                         .map(|t| t.id.clone())
                 });
-            member_status(
+            let mut st = member_status(
                 &config,
                 m,
                 state,
                 pane,
                 panes.is_some() && tmux.is_some(),
                 current,
-            )
+            );
+            if let Some(d) = tmux.and_then(|t| blocking_dialog(t, m, &st)) {
+                st.state = "blocked".to_owned();
+                st.detail = Some(d.describe());
+            }
+            st
         })
         .collect();
     Ok(TeamStatus {
@@ -148,11 +178,22 @@ fn member_status(
     tmux_known: bool,
     current_task: Option<String>,
 ) -> MemberStatus {
-    let pid = state.as_ref().map(|s| s.pid).or(m.pid);
+    // Without a state file or a recorded pid, the process is the pane's own (Claude Code
+    // runs as the pane's first process); a dead pane's pid may be reused, so not then.
+    let pane_pid = pane
+        .as_ref()
+        .filter(|p| !p.dead && p.agent.is_none() && state.is_none() && watched_pane(m).is_some())
+        .map(|p| p.pid);
+    let pid = state.as_ref().map(|s| s.pid).or(m.pid).or(pane_pid);
     let alive = match &state {
         Some(s) => s.process_alive() && s.activity != Activity::Exited,
-        None => m.pid.is_some_and(crate::util::process::is_alive),
+        None => pid.is_some_and(crate::util::process::is_alive),
     };
+    let engine = m
+        .engine
+        .clone()
+        .or_else(|| state.as_ref().map(|_| "swarm".to_owned()))
+        .unwrap_or_else(|| "unknown".to_owned());
     let pane_alive = if tmux_known {
         Some(pane.as_ref().is_some_and(|p| !p.dead))
     } else {
@@ -163,10 +204,14 @@ fn member_status(
         ("shutting-down".to_owned(), Some(step.to_owned()))
     } else if alive {
         let s = state.as_ref();
+        // Claude Code keeps no state file; it says whether it is in a turn.
+        let claimed = match m.is_active {
+            Some(true) => "working",
+            Some(false) => "idle",
+            None => "running",
+        };
         (
-            s.map(|s| s.activity.as_str())
-                .unwrap_or("running")
-                .to_owned(),
+            s.map(|s| s.activity.as_str()).unwrap_or(claimed).to_owned(),
             s.and_then(|s| s.detail.clone()),
         )
     } else if let Some(s) = state.as_ref().filter(|s| s.activity == Activity::Exited) {
@@ -182,6 +227,11 @@ fn member_status(
         match pane.as_ref() {
             Some(p) if !p.dead => ("starting".to_owned(), None),
             Some(p) => ("dead".to_owned(), Some(pane_death(p))),
+            // Its pane was made before the roster named it: a pane that is not there
+            // any more on a server that answers closed with its process.
+            None if tmux_known && m.name != LEAD && joined_itself(m) => {
+                ("dead".to_owned(), Some("its pane was closed".to_owned()))
+            }
             None => ("not-started".to_owned(), None),
         }
     } else {
@@ -210,6 +260,7 @@ fn member_status(
             .as_ref()
             .and_then(|s| s.model.clone())
             .or_else(|| m.model.clone()),
+        engine,
         pid,
         pane: pane
             .as_ref()
@@ -232,6 +283,41 @@ fn member_status(
         pane_record: pane,
         state_file: state,
     }
+}
+
+/// The tmux pane the roster names for a member swarm did not start itself (a Claude Code
+/// teammate): liveness comes from that pane when there is no state file to trust.
+pub fn watched_pane(m: &Member) -> Option<&str> {
+    let tmux_backend = m.backend_type.as_deref().is_none_or(|b| b == "tmux");
+    Some(m.tmux_pane_id.as_str()).filter(|p| {
+        tmux_backend
+            && m.engine.as_deref() != Some("swarm")
+            && p.len() > 1
+            && p.starts_with('%')
+            && p[1..].bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// The first-run dialog a Claude Code teammate that never began a turn waits at, read
+/// from its pane once it had time to begin one.
+fn blocking_dialog(tmux: &Tmux, m: &Member, st: &MemberStatus) -> Option<dialogs::Dialog> {
+    let claude = m.engine.as_deref() == Some("claude") || watched_pane(m).is_some();
+    let pane = st.pane_record.as_ref()?;
+    if !claude
+        || !st.alive
+        || st.state_file.is_some()
+        || m.is_active.is_some()
+        || crate::util::clock::now_ms() - m.joined_at < dialogs::BOUND_MS
+    {
+        return None;
+    }
+    dialogs::recognise(&tmux.capture_pane(pane.pane, None).ok()?)
+}
+
+/// A member Claude Code runs, by swarm's record or by the `isActive` only Claude Code
+/// writes before it registers, in a pane the roster names.
+fn joined_itself(m: &Member) -> bool {
+    watched_pane(m).is_some() && (m.engine.as_deref() == Some("claude") || m.is_active.is_some())
 }
 
 fn pane_death(p: &PaneRecord) -> String {
@@ -274,7 +360,7 @@ pub fn render_for_width(status: &TeamStatus, now_ms: i64, width: usize) -> Strin
     );
     for m in &status.members {
         let state = match (&m.detail, m.state.as_str()) {
-            (Some(d), "dead" | "exited") => format!("{} ({d})", m.state),
+            (Some(d), "dead" | "exited" | "blocked") => format!("{} ({d})", m.state),
             _ => m.state.clone(),
         };
         let task = m
@@ -308,17 +394,18 @@ pub fn render(status: &TeamStatus, now_ms: i64) -> String {
         }
     );
     out.push_str(&format!(
-        "  {:<16} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
-        "MEMBER", "STATE", "PID", "PANE", "TASK", "ACTIVE", "TOKENS in/out", "COST"
+        "  {:<16} {:<7} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
+        "MEMBER", "ENGINE", "STATE", "PID", "PANE", "TASK", "ACTIVE", "TOKENS in/out", "COST"
     ));
     for m in &status.members {
         let state = match (&m.detail, m.state.as_str()) {
-            (Some(d), "dead" | "exited") => format!("{} ({d})", m.state),
+            (Some(d), "dead" | "exited" | "blocked") => format!("{} ({d})", m.state),
             _ => m.state.clone(),
         };
         out.push_str(&format!(
-            "  {:<16} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
+            "  {:<16} {:<7} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
             m.name,
+            m.engine,
             state,
             m.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
             m.pane.clone().unwrap_or_else(|| "-".into()),

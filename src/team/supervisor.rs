@@ -9,6 +9,10 @@
 //! left by a path that did not release it (a crash while being removed, or a Claude Code
 //! lead taking it off), and nobody else would.
 //!
+//! Each pass also records the plan and permission requests in the lead's inbox (a Claude
+//! Code teammate records none itself), so a person can answer them, and tells the lead
+//! once about a teammate stuck at a first-run dialog.
+//!
 //! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
 //! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
 //! caller reports. A restarted lead therefore never repeats a report, and two observers never
@@ -18,6 +22,7 @@ use std::path::Path;
 
 use crate::config::hooks::{Event as HookEvent, Hooks, Runner};
 use crate::config::project::UserDirs;
+use crate::store::approvals;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -47,12 +52,77 @@ pub fn reconcile(
     dirs: &UserDirs,
 ) -> Result<(TeamStatus, Vec<Reported>)> {
     let seen = status::observe(root, team, tmux)?;
+    if let Err(e) = record_requests(root, team, &seen) {
+        tracing::warn!("failed to record the teammates' requests: {e}");
+    }
+    tell_blocked(root, team, &seen);
     let mut reported = report_exits(root, team, &seen, dirs);
     match release_orphans(root, team) {
         Ok(orphans) => reported.extend(orphans),
         Err(e) => tracing::warn!("failed to return the tasks of members who left: {e}"),
     }
     Ok((seen, reported))
+}
+
+/// Records every plan and permission request in the lead's inbox from a member of the
+/// team, so a person can answer a teammate that records nothing itself (Claude Code) as
+/// well as swarm's own (recording again is a no-op). The inbox is only read: whoever
+/// reads the lead's mail still gets the request.
+pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
+    for d in mailbox::read_all(root, team, &AgentName::lead())? {
+        let Some(p) = d.envelope.protocol() else {
+            continue;
+        };
+        if !p.signed_by(&d.envelope.from) || seen.member(&d.envelope.from).is_none() {
+            continue;
+        }
+        let record = match &p {
+            Protocol::PermissionRequest(r) => approvals::from_permission(r),
+            Protocol::PlanApprovalRequest(r) => approvals::from_plan(r, None),
+            _ => continue,
+        };
+        // Its process is gone: nobody would read the answer.
+        if seen
+            .member(&record.agent)
+            .is_some_and(|m| matches!(m.state.as_str(), "dead" | "exited"))
+        {
+            continue;
+        }
+        // Most were recorded long ago: a read, not a lock, says so.
+        if approvals::get(root, team, &record.request_id).is_ok() {
+            continue;
+        }
+        // One bad request (an id that names no file) must not hide the others.
+        if let Err(e) = approvals::record(root, team, &record) {
+            tracing::warn!("failed to record {}: {e}", record.request_id);
+        }
+    }
+    Ok(())
+}
+
+/// Tells the lead, once per process, which teammate waits at a first-run dialog and how
+/// to clear it: nothing else would, and the teammate itself cannot.
+fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
+    for m in seen.members.iter().filter(|m| m.state == "blocked") {
+        let Ok(agent) = AgentName::parse_any(&m.name) else {
+            continue;
+        };
+        let instance = format!("{}-dialog", m.pid.unwrap_or_default());
+        if !state::claim_exit_report(root, team, &agent, &instance).unwrap_or(false) {
+            continue;
+        }
+        let why = m.detail.as_deref().unwrap_or("blocked by a dialog");
+        let text = format!(
+            "{} has not started: {why}. It reads no messages until that is done.",
+            m.name
+        );
+        let mut envelope = Envelope::new("system", text.clone());
+        envelope.summary = Some(format!("{} is blocked", m.name));
+        match mailbox::deliver(root, team, &AgentName::lead(), envelope) {
+            Ok(_) => tracing::info!("{text}"),
+            Err(e) => tracing::warn!("failed to tell the lead that {} is blocked: {e}", m.name),
+        }
+    }
 }
 
 /// Returns to pending every open task whose owner is not on the roster. The roster is read
@@ -166,7 +236,7 @@ pub fn report_exit(
         .clone()
         .unwrap_or_else(|| "process gone".to_owned());
     // Nobody waits for their answers any more; one that exited cleanly expired its own.
-    if let Err(e) = crate::store::approvals::expire_all(
+    if let Err(e) = approvals::expire_all(
         root,
         team,
         &m.name,

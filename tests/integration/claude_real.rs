@@ -96,7 +96,10 @@ fn a_real_claude_code_teammate_talks_takes_a_task_and_shuts_down() {
         model
             .requests()
             .iter()
-            .map(|r| r.body["messages"].as_array().and_then(|m| m.last()).cloned())
+            .map(|r| r.body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .cloned())
             .collect::<Vec<_>>()
     );
 

@@ -5,10 +5,10 @@ mod harness;
 
 mod agents;
 mod approvals;
-mod claude_wire;
-
+mod claude_live;
 mod claude_real;
 mod claude_spawn;
+mod claude_wire;
 mod concurrency;
 mod engine;
 mod hardening_cli;

@@ -4,15 +4,28 @@
 
 use crate::config::permissions::PermissionMode;
 use crate::store::approvals;
-use crate::team::status;
+use crate::store::names::TeamName;
+use crate::team::{status, supervisor};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::util::clock;
 use crate::util::error::Result;
 use crate::util::text::printable;
 
+/// Records what teammates asked the lead that nobody recorded yet (a Claude Code
+/// teammate records nothing itself, and no `swarm lead` may be running to do it).
+fn catch_up(ctx: &Ctx, team: &TeamName) {
+    let seen = ctx
+        .team_tmux(team)
+        .and_then(|tmux| status::observe(&ctx.root, team, Some(&tmux)));
+    if let Err(e) = seen.and_then(|seen| supervisor::record_requests(&ctx.root, team, &seen)) {
+        tracing::warn!("failed to record the teammates' requests: {e}");
+    }
+}
+
 pub fn list(ctx: &Ctx, pending: bool) -> Result<()> {
     let team = ctx.team()?;
+    catch_up(ctx, &team);
     let all: Vec<approvals::Approval> = approvals::list(&ctx.root, &team)?
         .into_iter()
         .filter(|a| !pending || a.state == approvals::State::Pending)
@@ -47,6 +60,7 @@ pub fn decide(
     mode: Option<PermissionMode>,
 ) -> Result<()> {
     let team = ctx.team()?;
+    catch_up(ctx, &team);
     let a = approvals::resolve(
         &ctx.root,
         &team,

@@ -192,6 +192,11 @@ impl Source {
     pub fn load(&mut self) -> Result<Snapshot> {
         let seen = status::observe(&self.root, &self.team, self.tmux.as_ref())?;
         let mut problems = Vec::new();
+        // A Claude Code teammate records nothing itself: its requests are recorded here
+        // too, so the `a`/`r` keys answer them with no `swarm lead` running.
+        if let Err(e) = crate::team::supervisor::record_requests(&self.root, &self.team, &seen) {
+            problems.push(format!("requests: {e}"));
+        }
         let tasks = TaskList::new(&self.root, &self.team)
             .list()
             .unwrap_or_else(|e| {

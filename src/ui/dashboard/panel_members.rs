@@ -43,6 +43,16 @@ pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         Cell::from("STATE"),
         Cell::from("TASK / DETAIL"),
     ];
+    // Only a mixed team needs telling which member runs what.
+    let engines = mid
+        && snap
+            .members
+            .iter()
+            .any(|m| !matches!(m.engine.as_str(), "swarm" | "unknown"));
+    if engines {
+        widths.push(Constraint::Length(8));
+        header.push(Cell::from("ENGINE"));
+    }
     if mid {
         widths.push(Constraint::Length(8));
         header.push(Cell::from("ACTIVE"));
@@ -57,7 +67,13 @@ pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let rows: Vec<Row> = snap
         .members
         .iter()
-        .map(|m| member_row(snap, m, short, mid, full))
+        .map(|m| {
+            let mut row = member_row(snap, m, short, mid, full);
+            if engines {
+                row.insert(3, Cell::from(Span::styled(m.engine.as_str(), DIM)));
+            }
+            Row::new(row)
+        })
         .collect();
     ctx.render_table(
         frame,
@@ -73,7 +89,7 @@ fn member_row<'a>(
     short: bool,
     mid: bool,
     full: bool,
-) -> Row<'a> {
+) -> Vec<Cell<'a>> {
     let name = Line::from(vec![
         Span::styled("█ ", Style::new().fg(palette(m.color.as_deref()))),
         Span::raw(m.name.as_str()),
@@ -125,7 +141,7 @@ fn member_row<'a>(
         cells.push(Cell::from(Line::from(tokens).alignment(Alignment::Right)));
         cells.push(Cell::from(Line::from(cost).alignment(Alignment::Right)));
     }
-    Row::new(cells)
+    cells
 }
 
 fn state_label(state: &str, short: bool) -> &str {
