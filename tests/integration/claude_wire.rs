@@ -265,3 +265,53 @@ fn rewrites_keep_the_key_order_they_found() {
         "{\n  \"id\": \"7\",\n  \"subject\": \"Review\",\n  \"description\": \"read it\",\n  \"activeForm\": \"Reviewing\",\n  \"owner\": \"worker\",\n  \"status\": \"in_progress\",\n  \"blocks\": [],\n  \"blockedBy\": [],\n  \"futureField\": 1\n}"
     );
 }
+
+/// Claude Code never sends `completedTaskId`: the final words in its idle notification are
+/// its only news, so they wake a lead agent (a swarm teammate's bare idle does not).
+#[test]
+fn a_claude_code_teammates_result_wakes_the_lead_agent() {
+    use swarm::llm::model_server::{Reply, Script};
+    let env = TestEnv::new();
+    let model =
+        crate::harness::ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let mut cmd = env.swarm(&[
+        "run",
+        "wait for carl",
+        "--team",
+        "t",
+        "--no-attach",
+        "--provider",
+        "scripted",
+        "--base-url",
+    ]);
+    cmd.arg(model.url())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _run = Guarded(Some(cmd.spawn().unwrap()));
+    let roster = env.root.join("teams/t/config.json");
+    assert!(
+        wait_until(WAIT, || !model.requests().is_empty()),
+        "the lead never asked its model"
+    );
+    // carl joins as a Claude Code teammate (as `spawn --engine claude` records it).
+    let root = env.store_root();
+    env.run(&["--team", "t", "team", "add", "carl"]).success();
+    swarm::store::roster::update_member(&root, &env.team_name("t"), "carl", |m| {
+        m.engine = Some("claude".into());
+        m.backend_type = Some("tmux".into());
+    })
+    .unwrap();
+    assert!(roster.is_file());
+    let idle = serde_json::json!({
+        "type": "idle_notification", "from": "carl", "timestamp": "2026-11-25T12:00:00.000Z",
+        "idleReason": "available", "result": "the review is done: two typos"
+    });
+    env.deliver("t", "carl", "team-lead", idle.to_string());
+    let heard = wait_until(WAIT, || {
+        model
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("the review is done: two typos"))
+    });
+    assert!(heard, "the lead's model never heard carl's result");
+}

@@ -132,6 +132,14 @@ struct LeadHost {
 }
 
 impl LeadHost {
+    /// Whether `name` is a Claude Code teammate, by the roster swarm wrote when it spawned it.
+    fn runs_claude(&self, name: &str) -> bool {
+        crate::store::roster::load(&self.root, &self.team).is_ok_and(|r| {
+            r.member(name)
+                .is_some_and(|m| m.engine.as_deref() == Some("claude"))
+        })
+    }
+
     /// Reads the lead's inbox and sorts what arrived. Returns whether anything should wake
     /// the model.
     fn poll(&mut self) -> Result<bool> {
@@ -167,9 +175,12 @@ impl LeadHost {
                 }
                 Some(Protocol::IdleNotification(n)) => {
                     consumed.push(d.key.clone());
+                    // Claude Code never says which task it finished (no completedTaskId):
+                    // its final words are the only news it sends, so they wake the lead.
                     let news = n.completed_task_id.is_some()
                         || n.failure_reason.is_some()
-                        || n.summary.is_some();
+                        || n.summary.is_some()
+                        || (n.result.is_some() && self.runs_claude(&n.from));
                     if news {
                         self.display
                             .incoming(&e.from, &Protocol::IdleNotification(n.clone()).describe());
