@@ -6,6 +6,7 @@ mod harness;
 mod agents;
 mod approvals;
 mod claude_live;
+mod claude_mixed;
 mod claude_real;
 mod claude_spawn;
 mod claude_wire;
