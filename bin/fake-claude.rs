@@ -12,7 +12,7 @@
 //! <tool>` (ask the lead, then say `permission granted` or `permission denied`); any other
 //! text is only acknowledged (`ack: <text>`). It records its argv, the names of its
 //! environment variables and whether `ANTHROPIC_API_KEY` was set in
-//! `<root>/teams/<team>/fake-claude-<name>.json`. `FAKE_CLAUDE_DIALOG=trust|api-key|bypass|
+//! `<root>/teams/<team>/fake-claude-<name>.json`. `CLAUDE_CODE_FAKE_DIALOG=trust|api-key|bypass|
 //! onboarding` makes it print that first-run dialog and hang, never registering.
 
 use std::collections::VecDeque;
@@ -74,7 +74,7 @@ fn main() {
         &js::to_pretty(&record),
     );
 
-    if let Ok(dialog) = std::env::var("FAKE_CLAUDE_DIALOG") {
+    if let Ok(dialog) = std::env::var("CLAUDE_CODE_FAKE_DIALOG") {
         let lines: &[&str] = match dialog.as_str() {
             "trust" => &["Quick safety check: Is this a project you … trust?"],
             "api-key" => &[

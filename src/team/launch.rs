@@ -442,8 +442,9 @@ impl Launcher {
                 m.tmux_pane_id = pane.to_string();
                 m.backend_type = Some("tmux".to_owned());
                 m.engine = Some(engine.to_string());
+                // No `isActive` yet: the client writes it at its first turn, and until it
+                // does, a client that never gets there is looked at for a first-run dialog.
                 if engine == Engine::Claude {
-                    m.is_active = Some(false);
                     m.pid = pid;
                 }
             })?;

@@ -145,3 +145,40 @@ fn a_killed_claude_code_teammate_is_noticed_and_its_task_returned() {
     let seen = member(&env, "rev");
     assert_eq!(seen["alive"], false, "{seen}");
 }
+
+#[test]
+fn a_claude_code_teammate_stuck_at_a_dialog_is_reported() {
+    let env = TestEnv::new();
+    env.run(&["team", "create", "t"]).success();
+    let spawned = crate::harness::run(
+        env.swarm(&[
+            "--team",
+            "t",
+            "spawn",
+            "stuck",
+            "--engine",
+            "claude",
+            "--claude-bin",
+            FAKE_CLAUDE,
+            "--prompt",
+            "hello",
+        ])
+        // The stand-in shows the folder-trust dialog and waits, as the client does.
+        .env("CLAUDE_CODE_FAKE_DIALOG", "trust"),
+    );
+    spawned.success();
+    assert!(
+        wait_until(WAIT, || member(&env, "stuck")["state"] == "blocked"),
+        "{}",
+        member(&env, "stuck")
+    );
+    let detail = member(&env, "stuck")["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(detail.contains("folder trust"), "{detail}");
+    assert!(wait_until(WAIT, || lead_heard(
+        &env,
+        "stuck has not started"
+    )));
+}

@@ -160,7 +160,8 @@ fn a_claude_teammate_starts_in_its_pane_as_claude_codes_lead_starts_one() {
         ("tmuxPaneId", json!(pane)),
         ("backendType", json!("tmux")),
         ("model", json!("claude-sonnet-4-5")),
-        ("isActive", json!(false)),
+        // Left to the client's first turn (until then, a first-run dialog is looked for).
+        ("isActive", Value::Null),
         ("engine", json!("claude")),
         ("pid", json!(pid)),
         ("agentType", json!("general-purpose")),

@@ -220,7 +220,7 @@ fn a_dialog_blocked_fake_prints_it_and_never_registers() {
         .env("CLAUDECODE", "1")
         .env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS", "1")
         .env("CLAUDE_CONFIG_DIR", &env.root)
-        .env("FAKE_CLAUDE_DIALOG", "trust")
+        .env("CLAUDE_CODE_FAKE_DIALOG", "trust")
         .stdout(std::fs::File::create(&out).unwrap());
     let mut worker = Guarded(Some(cmd.spawn().unwrap()));
     assert!(wait_until(WAIT, || std::fs::read_to_string(&out)
