@@ -13,6 +13,7 @@ pub mod error;
 pub mod fault;
 pub mod json;
 pub mod lock;
+mod lock_record;
 pub mod no_symlinks;
 pub mod process;
 pub mod text;
