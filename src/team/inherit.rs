@@ -266,19 +266,8 @@ pub fn teammate_command(
         argv.push(permission_timeout_flag(t));
     }
 
-    let (mut plain, secret) = environment(lead, env);
-    plain.insert(
-        "SWARM_AGENT_ID".to_owned(),
-        agent_id(&spawn.name, &spawn.team),
-    );
-    plain.insert("SWARM_AGENT_NAME".to_owned(), spawn.name.to_string());
-    plain.insert("SWARM_TEAM".to_owned(), spawn.team.to_string());
-    TeammateCommand {
-        argv,
-        env: plain.into_iter().collect(),
-        secret_env: secret.into_iter().collect(),
-        cwd: spawn.cwd.clone(),
-    }
+    let (plain, secret) = environment(lead, env);
+    with_identity(argv, plain, secret, spawn)
 }
 
 /// Where a Claude Code teammate starts, besides what [`SpawnSpec`] says.
@@ -356,6 +345,17 @@ pub fn claude_command(
     {
         plain.insert("ANTHROPIC_BASE_URL".to_owned(), u.clone());
     }
+    with_identity(argv, plain, secret, spawn)
+}
+
+/// The command, with the teammate's identity added to its environment (so a `swarm`
+/// command it runs acts as that teammate).
+fn with_identity(
+    argv: Vec<String>,
+    mut plain: BTreeMap<String, String>,
+    secret: BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+) -> TeammateCommand {
     plain.insert(
         "SWARM_AGENT_ID".to_owned(),
         agent_id(&spawn.name, &spawn.team),
