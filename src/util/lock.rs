@@ -169,12 +169,10 @@ pub fn try_lock(anchor: &Path, timeout: Duration) -> Result<Option<Locked>> {
     }
 }
 
-/// Takes only the flock on `anchor`'s sidecar, not Claude Code's directory lock of
-/// `anchor` itself: for operations that mutate other files, each of which the caller then
-/// locks with [`Locked::also_lock_dir`] (claiming one task of a list).
-pub fn lock_sidecar_only(anchor: &Path, timeout: Duration) -> Result<Locked> {
-    let deadline = Instant::now() + timeout;
-    let sidecar = flock_sidecar(anchor, Some(deadline))?.expect("waits until the deadline");
+/// The hold of a freshly taken flock, cleared of whatever a dead holder of it left: its
+/// lock of `anchor`, any further ones it took inside it (per-task locks), their staging
+/// directories.
+fn holding(anchor: &Path, sidecar: File, timeout: Duration) -> Result<Locked> {
     let mut locked = Locked {
         dirs: Vec::new(),
         sidecar,
@@ -191,24 +189,22 @@ pub fn lock_sidecar_only(anchor: &Path, timeout: Duration) -> Result<Locked> {
     Ok(locked)
 }
 
+/// Takes only the flock on `anchor`'s sidecar, not Claude Code's directory lock of
+/// `anchor` itself: for operations that mutate other files, each of which the caller then
+/// locks with [`Locked::also_lock_dir`] (claiming one task of a list).
+pub fn lock_sidecar_only(anchor: &Path, timeout: Duration) -> Result<Locked> {
+    let deadline = Instant::now() + timeout;
+    let sidecar = flock_sidecar(anchor, Some(deadline))?.expect("waits until the deadline");
+    holding(anchor, sidecar, timeout)
+}
+
 fn finish_lock(
     anchor: &Path,
     sidecar: File,
     deadline: Instant,
     timeout: Duration,
 ) -> Result<Locked> {
-    let mut locked = Locked {
-        dirs: Vec::new(),
-        sidecar,
-        anchor: anchor.to_path_buf(),
-        timeout,
-    };
-    // Whatever a dead holder of this flock left: its lock of `anchor`, any further ones it
-    // took inside it (per-task locks), their staging directories.
-    let orphans = read_record(&mut locked.sidecar);
-    for entry in &orphans {
-        break_orphan(&entry.lock_path(), &orphans);
-    }
+    let mut locked = holding(anchor, sidecar, timeout)?;
     locked.take_dir(anchor, deadline)?;
     fault::point("lock.held");
     Ok(locked)
@@ -321,20 +317,33 @@ fn block_until(file: File, deadline: Instant) -> Option<std::io::Result<File>> {
 /// Moves the recorded staging directory `staged` to `path`, the directory lock, waiting
 /// until `deadline` while someone else (Claude Code) holds it.
 fn place(staged: &Path, path: &Path, deadline: Instant) -> Result<DirLock> {
+    match make_dir_lock(path, deadline, || rename_no_replace(staged, path)) {
+        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(nix::libc::EINVAL) => {
+            // The filesystem cannot rename without replacing: make the lock in place, as
+            // proper-lockfile does.
+            let _ = std::fs::remove_dir(staged);
+            make_dir_lock(path, deadline, || std::fs::create_dir(path))
+        }
+        placed => placed,
+    }
+}
+
+/// Makes the directory lock `path` with `make` (which fails with `AlreadyExists` while
+/// someone holds it), breaking it when stale and otherwise waiting until `deadline`.
+fn make_dir_lock(
+    path: &Path,
+    deadline: Instant,
+    mut make: impl FnMut() -> io::Result<()>,
+) -> Result<DirLock> {
     let started = Instant::now();
     let mut backoff = Backoff::new();
     loop {
-        match rename_no_replace(staged, path) {
+        match make() {
             Ok(()) => return DirLock::held(path),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 if break_stale(path) {
                     continue;
                 }
-            }
-            Err(e) if e.raw_os_error() == Some(nix::libc::EINVAL) => {
-                // The filesystem cannot rename without replacing: make the lock in place.
-                let _ = std::fs::remove_dir(staged);
-                return DirLock::acquire(path, deadline);
             }
             Err(e) => return Err(Error::io("create lock directory", path, e)),
         }
@@ -379,31 +388,6 @@ impl DirLock {
             path: path.to_path_buf(),
             refresh_id: refresher::register(path.to_path_buf()),
         })
-    }
-
-    /// Proper-lockfile's own way, `mkdir` in place: only where the filesystem cannot
-    /// rename without replacing.
-    fn acquire(path: &Path, deadline: Instant) -> Result<DirLock> {
-        let started = Instant::now();
-        let mut backoff = Backoff::new();
-        loop {
-            match std::fs::create_dir(path) {
-                Ok(()) => return DirLock::held(path),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if break_stale(path) {
-                        continue;
-                    }
-                }
-                Err(e) => return Err(Error::io("create lock directory", path, e)),
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::LockTimeout {
-                    path: path.to_path_buf(),
-                    waited: started.elapsed(),
-                });
-            }
-            backoff.sleep(deadline);
-        }
     }
 }
 
