@@ -5,10 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
 use swarm::store::tasks::{NewTask, TaskList};
 
-use crate::harness::{Guarded, TestEnv, run, wait_timeout, wait_until};
+use crate::harness::{Guarded, TestEnv, inbox_texts, run, wait_timeout, wait_until};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -22,21 +21,6 @@ fn wait_all(children: Vec<Child>) -> Vec<String> {
             assert!(status.success(), "stress process failed: {status:?}");
             out
         })
-        .collect()
-}
-
-fn texts(env: &TestEnv, agent: &str) -> Vec<String> {
-    let path = env.root.join(format!("teams/t/inboxes/{agent}.json"));
-    // No inbox yet: every writer was killed before its first message was committed.
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let inbox: Value = serde_json::from_slice(&bytes).expect("inbox parses");
-    inbox
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().to_owned())
         .collect()
 }
 
@@ -61,7 +45,7 @@ fn fan_in_8_senders_x_250_messages_all_arrive_once() {
         })
         .collect();
     wait_all(children);
-    let got = texts(&env, "sink");
+    let got = inbox_texts(&env, "t", "sink");
     assert_eq!(got.len(), 2000);
     let unique: HashSet<&String> = got.iter().collect();
     assert_eq!(unique.len(), 2000, "duplicates");
@@ -105,7 +89,7 @@ fn send_against_acknowledge_delivers_each_message_exactly_once() {
     assert_eq!(unique.len(), 2000, "lost messages");
     assert_eq!(lines.len(), 2000, "delivered twice");
     assert!(
-        texts(&env, "sink").is_empty(),
+        inbox_texts(&env, "t", "sink").is_empty(),
         "acknowledged messages resurrected"
     );
     let log =
@@ -164,7 +148,7 @@ fn all_to_all_among_six_agents_while_each_reads_its_own() {
         for (from, seq) in per_sender {
             assert_eq!(seq, (0..per_pair).collect::<Vec<_>>(), "{from} -> {agent}");
         }
-        assert!(texts(&env, &agent).is_empty());
+        assert!(inbox_texts(&env, "t", &agent).is_empty());
     }
 }
 
@@ -204,7 +188,7 @@ fn kill_9_of_writers_never_corrupts_or_loses_an_acknowledged_send() {
             w.kill().unwrap();
             w.wait().unwrap();
         }
-        let present: HashSet<String> = texts(&env, "sink").into_iter().collect();
+        let present: HashSet<String> = inbox_texts(&env, "t", "sink").into_iter().collect();
         let acked_text = std::fs::read_to_string(&acked).unwrap_or_default();
         for line in acked_text.lines() {
             // The acked log line is written after the send returned; a torn last line is the

@@ -7,21 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::harness::{TestEnv, run};
-
-fn inbox_texts(env: &TestEnv, agent: &str) -> Vec<String> {
-    let path = env.root.join(format!("teams/t/inboxes/{agent}.json"));
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let inbox: Value = serde_json::from_slice(&bytes).expect("inbox parses");
-    inbox
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().to_owned())
-        .collect()
-}
+use crate::harness::{TestEnv, inbox_texts, run};
 
 fn killed(status: std::process::ExitStatus) -> bool {
     status.signal() == Some(libc_sigkill())
@@ -63,7 +49,7 @@ fn a_writer_killed_right_after_taking_the_dir_lock_does_not_stall_the_next() {
         .swarm(&["--team", "t", "send", "bob", "second"])
         .env("SWARM_LOCK_TIMEOUT_MS", "3000"))
     .success();
-    assert!(inbox_texts(&env, "bob").contains(&"second".to_owned()));
+    assert!(inbox_texts(&env, "t", "bob").contains(&"second".to_owned()));
     assert!(lock_dirs(&inboxes).is_empty());
 }
 
@@ -157,7 +143,7 @@ fn a_send_that_fails_on_a_full_disk_is_never_delivered_later() {
     env.run(&["--team", "t", "send", "bob", "after", "--from", "alice"])
         .success();
     env.run(&["--team", "t", "inbox", "bob"]).success();
-    let texts = inbox_texts(&env, "bob");
+    let texts = inbox_texts(&env, "t", "bob");
     assert!(texts.contains(&"after".to_owned()));
     assert!(
         !texts.contains(&"ghost".to_owned()),
@@ -203,7 +189,7 @@ fn an_ack_that_fails_on_a_full_disk_keeps_the_message_and_a_readable_log() {
         "a failed append leaves the log as it was"
     );
     assert!(
-        inbox_texts(&env, "bob").contains(&body),
+        inbox_texts(&env, "t", "bob").contains(&body),
         "an unacknowledged message stays in the inbox"
     );
     disk.empty();
@@ -218,7 +204,7 @@ fn an_ack_that_fails_on_a_full_disk_keeps_the_message_and_a_readable_log() {
         logged.contains(&body),
         "the acknowledged message is in a readable line of the log"
     );
-    assert!(!inbox_texts(&env, "bob").contains(&body));
+    assert!(!inbox_texts(&env, "t", "bob").contains(&body));
 }
 
 /// Plants `link` → `target` and checks that `args` refuse with exit 1, naming the link, and
@@ -319,7 +305,7 @@ fn symlinks_under_the_root_are_never_followed() {
     );
     // With every link gone, everything works again and nothing was lost.
     env.run(&send).success();
-    let texts = inbox_texts(&env, "bob");
+    let texts = inbox_texts(&env, "t", "bob");
     assert!(
         texts.contains(&"hello".to_owned()) && texts.contains(&"hi".to_owned()),
         "{texts:?}"

@@ -470,3 +470,19 @@ impl TestEnv {
         repo
     }
 }
+
+/// The texts in `agent`'s inbox file as it is on disk (which must parse: that is part of
+/// what tests check), oldest first; none if there is no inbox yet.
+pub fn inbox_texts(env: &TestEnv, team: &str, agent: &str) -> Vec<String> {
+    let path = env.root.join(format!("teams/{team}/inboxes/{agent}.json"));
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let inbox: serde_json::Value = serde_json::from_slice(&bytes).expect("inbox parses");
+    inbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_owned())
+        .collect()
+}
