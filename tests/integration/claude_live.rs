@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use swarm::store::names::AgentName;
 use swarm::store::protocol::{Protocol, ShutdownApproved};
 use swarm::store::roster::{self, Member};
-use swarm::store::tasks::{Status, TaskList};
+use swarm::store::tasks::Status;
 
 use crate::harness::{Guarded, TestEnv, run_timeout, wait_until};
 
@@ -112,17 +112,6 @@ fn alive(pid: i32) -> bool {
             .contains(") Z ")
 }
 
-fn task_list(env: &TestEnv) -> TaskList {
-    TaskList::new(&env.store_root(), &env.team_name("t"))
-}
-
-fn on_roster(env: &TestEnv, name: &str) -> bool {
-    roster::load(&env.store_root(), &env.team_name("t"))
-        .unwrap()
-        .member(name)
-        .is_some()
-}
-
 fn terminated_notes(env: &TestEnv, name: &str) -> usize {
     env.lead_inbox("t")
         .iter()
@@ -184,9 +173,9 @@ fn the_lead_returns_a_killed_claude_code_members_tasks_and_says_so_once() {
     let _lead = Guarded(Some(lead.spawn().unwrap()));
     // Alive and working: the lead leaves it alone.
     std::thread::sleep(Duration::from_secs(1));
-    assert!(task_list(&env).get("1").unwrap().owned_by("cc"));
+    assert!(env.task_list("t").get("1").unwrap().owned_by("cc"));
     kill9(pid);
-    let list = task_list(&env);
+    let list = env.task_list("t");
     assert!(
         wait_until(T, || list.get("1").unwrap().status == Status::Pending),
         "the lead left task 1 with {:?}",
@@ -249,7 +238,7 @@ fn a_claude_code_member_that_approves_is_removed_only_once_its_process_exits() {
     // Its word is not enough while its process runs.
     std::thread::sleep(Duration::from_secs(2));
     assert!(shutdown.is_running(), "shutdown ended while cc still ran");
-    assert!(on_roster(&env, "cc"));
+    assert!(env.on_roster("t", "cc"));
     // Then it exits, as Claude Code does after approving.
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
@@ -260,8 +249,8 @@ fn a_claude_code_member_that_approves_is_removed_only_once_its_process_exits() {
     assert!(status.success(), "{out}");
     assert!(out.contains("agreed and exited"), "{out}");
     assert!(out.contains("removed from the roster"), "{out}");
-    assert!(!on_roster(&env, "cc"));
-    assert_eq!(task_list(&env).get("1").unwrap().status, Status::Pending);
+    assert!(!env.on_roster("t", "cc"));
+    assert_eq!(env.task_list("t").get("1").unwrap().status, Status::Pending);
 }
 
 #[test]
@@ -291,7 +280,7 @@ fn a_claude_code_member_that_never_answers_is_stopped_by_the_ladder() {
         out.stdout
     );
     assert!(!alive(pid), "cc's process still runs");
-    assert!(!on_roster(&env, "cc"));
+    assert!(!env.on_roster("t", "cc"));
 }
 
 #[test]
@@ -314,8 +303,8 @@ fn a_claude_code_member_whose_pane_is_gone_is_removed_with_its_tasks_returned() 
         "{}",
         out.stdout
     );
-    assert!(!on_roster(&env, "cc"));
-    assert_eq!(task_list(&env).get("1").unwrap().status, Status::Pending);
+    assert!(!env.on_roster("t", "cc"));
+    assert_eq!(env.task_list("t").get("1").unwrap().status, Status::Pending);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use swarm::store::names::AgentName;
 use swarm::store::protocol::{Protocol, ShutdownApproved};
 use swarm::store::roster::{self, Member};
-use swarm::store::tasks::{Status, TaskList};
+use swarm::store::tasks::Status;
 
 use crate::harness::{Guarded, TestEnv, run, run_timeout, wait_until};
 use crate::team_tmux::{T, idle_model, member, status};
@@ -110,17 +110,6 @@ fn a_key_reaches_its_teammate_and_no_tmux_process_or_later_pane() {
     assert!(!teammate.contains(OTHER_SECRET), "a key not passed on");
 }
 
-fn task_list(env: &TestEnv) -> TaskList {
-    TaskList::new(&env.store_root(), &env.team_name("t"))
-}
-
-fn on_roster(env: &TestEnv, name: &str) -> bool {
-    roster::load(&env.store_root(), &env.team_name("t"))
-        .unwrap()
-        .member(name)
-        .is_some()
-}
-
 #[test]
 fn shutting_down_a_member_that_never_started_returns_its_tasks() {
     let env = TestEnv::with_team("t", &["hal"]);
@@ -133,8 +122,8 @@ fn shutting_down_a_member_that_never_started_returns_its_tasks() {
         "{}",
         out.stdout
     );
-    assert!(!on_roster(&env, "hal"));
-    let task = task_list(&env).get("1").unwrap();
+    assert!(!env.on_roster("t", "hal"));
+    let task = env.task_list("t").get("1").unwrap();
     assert_eq!(task.status, Status::Pending, "{task:?}");
     assert_eq!(task.owner, None);
 }
@@ -152,7 +141,7 @@ fn the_lead_returns_tasks_whose_owner_left_the_roster_some_other_way() {
         Ok(())
     })
     .unwrap();
-    let list = task_list(&env);
+    let list = env.task_list("t");
     assert!(list.get("1").unwrap().owned_by("hal"));
     let mut lead = env.swarm(&["--team", "t", "lead"]);
     lead.stdout(std::process::Stdio::null())
@@ -180,8 +169,8 @@ fn a_removal_killed_before_its_tasks_were_returned_is_finished_by_the_next_look(
         Some(9),
         "{out:?}"
     );
-    assert!(!on_roster(&env, "hal"));
-    let list = task_list(&env);
+    assert!(!env.on_roster("t", "hal"));
+    let list = env.task_list("t");
     assert!(list.get("1").unwrap().owned_by("hal"));
     // Whoever looks next (here `swarm status`, which reconciles as the lead does).
     env.run(&["--team", "t", "status"]).success();
@@ -233,7 +222,7 @@ fn a_member_swarm_cannot_see_stays_on_the_roster_when_it_does_not_answer() {
         "{}",
         out.stdout
     );
-    assert!(on_roster(&env, "cc"));
+    assert!(env.on_roster("t", "cc"));
     // It was asked, the way Claude Code understands.
     let inbox = swarm::store::mailbox::read_all(
         &env.store_root(),
@@ -247,13 +236,13 @@ fn a_member_swarm_cannot_see_stays_on_the_roster_when_it_does_not_answer() {
             .any(|d| matches!(d.envelope.protocol(), Some(Protocol::ShutdownRequest(_))))
     );
     // It may still be working on its task.
-    assert!(task_list(&env).get("1").unwrap().owned_by("cc"));
+    assert!(env.task_list("t").get("1").unwrap().owned_by("cc"));
     // Forced, there is nothing swarm could signal: the same refusal, at once.
     let out = env
         .run(&["--team", "t", "shutdown", "cc", "--force"])
         .failure(4);
     assert!(out.stderr.contains("cannot tell"), "{}", out.stderr);
-    assert!(on_roster(&env, "cc"));
+    assert!(env.on_roster("t", "cc"));
 }
 
 #[test]
@@ -294,6 +283,6 @@ fn a_member_swarm_cannot_see_leaves_when_it_agrees() {
     let out = std::fs::read_to_string(&out_path).unwrap();
     assert!(status.success(), "{out}");
     assert!(out.contains("removed from the roster"), "{out}");
-    assert!(!on_roster(&env, "cc"));
-    assert_eq!(task_list(&env).get("1").unwrap().status, Status::Pending);
+    assert!(!env.on_roster("t", "cc"));
+    assert_eq!(env.task_list("t").get("1").unwrap().status, Status::Pending);
 }

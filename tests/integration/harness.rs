@@ -81,6 +81,18 @@ impl TestEnv {
         TeamName::new(team).unwrap()
     }
 
+    pub fn task_list(&self, team: &str) -> swarm::store::tasks::TaskList {
+        swarm::store::tasks::TaskList::new(&self.store_root(), &self.team_name(team))
+    }
+
+    /// Whether `name` is on `team`'s roster.
+    pub fn on_roster(&self, team: &str, name: &str) -> bool {
+        swarm::store::roster::load(&self.store_root(), &self.team_name(team))
+            .unwrap()
+            .member(name)
+            .is_some()
+    }
+
     /// The environment every child gets: nothing of the user's, and our own root/socket.
     pub fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
