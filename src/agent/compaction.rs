@@ -15,7 +15,8 @@
 //!   results, so every `tool_use` keeps its `tool_result`. If the summary request fails,
 //!   [`drop_oldest`] cuts the older half of the turns instead.
 //! - A teammate starting a new task starts from a [`digest`] of its earlier tasks, built
-//!   here without a model call.
+//!   here without a model call, as a user turn of its own followed by a fixed
+//!   acknowledgement, so the new task is still the latest user turn by itself.
 
 use crate::llm::{ContentBlock, Message, Request, Role, Usage};
 

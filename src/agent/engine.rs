@@ -394,13 +394,23 @@ impl Engine {
     }
 
     /// Starts the next piece of work from `digest` alone: the earlier turns go (without a
-    /// model call). Nothing happens to an empty conversation.
+    /// model call). Nothing happens to an empty conversation. The digest is a turn of its
+    /// own, acknowledged, so the work that follows is still the latest user turn by itself
+    /// (which is what a scripted model matches on).
     pub fn start_from_digest<H: Host>(&mut self, host: &mut H, digest: String) {
         if self.messages.is_empty() {
             return;
         }
         let before = self.estimate.basis.map_or(0, |(t, _)| t);
-        self.messages = vec![Message::user_text(digest.clone())];
+        self.messages = vec![
+            Message::user_text(digest.clone()),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text {
+                    text: "Noted: that is my earlier work.".to_owned(),
+                }],
+            },
+        ];
         let after = (digest.len() / 4) as u64;
         self.recompacted("digest", digest, before, after);
         host.event(Event::Compacted {

@@ -402,7 +402,11 @@ fn a_teammate_starts_its_next_task_from_a_digest_not_the_earlier_turns() {
         .find(|r| last_user_text(r).contains("claimed task #2"))
         .expect("a request for task 2");
     let text = all_text(second);
-    assert_eq!(messages(second).len(), 1, "{text}");
+    assert_eq!(
+        messages(second).len(),
+        3,
+        "the digest, its acknowledgement, the task"
+    );
     assert!(
         text.contains("task #1") && text.contains("first job"),
         "{text}"
