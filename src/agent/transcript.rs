@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use crate::util::clock;
 use crate::util::error::{Error, Result};
+use crate::util::no_symlinks;
 
 /// An open transcript file, appended to.
 pub struct Transcript {
@@ -99,12 +100,12 @@ impl Transcript {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io("create the transcript directory", dir, e))?;
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io("open the transcript", path, e))?;
+        // A planted symlink would make the agent append its conversation elsewhere.
+        let mut file = no_symlinks::open(
+            OpenOptions::new().create(true).read(true).append(true),
+            "open the transcript",
+            path,
+        )?;
         cut_torn_tail(&mut file).map_err(|e| Error::io("repair the transcript", path, e))?;
         Ok(Transcript {
             path: path.to_owned(),
@@ -214,11 +215,11 @@ fn cut_torn_tail(file: &mut File) -> std::io::Result<()> {
 
 /// Replays the transcript at `path`; `None` when there is none.
 pub fn restore(path: &Path) -> Result<Option<Restored>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("read the transcript", path, e)),
+    let Some(bytes) = no_symlinks::read(path)? else {
+        return Ok(None);
     };
+    // A torn write may end inside a character: that line is skipped like any torn one.
+    let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Restored::default();
     // User blocks wait for the response that answered them.

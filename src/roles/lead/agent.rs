@@ -594,3 +594,39 @@ fn all_done(tasks: &TaskList) -> bool {
                 .all(|t| t.status == Status::Completed)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tasks::NewTask;
+
+    #[test]
+    fn the_team_state_for_a_compacted_context_has_goal_roster_board_and_open_requests() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let team = TeamName::new("t").unwrap();
+        crate::store::roster::create(&root, &team, None, t.path()).unwrap();
+        TaskList::new(&root, &team)
+            .create(NewTask {
+                subject: "Write the parser".into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+        let request = crate::store::protocol::PermissionRequest {
+            request_id: crate::store::protocol::permission_request_id(),
+            agent_id: "bob".into(),
+            tool_name: "Bash".into(),
+            tool_use_id: "toolu_1".into(),
+            description: "Bash(rm -rf build)".into(),
+            input: serde_json::json!({"command": "rm -rf build"}),
+            permission_suggestions: Vec::new(),
+        };
+        approvals::record(&root, &team, &approvals::from_permission(&request)).unwrap();
+        let id = request.request_id.clone();
+        let state = team_state(&root, &team, "GOAL-9");
+        assert!(state.contains("GOAL-9"), "{state}");
+        assert!(state.contains("team-lead"), "roster: {state}");
+        assert!(state.contains("#1 [pending] Write the parser"), "{state}");
+        assert!(state.contains(&format!("{id} from bob")), "{state}");
+    }
+}
