@@ -173,7 +173,8 @@ impl Engine {
         }
     }
 
-    /// Takes up a conversation restored from a transcript.
+    /// Takes up a conversation restored from a transcript. Tool calls whose results were
+    /// lost get an error result each, recorded with the next response like any user block.
     pub fn restore(&mut self, r: Restored) {
         self.messages = r.messages;
         self.usage = r.usage;
@@ -181,6 +182,10 @@ impl Engine {
         self.model_calls = r.model_calls;
         self.unrecorded.clear();
         self.estimate = Estimate::default();
+        let lost = transcript::lost_results(&self.messages);
+        if !lost.is_empty() {
+            self.push_user(lost);
+        }
     }
 
     /// Adds `text` as the next user message and runs until the model ends its turn.

@@ -24,7 +24,9 @@
 //! last `compaction` record, which holds everything before it, so its result stays as
 //! small as the compacted context; the file itself is never rewritten or rotated (an
 //! append-only file is what survives a crash at any point). `user` records not followed
-//! by a `response` (the request never got its answer) are left out. A torn last line (a
+//! by a `response` (the request never got its answer) are left out, so the conversation
+//! may end in tool calls whose results were lost: `Engine::restore` answers them
+//! ([`lost_results`]) as its next user blocks, which the next record then carries. A torn last line (a
 //! crash mid-write) is skipped, and cut off when the file is next opened for appending;
 //! an unreadable line before the last is an error naming the file and line.
 
@@ -281,7 +283,6 @@ pub fn restore(path: &Path) -> Result<Option<Restored>> {
             }
         }
     }
-    close_open_calls(&mut out.messages);
     Ok(Some(out))
 }
 
@@ -297,22 +298,18 @@ pub fn push_user(messages: &mut Vec<Message>, blocks: Vec<ContentBlock>) {
 }
 
 /// A conversation restored after its last response may end in tool calls whose results
-/// were lost with the process: answer each, so the next user message is valid.
-fn close_open_calls(messages: &mut Vec<Message>) {
+/// were lost with the process: the answers that keep the next user message valid.
+pub fn lost_results(messages: &[Message]) -> Vec<ContentBlock> {
     let Some(last) = messages.last().filter(|m| m.role == Role::Assistant) else {
-        return;
+        return Vec::new();
     };
-    let results: Vec<ContentBlock> = last
-        .tool_uses()
+    last.tool_uses()
         .map(|(id, _, _)| ContentBlock::ToolResult {
             tool_use_id: id.to_owned(),
             content: "The agent stopped before this call's result was recorded. It may or may not have run: check its effect before repeating it.".to_owned(),
             is_error: true,
         })
-        .collect();
-    if !results.is_empty() {
-        push_user(messages, results);
-    }
+        .collect()
 }
 
 #[cfg(test)]
@@ -390,7 +387,7 @@ mod tests {
     }
 
     #[test]
-    fn restore_starts_from_the_last_compaction_and_answers_open_calls() {
+    fn restore_starts_from_the_last_compaction_and_open_calls_get_answers() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bob.jsonl");
         assert_eq!(restore(&path).unwrap(), None);
@@ -424,10 +421,10 @@ mod tests {
         .unwrap();
         let r = restore(&path).unwrap().unwrap();
         assert_eq!(r.messages[0], Message::user_text("summary + task"));
-        assert_eq!(r.messages.len(), 3);
+        assert_eq!(r.messages.len(), 2);
         assert!(matches!(
-            &r.messages[2].content[0],
-            ContentBlock::ToolResult { tool_use_id, is_error: true, .. } if tool_use_id == "toolu_1"
+            &lost_results(&r.messages)[..],
+            [ContentBlock::ToolResult { tool_use_id, is_error: true, .. }] if tool_use_id == "toolu_1"
         ));
         assert_eq!((r.model_calls, r.usage.input_tokens), (3, 99));
         assert_eq!(r.acked, vec!["k1".to_owned()]);

@@ -424,3 +424,99 @@ fn a_teammate_starts_its_next_task_from_a_digest_not_the_earlier_turns() {
         "task 1's tool results came along: {text}"
     );
 }
+
+struct QuietHost {
+    ctx: swarm::agent::tools::ToolContext,
+}
+
+impl swarm::agent::engine::Host for QuietHost {
+    fn ctx(&self) -> &swarm::agent::tools::ToolContext {
+        &self.ctx
+    }
+    async fn authorize(
+        &mut self,
+        _: swarm::config::tools::ToolName,
+        _: &Value,
+        _: &str,
+        _: &str,
+    ) -> swarm::agent::engine::Authorization {
+        swarm::agent::engine::Authorization::Deny("test".into())
+    }
+    async fn exit_plan_mode(&mut self, _: &str) -> swarm::agent::tools::ToolOutcome {
+        swarm::agent::tools::ToolOutcome::err("no plans here")
+    }
+    async fn interject(&mut self) -> Option<String> {
+        None
+    }
+    fn committed(&mut self) {}
+    fn event(&mut self, _: swarm::agent::engine::Event) {}
+}
+
+#[test]
+fn a_restored_engine_answers_calls_whose_results_were_lost_and_its_transcript_stays_valid() {
+    use swarm::agent::engine::Engine;
+    use swarm::agent::transcript::{Transcript, response_record};
+    use swarm::llm::{ContentBlock, Usage};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("transcripts/solo.jsonl");
+    // As a crash leaves it: a response asking for a tool, and no result recorded.
+    let mut t = Transcript::open(&path).unwrap();
+    t.record_turn(
+        vec![ContentBlock::Text {
+            text: "build it".into(),
+        }],
+        response_record(
+            &[ContentBlock::ToolUse {
+                id: "toolu_lost".into(),
+                name: "Bash".into(),
+                input: json!({"command": "make"}),
+            }],
+            Usage::default(),
+            "scripted",
+            0.0,
+            vec![],
+        ),
+    )
+    .unwrap();
+    drop(t);
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("Resumed fine.")));
+    let run = |prompt: &str| {
+        let client: std::sync::Arc<dyn swarm::llm::LlmClient> = std::sync::Arc::from(
+            swarm::llm::build_client(&swarm::llm::LlmConfig::scripted(&model.url()).unwrap())
+                .unwrap(),
+        );
+        let mut engine = Engine::new(
+            client,
+            "scripted".into(),
+            "You are a test.".into(),
+            swarm::config::tools::ToolName::SOLO.to_vec(),
+        );
+        engine.restore(transcript::restore(&path).unwrap().unwrap());
+        engine.transcript = Some(Transcript::open(&path).unwrap());
+        let mut host = QuietHost {
+            ctx: swarm::agent::tools::ToolContext::new(
+                dir.path().to_path_buf(),
+                AgentName::new("solo").unwrap(),
+                swarm::config::permissions::PermissionMode::Default,
+            ),
+        };
+        model
+            .runtime
+            .block_on(engine.run(&mut host, prompt.to_owned()))
+            .unwrap();
+    };
+    run("you were resumed");
+    let first = &model.requests()[0];
+    let last = &messages(first)[2];
+    assert_eq!(last["content"][0]["type"], "tool_result");
+    assert_eq!(last["content"][0]["tool_use_id"], "toolu_lost");
+    assert_eq!(last["content"][1]["text"], "you were resumed");
+    // The answer was recorded with the next response: a second resume sends the same turns.
+    run("again");
+    let second = &model.requests()[1];
+    assert!(
+        messages(second)[..3] == messages(first)[..],
+        "the second resume lost or changed turns"
+    );
+    assert_eq!(messages(second).len(), 5);
+}
