@@ -46,6 +46,8 @@ fn member(name: &str, color: &str, state: &str) -> MemberStatus {
         cost_usd: 0.0,
         model_calls: 0,
         exit_code: None,
+        rate_limited_until: None,
+        rate_limit_reason: None,
         pane_record: None,
         state_file: None,
     }
