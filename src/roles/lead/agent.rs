@@ -33,7 +33,7 @@ use crate::agent::transcript::Transcript;
 use crate::config::permissions::Approver;
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
-use crate::llm::{self, LlmConfig};
+use crate::llm::{self, LlmConfig, StreamEvent};
 use crate::store::approvals;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Delivery};
@@ -377,6 +377,18 @@ impl Host for LeadHost {
     }
 
     fn event(&mut self, event: Event) {
+        // Written so that `swarm status` and the team's panes show the wait.
+        match &event {
+            Event::Stream(StreamEvent::RateLimited { until_ms, reason }) => {
+                self.state.set_rate_limited(Some((*until_ms, reason)));
+                self.touch(self.state.activity);
+            }
+            Event::Response { .. } if self.state.rate_limited_until_ms.is_some() => {
+                self.state.set_rate_limited(None);
+                self.touch(self.state.activity);
+            }
+            _ => {}
+        }
         self.display.event(&event);
     }
 
@@ -436,7 +448,10 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
 /// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.
 pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcome, Engine)> {
     llm::install_crypto_provider();
-    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&o.llm)?);
+    let mut llm_config = o.llm.clone();
+    // One 429 makes the whole team wait, together.
+    llm_config.rate_limit_file = Some(o.root.rate_limit_path(&o.team));
+    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
     let mut ctx = ToolContext::new(o.cwd.clone(), AgentName::lead(), PermissionMode::Default);
     ctx.cancel = stop.child_token();
     let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
