@@ -218,7 +218,7 @@ def compact(v):
 
 
 def canonical(body):
-    """system, then tools, then messages: the order of the brief, as bytes."""
+    """A request as the bytes that are counted: its system, then its tools, then its messages."""
     body = strip_cache_control(body or {})
     return "".join(compact(body.get(k)) for k in ("system", "tools", "messages")).encode()
 
