@@ -621,7 +621,10 @@ def run_compaction(figures):
         url = start_server(env, {"rules": [{"name": "ack", "agent": "sink", "reply": {"text": "Got it."}}],
                                  "default": {"text": "OK."}}, log_path)
         env.swarm("team", "create", team)
+        # Compaction's flag: on `swarm spawn` for one teammate. Where it exists elsewhere only
+        # (`swarm run`), the run below says so and goes without it.
         window = flag_supported(env, "spawn", "--context-window")
+        elsewhere = [c for c in ("run", "teammate") if flag_supported(env, c, "--context-window")]
         argv = [B.SWARM, "--team", team, "spawn", "sink"] + (["--context-window", str(WINDOW)] if window else [])
         spawn_env = {**env.env, "SWARM_PROVIDER": "scripted", "SWARM_BASE_URL": url}
         r = subprocess.run(argv, env=spawn_env, cwd=env.work, capture_output=True, text=True, timeout=60)
@@ -657,7 +660,9 @@ def run_compaction(figures):
     step = max(1, len(sizes) // 10)
     series = ", ".join(f"{i + 1}:{sizes[i]:.0f}" for i in range(0, len(sizes), step))
     print(f"tokens: {MESSAGES} messages to one teammate, "
-          + (f"--context-window {WINDOW}" if window else "no --context-window flag in this swarm (no compaction)"))
+          + (f"swarm spawn --context-window {WINDOW}" if window else
+             "no `swarm spawn --context-window` in this swarm, so no compaction"
+             + (f" (the flag exists on: {', '.join(elsewhere)})" if elsewhere else "")))
     print(f"  request size in tokens (request number: size): {series}, {len(sizes)}:{sizes[-1]:.0f}")
     print(f"  first {sizes[0]:.0f}, max {max(sizes):.0f}, last {sizes[-1]:.0f}; "
           f"{'stays under' if bounded else 'exceeds'} the {WINDOW}-token window; the request shrank {drops} times")
