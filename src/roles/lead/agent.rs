@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::display::Display;
 use crate::agent::engine::{Authorization, Engine, Event, Finish, Host};
 use crate::agent::tools::{ToolContext, ToolOutcome};
+use crate::agent::transcript::Transcript;
 use crate::config::permissions::Approver;
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
@@ -61,6 +62,8 @@ pub struct LeadAgentOptions {
     pub stall_after: Duration,
     /// Where each model turn appends its timings, for `scripts/bench`.
     pub timings: Option<std::path::PathBuf>,
+    /// `--context-window`: overrides the model's window from the table.
+    pub context_window: Option<u64>,
 }
 
 /// How the lead's work ended.
@@ -137,6 +140,8 @@ struct LeadHost {
     /// The latest bare idle notification of each teammate, shown at the next wake.
     idle: BTreeMap<String, IdleNotification>,
     state: AgentState,
+    /// The goal, which every compacted context repeats.
+    goal: String,
 }
 
 impl LeadHost {
@@ -374,6 +379,58 @@ impl Host for LeadHost {
     fn event(&mut self, event: Event) {
         self.display.event(&event);
     }
+
+    fn in_flight_keys(&self) -> Vec<String> {
+        self.in_flight.clone()
+    }
+
+    fn compaction_context(&self) -> Option<String> {
+        Some(team_state(&self.root, &self.team, &self.goal))
+    }
+}
+
+/// What the lead must never forget: its goal, the roster, the task board and the requests
+/// waiting for an answer, as they are now.
+fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
+    let mut out = format!("<team state>\nYour goal:\n{goal}\n\n");
+    match status::observe(root, team, None) {
+        Ok(seen) => out.push_str(&status::render_for_width(&seen, clock::now_ms(), 90)),
+        Err(e) => out.push_str(&format!("(the roster could not be read: {e})\n")),
+    }
+    out.push_str("\nTask board:\n");
+    for t in TaskList::new(root, team).list().unwrap_or_default() {
+        if t.is_internal() {
+            continue;
+        }
+        out.push_str(&format!(
+            "- #{} [{}] {}{}{}\n",
+            t.id,
+            t.status.as_str(),
+            t.subject,
+            t.owner.map(|o| format!(" (owner {o})")).unwrap_or_default(),
+            if t.blocked_by.is_empty() {
+                String::new()
+            } else {
+                format!(" (blocked by {})", t.blocked_by.join(", "))
+            }
+        ));
+    }
+    let pending: Vec<approvals::Approval> = approvals::list(root, team)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| a.state == approvals::State::Pending)
+        .collect();
+    if !pending.is_empty() {
+        out.push_str("\nRequests waiting for an answer:\n");
+        for a in pending {
+            out.push_str(&format!(
+                "- {} from {}: {}\n",
+                a.request_id, a.agent, a.summary
+            ));
+        }
+    }
+    out.push_str("</team state>");
+    out
 }
 
 /// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.
@@ -405,6 +462,12 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     );
     engine.max_turns = o.max_turns;
     engine.timings = o.timings.clone();
+    if let Some(n) = o.context_window {
+        engine.context_window = n;
+    }
+    let mut transcript = Transcript::open(&o.root.transcript_path(&o.team, &AgentName::lead()))?;
+    transcript.mark_fresh_start()?;
+    engine.transcript = Some(transcript);
     let mut state = AgentState::new(Activity::Working);
     state.model = Some(o.llm.model.clone());
     let mut host = LeadHost {
@@ -421,6 +484,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         in_flight: Vec::new(),
         idle: BTreeMap::new(),
         state,
+        goal: o.goal.clone(),
     };
     host.display.status(&format!(
         "team-lead@{} · {} · approver: {:?}",
@@ -656,5 +720,35 @@ mod tests {
             waiting_for(&tasks, &seen),
             "task #1 (owned by bob, who is gone), #2 (blocked by #1), #3 (unclaimed)"
         );
+    }
+
+    #[test]
+    fn the_team_state_for_a_compacted_context_has_goal_roster_board_and_open_requests() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let team = TeamName::new("t").unwrap();
+        crate::store::roster::create(&root, &team, None, t.path()).unwrap();
+        TaskList::new(&root, &team)
+            .create(NewTask {
+                subject: "Write the parser".into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+        let request = crate::store::protocol::PermissionRequest {
+            request_id: crate::store::protocol::permission_request_id(),
+            agent_id: "bob".into(),
+            tool_name: "Bash".into(),
+            tool_use_id: "toolu_1".into(),
+            description: "Bash(rm -rf build)".into(),
+            input: serde_json::json!({"command": "rm -rf build"}),
+            permission_suggestions: Vec::new(),
+        };
+        approvals::record(&root, &team, &approvals::from_permission(&request)).unwrap();
+        let id = request.request_id.clone();
+        let state = team_state(&root, &team, "GOAL-9");
+        assert!(state.contains("GOAL-9"), "{state}");
+        assert!(state.contains("team-lead"), "roster: {state}");
+        assert!(state.contains("#1 [pending] Write the parser"), "{state}");
+        assert!(state.contains(&format!("{id} from bob")), "{state}");
     }
 }

@@ -38,6 +38,8 @@ pub struct TeammateOptions {
     pub pane: Option<String>,
     /// Where each model turn appends its timings, for `scripts/bench`.
     pub timings: Option<PathBuf>,
+    /// `--context-window`: overrides the model's window from the table.
+    pub context_window: Option<u64>,
 }
 
 /// Which settings the command line gave (a flag or its environment twin), so that an
