@@ -374,7 +374,8 @@ def changes(requests):
                 grew = i == len(pm) - 1 and y is not None and x.get("role") == y.get("role") \
                     and compact(y.get("content"))[:-1].startswith(compact(x.get("content"))[:-1])
                 if not grew:
-                    found.append((agent, count[agent], f"messages[{i}]"))
+                    digest = y is not None and "<earlier work>" in compact(y.get("content"))[:80]
+                    found.append((agent, count[agent], f"messages[{i}]" + (" (a new task's digest)" if digest else "")))
                 break
     return found
 
@@ -618,8 +619,11 @@ def run_compaction(figures):
     try:
         team = "compact"
         log_path = os.path.join(env.dir, "requests.jsonl")
-        url = start_server(env, {"rules": [{"name": "ack", "agent": "sink", "reply": {"text": "Got it."}}],
-                                 "default": {"text": "OK."}}, log_path)
+        url = start_server(env, {"rules": [
+            {"name": "summary", "agent": "sink", "user_contains": "[swarm compaction]",
+             "reply": {"text": "The lead sent me numbered notes on finished builds; I acknowledged each. Nothing is open."}},
+            {"name": "ack", "agent": "sink", "reply": {"text": "Got it."}}],
+            "default": {"text": "OK."}}, log_path)
         env.swarm("team", "create", team)
         # Compaction's flag: on `swarm spawn` for one teammate. Where it exists elsewhere only
         # (`swarm run`), the run below says so and goes without it.
@@ -642,7 +646,9 @@ def run_compaction(figures):
             B.wait_for(lambda: tail.has(marker), 30, f"sink's request with message {i}", step=0.005)
         wall = time.monotonic() - start
         keep(log_path, "compaction")
-        sizes = [tokens(len(canonical(r["body"]))) for r in read_requests(log_path) if r.get("agent") == "sink"]
+        mine = [r for r in read_requests(log_path) if r.get("agent") == "sink"]
+        sizes = [tokens(len(canonical(r["body"]))) for r in mine]
+        summaries = sum(1 for r in mine if "[swarm compaction]" in compact((r["body"].get("messages") or [{}])[-1]))
     finally:
         env.close()
     figures["tokens.compaction.window_flag"] = "yes" if window else "no"
@@ -653,6 +659,7 @@ def run_compaction(figures):
     figures["tokens.compaction.wall_s"] = round(wall, 1)
     drops = sum(1 for a, b in zip(sizes, sizes[1:]) if b < a)
     figures["tokens.compaction.size_drops"] = drops
+    figures["tokens.compaction.summary_requests"] = summaries
     bounded = max(sizes) <= WINDOW
     figures["tokens.compaction.under_window"] = "yes" if bounded else "no"
     B.target("tokens.compaction.max", f"<= {WINDOW} (--context-window {WINDOW})")
@@ -665,7 +672,8 @@ def run_compaction(figures):
              + (f" (the flag exists on: {', '.join(elsewhere)})" if elsewhere else "")))
     print(f"  request size in tokens (request number: size): {series}, {len(sizes)}:{sizes[-1]:.0f}")
     print(f"  first {sizes[0]:.0f}, max {max(sizes):.0f}, last {sizes[-1]:.0f}; "
-          f"{'stays under' if bounded else 'exceeds'} the {WINDOW}-token window; the request shrank {drops} times")
+          f"{'stays under' if bounded else 'exceeds'} the {WINDOW}-token window; the request shrank {drops} times, "
+          f"{summaries} of the requests asked for a summary")
     print()
 
 
