@@ -501,8 +501,10 @@ def report_job(env, requests, figures):
     figures["tokens.total.prefix_share_after_first"] = round(total["cached"] / (total["input"] - total["first"]), 3)
     B.target("tokens.total.prefix_share", ">= 0.9")
     edits = changes(requests)
-    figures["tokens.requests_not_append_only"] = len(edits)
-    B.target("tokens.requests_not_append_only", "0")
+    digests = [e for e in edits if "digest" in e[2]]
+    figures["tokens.requests_restarted_from_a_digest"] = len(digests)
+    figures["tokens.requests_otherwise_not_append_only"] = len(edits) - len(digests)
+    B.target("tokens.requests_otherwise_not_append_only", "0")
 
     lead = [r for r in requests if r.get("agent") == LEAD]
     lead_input = sum(len(canonical(r["body"])) for r in lead)
