@@ -150,6 +150,9 @@ pub struct ModelServerArgs {
     /// Append one JSON line per request (time, agent, latest user text) to this file
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Append one JSON line per request (time, agent, path, the whole request body) to this file
+    #[arg(long, value_name = "FILE")]
+    pub log_requests: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
