@@ -134,6 +134,8 @@ struct LeadHost {
     approver: Approver,
     display: Display,
     seen: std::collections::HashSet<String>,
+    /// Teammates that sent the lead a message since their last idle notification.
+    reported: std::collections::HashSet<String>,
     /// Mail for the model, wrapped, with its key.
     mail: Vec<(String, String)>,
     in_flight: Vec<String>,
@@ -182,6 +184,7 @@ impl LeadHost {
                     );
                 }
                 None => {
+                    self.reported.insert(e.from.clone());
                     self.display.incoming(&e.from, &e.text);
                     self.mail.push((d.key.clone(), wrap(e.text.clone())));
                     wake = true;
@@ -190,7 +193,11 @@ impl LeadHost {
                     consumed.push(d.key.clone());
                     // Claude Code never says which task it finished (no completedTaskId):
                     // its final words are the only news it sends, so they wake the lead.
-                    let news = n.completed_task_id.is_some()
+                    // A finished task is news only when its teammate has not already
+                    // said so in a message of its own since it last went idle (its prompt
+                    // asks it to); else the lead would take a whole turn to read it twice.
+                    let reported = self.reported.remove(&n.from);
+                    let news = (n.completed_task_id.is_some() && !reported)
                         || n.failure_reason.is_some()
                         || n.summary.is_some()
                         || (n.result.is_some() && self.runs_claude(&n.from));
@@ -495,6 +502,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         approver: o.approver,
         display: Display::new(Some("red")),
         seen: Default::default(),
+        reported: Default::default(),
         mail: Vec::new(),
         in_flight: Vec::new(),
         idle: BTreeMap::new(),
