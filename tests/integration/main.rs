@@ -20,6 +20,7 @@ mod hardening_tmux;
 mod hooks;
 mod layers;
 mod lead_end;
+mod lead_wake;
 mod llm;
 mod llm_openai;
 mod llm_retry;
