@@ -1,10 +1,11 @@
 //! Talking to language models, both ways: one trait, an Anthropic Messages API client,
-//! an OpenAI-compatible client, retries, the shared conversation types, and the scripted
+//! an OpenAI-compatible client, retries, budgets, the shared conversation types, and the scripted
 //! model server that stands in for a real API in tests and the demo.
 //!
 //! Knows nothing of teams, files or tmux. Uses only `util`.
 
 pub mod anthropic;
+pub mod budget;
 pub mod config;
 pub mod http;
 pub mod model_server;

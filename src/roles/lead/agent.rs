@@ -15,6 +15,9 @@
 //! - a protocol message naming another sender than its envelope is dropped with a warning,
 //!   so a request is filed only under the teammate that really sent it.
 //!
+//! - once the team has spent 80 % of its budget, the lead's next turn says so (once); at
+//!   the limit its model call is refused and the run ends with [`Outcome::Budget`].
+//!
 //! The goal is done when every task is completed and the lead, told so, ends its turn.
 //! When nothing moves for a while (no teammate working, tasks open), the lead is nudged
 //! with the team's status; after a few fruitless nudges the run stops as stalled.
@@ -32,8 +35,10 @@ use crate::agent::tools::{ToolContext, ToolOutcome};
 use crate::config::permissions::Approver;
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
-use crate::llm::{self, LlmConfig};
+use crate::llm::budget::{BudgetedClient, Limits, NOTICE_SHARE};
+use crate::llm::{self, LlmConfig, LlmError};
 use crate::store::approvals;
+use crate::store::budget::FileLedger;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Delivery};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -69,6 +74,8 @@ pub enum Outcome {
     Done,
     Stopped(String),
     Failed(String),
+    /// The team's budget is spent: why, "the team's budget: spent … of …".
+    Budget(String),
 }
 
 pub fn system_prompt(o: &LeadAgentOptions) -> String {
@@ -129,6 +136,9 @@ struct LeadHost {
     /// The latest bare idle notification of each teammate, shown at the next wake.
     idle: BTreeMap<String, IdleNotification>,
     state: AgentState,
+    budget: Arc<BudgetedClient>,
+    /// The lead was told the budget is nearly spent.
+    told_budget: bool,
 }
 
 impl LeadHost {
@@ -272,9 +282,28 @@ impl LeadHost {
         Ok(wake)
     }
 
-    fn take_mail(&mut self) -> Option<String> {
-        if self.mail.is_empty() {
+    /// The one-time notice that the team has spent most of its budget, when it has.
+    fn budget_notice(&mut self) -> Option<String> {
+        if self.told_budget {
             return None;
+        }
+        let (share, what) = self.budget.team_spent()?;
+        if share < NOTICE_SHARE {
+            return None;
+        }
+        self.told_budget = true;
+        Some(format!(
+            "{:.0} % of the team's budget is spent ({what}): finish or cut scope. At the limit no new model call starts and the run ends.",
+            (share * 100.0).floor()
+        ))
+    }
+
+    /// The next turn's text: the mail, and the budget notice when it is due (which alone
+    /// makes a turn, once).
+    fn take_mail(&mut self) -> Option<String> {
+        let notice = self.budget_notice();
+        if self.mail.is_empty() {
+            return notice;
         }
         let mut wrapped: Vec<String> = Vec::new();
         for (key, text) in std::mem::take(&mut self.mail) {
@@ -286,7 +315,11 @@ impl LeadHost {
             wrapped.push(format!("(idle and waiting for work: {})", names.join(", ")));
             self.idle.clear();
         }
-        Some(mail_turn(&wrapped))
+        let turn = mail_turn(&wrapped);
+        Some(match notice {
+            Some(n) => format!("{turn}\n\n{n}"),
+            None => turn,
+        })
     }
 
     fn touch(&mut self, activity: Activity) {
@@ -371,7 +404,14 @@ impl Host for LeadHost {
 /// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.
 pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcome, Engine)> {
     llm::install_crypto_provider();
-    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&o.llm)?);
+    let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&o.llm)?);
+    // The lead has no limit of its own: the team's, from budget.json, is the one it keeps to.
+    let budget = Arc::new(BudgetedClient::new(
+        inner,
+        Limits::default(),
+        FileLedger::new(&o.root, &o.team, &AgentName::lead()),
+    ));
+    let client: Arc<dyn llm::LlmClient> = budget.clone();
     let mut ctx = ToolContext::new(o.cwd.clone(), AgentName::lead(), PermissionMode::Default);
     ctx.cancel = stop.child_token();
     let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
@@ -413,6 +453,8 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         in_flight: Vec::new(),
         idle: BTreeMap::new(),
         state,
+        budget,
+        told_budget: false,
     };
     host.display.status(&format!(
         "team-lead@{} · {} · approver: {:?}",
@@ -461,6 +503,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
                         engine,
                     ));
                 }
+                Err(LlmError::BudgetExhausted(why)) => return Ok((Outcome::Budget(why), engine)),
                 Err(e) => return Ok((Outcome::Failed(e.to_string()), engine)),
             }
             host.state.usage = engine.usage;
