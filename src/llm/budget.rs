@@ -94,17 +94,17 @@ impl Limits {
         self.usd.is_none() && self.tokens.is_none()
     }
 
-    /// Why `spend` has reached these limits ("spent 6000 tokens of 6000"), if it has.
+    /// Which limit `spend` has reached ("6000 tokens of 6000"), if it has.
     pub fn reached(&self, spend: &Spend) -> Option<String> {
         if let Some(max) = self.tokens
             && spend.tokens >= max
         {
-            return Some(format!("spent {} tokens of {max}", spend.tokens));
+            return Some(format!("{} tokens of {max}", spend.tokens));
         }
         if let Some(max) = self.usd
             && spend.usd >= max
         {
-            return Some(format!("spent ${:.4} of ${max:.2}", spend.usd));
+            return Some(format!("${:.4} of ${max:.2}", spend.usd));
         }
         None
     }
@@ -178,13 +178,13 @@ impl BudgetedClient {
     /// Why no new model call may start, if none may.
     pub fn exhausted(&self) -> Option<String> {
         let own = *self.own.lock().unwrap();
-        if let Some(why) = self.own_limits.reached(&own) {
-            return Some(format!("this agent's budget: {why}"));
+        if let Some(what) = self.own_limits.reached(&own) {
+            return Some(format!("this agent spent {what}"));
         }
         let (limits, spend) = self.ledger.team();
         limits
             .reached(&spend)
-            .map(|why| format!("the team's budget: {why}"))
+            .map(|what| format!("the team spent {what}"))
     }
 
     /// The largest share of the team's limits spent so far, with what it is.
@@ -200,8 +200,8 @@ impl BudgetedClient {
             (*own, priced)
         };
         self.ledger.record(&total);
-        let usd_limit = self.own_limits.usd.is_some() || self.ledger.team().0.usd.is_some();
-        if !priced && usd_limit && !self.warned_unpriced.swap(true, Ordering::Relaxed) {
+        let usd_limit = || self.own_limits.usd.is_some() || self.ledger.team().0.usd.is_some();
+        if !priced && usd_limit() && !self.warned_unpriced.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 "no price is known for model {model}: a dollar budget does not see its tokens; only a token budget limits it"
             );
@@ -271,7 +271,7 @@ mod tests {
         assert_eq!(l.reached(&spent(999)), None);
         assert_eq!(
             l.reached(&spent(1000)).as_deref(),
-            Some("spent 1000 tokens of 1000")
+            Some("1000 tokens of 1000")
         );
         let (share, what) = l.most_spent(&spent(800)).unwrap();
         assert!((share - 0.8).abs() < 1e-9);
@@ -289,7 +289,7 @@ mod tests {
         // The larger share is the one that matters.
         assert_eq!(usd.most_spent(&s).unwrap().1, "$1.9000 of $2.00");
         let s = Spend { usd: 2.0, ..s };
-        assert_eq!(usd.reached(&s).as_deref(), Some("spent $2.0000 of $2.00"));
+        assert_eq!(usd.reached(&s).as_deref(), Some("$2.0000 of $2.00"));
         assert_eq!(Limits::default().reached(&s), None);
         assert_eq!(Limits::default().most_spent(&s), None);
         assert_eq!(usd.describe(), "$2.00 and 1000000 tokens");
@@ -388,7 +388,7 @@ mod tests {
         let err = call(&c).unwrap_err();
         assert_eq!(
             err,
-            LlmError::BudgetExhausted("this agent's budget: spent 2500 tokens of 2000".into())
+            LlmError::BudgetExhausted("this agent spent 2500 tokens of 2000".into())
         );
         assert_eq!(
             ledger.own(),
@@ -403,7 +403,7 @@ mod tests {
         let c = BudgetedClient::new(Arc::new(Fixed(1000)), Limits::default(), ledger.clone());
         call(&c).unwrap();
         assert!(
-            matches!(call(&c), Err(LlmError::BudgetExhausted(m)) if m == "the team's budget: spent 10500 tokens of 10000")
+            matches!(call(&c), Err(LlmError::BudgetExhausted(m)) if m == "the team spent 10500 tokens of 10000")
         );
         let (share, _) = c.team_spent().unwrap();
         assert!(share > 1.0);

@@ -138,7 +138,7 @@ fn a_team_budget_stops_the_run_at_the_limit_and_returns_the_work() {
     let out = run_output(&env);
     assert_eq!(status.code(), Some(9), "{out}");
     assert!(
-        out.contains("Result: the budget ended the run: the team's budget: spent"),
+        out.contains("Result: the budget ended the run: the team spent"),
         "{out}"
     );
     // Every request the server saw is in its agent's ledger, so none was sent after a
@@ -164,7 +164,10 @@ fn a_team_budget_stops_the_run_at_the_limit_and_returns_the_work() {
     let worker = state(&env, "worker").expect("the worker's state");
     let exit = worker.exit.expect("the worker's exit");
     assert_eq!((exit.code, exit.clean), (9, true), "{exit:?}");
-    assert!(exit.reason.starts_with("budget exhausted: "), "{exit:?}");
+    assert!(
+        exit.reason.starts_with("budget exhausted: the team spent "),
+        "{exit:?}"
+    );
     assert_eq!(exit.released_tasks, ["1"]);
     let task = env.task_list("t").get("1").unwrap();
     assert_eq!((task.status, task.owner), (Status::Pending, None));
@@ -256,7 +259,7 @@ fn the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit() {
     let out = run_output(&env);
     assert_eq!(status.code(), Some(9), "{out}");
     assert!(
-        out.contains("the budget ended the run: the team's budget: spent 10500 tokens of 10000"),
+        out.contains("Result: the budget ended the run: the team spent 10500 tokens of 10000"),
         "{out}"
     );
     assert_eq!(requests_of(&model, "team-lead").len(), 4);
@@ -328,7 +331,7 @@ fn a_teammates_own_budget_stops_only_that_teammate() {
     assert_eq!((exit.code, exit.clean), (9, true), "{exit:?}");
     assert_eq!(
         exit.reason,
-        "budget exhausted: this agent's budget: spent 3000 tokens of 3000"
+        "budget exhausted: this agent spent 3000 tokens of 3000"
     );
     assert_eq!(exit.released_tasks, ["1"]);
     let ledger = spent(&env, "worker");

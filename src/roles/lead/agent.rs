@@ -74,7 +74,7 @@ pub enum Outcome {
     Done,
     Stopped(String),
     Failed(String),
-    /// The team's budget is spent: why, "the team's budget: spent … of …".
+    /// The team's budget is spent: "the team spent … of …".
     Budget(String),
 }
 
