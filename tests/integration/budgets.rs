@@ -12,7 +12,7 @@ use swarm::store::names::AgentName;
 use swarm::store::state::{Activity, AgentState};
 use swarm::store::tasks::Status;
 
-use crate::harness::{Guarded, ScriptedModel, TestEnv, run, wait_until};
+use crate::harness::{FAKE_CLAUDE, Guarded, ScriptedModel, TestEnv, run, wait_until};
 
 const T: Duration = Duration::from_secs(60);
 /// Every scripted response bills 600 + 400 tokens.
@@ -358,4 +358,42 @@ fn a_teammates_own_budget_stops_only_that_teammate() {
     assert!(other.exit.is_none() && other.process_alive(), "{other:?}");
     assert_eq!(requests_of(&model, "worker").len(), 3);
     env.run(&["--team", "t", "shutdown", "other"]).success();
+}
+
+#[test]
+fn a_bad_budget_is_refused_before_anything_starts() {
+    let env = TestEnv::with_team("t", &[]);
+    for (flag, value) in [
+        ("--budget-tokens", "0"),
+        ("--budget-tokens", "lots"),
+        ("--budget-usd", "0"),
+        ("--budget-usd", "NaN"),
+    ] {
+        let out = env
+            .run(&["run", "a goal", "--no-attach", flag, value])
+            .failure(2);
+        assert!(out.stderr.contains(flag), "{flag} {value}: {}", out.stderr);
+    }
+    // Claude Code keeps its own accounts: a budget for one is refused, not ignored.
+    let out = env
+        .run(&[
+            "--team",
+            "t",
+            "spawn",
+            "cc",
+            "--engine",
+            "claude",
+            "--claude-bin",
+            FAKE_CLAUDE,
+            "--budget-tokens",
+            "1000",
+        ])
+        .failure(2);
+    assert!(
+        out.stderr
+            .contains("a budget applies to swarm teammates only"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.on_roster("t", "cc"));
 }

@@ -377,7 +377,7 @@ pub struct BudgetOpts {
     #[arg(long, value_name = "USD", value_parser = dollars)]
     pub budget_usd: Option<f64>,
     /// Stop starting model calls once this many tokens are spent (input + output + cache creation + cache read)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = token_count)]
     pub budget_tokens: Option<u64>,
 }
 
@@ -596,6 +596,16 @@ fn dollars(value: &str) -> Result<f64, Error> {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(Error::usage(format!(
             "invalid amount {value:?}: give US dollars above zero, e.g. --budget-usd 5 or 2.50"
+        ))),
+    }
+}
+
+/// A token count above zero.
+fn token_count(value: &str) -> Result<u64, Error> {
+    match value.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(Error::usage(format!(
+            "invalid token count {value:?}: give a whole number above zero, e.g. --budget-tokens 500000"
         ))),
     }
 }
