@@ -15,8 +15,9 @@
 //! - a protocol message naming another sender than its envelope is dropped with a warning,
 //!   so a request is filed only under the teammate that really sent it.
 //!
-//! - once the team has spent 80 % of its budget, the lead's next turn says so (once); at
-//!   the limit its model call is refused and the run ends with [`Outcome::Budget`].
+//! - once the team has spent 80 % of its budget, the lead is told, once: with its mail if
+//!   it is at work, else in a turn of its own; at the limit its model call is refused and
+//!   the run ends with [`Outcome::Budget`].
 //!
 //! The goal is done when every task is completed and the lead, told so, ends its turn.
 //! When nothing moves for a while (no teammate working, tasks open), the lead is nudged
@@ -518,6 +519,11 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         }
         if host.poll()? {
             pending_input = host.take_mail();
+            continue;
+        }
+        // Told while it can still act on it, not at its next news, which may come too late.
+        if let Some(notice) = host.budget_notice() {
+            pending_input = Some(notice);
             continue;
         }
         if all_done(&tasks) && !told_done {
