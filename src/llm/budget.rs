@@ -187,10 +187,16 @@ impl BudgetedClient {
             .map(|what| format!("the team spent {what}"))
     }
 
-    /// The largest share of the team's limits spent so far, with what it is.
-    pub fn team_spent(&self) -> Option<(f64, String)> {
+    /// What the lead is told once the team has spent [`NOTICE_SHARE`] of a limit.
+    pub fn team_notice(&self) -> Option<String> {
         let (limits, spend) = self.ledger.team();
-        limits.most_spent(&spend)
+        let (share, what) = limits.most_spent(&spend)?;
+        (share >= NOTICE_SHARE).then(|| {
+            format!(
+                "{:.0} % of the team's budget is spent ({what}): finish or cut scope. At the limit no new model call starts and the run ends.",
+                (share * 100.0).floor()
+            )
+        })
     }
 
     fn record(&self, request: &Request, model: &str, usage: &Usage) {
@@ -405,7 +411,10 @@ mod tests {
         assert!(
             matches!(call(&c), Err(LlmError::BudgetExhausted(m)) if m == "the team spent 10500 tokens of 10000")
         );
-        let (share, _) = c.team_spent().unwrap();
-        assert!(share > 1.0);
+        assert!(
+            c.team_notice()
+                .unwrap()
+                .starts_with("105 % of the team's budget")
+        );
     }
 }

@@ -18,10 +18,12 @@ use serde_json::{Map, Value};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::compaction::DoneTask;
 use crate::agent::display::Display;
 use crate::agent::engine::Engine;
 use crate::agent::prompt::PromptInputs;
 use crate::agent::tools::ToolContext;
+use crate::agent::transcript::Transcript;
 use crate::config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
 use crate::config::permissions::PermissionMode;
 use crate::llm::budget::BudgetedClient;
@@ -102,6 +104,12 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     );
     engine.max_turns = opts.max_turns;
     engine.timings = opts.timings.clone();
+    if let Some(n) = opts.context_window {
+        engine.context_window = n;
+    }
+    let mut transcript = Transcript::open(&opts.root.transcript_path(&opts.team, &opts.name))?;
+    transcript.mark_fresh_start()?;
+    engine.transcript = Some(transcript);
 
     let mut state = AgentState::new(Activity::Starting);
     state.model = Some(opts.llm.model.clone());
@@ -123,6 +131,8 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         backoff_until: None,
         pending_approval: None,
         caught: Arc::new(Mutex::new(None)),
+        done_tasks: Vec::new(),
+        first_instructions: None,
     };
     rt.watch_signals();
     rt.register()?;
@@ -198,6 +208,10 @@ pub(super) struct Runtime {
     pub(super) pending_approval: Option<String>,
     /// The signal that stopped it, if one did.
     pub(super) caught: Arc<Mutex<Option<&'static str>>>,
+    /// Its earlier tasks, for the digest it starts each new task from.
+    pub(super) done_tasks: Vec<DoneTask>,
+    /// The text of its first piece of work when that was not a task (its spawn prompt).
+    pub(super) first_instructions: Option<String>,
 }
 impl Runtime {
     /// Runs `event`'s hooks off the async thread (they may take up to their timeout).

@@ -41,6 +41,8 @@ pub struct TeammateOptions {
     pub timings: Option<PathBuf>,
     /// Its own budget (`swarm spawn --budget-usd/--budget-tokens`); the team's applies too.
     pub budget: Limits,
+    /// `--context-window`: overrides the model's window from the table.
+    pub context_window: Option<u64>,
 }
 
 /// Which settings the command line gave (a flag or its environment twin), so that an

@@ -317,6 +317,9 @@ pub struct ModelOpts {
     /// Model id [default: the provider's]
     #[arg(long, env = "SWARM_MODEL", value_name = "MODEL")]
     pub model: Option<String>,
+    /// The model's context window in tokens; the conversation is compacted at 80 % of it (teammates inherit it) [default: the model's, from swarm's table]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
 }
 
 /// Which API to talk to: what a lead passes on to every teammate.
@@ -504,6 +507,9 @@ pub struct SpawnArgs {
     /// This teammate's own budget (the team's, from `swarm run`, applies too)
     #[command(flatten)]
     pub budget: BudgetOpts,
+    /// The teammate's context window in tokens; compacted at 80 % of it [default: the model's, from swarm's table]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
 }
 
 #[derive(Debug, Args)]
