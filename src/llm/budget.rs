@@ -161,6 +161,7 @@ pub struct BudgetedClient {
     ledger: Arc<dyn Ledger>,
     own: Mutex<Spend>,
     warned_unpriced: AtomicBool,
+    gave_notice: AtomicBool,
 }
 
 impl BudgetedClient {
@@ -172,6 +173,7 @@ impl BudgetedClient {
             ledger,
             own: Mutex::new(own),
             warned_unpriced: AtomicBool::new(false),
+            gave_notice: AtomicBool::new(false),
         }
     }
 
@@ -187,16 +189,21 @@ impl BudgetedClient {
             .map(|what| format!("the team spent {what}"))
     }
 
-    /// What the lead is told once the team has spent [`NOTICE_SHARE`] of a limit.
-    pub fn team_notice(&self) -> Option<String> {
+    /// What the lead is told, the first time it asks after the team has spent
+    /// [`NOTICE_SHARE`] of a limit; `None` before and after.
+    pub fn team_notice_once(&self) -> Option<String> {
+        if self.gave_notice.load(Ordering::Relaxed) {
+            return None;
+        }
         let (limits, spend) = self.ledger.team();
         let (share, what) = limits.most_spent(&spend)?;
-        (share >= NOTICE_SHARE).then(|| {
-            format!(
-                "{:.0} % of the team's budget is spent ({what}): finish or cut scope. At the limit no new model call starts and the run ends.",
-                (share * 100.0).floor()
-            )
-        })
+        if share < NOTICE_SHARE || self.gave_notice.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        Some(format!(
+            "{:.0} % of the team's budget is spent ({what}): finish or cut scope. At the limit no new model call starts and the run ends.",
+            (share * 100.0).floor()
+        ))
     }
 
     fn record(&self, request: &Request, model: &str, usage: &Usage) {
@@ -411,10 +418,8 @@ mod tests {
         assert!(
             matches!(call(&c), Err(LlmError::BudgetExhausted(m)) if m == "the team spent 10500 tokens of 10000")
         );
-        assert!(
-            c.team_notice()
-                .unwrap()
-                .starts_with("105 % of the team's budget")
-        );
+        let notice = c.team_notice_once().unwrap();
+        assert!(notice.starts_with("105 % of the team's budget"), "{notice}");
+        assert_eq!(c.team_notice_once(), None, "once");
     }
 }

@@ -26,6 +26,7 @@ mod llm_openai;
 mod llm_retry;
 mod main_job;
 mod model_server;
+mod rate_limits;
 mod store_cli;
 mod team_spawn;
 mod team_tmux;

@@ -15,9 +15,8 @@
 //! - a protocol message naming another sender than its envelope is dropped with a warning,
 //!   so a request is filed only under the teammate that really sent it.
 //!
-//! - once the team has spent 80 % of its budget, the lead is told, once: with its mail if
-//!   it is at work, else in a turn of its own; at the limit its model call is refused and
-//!   the run ends with [`Outcome::Budget`].
+//! - at 80 % of the team's budget the lead is told, once (woken for it if idle); at the
+//!   limit its model call is refused and the run ends with [`Outcome::Budget`].
 //!
 //! The goal is done when every task is completed and the lead, told so, ends its turn.
 //! When nothing moves for a while (no teammate working, tasks open), the lead is nudged
@@ -38,7 +37,7 @@ use crate::config::permissions::Approver;
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
 use crate::llm::budget::{BudgetedClient, Limits};
-use crate::llm::{self, LlmConfig, LlmError};
+use crate::llm::{self, LlmConfig, LlmError, StreamEvent};
 use crate::store::approvals;
 use crate::store::budget::FileLedger;
 use crate::store::layout::Root;
@@ -149,8 +148,6 @@ struct LeadHost {
     idle: BTreeMap<String, IdleNotification>,
     state: AgentState,
     budget: Arc<BudgetedClient>,
-    /// The lead was told the budget is nearly spent.
-    told_budget: bool,
     /// The goal, which every compacted context repeats.
     goal: String,
 }
@@ -296,17 +293,9 @@ impl LeadHost {
         Ok(wake)
     }
 
-    /// The notice that the team has spent most of its budget, once, when it has.
-    fn budget_notice(&mut self) -> Option<String> {
-        let notice = self.budget.team_notice().filter(|_| !self.told_budget)?;
-        self.told_budget = true;
-        Some(notice)
-    }
-
-    /// The next turn's text: the mail, and the budget notice when it is due (which alone
-    /// makes a turn, once).
+    /// The next turn's text: the mail, and the budget notice when due (alone if need be).
     fn take_mail(&mut self) -> Option<String> {
-        let notice = self.budget_notice();
+        let notice = self.budget.team_notice_once();
         if self.mail.is_empty() {
             return notice;
         }
@@ -402,6 +391,18 @@ impl Host for LeadHost {
     }
 
     fn event(&mut self, event: Event) {
+        // Written so that `swarm status` and the team's panes show the wait.
+        match &event {
+            Event::Stream(StreamEvent::RateLimited { until_ms, reason }) => {
+                self.state.set_rate_limited(Some((*until_ms, reason)));
+                self.touch(self.state.activity);
+            }
+            Event::Response { .. } if self.state.rate_limited_until_ms.is_some() => {
+                self.state.set_rate_limited(None);
+                self.touch(self.state.activity);
+            }
+            _ => {}
+        }
         self.display.event(&event);
     }
 
@@ -461,7 +462,10 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
 /// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.
 pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcome, Engine)> {
     llm::install_crypto_provider();
-    let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&o.llm)?);
+    let mut llm_config = o.llm.clone();
+    // One 429 makes the whole team wait, together.
+    llm_config.rate_limit_file = Some(o.root.rate_limit_path(&o.team));
+    let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
     // The lead has no limit of its own: the team's, from budget.json, is the one it keeps to.
     let budget = Arc::new(BudgetedClient::new(
         inner,
@@ -517,7 +521,6 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         idle: BTreeMap::new(),
         state,
         budget,
-        told_budget: false,
         goal: o.goal.clone(),
     };
     host.display.status(&format!(
@@ -592,7 +595,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             continue;
         }
         // Told while it can still act on it, not at its next news, which may come too late.
-        if let Some(notice) = host.budget_notice() {
+        if let Some(notice) = host.budget.team_notice_once() {
             pending_input = Some(notice);
             continue;
         }
