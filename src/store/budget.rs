@@ -3,7 +3,9 @@
 //! ledger [`crate::llm::budget::BudgetedClient`] keeps.
 //!
 //! swarm's own files. Each ledger has one writer, its agent, which replaces it whole and
-//! atomically after every response, so it needs no lock; the team's spend is the sum over
+//! atomically after every response, so it needs no lock, and does not fsync it (a power
+//! cut may forget the last seconds' spend, but never leaves half a file: not worth an
+//! fsync on every model call); the team's spend is the sum over
 //! the ledgers, read before each model call (a few small files). A ledger that cannot be
 //! read counts as nothing spent and is warned about: a budget is a brake, and a brake that
 //! fails must not stop a team on its own.
@@ -41,7 +43,7 @@ pub fn record(root: &Root, team: &TeamName, agent: &AgentName, total: &Spend) ->
     if !dir.is_dir() {
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     }
-    files::write(root, &root.spend_path(team, agent), &json::to_pretty(total))
+    files::write_unsynced(root, &root.spend_path(team, agent), &json::to_pretty(total))
 }
 
 /// What the whole team has spent: the sum of every ledger.
