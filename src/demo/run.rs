@@ -94,6 +94,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
         let window = team_run::launch(
             &launcher,
             &Goal {
+                budget: Default::default(),
                 text: job::GOAL,
                 approver: Approver::Lead,
                 teammates: demo.teammates,

@@ -1,10 +1,12 @@
 //! Talking to language models, both ways: one trait, an Anthropic Messages API client,
-//! an OpenAI-compatible client, retries and the rate-limit gate a team shares, the shared conversation types, and the scripted
-//! model server that stands in for a real API in tests and the demo.
+//! an OpenAI-compatible client, retries and the rate-limit gate a team shares, budgets, the
+//! shared conversation types, and the scripted model server that stands in for a real API
+//! in tests and the demo.
 //!
 //! Knows nothing of teams, files or tmux. Uses only `util`.
 
 pub mod anthropic;
+pub mod budget;
 pub mod config;
 pub mod http;
 pub mod model_server;

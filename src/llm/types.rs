@@ -275,15 +275,22 @@ pub enum LlmError {
     Cancelled,
     #[error("{0}")]
     Config(String),
+    /// A budget is spent, so the call was not made. Final: never retried.
+    #[error("budget exhausted: {0}")]
+    BudgetExhausted(String),
 }
 
 /// How a model failure surfaces from a command: configuration mistakes are usage errors,
-/// cancellation is an interruption, everything else exits with the model code.
+/// cancellation is an interruption, a spent budget exits with the budget code, everything
+/// else exits with the model code.
 impl From<LlmError> for crate::util::error::Error {
     fn from(e: LlmError) -> crate::util::error::Error {
         match e {
             LlmError::Config(m) => crate::util::error::Error::Usage(m),
             LlmError::Cancelled => crate::util::error::Error::Interrupted,
+            LlmError::BudgetExhausted(m) => {
+                crate::util::error::Error::Budget(format!("budget exhausted: {m}"))
+            }
             other => crate::util::error::Error::Model(other.to_string()),
         }
     }

@@ -155,6 +155,20 @@ impl Root {
         self.team_dir(team).join("tmux")
     }
 
+    /// The team's budget, written by the run that made it (see `store::budget`).
+    pub fn budget_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("budget.json")
+    }
+
+    /// Each agent's spend, `spend/<agent>.json`, written by that agent (see `store::budget`).
+    pub fn spend_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("spend")
+    }
+
+    pub fn spend_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.spend_dir(team).join(format!("{agent}.json"))
+    }
+
     /// The goal a run gave the team (see `store::documents`).
     pub fn goal_path(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("goal.md")

@@ -14,6 +14,8 @@
 //!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
 //!   rules, the turn limit, the context window (`--context-window`) and how long to wait
 //!   for a permission answer are the lead's;
+//! - budget: the spawn's own (`--budget-usd`, `--budget-tokens`), never the lead's; the
+//!   team's budget reaches every agent through the team's `budget.json`;
 //! - root and tmux server are the lead's, so the team stays on one disk and one server;
 //! - environment: an allow-list copied from the lead (provider keys and URLs, proxies, CA
 //!   bundles, `SWARM_*`, `CLAUDE_CONFIG_DIR`, and `PATH`, `HOME`, `LANG`, `LC_ALL`, `USER`
@@ -40,6 +42,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::config::permissions::PermissionMode;
+use crate::llm::budget::Limits;
 use crate::store::names::{AgentName, TeamName, agent_id};
 use crate::util::environment::is_secret;
 
@@ -153,6 +156,8 @@ pub struct SpawnSpec {
     pub definition_model: Option<String>,
     /// The agent definition's `permissionMode`, if it names one.
     pub definition_permission_mode: Option<PermissionMode>,
+    /// Its own budget, given to a swarm teammate as `--budget-usd`/`--budget-tokens`.
+    pub budget: Limits,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,6 +282,12 @@ pub fn teammate_command(
     }
     if let Some(t) = lead.permission_timeout {
         argv.push(permission_timeout_flag(t));
+    }
+    if let Some(usd) = spawn.budget.usd {
+        argv.push(format!("--budget-usd={usd}"));
+    }
+    if let Some(n) = spawn.budget.tokens {
+        argv.push(format!("--budget-tokens={n}"));
     }
 
     let (plain, secret) = environment(lead, env);
@@ -478,6 +489,7 @@ mod tests {
             cwd: "/work/repo".into(),
             definition_model: None,
             definition_permission_mode: None,
+            budget: Limits::default(),
         }
     }
 
@@ -550,6 +562,22 @@ mod tests {
             !cmd.argv.iter().any(|a| a.contains("sk-ant")),
             "a key reached argv"
         );
+    }
+
+    #[test]
+    fn a_spawns_budget_reaches_the_teammates_command_line() {
+        let mut s = spawn();
+        s.budget = Limits {
+            usd: Some(2.5),
+            tokens: Some(40_000),
+        };
+        let argv = teammate_command(&lead(), &env(), &s).argv;
+        assert_eq!(
+            argv[argv.len() - 2..],
+            ["--budget-usd=2.5", "--budget-tokens=40000"]
+        );
+        let argv = teammate_command(&lead(), &env(), &spawn()).argv;
+        assert!(!argv.iter().any(|a| a.starts_with("--budget")), "{argv:?}");
     }
 
     #[test]

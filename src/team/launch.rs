@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::agents::{Catalog, Definition, Isolation};
 use crate::config::project::{PROJECT_DIR_ENV, UserDirs};
+use crate::llm::budget::Limits;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -39,6 +40,8 @@ pub struct SpawnRequest {
     pub isolation: Option<Isolation>,
     /// `None`: the lead's.
     pub engine: Option<Engine>,
+    /// Its own budget (swarm teammates only).
+    pub budget: Limits,
 }
 
 #[derive(Debug, Clone)]
@@ -298,6 +301,11 @@ impl Launcher {
         check_cwd(&req.cwd)?;
         if self.engine(req) == Engine::Claude {
             self.claude_bin()?;
+            if !req.budget.is_none() {
+                return Err(Error::usage(
+                    "a budget applies to swarm teammates only (Claude Code keeps its own accounts): drop --budget-usd/--budget-tokens or use --engine swarm",
+                ));
+            }
         }
         let prepared = self.prepare(req)?;
         let config = roster::load(&self.root, &self.team)?;
@@ -487,6 +495,7 @@ fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
         cwd: req.cwd.clone(),
         definition_model: def.and_then(|d| d.model.clone()),
         definition_permission_mode: def.and_then(|d| d.permission_mode),
+        budget: req.budget,
     }
 }
 

@@ -1,8 +1,8 @@
 //! A run: a team made for a goal, its lead agent started in the first pane of the team
 //! window, and the wait for its end.
 //!
-//! The team's files are made before any pane (the roster, then the goal, which the lead
-//! reads from `goal.md`). The lead is the one who finishes: it writes the report and then
+//! The team's files are made before any pane (the roster, the budget, then the goal, which
+//! the lead reads from `goal.md`). The lead is the one who finishes: it writes the report and then
 //! marks itself exited, so a waiter that sees `Exited` finds the report there. A lead that
 //! never writes its state, or whose process is gone before it exits, is a failed run with
 //! the reason said, never a wait without end.
@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::config::permissions::Approver;
-use crate::store::documents;
+use crate::llm::budget::Limits;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster;
 use crate::store::state::{self, Activity};
+use crate::store::{budget, documents};
 use crate::team::launch::Launcher;
 use crate::team::window::TeamWindow;
 use crate::util::error::{Error, Result, exit};
@@ -32,6 +33,8 @@ pub struct Goal<'a> {
     pub approver: Approver,
     /// The most teammates the lead may spawn.
     pub teammates: usize,
+    /// What the whole team may spend (every agent keeps to it; see `llm::budget`).
+    pub budget: Limits,
 }
 
 /// Creates the team and opens its window with the lead agent in the first pane.
@@ -46,6 +49,7 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
         .take(120)
         .collect();
     roster::create(root, team, Some(description), &launcher.cwd)?;
+    budget::write_limits(root, team, &goal.budget)?;
     let goal_file = documents::write_goal(root, team, goal.text)?;
     let extra = [
         format!("--goal-file={}", goal_file.display()),

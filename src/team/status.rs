@@ -16,6 +16,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::llm::Usage;
+use crate::llm::budget::{Limits, Spend};
+use crate::store::budget;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::{self, Member, TeamConfig};
@@ -86,6 +88,26 @@ pub struct TeamStatus {
     pub tmux_reachable: bool,
     pub members: Vec<MemberStatus>,
     pub tasks: TaskCounts,
+    /// The team's budget and what it has spent, when a run gave it one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetStatus {
+    pub limits: Limits,
+    pub spent: Spend,
+}
+
+impl BudgetStatus {
+    /// "budget: 4200 tokens of 6000 (70 %)", for people.
+    pub fn describe(&self) -> String {
+        match self.limits.most_spent(&self.spent) {
+            Some((share, what)) => format!("budget: {what} ({:.0} %)", share * 100.0),
+            None => "budget: none".to_owned(),
+        }
+    }
 }
 
 impl TeamStatus {
@@ -175,6 +197,12 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         tmux_reachable: panes.is_some(),
         members,
         tasks: counts,
+        budget: Some(budget::limits(root, team))
+            .filter(|l| !l.is_none())
+            .map(|limits| BudgetStatus {
+                limits,
+                spent: budget::team_spent(root, team),
+            }),
     })
 }
 
@@ -433,6 +461,9 @@ pub fn render(status: &TeamStatus, now_ms: i64) -> String {
             "  ·  tmux: no server"
         }
     );
+    if let Some(b) = &status.budget {
+        out.push_str(&format!("  {}\n", b.describe()));
+    }
     out.push_str(&format!(
         "  {:<16} {:<7} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
         "MEMBER", "ENGINE", "STATE", "PID", "PANE", "TASK", "ACTIVE", "TOKENS in/out", "COST"

@@ -636,6 +636,9 @@ impl TeamTools {
                     .map(str::parse)
                     .transpose()
                     .map_err(err)?,
+                // Per-agent budgets are the person's to give (`swarm spawn`); the lead's
+                // teammates keep to the team's.
+                budget: Default::default(),
             };
             let spawned = powers.launcher.spawn(&req).map_err(err)?;
             let worktree = spawned

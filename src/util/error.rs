@@ -28,6 +28,9 @@ pub mod exit {
     pub const MODEL: u8 = 7;
     /// A job ran but its check failed (the demo's test command).
     pub const CHECK_FAILED: u8 = 8;
+    /// A budget (`--budget-usd`, `--budget-tokens`) ran out: no new model call started, and
+    /// the agent or run stopped cleanly with its open tasks back to pending.
+    pub const BUDGET: u8 = 9;
     /// Interrupted by a signal (Ctrl-C).
     pub const INTERRUPTED: u8 = 130;
 }
@@ -87,6 +90,9 @@ pub enum Error {
     #[error("{0}")]
     CheckFailed(String),
 
+    #[error("{0}")]
+    Budget(String),
+
     #[error("interrupted")]
     Interrupted,
 
@@ -104,6 +110,7 @@ impl Error {
             Error::Tmux(_) => exit::TMUX,
             Error::Model(_) => exit::MODEL,
             Error::CheckFailed(_) => exit::CHECK_FAILED,
+            Error::Budget(_) => exit::BUDGET,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Io { .. } | Error::Corrupt { .. } | Error::Symlink { .. } | Error::Other(_) => {
                 exit::FAILURE

@@ -5,6 +5,7 @@ mod harness;
 
 mod agents;
 mod approvals;
+mod budgets;
 mod claude_live;
 mod claude_mixed;
 mod claude_real;

@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use crate::llm::model_server::script::{
-    Fault, Raw, RawEnd, Reply, Rule, Script, Thinking, ToolCall,
+    Fault, FixedUsage, Raw, RawEnd, Reply, Rule, Script, Thinking, ToolCall,
 };
 
 impl Fault {
@@ -199,6 +199,15 @@ impl Reply {
 
     pub fn stop_reason(mut self, reason: impl Into<String>) -> Reply {
         self.stop_reason = Some(reason.into());
+        self
+    }
+
+    /// Reports these token counts instead of the estimate.
+    pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Reply {
+        self.usage = Some(FixedUsage {
+            input_tokens,
+            output_tokens,
+        });
         self
     }
 

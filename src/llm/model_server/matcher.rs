@@ -284,6 +284,7 @@ impl Reply {
                 .collect(),
             stop_reason: self.stop_reason.as_ref().map(s),
             raw: self.raw.clone(),
+            usage: self.usage,
         }
     }
 }

@@ -8,7 +8,8 @@
 //! - Text and thinking are split into several deltas, and tool input into several
 //!   `input_json_delta` fragments of which the first is `""`, so clients exercise their
 //!   reassembly paths. Splits fall on character boundaries, as the real API's do.
-//! - Usage is an estimate: input tokens are request bytes / 4, output tokens reply bytes / 4.
+//! - Usage is an estimate: input tokens are request bytes / 4, output tokens reply bytes / 4,
+//!   unless the reply fixes them (`usage`).
 
 use serde_json::{Value, json};
 
@@ -68,8 +69,12 @@ impl Resolved {
                 .to_string()
             }),
             tools,
-            input_tokens: (request_bytes / 4).max(1) as u64,
-            output_tokens: (out_bytes / 4).max(1) as u64,
+            input_tokens: reply
+                .usage
+                .map_or((request_bytes / 4).max(1) as u64, |u| u.input_tokens),
+            output_tokens: reply
+                .usage
+                .map_or((out_bytes / 4).max(1) as u64, |u| u.output_tokens),
             model: model.to_string(),
         }
     }

@@ -63,7 +63,9 @@
 //!
 //! **Reply** (`reply`): `text`, `thinking` (`{"thinking", "signature"}`), `tool_calls`
 //! (`[{"name", "input", "id"?}]`; ids default to a fresh `toolu_<random>`), `stop_reason`
-//! (default `tool_use` when there are tool calls, else `end_turn`). Every string in the
+//! (default `tool_use` when there are tool calls, else `end_turn`), `usage`
+//! (`{"input_tokens", "output_tokens"}`: reported instead of the estimate, request bytes / 4
+//! and reply bytes / 4, so a test can count spend exactly). Every string in the
 //! reply, tool names and inputs included, has `{{name}}` placeholders replaced by the
 //! `user_regex` captures; `{{agent}}` is always available; unknown placeholders stay as
 //! written. A rule that has neither `reply` nor `fault` answers with the default reply.
@@ -146,6 +148,17 @@ pub struct Reply {
     pub stop_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Raw>,
+    /// The usage to report instead of the estimate from the sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<FixedUsage>,
+}
+
+/// A reply's reported token counts, fixed by the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixedUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -413,9 +426,11 @@ impl Reply {
                 || self.thinking.is_some()
                 || !self.tool_calls.is_empty()
                 || self.stop_reason.is_some()
+                || self.usage.is_some()
             {
                 return Err(
-                    "a raw reply cannot also have text, thinking, tool_calls or stop_reason".into(),
+                    "a raw reply cannot also have text, thinking, tool_calls, stop_reason or usage"
+                        .into(),
                 );
             }
             if let Some([min, max]) = raw.chunk_bytes

@@ -15,6 +15,9 @@
 //! - a protocol message naming another sender than its envelope is dropped with a warning,
 //!   so a request is filed only under the teammate that really sent it.
 //!
+//! - at 80 % of the team's budget the lead is told, once (woken for it if idle); at the
+//!   limit its model call is refused and the run ends with [`Outcome::Budget`].
+//!
 //! The goal is done when every task is completed and the lead, told so, ends its turn.
 //! When nothing moves for a while (no teammate working, tasks open), the lead is nudged
 //! with the team's status; after a few fruitless nudges the run stops as stalled.
@@ -33,8 +36,10 @@ use crate::agent::transcript::Transcript;
 use crate::config::permissions::Approver;
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
-use crate::llm::{self, LlmConfig, StreamEvent};
+use crate::llm::budget::{BudgetedClient, Limits};
+use crate::llm::{self, LlmConfig, LlmError, StreamEvent};
 use crate::store::approvals;
+use crate::store::budget::FileLedger;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Delivery};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -73,6 +78,8 @@ pub enum Outcome {
     Done(String),
     Stopped(String),
     Failed(String),
+    /// The team's budget is spent: "the team spent … of …".
+    Budget(String),
 }
 
 /// How a lead's final text says that the goal needed no team and is met.
@@ -142,6 +149,7 @@ struct LeadHost {
     /// The latest bare idle notification of each teammate, shown at the next wake.
     idle: BTreeMap<String, IdleNotification>,
     state: AgentState,
+    budget: Arc<BudgetedClient>,
     /// The goal, which every compacted context repeats.
     goal: String,
 }
@@ -292,9 +300,11 @@ impl LeadHost {
         Ok(wake)
     }
 
+    /// The next turn's text: the mail, and the budget notice when due (alone if need be).
     fn take_mail(&mut self) -> Option<String> {
+        let notice = self.budget.team_notice_once();
         if self.mail.is_empty() {
-            return None;
+            return notice;
         }
         let mut wrapped: Vec<String> = Vec::new();
         for (key, text) in std::mem::take(&mut self.mail) {
@@ -306,7 +316,11 @@ impl LeadHost {
             wrapped.push(format!("(idle and waiting for work: {})", names.join(", ")));
             self.idle.clear();
         }
-        Some(mail_turn(&wrapped))
+        let turn = mail_turn(&wrapped);
+        Some(match notice {
+            Some(n) => format!("{turn}\n\n{n}"),
+            None => turn,
+        })
     }
 
     fn touch(&mut self, activity: Activity) {
@@ -458,7 +472,14 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     let mut llm_config = o.llm.clone();
     // One 429 makes the whole team wait, together.
     llm_config.rate_limit_file = Some(o.root.rate_limit_path(&o.team));
-    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
+    let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
+    // The lead has no limit of its own: the team's, from budget.json, is the one it keeps to.
+    let budget = Arc::new(BudgetedClient::new(
+        inner,
+        Limits::default(),
+        FileLedger::new(&o.root, &o.team, &AgentName::lead()),
+    ));
+    let client: Arc<dyn llm::LlmClient> = budget.clone();
     let mut ctx = ToolContext::new(o.cwd.clone(), AgentName::lead(), PermissionMode::Default);
     ctx.cancel = stop.child_token();
     let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
@@ -507,6 +528,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         in_flight: Vec::new(),
         idle: BTreeMap::new(),
         state,
+        budget,
         goal: o.goal.clone(),
     };
     host.display.status(&format!(
@@ -560,6 +582,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
                         engine,
                     ));
                 }
+                Err(LlmError::BudgetExhausted(why)) => return Ok((Outcome::Budget(why), engine)),
                 Err(e) => return Ok((Outcome::Failed(e.to_string()), engine)),
             }
             host.state.usage = engine.usage;
@@ -577,6 +600,11 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         }
         if host.poll()? {
             pending_input = host.take_mail();
+            continue;
+        }
+        // Told while it can still act on it, not at its next news, which may come too late.
+        if let Some(notice) = host.budget.team_notice_once() {
+            pending_input = Some(notice);
             continue;
         }
         if all_done(&tasks) && !told_done {
@@ -738,6 +766,7 @@ mod tests {
             tmux_reachable: true,
             members: Vec::new(),
             tasks: Default::default(),
+            budget: None,
         };
         assert_eq!(
             waiting_for(&tasks, &seen),

@@ -110,6 +110,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
                 lead_agent::Outcome::Done(_) => 0,
                 lead_agent::Outcome::Stopped(_) => i32::from(crate::util::error::exit::INTERRUPTED),
                 lead_agent::Outcome::Failed(_) => i32::from(crate::util::error::exit::MODEL),
+                lead_agent::Outcome::Budget(_) => i32::from(crate::util::error::exit::BUDGET),
             };
             (code, Some(outcome))
         }
@@ -127,7 +128,9 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             lead_agent::Outcome::Done(result) => result.clone(),
             lead_agent::Outcome::Stopped(why) => format!("stopped: {why}"),
             lead_agent::Outcome::Failed(why) => format!("failed: {why}"),
+            lead_agent::Outcome::Budget(why) => format!("the budget ended the run: {why}"),
         };
+        let clean = code == 0 || matches!(outcome, lead_agent::Outcome::Budget(_));
         // The lead's own figures, then the whole team's as it ends.
         // The report reads everyone's state file, the lead's figures included; `Exited`
         // comes last, since waiters take it to mean the report is there.
@@ -135,7 +138,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             code,
             reason: result.clone(),
             released_tasks: Vec::new(),
-            clean: code == 0,
+            clean,
         });
         let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
         let text = report::render(

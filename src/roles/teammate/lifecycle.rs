@@ -4,7 +4,9 @@
 //! anything can block, runs the work loop (see [`super::work`]), and on exit (approved
 //! shutdown, SIGTERM, SIGHUP, SIGINT) expires its pending requests, returns its open tasks
 //! to pending, marks itself inactive and records why it stopped; only then does it send
-//! its `shutdown_approved`, since the lead may close the pane the moment it arrives.
+//! its `shutdown_approved`, since the lead may close the pane the moment it arrives. A
+//! teammate whose budget (its own or the team's) is spent stops the same way, with exit
+//! code 9 (see [`crate::llm::budget`]).
 //!
 //! Hooks (see [`crate::config::hooks`]): `SubagentStart` once registered, `SubagentStop`
 //! once it has recorded its exit.
@@ -24,10 +26,12 @@ use crate::agent::tools::ToolContext;
 use crate::agent::transcript::Transcript;
 use crate::config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
 use crate::config::permissions::PermissionMode;
+use crate::llm::budget::BudgetedClient;
 use crate::llm::{self};
 use crate::roles::teammate::inbox::Inbox;
 use crate::roles::teammate::options::TeammateOptions;
 use crate::store::approvals;
+use crate::store::budget::FileLedger;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD};
 use crate::store::protocol::{Protocol, ShutdownApproved};
@@ -52,7 +56,12 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     let mut llm_config = opts.llm.clone();
     // One 429 makes the whole team wait, together.
     llm_config.rate_limit_file = Some(opts.root.rate_limit_path(&opts.team));
-    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
+    let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
+    let client: Arc<dyn llm::LlmClient> = Arc::new(BudgetedClient::new(
+        inner,
+        opts.budget,
+        FileLedger::new(&opts.root, &opts.team, &opts.name),
+    ));
     // Plan mode beats everything else when a plan is required.
     let mode = if opts.plan_mode_required {
         PermissionMode::Plan
@@ -143,6 +152,11 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     let code = rt.main_loop(&mut engine).await;
     let (code, reason, clean) = match code {
         Ok(Stop::Approved) => (0, "shutdown approved".to_owned(), true),
+        Ok(Stop::Budget(why)) => (
+            i32::from(crate::util::error::exit::BUDGET),
+            format!("budget exhausted: {why}"),
+            true,
+        ),
         Ok(Stop::Signalled) => {
             let signal = rt.caught.lock().unwrap().unwrap_or("a signal");
             (
@@ -165,6 +179,8 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
 pub(super) enum Stop {
     Approved,
     Signalled,
+    /// A model call was refused: its budget, or the team's, is spent.
+    Budget(String),
 }
 
 /// What the next idle notification reports.

@@ -10,6 +10,7 @@ use crate::config::permissions::{AllowRule, PermissionMode};
 use crate::config::project::UserDirs;
 use crate::config::tools::ToolName;
 use crate::llm::LlmConfig;
+use crate::llm::budget::Limits;
 use crate::store::layout::Root;
 use crate::store::names::{AgentName, TeamName};
 use crate::util::error::Result;
@@ -38,6 +39,8 @@ pub struct TeammateOptions {
     pub pane: Option<String>,
     /// Where each model turn appends its timings, for `scripts/bench`.
     pub timings: Option<PathBuf>,
+    /// Its own budget (`swarm spawn --budget-usd/--budget-tokens`); the team's applies too.
+    pub budget: Limits,
     /// `--context-window`: overrides the model's window from the table.
     pub context_window: Option<u64>,
 }

@@ -6,6 +6,9 @@
 //! current tool call when busy (a model request in flight is cancelled); requests from
 //! anyone else are ignored. A `TeammateIdle` hook that exits 2 sends its stderr to the
 //! model as a new turn instead, and the teammate works on.
+//!
+//! A model call refused for budget ends the teammate: waiting would not bring money back,
+//! so it stops at once (its tasks go back to pending as it exits) instead of backing off.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +17,7 @@ use serde_json::Map;
 use crate::agent::compaction::{self, DoneTask};
 use crate::agent::engine::{Engine, Finish};
 use crate::config::hooks::Event as HookEvent;
+use crate::llm::LlmError;
 use crate::roles::teammate::inbox::Incoming;
 use crate::roles::teammate::lifecycle::{Runtime, Stop};
 use crate::store::names::LEAD;
@@ -241,6 +245,10 @@ impl Runtime {
             }
             Ok(Finish::Refusal(text)) => {
                 self.report.failure = Some(format!("the model refused: {}", cap(&text, 500)));
+            }
+            Err(LlmError::BudgetExhausted(why)) => {
+                self.display.error(&format!("budget exhausted: {why}"));
+                return Ok(Some(Stop::Budget(why)));
             }
             Err(e) => {
                 self.display.error(&e.to_string());

@@ -72,6 +72,7 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
         hooks: from_project.hooks,
         pane: ctx.own_pane(),
         timings: ctx.settings.timings.clone(),
+        budget: args.budget.limits(),
         context_window: args.model.context_window,
     };
     let code = runtime()?.block_on(teammate::run(opts))?;

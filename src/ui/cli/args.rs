@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::agents::Isolation;
 use crate::config::permissions::{AllowRule, Approver, PermissionMode};
 use crate::llm::Provider;
+use crate::llm::budget::Limits;
 use crate::store::roster;
 use crate::team::inherit::Engine;
 use crate::util::error::Error;
@@ -378,6 +379,27 @@ pub struct PermissionOpts {
     pub permission_timeout: humantime::Duration,
 }
 
+/// What may be spent on model calls. At the limit no new model call starts.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Budget")]
+pub struct BudgetOpts {
+    /// Stop starting model calls once this many US dollars are spent (by the price table; models without a known price are not counted)
+    #[arg(long, value_name = "USD", value_parser = dollars)]
+    pub budget_usd: Option<f64>,
+    /// Stop starting model calls once this many tokens are spent (input + output + cache creation + cache read)
+    #[arg(long, value_name = "N", value_parser = token_count)]
+    pub budget_tokens: Option<u64>,
+}
+
+impl BudgetOpts {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            usd: self.budget_usd,
+            tokens: self.budget_tokens,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct AgentArgs {
     /// The task
@@ -419,6 +441,9 @@ pub struct TeammateArgs {
     pub model: ModelOpts,
     #[command(flatten)]
     pub permissions: PermissionOpts,
+    /// This teammate's own budget
+    #[command(flatten)]
+    pub budget: BudgetOpts,
     /// Whether --permission-mode was given (flag or environment), set after parsing.
     #[arg(skip)]
     pub mode_given: bool,
@@ -486,6 +511,9 @@ pub struct SpawnArgs {
     pub allow: Vec<AllowRule>,
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// This teammate's own budget (the team's, from `swarm run`, applies too)
+    #[command(flatten)]
+    pub budget: BudgetOpts,
     /// The teammate's context window in tokens; compacted at 80 % of it [default: the model's, from swarm's table]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
@@ -554,6 +582,9 @@ pub struct RunArgs {
     pub permissions: PermissionOpts,
     #[command(flatten)]
     pub engine: EngineOpts,
+    /// The whole team's budget
+    #[command(flatten)]
+    pub budget: BudgetOpts,
 }
 
 #[derive(Debug, Args)]
@@ -570,6 +601,26 @@ pub struct DemoArgs {
     /// Keep the team's files afterwards (they are deleted by default)
     #[arg(long)]
     pub keep: bool,
+}
+
+/// A dollar amount above zero.
+fn dollars(value: &str) -> Result<f64, Error> {
+    match value.trim_start_matches('$').parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(Error::usage(format!(
+            "invalid amount {value:?}: give US dollars above zero, e.g. --budget-usd 5 or 2.50"
+        ))),
+    }
+}
+
+/// A token count above zero.
+fn token_count(value: &str) -> Result<u64, Error> {
+    match value.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(Error::usage(format!(
+            "invalid token count {value:?}: give a whole number above zero, e.g. --budget-tokens 500000"
+        ))),
+    }
 }
 
 /// A palette colour, checked by the roster's own rule.

@@ -4,6 +4,8 @@
 use std::io::IsTerminal;
 
 use crate::demo::run::{self as demo_run, Demo};
+use crate::llm::budget::Limits;
+use crate::llm::{Usage, estimate_cost_usd};
 use crate::store::names::TeamName;
 use crate::team::run::{self as team_run, Goal};
 use crate::ui::cli::args::{DemoArgs, RunArgs};
@@ -21,7 +23,9 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         return Err(Error::usage("--teammates must be at least 1"));
     }
     // Fail here, not in the pane: a missing key or a bad provider is the person's to fix.
-    ctx.llm_config(&args.model)?;
+    let llm = ctx.llm_config(&args.model)?;
+    let budget = args.budget.limits();
+    warn_unpriced(&budget, &llm.model);
     let team = match &ctx.global.team {
         Some(n) => TeamName::new(n)?,
         None => team_run::team_from_goal(&args.goal)?,
@@ -38,6 +42,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
             text: &args.goal,
             approver: args.approver,
             teammates: args.teammates,
+            budget,
         },
     )?;
     println!(
@@ -60,6 +65,20 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         eprintln!("swarm: the run of team {team} ended with exit code {code}: {why}");
     }
     Ok(code)
+}
+
+/// Says once, before anything starts, that a dollar budget cannot see `model`'s tokens.
+pub fn warn_unpriced(budget: &Limits, model: &str) {
+    if budget.usd.is_some() && estimate_cost_usd(model, &Usage::default()).is_none() {
+        eprintln!(
+            "swarm: warning: no price is known for model {model}: --budget-usd does not count its tokens{}",
+            if budget.tokens.is_some() {
+                "; --budget-tokens still limits them"
+            } else {
+                "; give --budget-tokens to limit them"
+            }
+        );
+    }
 }
 
 pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {

@@ -40,6 +40,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
         color: args.color.clone(),
         isolation: args.isolation,
         engine: Some(args.engine.engine),
+        budget: args.budget.limits(),
     };
     let mut lead = ctx.lead_settings()?;
     lead.provider = args.api.provider.map(|p| p.to_string());
@@ -87,6 +88,9 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
         return Ok(());
     }
     let spawned = launcher.spawn(&req)?;
+    if let Some(model) = &spawned.model {
+        crate::ui::cli::run::warn_unpriced(&req.budget, model);
+    }
     if ctx.json() {
         print_json(&json!({
             "name": spawned.name,
