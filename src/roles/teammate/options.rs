@@ -38,6 +38,8 @@ pub struct TeammateOptions {
     pub pane: Option<String>,
     /// Where each model turn appends its timings, for `scripts/bench`.
     pub timings: Option<PathBuf>,
+    /// Restarted by a resumed lead: restore the conversation, continue the task it holds.
+    pub resumed: bool,
 }
 
 /// Which settings the command line gave (a flag or its environment twin), so that an

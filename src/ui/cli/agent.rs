@@ -71,6 +71,7 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
         hooks: from_project.hooks,
         pane: ctx.own_pane(),
         timings: ctx.settings.timings.clone(),
+        resumed: args.resume,
     };
     let code = runtime()?.block_on(teammate::run(opts))?;
     Ok(u8::try_from(code).unwrap_or(1))

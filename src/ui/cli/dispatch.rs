@@ -10,8 +10,8 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
-    agent, agents, approvals, lead, message, model_server, run, shutdown, spawn, status, task,
-    team, watch,
+    agent, agents, approvals, lead, message, model_server, resume, run, shutdown, spawn, status,
+    task, team, watch,
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Result, exit};
@@ -115,6 +115,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
             feedback,
         } => done(approvals::decide(&ctx, &request_id, false, feedback, None)),
         Command::Run(args) => run::run(&ctx, args),
+        Command::Resume(args) => resume::run(&ctx, args),
         Command::Demo(args) => run::demo(&ctx, args),
         Command::Agent(args) => agent::solo(&ctx, args),
         Command::Teammate(args) => agent::teammate(&ctx, args),
