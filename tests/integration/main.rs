@@ -23,6 +23,7 @@ mod llm_openai;
 mod llm_retry;
 mod main_job;
 mod model_server;
+mod resume;
 mod store_cli;
 mod team_spawn;
 mod team_tmux;
