@@ -6,7 +6,10 @@
 //! window or in the lead's dead pane ([`resume_lead`]); the resumed lead, before it
 //! supervises anything, starts again every teammate of the roster that had not finished
 //! ([`respawn_teammates`]): its own record with `--resume`, so it restores its
-//! conversation, in its worktree if that is still there, else in the project (said so).
+//! conversation, in the permission mode it had last (an approved plan's mode stays
+//! approved), in its worktree if that is still there, else in the project (said so). A
+//! request it was waiting on when it stopped was expired then; resumed, it asks again if it
+//! still needs the answer.
 //! A teammate still alive is adopted: left as it is. One that finished (its approved
 //! shutdown, a clean exit) stays finished.
 //!
@@ -271,6 +274,17 @@ pub fn respawn_teammates(launcher: &Launcher) -> Result<Vec<Resumed>> {
         }
         match engine {
             Engine::Swarm => {
+                // The mode it had last, which an approved plan may have changed.
+                let mode = st.as_ref().and_then(|s| s.mode.clone()).or(m.mode.clone());
+                if let Some(mode) = mode {
+                    for a in cmd
+                        .argv
+                        .iter_mut()
+                        .filter(|a| a.starts_with("--permission-mode="))
+                    {
+                        *a = format!("--permission-mode={mode}");
+                    }
+                }
                 cmd.argv.push(RESUME_FLAG.to_owned());
                 how.insert(0, "respawned with its conversation".to_owned());
             }

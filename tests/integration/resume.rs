@@ -25,9 +25,7 @@ fn script(job: &Path, gates: [&str; 2]) -> Script {
             "description": format!("Do job {n}. gate={} (wait for it)", gates[n - 1]),
         })
     };
-    let teammate = |name: &str| {
-        json!({"name": name, "description": "worker", "prompt": format!("You are {name}.")})
-    };
+    let teammate = |name: &str| json!({"name": name, "description": "worker", "prompt": format!("You are {name}.")});
     Script::new()
         .rule(
             Rule::new("lead plans")
@@ -230,16 +228,19 @@ fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
         read(&env, "run.err")
     );
     let pid = lead_pid(&env).expect("the lead wrote its state");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL)
-        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     run.wait(LONG).expect("swarm run did not end with its lead");
 
     let mut resume = start_resume(&env, &job, &["t"]);
     // The resumed lead has started (and so has decided about its teammates) before the
     // gate opens.
     assert!(
-        wait_until(LONG, || lead_pid(&env).is_some_and(|p| p != pid
-            && swarm::util::process::is_alive(p))),
+        wait_until(LONG, || lead_pid(&env)
+            .is_some_and(|p| p != pid && swarm::util::process::is_alive(p))),
         "the lead was not restarted\n{}",
         read(&env, "resume.err")
     );
@@ -301,7 +302,8 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
     let _ = std::process::Command::new("tmux")
         .args(["-L", &env.tmux_socket, "kill-server"])
         .status();
-    run.wait(LONG).expect("swarm run did not end with its tmux server");
+    run.wait(LONG)
+        .expect("swarm run did not end with its tmux server");
     assert!(
         wait_until(LONG, || teammate_processes(&env, "alice")
             + teammate_processes(&env, "bob")
@@ -309,8 +311,14 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
         "teammates outlived their tmux server"
     );
     // Mail that arrives while nobody runs is read once, by the resumed lead.
-    env.run(&["--team", "t", "send", "team-lead", "note-7731 from the user"])
-        .success();
+    env.run(&[
+        "--team",
+        "t",
+        "send",
+        "team-lead",
+        "note-7731 from the user",
+    ])
+    .success();
     // `swarm run` here says there is a team to resume.
     let out = run_timeout(
         &mut env.swarm(&[
@@ -344,7 +352,11 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
     let out = read(&env, "resume.out");
     assert!(status.success(), "{out}\n{}", read(&env, "resume.err"));
     assert!(out.contains("Result: done"), "{out}");
-    assert_eq!(effects(&job), ["task-1", "task-2"], "a job was lost or done twice");
+    assert_eq!(
+        effects(&job),
+        ["task-1", "task-2"],
+        "a job was lost or done twice"
+    );
     // The task stayed with its owner, who finished it.
     let tasks = task_states(&env);
     assert_eq!(tasks[0].2.as_deref(), Some(holder.as_str()), "{tasks:?}");

@@ -51,8 +51,9 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     }
     llm::install_crypto_provider();
     let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&opts.llm)?);
-    // Plan mode beats everything else when a plan is required.
-    let mode = if opts.plan_mode_required {
+    // Plan mode beats everything else when a plan is required, unless resumed: then the
+    // mode is the one it had, which an approved plan may have changed.
+    let mode = if opts.plan_mode_required && !opts.resumed {
         PermissionMode::Plan
     } else {
         opts.mode
