@@ -149,6 +149,13 @@ pub fn wait_for_lead(
     })
 }
 
+/// Why the lead stopped, as it recorded it.
+pub fn lead_exit_reason(root: &Root, team: &TeamName) -> Option<String> {
+    state::read(root, team, &AgentName::lead())
+        .and_then(|s| s.exit)
+        .map(|e| crate::util::text::printable(&e.reason).into_owned())
+}
+
 /// The run's report, or a line saying why there is none.
 pub fn report(root: &Root, team: &TeamName) -> String {
     documents::read_report(root, team)

@@ -272,8 +272,21 @@ fn rewrites_keep_the_key_order_they_found() {
 fn a_claude_code_teammates_result_wakes_the_lead_agent() {
     use swarm::llm::model_server::{Reply, Script};
     let env = TestEnv::new();
-    let model =
-        crate::harness::ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    use swarm::llm::model_server::Rule;
+    // A task, so the lead does not end the run at its first turn for want of a team.
+    let model = crate::harness::ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("plan")
+                    .user_contains("Goal:")
+                    .times(1)
+                    .reply(Reply::tool(
+                        "TaskCreate",
+                        serde_json::json!({"subject": "review", "description": "carl reviews"}),
+                    )),
+            )
+            .default_reply(Reply::text("ok")),
+    );
     let mut cmd = env.swarm(&[
         "run",
         "wait for carl",

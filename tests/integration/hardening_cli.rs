@@ -293,11 +293,23 @@ fn the_lead_files_a_request_only_under_the_agent_that_sent_it() {
     let job = env.dir.path().join("job");
     std::fs::create_dir_all(&job).unwrap();
     let model = ScriptedModel::start(
-        Script::new().rule(
-            Rule::new("lead waits")
-                .agent("team-lead")
-                .reply(Reply::text("Waiting.")),
-        ),
+        Script::new()
+            // A task, so the lead does not end the run at its first turn for want of a team.
+            .rule(
+                Rule::new("lead plans")
+                    .agent("team-lead")
+                    .user_contains("Goal:")
+                    .times(1)
+                    .reply(Reply::tool(
+                        "TaskCreate",
+                        serde_json::json!({"subject": "review", "description": "a plan"}),
+                    )),
+            )
+            .rule(
+                Rule::new("lead waits")
+                    .agent("team-lead")
+                    .reply(Reply::text("Waiting.")),
+            ),
     );
     let mut cmd = env.swarm(&[
         "run",

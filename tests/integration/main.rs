@@ -18,6 +18,7 @@ mod hardening_tasks;
 mod hardening_tmux;
 mod hooks;
 mod layers;
+mod lead_end;
 mod llm;
 mod llm_openai;
 mod llm_retry;

@@ -124,7 +124,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             me.cost_usd = engine.cost_usd;
             me.model_calls = engine.model_calls;
             let code = match &outcome {
-                lead_agent::Outcome::Done => 0,
+                lead_agent::Outcome::Done(_) => 0,
                 lead_agent::Outcome::Stopped(_) => i32::from(crate::util::error::exit::INTERRUPTED),
                 lead_agent::Outcome::Failed(_) => i32::from(crate::util::error::exit::MODEL),
             };
@@ -141,7 +141,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
     let _ = supervisor.await;
     if let (Some(a), Some(outcome)) = (agent, outcome) {
         let result = match &outcome {
-            lead_agent::Outcome::Done => "done: every task is completed".to_owned(),
+            lead_agent::Outcome::Done(result) => result.clone(),
             lead_agent::Outcome::Stopped(why) => format!("stopped: {why}"),
             lead_agent::Outcome::Failed(why) => format!("failed: {why}"),
         };

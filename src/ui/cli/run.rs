@@ -69,6 +69,11 @@ pub fn follow(
     }
     let code = team_run::wait_for_lead(&ctx.root, team, window, &|line| eprintln!("{line}"))?;
     println!("{}", team_run::report(&ctx.root, team));
+    if code != 0
+        && let Some(why) = team_run::lead_exit_reason(&ctx.root, team)
+    {
+        eprintln!("swarm: the run of team {team} ended with exit code {code}: {why}");
+    }
     Ok(code)
 }
 

@@ -1,0 +1,63 @@
+//! How a lead agent's run ends when there is no team to wait for: a lead whose model ends
+//! its turn with no task and no teammate ends the run at once, with its words as the result.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use swarm::llm::model_server::{Reply, Script};
+
+use crate::harness::{Guarded, ScriptedModel, TestEnv};
+
+/// Runs `swarm run` on a lead that answers every request with `answer`; returns the exit
+/// code, stdout, stderr and how many requests the model got.
+fn run_lead_answering(answer: &str) -> (i32, String, String, usize) {
+    let env = TestEnv::new();
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text(answer)));
+    let (out, err) = (env.dir.path().join("out"), env.dir.path().join("err"));
+    let mut cmd = env.swarm(&[
+        "run",
+        "what is in the readme?",
+        "--team",
+        "t",
+        "--no-attach",
+        "--provider",
+        "scripted",
+        "--base-url",
+    ]);
+    cmd.arg(model.url())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .stdin(Stdio::null());
+    // Far below the 60 s a stall nudge would take, let alone the four minutes of a stall.
+    let status = Guarded(Some(cmd.spawn().unwrap()))
+        .wait(Duration::from_secs(50))
+        .expect("the run did not end at once");
+    (
+        status.code().unwrap_or(-1),
+        std::fs::read_to_string(out).unwrap(),
+        std::fs::read_to_string(err).unwrap(),
+        model.requests().len(),
+    )
+}
+
+#[test]
+fn a_lead_that_answers_without_a_team_ends_the_run_done() {
+    let (code, out, err, requests) =
+        run_lead_answering("DONE: the readme has one line, \"hello\".");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("done: the readme has one line"),
+        "the report lacks the lead's answer:\n{out}"
+    );
+    assert_eq!(requests, 1, "the lead was asked again: {out}");
+}
+
+#[test]
+fn a_lead_that_gives_up_without_a_team_fails_the_run_with_its_reason() {
+    let (code, out, err, _) = run_lead_answering("I cannot read files outside the project.");
+    assert_eq!(code, 7, "{out}\n{err}");
+    assert!(
+        err.contains("without a task or a teammate: I cannot read files outside the project."),
+        "stderr does not say why: {err}"
+    );
+}
