@@ -131,6 +131,12 @@ pub fn unfinished_in(root: &Root, project: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Whether the team's lead works on a goal (`swarm run`), rather than only supervising
+/// the teammates `swarm spawn` started.
+pub fn has_goal(root: &Root, team: &TeamName) -> bool {
+    matches!(launch_record::read(root, team, LEAD), Ok(Some(r)) if r.argv.iter().any(|a| a.starts_with("--goal-file=")))
+}
+
 /// Refuses a team that cannot be resumed, saying why and what to do instead.
 pub fn check_resumable(root: &Root, team: &TeamName) -> Result<()> {
     if !root.roster_path(team).exists() {

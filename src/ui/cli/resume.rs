@@ -33,6 +33,10 @@ fn resume_team(ctx: &Ctx, team: &TeamName, no_attach: bool) -> Result<u8> {
     println!(
         "team {team} resumed: its lead restarts its unfinished teammates; its window: `swarm attach {team}`; live view: `swarm watch {team}`"
     );
+    if !resume::has_goal(&ctx.root, team) {
+        // A lead without a goal supervises until it is stopped: nothing to wait for.
+        return Ok(0);
+    }
     follow(ctx, team, &window, no_attach)
 }
 
