@@ -410,3 +410,38 @@ fn drop_stale_requests(root: &Root, team: &TeamName, agent: &AgentName) {
         &|p| matches!(p, Protocol::TeammateTerminated(t) if t.agent.as_deref() == Some(agent.as_str())),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_record_keeps_secret_names_only_and_refills_them_from_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        let cmd = TeammateCommand {
+            argv: vec!["swarm".into(), "teammate".into(), RESUME_FLAG.into()],
+            env: vec![("PATH".into(), "/bin".into())],
+            secret_env: vec![("ANTHROPIC_API_KEY".into(), "sk-old".into())],
+            cwd: dir.path().to_path_buf(),
+        };
+        save_launch(&root, &team, "bob", &cmd, Engine::Swarm).unwrap();
+        let text = std::fs::read_to_string(root.launch_record_path(&team, "bob")).unwrap();
+        assert!(!text.contains("sk-old"), "{text}");
+        let record = launch_record::read(&root, &team, "bob").unwrap().unwrap();
+        assert_eq!(record.argv, ["swarm", "teammate"]);
+        let env = BTreeMap::from([("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]);
+        let again = command_from(record, &env);
+        assert_eq!(
+            again.secret_env,
+            [("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]
+        );
+        assert_eq!(again.env, cmd.env);
+        assert!(
+            launch_record::read(&root, &team, "carol")
+                .unwrap()
+                .is_none()
+        );
+    }
+}
