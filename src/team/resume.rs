@@ -225,134 +225,130 @@ pub struct Resumed {
 /// Called by a resumed lead before it supervises: respawns every teammate that had not
 /// finished and is not alive, adopts the living (see the module comment).
 pub fn respawn_teammates(launcher: &Launcher) -> Result<Vec<Resumed>> {
-    let (root, team) = (&launcher.root, &launcher.team);
-    let config = roster::load(root, team)?;
-    let mut out = Vec::new();
+    let config = roster::load(&launcher.root, &launcher.team)?;
     let mut window = None;
-    for m in config.members.iter().filter(|m| m.name != LEAD) {
-        let Ok(agent) = AgentName::parse_any(&m.name) else {
-            continue;
-        };
-        let said = |how: String| Resumed {
+    Ok(config
+        .members
+        .iter()
+        .filter(|m| m.name != LEAD)
+        .map(|m| Resumed {
             name: m.name.clone(),
-            how,
-        };
-        let st = state::read(root, team, &agent);
-        if let Some(s) = &st {
-            if s.activity == Activity::Exited && s.exit.as_ref().is_some_and(|e| e.clean) {
-                out.push(said("finished: not restarted".to_owned()));
-                continue;
-            }
-            if s.activity != Activity::Exited && s.process_alive() {
-                out.push(said(format!("adopted: still running (pid {})", s.pid)));
-                continue;
-            }
-        } else if m.pid.is_some_and(crate::util::process::is_alive) {
-            out.push(said(format!(
-                "adopted: still running (pid {})",
-                m.pid.unwrap_or_default()
-            )));
-            continue;
+            // One that fails to start must not keep the others stopped.
+            how: respawn_one(launcher, m, &mut window)
+                .unwrap_or_else(|e| format!("not restarted: {e}")),
+        })
+        .collect())
+}
+
+/// Decides about one teammate and restarts it if it needs it; says what it did.
+fn respawn_one(
+    launcher: &Launcher,
+    m: &roster::Member,
+    window: &mut Option<TeamWindow>,
+) -> Result<String> {
+    let (root, team) = (&launcher.root, &launcher.team);
+    let agent = AgentName::parse_any(&m.name)?;
+    let st = state::read(root, team, &agent);
+    if let Some(s) = &st {
+        if s.activity == Activity::Exited && s.exit.as_ref().is_some_and(|e| e.clean) {
+            return Ok("finished: not restarted".to_owned());
         }
-        let Some(record) = launch_record::read(root, team, &m.name)? else {
-            out.push(said(
-                "not restarted: swarm did not start it (no launch record)".to_owned(),
-            ));
-            continue;
-        };
-        let engine = record
-            .engine
-            .as_deref()
-            .and_then(|e| e.parse::<Engine>().ok())
-            .unwrap_or_default();
-        let mut cmd = command_from(record, &launcher.env);
-        let mut how = Vec::new();
-        if !cmd.cwd.is_dir() {
-            how.push(format!(
-                "its directory {} is gone, so it works in {} instead",
-                cmd.cwd.display(),
-                launcher.cwd.display()
-            ));
-            for a in cmd.argv.iter_mut().filter(|a| a.starts_with("--cwd=")) {
-                *a = format!("--cwd={}", launcher.cwd.display());
-            }
-            cmd.cwd = launcher.cwd.clone();
+        if s.activity != Activity::Exited && s.process_alive() {
+            return Ok(format!("adopted: still running (pid {})", s.pid));
         }
-        match engine {
-            Engine::Swarm => {
-                // The mode it had last, which an approved plan may have changed.
-                let mode = st.as_ref().and_then(|s| s.mode.clone()).or(m.mode.clone());
-                if let Some(mode) = mode {
-                    for a in cmd
-                        .argv
-                        .iter_mut()
-                        .filter(|a| a.starts_with("--permission-mode="))
-                    {
-                        *a = format!("--permission-mode={mode}");
-                    }
-                }
-                cmd.argv.push(RESUME_FLAG.to_owned());
-                how.insert(0, "respawned with its conversation".to_owned());
-            }
-            Engine::Claude => match claude_session(m) {
-                Some(sid) => {
-                    cmd.argv.push(RESUME_FLAG.to_owned());
-                    cmd.argv.push(sid.clone());
-                    how.insert(0, format!("respawned with `claude --resume {sid}`"));
-                }
-                None => how.insert(
-                    0,
-                    "respawned fresh: its Claude Code session id is not known".to_owned(),
-                ),
-            },
-        }
-        // Its old process must not be reported dead by the lead's supervisor, which
-        // would hand out the tasks it is about to continue.
-        if let Some(pid) = st.as_ref().map(|s| s.pid).or(m.pid) {
-            state::claim_exit_report(root, team, &agent, &pid.to_string())?;
-        }
-        let released = st
-            .as_ref()
-            .and_then(|s| s.exit.as_ref())
-            .map(|e| e.released_tasks.clone())
-            .unwrap_or_default();
-        let kept = reclaim(root, team, &m.name, &released);
-        if !kept.is_empty() {
-            how.push(format!("keeps task(s) #{}", kept.join(", #")));
-        }
-        drop_stale_requests(root, team, &agent);
-        state::remove(root, team, &agent)?;
-        if window.is_none() {
-            window = Some(
-                TeamWindow::find(&launcher.tmux, team, launcher.window_options())?.ok_or_else(
-                    || Error::Other(format!("team '{team}' has no window to respawn into")),
-                )?,
-            );
-        }
-        let Some(w) = window.as_mut() else {
-            continue;
-        };
-        let color = m.color.clone().unwrap_or_else(|| "blue".to_owned());
-        let pane = w.add_teammate(&agent, &color, &pane_spec(&cmd))?;
-        let pid = match engine {
-            Engine::Swarm => None,
-            Engine::Claude => w
-                .tmux()
-                .display(&pane, "#{pane_pid}")?
-                .trim()
-                .parse::<i32>()
-                .ok(),
-        };
-        roster::update_member(root, team, &m.name, |member| {
-            member.tmux_pane_id = pane.to_string();
-            member.backend_type = Some("tmux".to_owned());
-            member.pid = pid;
-            member.is_active = None;
-            member.extra.remove(crate::team::status::SHUTDOWN_STEP);
-        })?;
-        out.push(said(how.join("; ")));
+    } else if let Some(pid) = m.pid.filter(|p| crate::util::process::is_alive(*p)) {
+        return Ok(format!("adopted: still running (pid {pid})"));
     }
-    Ok(out)
+    let Some(record) = launch_record::read(root, team, &m.name)? else {
+        return Ok("not restarted: swarm did not start it (no launch record)".to_owned());
+    };
+    let engine = record
+        .engine
+        .as_deref()
+        .and_then(|e| e.parse::<Engine>().ok())
+        .unwrap_or_default();
+    let mut cmd = command_from(record, &launcher.env);
+    let mut how = Vec::new();
+    if !cmd.cwd.is_dir() {
+        how.push(format!(
+            "its directory {} is gone, so it works in {} instead",
+            cmd.cwd.display(),
+            launcher.cwd.display()
+        ));
+        for a in cmd.argv.iter_mut().filter(|a| a.starts_with("--cwd=")) {
+            *a = format!("--cwd={}", launcher.cwd.display());
+        }
+        cmd.cwd = launcher.cwd.clone();
+    }
+    match engine {
+        Engine::Swarm => {
+            // The mode it had last, which an approved plan may have changed.
+            let mode = st.as_ref().and_then(|s| s.mode.clone()).or(m.mode.clone());
+            if let Some(mode) = mode {
+                for a in cmd
+                    .argv
+                    .iter_mut()
+                    .filter(|a| a.starts_with("--permission-mode="))
+                {
+                    *a = format!("--permission-mode={mode}");
+                }
+            }
+            cmd.argv.push(RESUME_FLAG.to_owned());
+            how.insert(0, "respawned with its conversation".to_owned());
+        }
+        Engine::Claude => match claude_session(m) {
+            Some(sid) => {
+                cmd.argv.push(RESUME_FLAG.to_owned());
+                cmd.argv.push(sid.clone());
+                how.insert(0, format!("respawned with `claude --resume {sid}`"));
+            }
+            None => how.insert(
+                0,
+                "respawned fresh: its Claude Code session id is not known".to_owned(),
+            ),
+        },
+    }
+    // Its old process must not be reported dead by the lead's supervisor, which
+    // would hand out the tasks it is about to continue.
+    if let Some(pid) = st.as_ref().map(|s| s.pid).or(m.pid) {
+        state::claim_exit_report(root, team, &agent, &pid.to_string())?;
+    }
+    let released = st
+        .as_ref()
+        .and_then(|s| s.exit.as_ref())
+        .map(|e| e.released_tasks.clone())
+        .unwrap_or_default();
+    let kept = reclaim(root, team, &m.name, &released);
+    if !kept.is_empty() {
+        how.push(format!("keeps task(s) #{}", kept.join(", #")));
+    }
+    drop_stale_requests(root, team, &agent);
+    state::remove(root, team, &agent)?;
+    if window.is_none() {
+        *window = TeamWindow::find(&launcher.tmux, team, launcher.window_options())?;
+    }
+    let w = window
+        .as_mut()
+        .ok_or_else(|| Error::Other(format!("team '{team}' has no window to restart it in")))?;
+    let color = m.color.clone().unwrap_or_else(|| "blue".to_owned());
+    let pane = w.add_teammate(&agent, &color, &pane_spec(&cmd))?;
+    let pid = match engine {
+        Engine::Swarm => None,
+        Engine::Claude => w
+            .tmux()
+            .display(&pane, "#{pane_pid}")?
+            .trim()
+            .parse::<i32>()
+            .ok(),
+    };
+    roster::update_member(root, team, &m.name, |member| {
+        member.tmux_pane_id = pane.to_string();
+        member.backend_type = Some("tmux".to_owned());
+        member.pid = pid;
+        member.is_active = None;
+        member.extra.remove(crate::team::status::SHUTDOWN_STEP);
+    })?;
+    Ok(how.join("; "))
 }
 
 /// A Claude Code teammate's own session id, when the roster has it.
