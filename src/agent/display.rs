@@ -148,6 +148,20 @@ impl Display {
             Event::ToolStart { description, .. } => {
                 self.line(&format!("{}⏺ {description}{RESET}", self.colour));
             }
+            Event::Compacted {
+                before_tokens,
+                after_tokens,
+                summarized,
+            } => {
+                self.status(&format!(
+                    "compacted: {before_tokens} → {after_tokens} tokens{}",
+                    if *summarized {
+                        ""
+                    } else {
+                        " (earlier turns dropped)"
+                    }
+                ));
+            }
             Event::ToolEnd { outcome, .. } => {
                 let shown = first_line(&outcome.content, 160);
                 if outcome.is_error {

@@ -10,6 +10,11 @@
 //! The loop does not know whether it runs a solo agent, a teammate or the lead: what
 //! differs (who grants permissions, where new mail comes from, what is displayed) is the
 //! [`Host`]'s. Tools run concurrently when the model calls several in one turn.
+//!
+//! With a [`Transcript`], each response is recorded (with the user blocks its request
+//! added) and fsynced before the host is told the request was answered, which is when
+//! mail is acknowledged. Before each request the conversation may be compacted
+//! ([`compaction`]); the system prompt and tools never change.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,12 +24,14 @@ use futures_util::future::join_all;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::compaction::{self, Estimate};
 use crate::agent::tools::{self, ToolContext, ToolOutcome, call_target, describe_call};
+use crate::agent::transcript::{self, Record, Restored, Transcript};
 use crate::config::permissions::{self, Verdict};
 use crate::config::tools::ToolName;
 use crate::llm::{
     ContentBlock, LlmClient, LlmError, Message, Request, Role, StopReason, StreamEvent, Usage,
-    anthropic::INVALID_ARGUMENTS_KEY, estimate_cost_usd,
+    anthropic::INVALID_ARGUMENTS_KEY, context_window, estimate_cost_usd,
 };
 
 /// What the loop reports as it goes, for displays and state files.
@@ -44,6 +51,14 @@ pub enum Event {
         id: String,
         description: String,
         outcome: ToolOutcome,
+    },
+    /// The conversation was compacted: its estimated size before and after, in tokens.
+    /// `summarized` is false when the model's summary could not be had and the oldest
+    /// turns were dropped instead, or for a teammate's new-task digest.
+    Compacted {
+        before_tokens: u64,
+        after_tokens: u64,
+        summarized: bool,
     },
 }
 
@@ -75,6 +90,16 @@ pub trait Host: Send {
     /// it is now in the model's context (a teammate acknowledges its mail here).
     fn committed(&mut self);
     fn event(&mut self, event: Event);
+    /// The mail keys whose text is in the request being sent, recorded with its response
+    /// so a resumed agent acknowledges them rather than reading them twice.
+    fn in_flight_keys(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// What a compacted context must always carry besides the summary and the task (the
+    /// lead's team state).
+    fn compaction_context(&self) -> Option<String> {
+        None
+    }
     /// Cancels a model request in flight (not running tools): by default, with the agent.
     fn model_cancel(&self) -> CancellationToken {
         self.ctx().cancel.clone()
@@ -104,6 +129,19 @@ pub struct Engine {
     pub model_calls: u64,
     /// Where to append each turn's timings (`SWARM_TIMINGS`, for `scripts/bench`).
     pub timings: Option<PathBuf>,
+    /// Where the conversation is recorded as it goes.
+    pub transcript: Option<Transcript>,
+    /// The model's context window in tokens; compaction starts at 80 % of it.
+    pub context_window: u64,
+    /// The last compaction's summary, for a teammate's digest.
+    pub last_summary: Option<String>,
+    /// User blocks added since the last transcript record.
+    unrecorded: Vec<ContentBlock>,
+    /// The text the current `run` was called with, kept verbatim through compaction.
+    task: String,
+    estimate: Estimate,
+    /// Compacted since the last response: not again until the next one.
+    compacted: bool,
 }
 
 impl Engine {
@@ -115,7 +153,6 @@ impl Engine {
     ) -> Engine {
         Engine {
             client,
-            model,
             system,
             tools,
             max_turns: 200,
@@ -125,11 +162,35 @@ impl Engine {
             cost_usd: 0.0,
             model_calls: 0,
             timings: None,
+            transcript: None,
+            context_window: context_window(&model),
+            last_summary: None,
+            unrecorded: Vec::new(),
+            task: String::new(),
+            estimate: Estimate::default(),
+            compacted: false,
+            model,
+        }
+    }
+
+    /// Takes up a conversation restored from a transcript. Tool calls whose results were
+    /// lost get an error result each, recorded with the next response like any user block.
+    pub fn restore(&mut self, r: Restored) {
+        self.messages = r.messages;
+        self.usage = r.usage;
+        self.cost_usd = r.cost_usd;
+        self.model_calls = r.model_calls;
+        self.unrecorded.clear();
+        self.estimate = Estimate::default();
+        let lost = transcript::lost_results(&self.messages);
+        if !lost.is_empty() {
+            self.push_user(lost);
         }
     }
 
     /// Adds `text` as the next user message and runs until the model ends its turn.
     pub async fn run<H: Host>(&mut self, host: &mut H, text: String) -> Result<Finish, LlmError> {
+        self.task = text.clone();
         self.push_user(vec![ContentBlock::Text { text }]);
         let mut turns = 0;
         let timings = self.timings.as_deref().and_then(open_timings);
@@ -146,7 +207,7 @@ impl Engine {
                 return Ok(Finish::MaxTurns);
             }
             turns += 1;
-            let request = Request {
+            let mut request = Request {
                 model: self.model.clone(),
                 system: self.system.clone(),
                 messages: self.messages.clone(),
@@ -159,6 +220,15 @@ impl Engine {
                 thinking: None,
                 agent: Some(host.ctx().agent.to_string()),
             };
+            if !self.compacted
+                && self.estimate.tokens(&request) >= compaction::threshold(self.context_window)
+                && compaction::worth_it(&self.messages)
+            {
+                if self.compact(host, &request).await.is_err() {
+                    return Ok(Finish::Stopped);
+                }
+                request.messages = self.messages.clone();
+            }
             let cancel = host.model_cancel();
             let http_start = Instant::now();
             let response = {
@@ -171,21 +241,30 @@ impl Engine {
                 Err(LlmError::Cancelled) => return Ok(Finish::Stopped),
                 Err(e) => return Err(e),
             };
-            host.committed();
             self.model_calls += 1;
             self.usage.add(&response.usage);
             let cost = estimate_cost_usd(&response.model, &response.usage)
                 .or_else(|| estimate_cost_usd(&self.model, &response.usage));
             self.cost_usd += cost.unwrap_or(0.0);
-            host.event(Event::Response {
-                usage: response.usage,
-                cost_usd: cost,
-            });
             let content: Vec<ContentBlock> = response
                 .content
                 .into_iter()
                 .filter(|b| !matches!(b, ContentBlock::Text { text } if text.is_empty()))
                 .collect();
+            let record = transcript::response_record(
+                &content,
+                response.usage,
+                &response.model,
+                cost.unwrap_or(0.0),
+                host.in_flight_keys(),
+            );
+            self.record(|t, blocks| t.record_turn(blocks, record));
+            // Only now, with the turn on disk: the host acknowledges the mail it carried.
+            host.committed();
+            host.event(Event::Response {
+                usage: response.usage,
+                cost_usd: cost,
+            });
             let text = Message {
                 role: Role::Assistant,
                 content: content.clone(),
@@ -206,6 +285,9 @@ impl Engine {
                     content,
                 });
             }
+            self.estimate
+                .after_response(&response.usage, &self.messages);
+            self.compacted = false;
             match response.stop_reason {
                 StopReason::Refusal => return Ok(Finish::Refusal(text)),
                 StopReason::PauseTurn if calls.is_empty() => continue,
@@ -233,13 +315,133 @@ impl Engine {
 
     /// Appends a user message, merging into a trailing user message so roles alternate.
     fn push_user(&mut self, blocks: Vec<ContentBlock>) {
-        match self.messages.last_mut() {
-            Some(last) if last.role == Role::User => last.content.extend(blocks),
-            _ => self.messages.push(Message {
-                role: Role::User,
-                content: blocks,
-            }),
+        self.unrecorded.extend(blocks.iter().cloned());
+        transcript::push_user(&mut self.messages, blocks);
+    }
+
+    /// Writes to the transcript, if there is one, with the user blocks not yet recorded.
+    /// A failure is logged and the agent goes on: losing the record costs a resume its
+    /// latest turn, stopping would cost the work.
+    fn record(
+        &mut self,
+        write: impl FnOnce(&mut Transcript, Vec<ContentBlock>) -> crate::util::error::Result<()>,
+    ) {
+        let blocks = std::mem::take(&mut self.unrecorded);
+        if let Some(t) = self.transcript.as_mut()
+            && let Err(e) = write(t, blocks)
+        {
+            tracing::warn!("failed to record the transcript: {e}");
         }
+    }
+
+    /// Replaces the older turns with the model's summary of them (or, if that fails, drops
+    /// the oldest), and records it. Err when the agent was cancelled meanwhile.
+    async fn compact<H: Host>(&mut self, host: &mut H, request: &Request) -> Result<(), ()> {
+        let before = self.estimate.tokens(request);
+        let summary_request = compaction::summary_request(request);
+        let cancel = host.model_cancel();
+        let answer = {
+            let mut on_event = |e: StreamEvent| host.event(Event::Stream(e));
+            self.client
+                .complete(&summary_request, &mut on_event, &cancel)
+                .await
+        };
+        let context = host.compaction_context();
+        let summary = match answer {
+            Err(LlmError::Cancelled) => return Err(()),
+            Err(e) => {
+                tracing::warn!("the summary request for compaction failed: {e}");
+                None
+            }
+            Ok(r) => {
+                self.model_calls += 1;
+                self.usage.add(&r.usage);
+                let cost = estimate_cost_usd(&r.model, &r.usage)
+                    .or_else(|| estimate_cost_usd(&self.model, &r.usage));
+                self.cost_usd += cost.unwrap_or(0.0);
+                host.event(Event::Response {
+                    usage: r.usage,
+                    cost_usd: cost,
+                });
+                Some(
+                    Message {
+                        role: Role::Assistant,
+                        content: r.content,
+                    }
+                    .text(),
+                )
+                .filter(|t| !t.trim().is_empty())
+            }
+        };
+        let (messages, method) = match &summary {
+            Some(s) => (
+                compaction::rebuild(&self.messages, s, context.as_deref(), &self.task),
+                "summary",
+            ),
+            None => (
+                compaction::drop_oldest(&self.messages, context.as_deref(), &self.task),
+                "dropped",
+            ),
+        };
+        self.messages = messages;
+        self.last_summary = summary.clone().or(self.last_summary.take());
+        let after = compaction::request_tokens(&Request {
+            messages: self.messages.clone(),
+            ..request.clone()
+        });
+        self.recompacted(method, summary.unwrap_or_default(), before, after);
+        host.event(Event::Compacted {
+            before_tokens: before,
+            after_tokens: after,
+            summarized: method == "summary",
+        });
+        Ok(())
+    }
+
+    /// Starts the next piece of work from `digest` alone: the earlier turns go (without a
+    /// model call). Nothing happens to an empty conversation. The digest is a turn of its
+    /// own, acknowledged, so the work that follows is still the latest user turn by itself
+    /// (which is what a scripted model matches on).
+    pub fn start_from_digest<H: Host>(&mut self, host: &mut H, digest: String) {
+        if self.messages.is_empty() {
+            return;
+        }
+        let before = self.estimate.basis.map_or(0, |(t, _)| t);
+        self.messages = vec![
+            Message::user_text(digest.clone()),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text {
+                    text: "Noted: that is my earlier work.".to_owned(),
+                }],
+            },
+        ];
+        let after = (digest.len() / 4) as u64;
+        self.recompacted("digest", digest, before, after);
+        host.event(Event::Compacted {
+            before_tokens: before,
+            after_tokens: after,
+            summarized: false,
+        });
+    }
+
+    /// After the conversation was replaced: record it whole, and start estimating afresh.
+    fn recompacted(&mut self, method: &str, summary: String, before: u64, after: u64) {
+        let record = Record::Compaction {
+            method: method.to_owned(),
+            summary,
+            messages: self.messages.clone(),
+            before_tokens: before,
+            after_tokens: after,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            model_calls: self.model_calls,
+            time: crate::util::clock::now_iso(),
+        };
+        // The replaced conversation holds the unrecorded blocks: the record has them.
+        self.record(|t, _| t.append(&[record]));
+        self.estimate = Estimate::default();
+        self.compacted = true;
     }
 
     /// Decides, then runs, every call of one turn; results come back in call order.

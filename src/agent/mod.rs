@@ -5,8 +5,10 @@
 //! `config`, `store`, `llm` and `util`.
 
 pub mod bash;
+pub mod compaction;
 pub mod display;
 pub mod engine;
 pub mod fs_tools;
 pub mod prompt;
 pub mod tools;
+pub mod transcript;

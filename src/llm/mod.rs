@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod config;
 pub mod http;
 pub mod model_server;
+pub mod models;
 pub mod openai;
 pub mod retry;
 pub mod sse;
@@ -15,4 +16,5 @@ pub mod types;
 
 pub use config::{ApiKey, LlmConfig, LlmFlags, Provider, build_client, estimate_cost_usd};
 pub use http::install_crypto_provider;
+pub use models::context_window;
 pub use types::*;

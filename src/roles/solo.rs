@@ -28,6 +28,8 @@ pub struct SoloOptions {
     pub cwd: PathBuf,
     /// Where each model turn appends its timings, for `scripts/bench`.
     pub timings: Option<PathBuf>,
+    /// `--context-window`: overrides the model's window from the table.
+    pub context_window: Option<u64>,
 }
 
 /// Runs the agent on its prompt until it ends its turn; Ctrl-C stops it. The answer goes
@@ -48,6 +50,9 @@ pub async fn run(o: SoloOptions) -> Result<u8> {
     let mut engine = Engine::new(client, o.llm.model.clone(), system, ToolName::SOLO.to_vec());
     engine.max_turns = o.max_turns;
     engine.timings = o.timings;
+    if let Some(n) = o.context_window {
+        engine.context_window = n;
+    }
     let mut host = SoloHost {
         ctx,
         display: Display::new(None),

@@ -195,6 +195,15 @@ impl Root {
         self.logs_dir(team).join(format!("{agent}.log"))
     }
 
+    pub fn transcripts_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("transcripts")
+    }
+
+    /// Where a swarm-engine agent records its conversation (see `agent::transcript`).
+    pub fn transcript_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.transcripts_dir(team).join(format!("{agent}.jsonl"))
+    }
+
     pub fn tasks_dir(&self, team: &TeamName) -> PathBuf {
         self.path.join("tasks").join(team.as_str())
     }

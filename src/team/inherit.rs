@@ -12,7 +12,8 @@
 //!   `anthropic-version` are the lead's;
 //! - permission mode: plan when a plan is required (plan mode beats bypass), else the
 //!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
-//!   rules, the turn limit and how long to wait for a permission answer are the lead's;
+//!   rules, the turn limit, the context window (`--context-window`) and how long to wait
+//!   for a permission answer are the lead's;
 //! - root and tmux server are the lead's, so the team stays on one disk and one server;
 //! - environment: an allow-list copied from the lead (provider keys and URLs, proxies, CA
 //!   bundles, `SWARM_*`, `CLAUDE_CONFIG_DIR`, and `PATH`, `HOME`, `LANG`, `LC_ALL`, `USER`
@@ -55,6 +56,8 @@ pub struct LeadSettings {
     pub permission_mode: PermissionMode,
     pub allow: Vec<String>,
     pub max_turns: Option<u32>,
+    /// `--context-window`, passed on as it was given.
+    pub context_window: Option<u64>,
     pub permission_timeout: Option<Duration>,
     pub tmux_socket: Option<String>,
     pub session_id: Option<String>,
@@ -114,6 +117,7 @@ impl LeadSettings {
             permission_mode: PermissionMode::Default,
             allow: Vec::new(),
             max_turns: None,
+            context_window: None,
             permission_timeout: None,
             tmux_socket,
             session_id: None,
@@ -261,6 +265,9 @@ pub fn teammate_command(
     }
     if let Some(n) = lead.max_turns {
         argv.push(format!("--max-turns={n}"));
+    }
+    if let Some(n) = lead.context_window {
+        argv.push(format!("--context-window={n}"));
     }
     if let Some(t) = lead.permission_timeout {
         argv.push(permission_timeout_flag(t));
@@ -443,6 +450,7 @@ mod tests {
             permission_mode: PermissionMode::BypassPermissions,
             allow: vec!["Bash(cargo test:*)".into()],
             max_turns: Some(50),
+            context_window: Some(64_000),
             permission_timeout: Some(Duration::from_secs(90)),
             tmux_socket: Some("swarm-x".into()),
             session_id: Some("11111111-2222-3333-4444-555555555555".into()),
@@ -505,6 +513,7 @@ mod tests {
                 "--permission-mode=bypassPermissions",
                 "--allow=Bash(cargo test:*)",
                 "--max-turns=50",
+                "--context-window=64000",
                 "--permission-timeout=1m 30s",
             ]
         );

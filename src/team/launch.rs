@@ -227,6 +227,9 @@ impl Launcher {
         if let Some(n) = lead.max_turns {
             argv.push(format!("--max-turns={n}"));
         }
+        if let Some(n) = lead.context_window {
+            argv.push(format!("--context-window={n}"));
+        }
         if let Some(t) = lead.permission_timeout {
             argv.push(inherit::permission_timeout_flag(t));
         }

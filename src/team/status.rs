@@ -54,6 +54,9 @@ pub struct MemberStatus {
     pub cost_usd: f64,
     pub model_calls: u64,
     pub exit_code: Option<i32>,
+    /// Its conversation (`agent::transcript`), when a swarm-engine agent has recorded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<std::path::PathBuf>,
     /// The dead pane's exit status or signal, as tmux saw it.
     #[serde(skip)]
     pub pane_record: Option<PaneRecord>,
@@ -150,6 +153,10 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
                 panes.is_some() && tmux.is_some(),
                 current,
             );
+            st.transcript = AgentName::parse_any(&m.name)
+                .ok()
+                .map(|a| root.transcript_path(team, &a))
+                .filter(|p| p.is_file());
             if let Some(d) = tmux.and_then(|t| blocking_dialog(t, m, &st)) {
                 st.state = "blocked".to_owned();
                 st.detail = Some(d.describe());
@@ -280,6 +287,7 @@ fn member_status(
         cost_usd: state.as_ref().map(|s| s.cost_usd).unwrap_or(0.0),
         model_calls: state.as_ref().map(|s| s.model_calls).unwrap_or(0),
         exit_code,
+        transcript: None,
         pane_record: pane,
         state_file: state,
     }

@@ -10,6 +10,7 @@ mod claude_mixed;
 mod claude_real;
 mod claude_spawn;
 mod claude_wire;
+mod compaction;
 mod concurrency;
 mod engine;
 mod hardening_cli;

@@ -347,6 +347,7 @@ fn status_json_shape() {
             .all(|n| member(&s, n).is_some_and(|m| m["state"] == "idle"))
     }));
     let s = status(&env);
+    let root = env.root.display().to_string();
     insta::assert_json_snapshot!("status_json", s, {
         ".members[].pid" => "[pid]",
         ".members[].pane" => "[pane]",
@@ -356,6 +357,9 @@ fn status_json_shape() {
         ".members[].agentId" => insta::dynamic_redaction(|v, _| {
             assert!(v.as_str().unwrap().ends_with("@t"));
             "[name]@t"
+        }),
+        ".members[].transcript" => insta::dynamic_redaction(move |v, _| {
+            v.as_str().unwrap().replace(&root, "[root]")
         }),
     });
 }

@@ -48,6 +48,11 @@
 //! - `no_tool_result`: `true` requires a fresh turn (no `tool_result` in the latest user
 //!   turn), `false` requires a tool result.
 //!
+//! A compaction's summary request (see `agent::compaction`) is an ordinary request whose
+//! latest user turn ends with a text starting `[swarm compaction]`, so a rule with
+//! `"user_contains": "[swarm compaction]"` (placed above rules that would also match it,
+//! such as `no_tool_result: false`) answers it with the summary.
+//!
 //! **Selection.** Rules are tried in file order; the first whose conditions all hold and
 //! whose `times` (default unlimited) is not used up fires, and each firing uses one time,
 //! whether it replies or injects a fault. So "529 once, then succeed" is two rules: a fault

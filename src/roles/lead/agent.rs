@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::display::Display;
 use crate::agent::engine::{Authorization, Engine, Event, Finish, Host};
 use crate::agent::tools::{ToolContext, ToolOutcome};
+use crate::agent::transcript::Transcript;
 use crate::config::permissions::Approver;
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
@@ -64,6 +65,8 @@ pub struct LeadAgentOptions {
     pub stall_after: Duration,
     /// Where each model turn appends its timings, for `scripts/bench`.
     pub timings: Option<std::path::PathBuf>,
+    /// `--context-window`: overrides the model's window from the table.
+    pub context_window: Option<u64>,
 }
 
 /// How the lead's work ended.
@@ -140,6 +143,8 @@ struct LeadHost {
     /// The latest bare idle notification of each teammate, shown at the next wake.
     idle: BTreeMap<String, IdleNotification>,
     state: AgentState,
+    /// The goal, which every compacted context repeats.
+    goal: String,
 }
 
 impl LeadHost {
@@ -377,6 +382,58 @@ impl Host for LeadHost {
     fn event(&mut self, event: Event) {
         self.display.event(&event);
     }
+
+    fn in_flight_keys(&self) -> Vec<String> {
+        self.in_flight.clone()
+    }
+
+    fn compaction_context(&self) -> Option<String> {
+        Some(team_state(&self.root, &self.team, &self.goal))
+    }
+}
+
+/// What the lead must never forget: its goal, the roster, the task board and the requests
+/// waiting for an answer, as they are now.
+fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
+    let mut out = format!("<team state>\nYour goal:\n{goal}\n\n");
+    match status::observe(root, team, None) {
+        Ok(seen) => out.push_str(&status::render_for_width(&seen, clock::now_ms(), 90)),
+        Err(e) => out.push_str(&format!("(the roster could not be read: {e})\n")),
+    }
+    out.push_str("\nTask board:\n");
+    for t in TaskList::new(root, team).list().unwrap_or_default() {
+        if t.is_internal() {
+            continue;
+        }
+        out.push_str(&format!(
+            "- #{} [{}] {}{}{}\n",
+            t.id,
+            t.status.as_str(),
+            t.subject,
+            t.owner.map(|o| format!(" (owner {o})")).unwrap_or_default(),
+            if t.blocked_by.is_empty() {
+                String::new()
+            } else {
+                format!(" (blocked by {})", t.blocked_by.join(", "))
+            }
+        ));
+    }
+    let pending: Vec<approvals::Approval> = approvals::list(root, team)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| a.state == approvals::State::Pending)
+        .collect();
+    if !pending.is_empty() {
+        out.push_str("\nRequests waiting for an answer:\n");
+        for a in pending {
+            out.push_str(&format!(
+                "- {} from {}: {}\n",
+                a.request_id, a.agent, a.summary
+            ));
+        }
+    }
+    out.push_str("</team state>");
+    out
 }
 
 /// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.
@@ -408,7 +465,16 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     );
     engine.max_turns = o.max_turns;
     engine.timings = o.timings.clone();
-    let restored = o.resumed && restore_conversation(&o, &mut engine);
+    if let Some(n) = o.context_window {
+        engine.context_window = n;
+    }
+    let path = o.root.transcript_path(&o.team, &AgentName::lead());
+    let restored = o.resumed && restore_conversation(&o, &path, &mut engine)?;
+    let mut transcript = Transcript::open(&path)?;
+    if !restored {
+        transcript.mark_fresh_start()?;
+    }
+    engine.transcript = Some(transcript);
     let mut state = AgentState::new(Activity::Working);
     state.model = Some(o.llm.model.clone());
     let mut host = LeadHost {
@@ -425,6 +491,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         in_flight: Vec::new(),
         idle: BTreeMap::new(),
         state,
+        goal: o.goal.clone(),
     };
     host.display.status(&format!(
         "team-lead@{} · {} · approver: {:?}",
@@ -545,9 +612,22 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     }
 }
 
-/// Restores the lead's conversation from its transcript; false when there is none.
-fn restore_conversation(_o: &LeadAgentOptions, _engine: &mut Engine) -> bool {
-    false
+/// Restores the lead's conversation from its transcript, and acknowledges the mail whose
+/// text is in it, so it is not read twice; false when there is nothing to restore.
+fn restore_conversation(
+    o: &LeadAgentOptions,
+    path: &std::path::Path,
+    engine: &mut Engine,
+) -> Result<bool> {
+    let Some(restored) = crate::agent::transcript::restore(path)? else {
+        return Ok(false);
+    };
+    if restored.messages.is_empty() {
+        return Ok(false);
+    }
+    mailbox::ack(&o.root, &o.team, &AgentName::lead(), &restored.acked)?;
+    engine.restore(restored);
+    Ok(true)
 }
 
 /// A resumed lead's first turn: what happened and where the team stands. The goal is in
@@ -691,5 +771,35 @@ mod tests {
             waiting_for(&tasks, &seen),
             "task #1 (owned by bob, who is gone), #2 (blocked by #1), #3 (unclaimed)"
         );
+    }
+
+    #[test]
+    fn the_team_state_for_a_compacted_context_has_goal_roster_board_and_open_requests() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let team = TeamName::new("t").unwrap();
+        crate::store::roster::create(&root, &team, None, t.path()).unwrap();
+        TaskList::new(&root, &team)
+            .create(NewTask {
+                subject: "Write the parser".into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+        let request = crate::store::protocol::PermissionRequest {
+            request_id: crate::store::protocol::permission_request_id(),
+            agent_id: "bob".into(),
+            tool_name: "Bash".into(),
+            tool_use_id: "toolu_1".into(),
+            description: "Bash(rm -rf build)".into(),
+            input: serde_json::json!({"command": "rm -rf build"}),
+            permission_suggestions: Vec::new(),
+        };
+        approvals::record(&root, &team, &approvals::from_permission(&request)).unwrap();
+        let id = request.request_id.clone();
+        let state = team_state(&root, &team, "GOAL-9");
+        assert!(state.contains("GOAL-9"), "{state}");
+        assert!(state.contains("team-lead"), "roster: {state}");
+        assert!(state.contains("#1 [pending] Write the parser"), "{state}");
+        assert!(state.contains(&format!("{id} from bob")), "{state}");
     }
 }

@@ -291,6 +291,10 @@ impl Host for Runtime {
         }
     }
 
+    fn in_flight_keys(&self) -> Vec<String> {
+        self.inbox.in_flight().to_vec()
+    }
+
     fn event(&mut self, event: Event) {
         match &event {
             // Per response, not per piece of work, so status shows what a long job costs

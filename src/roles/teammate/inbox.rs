@@ -163,6 +163,11 @@ impl Inbox {
         mail
     }
 
+    /// The keys of the mail taken and not yet acknowledged.
+    pub fn in_flight(&self) -> &[String] {
+        &self.in_flight
+    }
+
     /// The model has seen everything taken so far: acknowledge it.
     pub fn commit(&mut self) -> Result<()> {
         if self.in_flight.is_empty() {

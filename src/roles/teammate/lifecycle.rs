@@ -19,10 +19,12 @@ use serde_json::{Map, Value};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::compaction::DoneTask;
 use crate::agent::display::Display;
 use crate::agent::engine::Engine;
 use crate::agent::prompt::PromptInputs;
 use crate::agent::tools::ToolContext;
+use crate::agent::transcript::Transcript;
 use crate::config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
 use crate::config::permissions::PermissionMode;
 use crate::llm::{self};
@@ -97,9 +99,16 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     );
     engine.max_turns = opts.max_turns;
     engine.timings = opts.timings.clone();
-    if opts.resumed {
-        restore_conversation(&opts, &mut engine)?;
+    if let Some(n) = opts.context_window {
+        engine.context_window = n;
     }
+    let path = opts.root.transcript_path(&opts.team, &opts.name);
+    let restored = opts.resumed && restore_conversation(&opts, &path, &mut engine)?;
+    let mut transcript = Transcript::open(&path)?;
+    if !restored {
+        transcript.mark_fresh_start()?;
+    }
+    engine.transcript = Some(transcript);
 
     let mut state = AgentState::new(Activity::Starting);
     state.model = Some(opts.llm.model.clone());
@@ -121,6 +130,8 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         backoff_until: None,
         pending_approval: None,
         caught: Arc::new(Mutex::new(None)),
+        done_tasks: Vec::new(),
+        first_instructions: None,
     };
     rt.watch_signals();
     rt.register()?;
@@ -158,8 +169,21 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
 
 /// A resumed teammate's conversation, from its transcript, and the mail already in it
 /// acknowledged, so it is not read twice.
-fn restore_conversation(_opts: &TeammateOptions, _engine: &mut Engine) -> Result<()> {
-    Ok(())
+/// Returns false when there is nothing to restore.
+fn restore_conversation(
+    opts: &TeammateOptions,
+    path: &std::path::Path,
+    engine: &mut Engine,
+) -> Result<bool> {
+    let Some(restored) = crate::agent::transcript::restore(path)? else {
+        return Ok(false);
+    };
+    if restored.messages.is_empty() {
+        return Ok(false);
+    }
+    mailbox::ack(&opts.root, &opts.team, &opts.name, &restored.acked)?;
+    engine.restore(restored);
+    Ok(true)
 }
 
 pub(super) enum Stop {
@@ -195,6 +219,10 @@ pub(super) struct Runtime {
     pub(super) pending_approval: Option<String>,
     /// The signal that stopped it, if one did.
     pub(super) caught: Arc<Mutex<Option<&'static str>>>,
+    /// Its earlier tasks, for the digest it starts each new task from.
+    pub(super) done_tasks: Vec<DoneTask>,
+    /// The text of its first piece of work when that was not a task (its spawn prompt).
+    pub(super) first_instructions: Option<String>,
 }
 impl Runtime {
     /// Runs `event`'s hooks off the async thread (they may take up to their timeout).

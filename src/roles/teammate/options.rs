@@ -40,6 +40,8 @@ pub struct TeammateOptions {
     pub timings: Option<PathBuf>,
     /// Restarted by a resumed lead: restore the conversation, continue the task it holds.
     pub resumed: bool,
+    /// `--context-window`: overrides the model's window from the table.
+    pub context_window: Option<u64>,
 }
 
 /// Which settings the command line gave (a flag or its environment twin), so that an

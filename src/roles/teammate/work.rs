@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Map;
 
+use crate::agent::compaction::{self, DoneTask};
 use crate::agent::engine::{Engine, Finish};
 use crate::config::hooks::Event as HookEvent;
 use crate::roles::teammate::inbox::Incoming;
@@ -158,6 +159,16 @@ impl Runtime {
             if resumed { "continuing" } else { "claimed" },
             task.subject
         ));
+        // A new task starts from a digest of the earlier work, not the whole history; a
+        // resumed one goes on from the conversation it had.
+        if !resumed {
+            let digest = compaction::digest(
+                self.first_instructions.as_deref(),
+                &self.done_tasks,
+                engine.last_summary.as_deref(),
+            );
+            engine.start_from_digest(self, digest);
+        }
         self.state.current_task = Some(id.clone());
         let intro = if resumed {
             format!(
@@ -191,6 +202,17 @@ impl Runtime {
             (Some(Status::Completed), _) | (None, _) => "resolved",
             _ => "blocked",
         };
+        self.done_tasks.push(DoneTask {
+            id: id.clone(),
+            subject: task.subject.clone(),
+            outcome: outcome.to_owned(),
+            report: self
+                .report
+                .failure
+                .clone()
+                .or_else(|| self.report.result.clone())
+                .unwrap_or_default(),
+        });
         self.report.completed_task = Some((id, outcome));
         self.state.current_task = None;
         Ok(None)
@@ -215,6 +237,10 @@ impl Runtime {
         self.idle_sent = false;
         self.set_activity(Activity::Working, None);
         *self.model_cancel.lock().unwrap() = self.ctx.cancel.child_token();
+        if engine.messages.is_empty() && task.is_none() {
+            // What it was first told (its spawn prompt) outlives its history.
+            self.first_instructions = Some(text.clone());
+        }
         let finish = engine.run(self, text).await;
         self.state.usage = engine.usage;
         self.state.cost_usd = engine.cost_usd;

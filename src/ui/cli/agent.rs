@@ -24,6 +24,7 @@ pub fn solo(ctx: &Ctx, args: AgentArgs) -> Result<u8> {
         max_turns: args.permissions.max_turns,
         cwd: working_dir(args.cwd.as_deref())?,
         timings: ctx.settings.timings.clone(),
+        context_window: args.model.context_window,
     };
     runtime()?.block_on(solo::run(opts))
 }
@@ -72,6 +73,7 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
         pane: ctx.own_pane(),
         timings: ctx.settings.timings.clone(),
         resumed: args.resume,
+        context_window: args.model.context_window,
     };
     let code = runtime()?.block_on(teammate::run(opts))?;
     Ok(u8::try_from(code).unwrap_or(1))

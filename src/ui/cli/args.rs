@@ -321,6 +321,9 @@ pub struct ModelOpts {
     /// Model id [default: the provider's]
     #[arg(long, env = "SWARM_MODEL", value_name = "MODEL")]
     pub model: Option<String>,
+    /// The model's context window in tokens; the conversation is compacted at 80 % of it (teammates inherit it) [default: the model's, from swarm's table]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
 }
 
 /// Which API to talk to: what a lead passes on to every teammate.
@@ -484,6 +487,9 @@ pub struct SpawnArgs {
     pub allow: Vec<AllowRule>,
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// The teammate's context window in tokens; compacted at 80 % of it [default: the model's, from swarm's table]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -49,6 +49,7 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
                 max_turns: args.permissions.max_turns,
                 stall_after: Duration::from_secs(60),
                 timings: ctx.settings.timings.clone(),
+                context_window: args.model.context_window,
             })
         }
     };
@@ -92,6 +93,7 @@ pub fn inherited(
     let mut lead = ctx.lead_settings()?;
     lead.provider = model.api.provider.map(|p| p.to_string());
     lead.model = model.model.clone();
+    lead.context_window = model.context_window;
     lead.base_url = model.api.base_url.clone();
     lead.anthropic_version = model.api.anthropic_version.clone();
     lead.permission_mode = permissions.permission_mode;

@@ -49,6 +49,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     lead.permission_mode = args.lead_permission_mode;
     lead.allow = args.allow.iter().map(ToString::to_string).collect();
     lead.max_turns = args.max_turns;
+    lead.context_window = args.context_window;
     // The engine is this teammate's (in `req`), not the lead's that a first spawn opens.
     lead.claude_bin = ctx.claude_bin(&args.engine)?;
     let launcher = ctx.launcher(&team, lead, lead_dir())?;

@@ -46,6 +46,7 @@ fn member(name: &str, color: &str, state: &str) -> MemberStatus {
         cost_usd: 0.0,
         model_calls: 0,
         exit_code: None,
+        transcript: None,
         pane_record: None,
         state_file: None,
     }
