@@ -469,7 +469,14 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         engine.context_window = n;
     }
     let path = o.root.transcript_path(&o.team, &AgentName::lead());
-    let restored = o.resumed && restore_conversation(&o, &path, &mut engine)?;
+    let restored = o.resumed
+        && crate::roles::resume::restore_conversation(
+            &o.root,
+            &o.team,
+            &AgentName::lead(),
+            &path,
+            &mut engine,
+        )?;
     let mut transcript = Transcript::open(&path)?;
     if !restored {
         transcript.mark_fresh_start()?;
@@ -507,7 +514,11 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     let tasks = TaskList::new(&o.root, &o.team);
 
     let first = if o.resumed {
-        resumed_turn(&o, restored)
+        crate::roles::resume::lead_turn(
+            status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux)),
+            &o.goal,
+            restored,
+        )
     } else {
         format!(
             "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
@@ -610,46 +621,6 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             _ = stop.cancelled() => {}
         }
     }
-}
-
-/// Restores the lead's conversation from its transcript, and acknowledges the mail whose
-/// text is in it, so it is not read twice; false when there is nothing to restore.
-fn restore_conversation(
-    o: &LeadAgentOptions,
-    path: &std::path::Path,
-    engine: &mut Engine,
-) -> Result<bool> {
-    let Some(restored) = crate::agent::transcript::restore(path)? else {
-        return Ok(false);
-    };
-    if restored.messages.is_empty() {
-        return Ok(false);
-    }
-    mailbox::ack(&o.root, &o.team, &AgentName::lead(), &restored.acked)?;
-    engine.restore(restored);
-    Ok(true)
-}
-
-/// A resumed lead's first turn: what happened and where the team stands. The goal is in
-/// its restored conversation; without one (no transcript), it is given again here.
-fn resumed_turn(o: &LeadAgentOptions, restored: bool) -> String {
-    let seen = status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux))
-        .map(|s| status::render_for_width(&s, clock::now_ms(), 90))
-        .unwrap_or_else(|e| format!("(the team's status could not be read: {e})"));
-    let goal = if restored {
-        String::new()
-    } else {
-        format!(
-            "Your conversation could not be restored. The team's goal was:\n{}\n\n",
-            o.goal
-        )
-    };
-    format!(
-        "You were resumed after the team stopped (the lead process ended before the work was done). {goal}\
-         Teammates that had not finished were restarted with their conversations and keep their tasks; \
-         tasks already completed stay completed: do not create them again. The team now:\n{seen}\n\
-         Continue: use TaskList to see what is open, act on what needs you, then end your turn and wait for news."
-    )
 }
 
 /// When a turn ended with no task and no teammate, the run is over: done if the lead said

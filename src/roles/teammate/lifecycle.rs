@@ -103,7 +103,14 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         engine.context_window = n;
     }
     let path = opts.root.transcript_path(&opts.team, &opts.name);
-    let restored = opts.resumed && restore_conversation(&opts, &path, &mut engine)?;
+    let restored = opts.resumed
+        && crate::roles::resume::restore_conversation(
+            &opts.root,
+            &opts.team,
+            &opts.name,
+            &path,
+            &mut engine,
+        )?;
     let mut transcript = Transcript::open(&path)?;
     if !restored {
         transcript.mark_fresh_start()?;
@@ -165,25 +172,6 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     stop.insert("reason".into(), Value::String(reason.clone()));
     rt.fire(HookEvent::SubagentStop, stop).await;
     Ok(code)
-}
-
-/// A resumed teammate's conversation, from its transcript, and the mail already in it
-/// acknowledged, so it is not read twice.
-/// Returns false when there is nothing to restore.
-fn restore_conversation(
-    opts: &TeammateOptions,
-    path: &std::path::Path,
-    engine: &mut Engine,
-) -> Result<bool> {
-    let Some(restored) = crate::agent::transcript::restore(path)? else {
-        return Ok(false);
-    };
-    if restored.messages.is_empty() {
-        return Ok(false);
-    }
-    mailbox::ack(&opts.root, &opts.team, &opts.name, &restored.acked)?;
-    engine.restore(restored);
-    Ok(true)
 }
 
 pub(super) enum Stop {
