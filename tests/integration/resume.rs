@@ -130,6 +130,10 @@ fn task_states(env: &TestEnv) -> Vec<(String, Status, Option<String>)> {
         .collect()
 }
 
+fn lead_log(env: &TestEnv) -> String {
+    std::fs::read_to_string(env.root.join("teams/t/logs/team-lead.log")).unwrap_or_default()
+}
+
 fn lead_pid(env: &TestEnv) -> Option<i32> {
     swarm::store::state::read(
         &env.store_root(),
@@ -255,7 +259,12 @@ fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
     std::fs::write(job.join("gate"), "").unwrap();
     let status = resume.wait(LONG).expect("swarm resume did not finish");
     let out = read(&env, "resume.out");
-    assert!(status.success(), "{out}\n{}", read(&env, "resume.err"));
+    assert!(
+        status.success(),
+        "{out}\n{}\nlead log:\n{}",
+        read(&env, "resume.err"),
+        lead_log(&env)
+    );
     assert!(out.contains("Result: done"), "{out}");
     // Each job done once.
     assert_eq!(effects(&job), ["task-1", "task-2"]);
@@ -354,7 +363,12 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
     std::fs::write(job.join("gate1"), "").unwrap();
     let status = resume.wait(LONG).expect("swarm resume did not finish");
     let out = read(&env, "resume.out");
-    assert!(status.success(), "{out}\n{}", read(&env, "resume.err"));
+    assert!(
+        status.success(),
+        "{out}\n{}\nlead log:\n{}",
+        read(&env, "resume.err"),
+        lead_log(&env)
+    );
     assert!(out.contains("Result: done"), "{out}");
     assert_eq!(
         effects(&job),

@@ -37,11 +37,17 @@ pub fn main() -> ExitCode {
     };
     // The one read of the environment: everything below gets what it needs from here.
     let env = Environment::capture();
-    init_logging(log_file(&cli, &env));
+    let file = log_file(&cli, &env);
+    let logs_to_file = file.is_some();
+    init_logging(file);
     crate::util::fault::install(&env);
     let code = match run(cli, env) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
+            // A pane's process logs it too: its pane may be gone before anyone reads it.
+            if logs_to_file {
+                tracing::error!("{e}");
+            }
             eprintln!("swarm: error: {e}");
             ExitCode::from(e.exit_code())
         }
