@@ -138,6 +138,13 @@ impl Display {
                     delay.as_secs_f64()
                 ));
             }
+            Event::Stream(StreamEvent::RateLimited { until_ms, reason }) => {
+                self.status(&format!(
+                    "waiting for rate limit until {} ({})",
+                    crate::util::clock::local_hms(*until_ms),
+                    first_line(reason, 120)
+                ));
+            }
             Event::Response { .. } => {
                 if self.mid_line {
                     self.mid_line = false;

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::llm::config::{ApiKey, LlmConfig, Provider};
 use crate::llm::http::{self, EventReader};
+use crate::llm::rate_gate::RateGate;
 use crate::llm::retry::{Failure, Retrier};
 use crate::llm::types::{
     ContentBlock, LlmClient, LlmError, LlmFuture, Request, Response, Role, StopReason, StreamEvent,
@@ -46,6 +47,8 @@ pub struct AnthropicClient {
     version: String,
     max_retries: u32,
     idle: Duration,
+    rate_limit_wait: Duration,
+    gate: RateGate,
 }
 
 impl AnthropicClient {
@@ -59,6 +62,8 @@ impl AnthropicClient {
             version: config.anthropic_version.clone(),
             max_retries: config.max_retries,
             idle: config.idle_timeout,
+            rate_limit_wait: config.rate_limit_wait,
+            gate: config.rate_gate(),
         })
     }
 
@@ -139,8 +144,14 @@ impl LlmClient for AnthropicClient {
             };
             let body = serde_json::to_vec(&request_body(request, model))
                 .map_err(|e| LlmError::Stream(format!("failed to encode the request: {e}")))?;
-            let mut retrier = Retrier::new(self.max_retries);
+            let mut retrier = Retrier::new(
+                self.max_retries,
+                self.rate_limit_wait,
+                &self.gate,
+                request.agent.as_deref(),
+            );
             loop {
+                retrier.before_attempt(on_event, cancel).await?;
                 match self.attempt(request, &body, on_event, cancel).await {
                     Ok(response) => return Ok(response),
                     Err(failure) => retrier.after_failure(failure, on_event, cancel).await?,

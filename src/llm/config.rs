@@ -14,12 +14,14 @@
 //! - Every error is one line that says what to do.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
 use crate::llm::anthropic::AnthropicClient;
 use crate::llm::openai::OpenAiClient;
-use crate::llm::retry::DEFAULT_MAX_RETRIES;
+use crate::llm::rate_gate::{RateGate, provider_key};
+use crate::llm::retry::{DEFAULT_MAX_RETRIES, DEFAULT_RATE_LIMIT_WAIT};
 use crate::llm::types::{LlmClient, LlmError, Usage};
 
 pub const DEFAULT_ANTHROPIC_URL: &str = "https://api.anthropic.com";
@@ -110,6 +112,10 @@ pub struct LlmConfig {
     /// of a stream. Pings count as traffic.
     pub idle_timeout: Duration,
     pub connect_timeout: Duration,
+    /// How long one model call may wait for rate limits in all before failing.
+    pub rate_limit_wait: Duration,
+    /// The team's shared rate-limit file; `None` keeps the gate in this process.
+    pub rate_limit_file: Option<PathBuf>,
 }
 
 /// The command-line side of the configuration; `None` means "not given".
@@ -122,6 +128,7 @@ pub struct LlmFlags {
     pub anthropic_version: Option<String>,
     pub max_retries: Option<u32>,
     pub idle_timeout: Option<Duration>,
+    pub rate_limit_wait: Option<Duration>,
 }
 
 impl LlmConfig {
@@ -203,7 +210,17 @@ impl LlmConfig {
             max_retries: flags.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             idle_timeout: flags.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            rate_limit_wait: flags.rate_limit_wait.unwrap_or(DEFAULT_RATE_LIMIT_WAIT),
+            rate_limit_file: None,
         })
+    }
+
+    /// The rate-limit gate of this provider, shared through the team's file if set.
+    pub fn rate_gate(&self) -> RateGate {
+        RateGate::new(
+            provider_key(self.provider.as_str(), &self.base_url),
+            self.rate_limit_file.clone(),
+        )
     }
 
     /// The model id behind one of Claude Code's aliases (`sonnet`, `opus`, `haiku`), which

@@ -1,5 +1,5 @@
 //! Talking to language models, both ways: one trait, an Anthropic Messages API client,
-//! an OpenAI-compatible client, retries, the shared conversation types, and the scripted
+//! an OpenAI-compatible client, retries and the rate-limit gate a team shares, the shared conversation types, and the scripted
 //! model server that stands in for a real API in tests and the demo.
 //!
 //! Knows nothing of teams, files or tmux. Uses only `util`.
@@ -10,6 +10,7 @@ pub mod http;
 pub mod model_server;
 pub mod models;
 pub mod openai;
+pub mod rate_gate;
 pub mod retry;
 pub mod sse;
 pub mod types;

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::llm::anthropic::{INVALID_ARGUMENTS_KEY, parse_tool_input};
 use crate::llm::config::{ApiKey, LlmConfig};
 use crate::llm::http::{self, EventReader};
+use crate::llm::rate_gate::RateGate;
 use crate::llm::retry::{Failure, Retrier};
 use crate::llm::types::{
     ContentBlock, LlmClient, LlmError, LlmFuture, Request, Response, Role, StopReason, StreamEvent,
@@ -42,6 +43,8 @@ pub struct OpenAiClient {
     api_key: Option<ApiKey>,
     max_retries: u32,
     idle: Duration,
+    rate_limit_wait: Duration,
+    gate: RateGate,
 }
 
 impl OpenAiClient {
@@ -53,6 +56,8 @@ impl OpenAiClient {
             api_key: config.api_key.clone(),
             max_retries: config.max_retries,
             idle: config.idle_timeout,
+            rate_limit_wait: config.rate_limit_wait,
+            gate: config.rate_gate(),
         })
     }
 
@@ -128,8 +133,14 @@ impl LlmClient for OpenAiClient {
             };
             let body = serde_json::to_vec(&request_body(request, model))
                 .map_err(|e| LlmError::Stream(format!("failed to encode the request: {e}")))?;
-            let mut retrier = Retrier::new(self.max_retries);
+            let mut retrier = Retrier::new(
+                self.max_retries,
+                self.rate_limit_wait,
+                &self.gate,
+                request.agent.as_deref(),
+            );
             loop {
+                retrier.before_attempt(on_event, cancel).await?;
                 match self.attempt(&body, on_event, cancel).await {
                     Ok(response) => return Ok(response),
                     Err(failure) => retrier.after_failure(failure, on_event, cancel).await?,
@@ -277,7 +288,8 @@ fn api_error_in_body(error: &Value) -> Failure {
         .and_then(|c| u16::try_from(c).ok())
         .unwrap_or_else(|| http::status_for_kind(&kind));
     Failure {
-        retryable: crate::llm::retry::should_retry_status(status, None),
+        retryable: crate::llm::retry::should_retry_status(status, None)
+            && !crate::llm::retry::is_spend_limit(error),
         retry_after: None,
         error: LlmError::Api {
             status,

@@ -247,6 +247,12 @@ pub enum StreamEvent {
         delay: Duration,
         reason: String,
     },
+    /// Waiting for the provider's rate limit (this agent's or a teammate's) until
+    /// `until_ms` (epoch milliseconds) before the next attempt.
+    RateLimited {
+        until_ms: i64,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -78,6 +78,11 @@ impl Root {
         self.teams_dir().join(team.as_str())
     }
 
+    /// The team's rate-limit gate, shared by its agents (see `llm::rate_gate`).
+    pub fn rate_limit_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("rate-limit.json")
+    }
+
     pub fn roster_path(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("config.json")
     }

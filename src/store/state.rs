@@ -65,6 +65,12 @@ pub struct AgentState {
     pub model_calls: u64,
     #[serde(default)]
     pub exit: Option<ExitInfo>,
+    /// Epoch milliseconds until which the agent waits for its provider's rate limit; a
+    /// moment in the past means it no longer does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limited_until_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,7 +102,20 @@ impl AgentState {
             cost_usd: 0.0,
             model_calls: 0,
             exit: None,
+            rate_limited_until_ms: None,
+            rate_limit_reason: None,
         }
+    }
+
+    /// Records a wait for the rate limit (`Some`), or its end (`None`).
+    pub fn set_rate_limited(&mut self, wait: Option<(i64, &str)>) {
+        self.rate_limited_until_ms = wait.map(|(until, _)| until);
+        self.rate_limit_reason = wait.map(|(_, reason)| reason.to_owned());
+    }
+
+    /// The moment the agent waits for, while it still lies ahead of `now_ms`.
+    pub fn rate_limited_until(&self, now_ms: i64) -> Option<i64> {
+        self.rate_limited_until_ms.filter(|u| *u > now_ms)
     }
 
     /// True if the process this state describes is still running.

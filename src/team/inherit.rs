@@ -8,8 +8,8 @@
 //!   `CLAUDE_CODE_SUBAGENT_MODEL`) in the lead's environment, the spawn's `--model`, the
 //!   agent definition's `model`, the lead's model. `inherit` on any rung means the lead's
 //!   model. With none of them, no `--model` at all, so the teammate uses the provider's
-//!   default: a model the user did not choose is never forced. Provider, base URL and
-//!   `anthropic-version` are the lead's;
+//!   default: a model the user did not choose is never forced. Provider, base URL,
+//!   `anthropic-version` and how long to wait out rate limits are the lead's;
 //! - permission mode: plan when a plan is required (plan mode beats bypass), else the
 //!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
 //!   rules, the turn limit, the context window (`--context-window`) and how long to wait
@@ -53,6 +53,8 @@ pub struct LeadSettings {
     pub model: Option<String>,
     pub base_url: Option<String>,
     pub anthropic_version: Option<String>,
+    /// Seconds one model call may wait out rate limits; `None` leaves the default.
+    pub rate_limit_wait: Option<u64>,
     pub permission_mode: PermissionMode,
     pub allow: Vec<String>,
     pub max_turns: Option<u32>,
@@ -114,6 +116,7 @@ impl LeadSettings {
             model: None,
             base_url: None,
             anthropic_version: None,
+            rate_limit_wait: None,
             permission_mode: PermissionMode::Default,
             allow: Vec::new(),
             max_turns: None,
@@ -250,6 +253,9 @@ pub fn teammate_command(
     }
     if let Some(v) = &lead.anthropic_version {
         argv.push(format!("--anthropic-version={v}"));
+    }
+    if let Some(s) = lead.rate_limit_wait {
+        argv.push(format!("--rate-limit-wait={s}"));
     }
     let mode = if spawn.plan_mode_required {
         PermissionMode::Plan
@@ -447,6 +453,7 @@ mod tests {
             model: Some("claude-sonnet-4-5".into()),
             base_url: None,
             anthropic_version: Some("2023-06-01".into()),
+            rate_limit_wait: Some(120),
             permission_mode: PermissionMode::BypassPermissions,
             allow: vec!["Bash(cargo test:*)".into()],
             max_turns: Some(50),
@@ -510,6 +517,7 @@ mod tests {
                 "--provider=anthropic",
                 "--model=claude-sonnet-4-5",
                 "--anthropic-version=2023-06-01",
+                "--rate-limit-wait=120",
                 "--permission-mode=bypassPermissions",
                 "--allow=Bash(cargo test:*)",
                 "--max-turns=50",

@@ -57,6 +57,11 @@ pub struct MemberStatus {
     /// Its conversation (`agent::transcript`), when a swarm-engine agent has recorded one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transcript: Option<std::path::PathBuf>,
+    /// Epoch milliseconds until which a live agent waits for its provider's rate limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limited_until: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit_reason: Option<String>,
     /// The dead pane's exit status or signal, as tmux saw it.
     #[serde(skip)]
     pub pane_record: Option<PaneRecord>,
@@ -250,6 +255,14 @@ fn member_status(
         };
         ("dead".to_owned(), Some(why))
     };
+    let rate_limited_until = state
+        .as_ref()
+        .filter(|_| alive)
+        .and_then(|s| s.rate_limited_until(crate::util::clock::now_ms()));
+    let detail = match rate_limited_until {
+        Some(until) if ladder_step.is_none() => Some(waiting_for_rate_limit(until)),
+        _ => detail,
+    };
     let exit_code = state
         .as_ref()
         .and_then(|s| s.exit.as_ref().map(|e| e.code))
@@ -288,6 +301,10 @@ fn member_status(
         model_calls: state.as_ref().map(|s| s.model_calls).unwrap_or(0),
         exit_code,
         transcript: None,
+        rate_limited_until,
+        rate_limit_reason: rate_limited_until
+            .and(state.as_ref())
+            .and_then(|s| s.rate_limit_reason.clone()),
         pane_record: pane,
         state_file: state,
     }
@@ -336,6 +353,24 @@ fn pane_death(p: &PaneRecord) -> String {
     }
 }
 
+/// What a member waiting for the rate limit shows.
+pub fn waiting_for_rate_limit(until_ms: i64) -> String {
+    format!(
+        "waiting for rate limit until {}",
+        crate::util::clock::local_hms(until_ms)
+    )
+}
+
+/// The state column: the state, with its reason when it is dead, exited, blocked or
+/// waiting for the rate limit.
+fn state_cell(m: &MemberStatus) -> String {
+    match (&m.detail, m.state.as_str()) {
+        (Some(d), "dead" | "exited" | "blocked") => format!("{} ({d})", m.state),
+        (Some(d), _) if m.rate_limited_until.is_some() => format!("{} ({d})", m.state),
+        _ => m.state.clone(),
+    }
+}
+
 /// "3s ago", "2m ago": for people.
 pub fn ago(ms: i64, now_ms: i64) -> String {
     let secs = ((now_ms - ms).max(0) / 1000) as u64;
@@ -367,10 +402,7 @@ pub fn render_for_width(status: &TeamStatus, now_ms: i64, width: usize) -> Strin
         status.team, status.tasks.pending, status.tasks.in_progress, status.tasks.completed
     );
     for m in &status.members {
-        let state = match (&m.detail, m.state.as_str()) {
-            (Some(d), "dead" | "exited" | "blocked") => format!("{} ({d})", m.state),
-            _ => m.state.clone(),
-        };
+        let state = state_cell(m);
         let task = m
             .current_task
             .as_ref()
@@ -406,10 +438,7 @@ pub fn render(status: &TeamStatus, now_ms: i64) -> String {
         "MEMBER", "ENGINE", "STATE", "PID", "PANE", "TASK", "ACTIVE", "TOKENS in/out", "COST"
     ));
     for m in &status.members {
-        let state = match (&m.detail, m.state.as_str()) {
-            (Some(d), "dead" | "exited" | "blocked") => format!("{} ({d})", m.state),
-            _ => m.state.clone(),
-        };
+        let state = state_cell(m);
         out.push_str(&format!(
             "  {:<16} {:<7} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
             m.name,

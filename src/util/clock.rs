@@ -26,6 +26,17 @@ pub fn parse_iso_ms(s: &str) -> Option<i64> {
         .map(|t| t.as_millisecond())
 }
 
+/// The local time of day of an epoch-milliseconds moment, `HH:MM:SS`, for people.
+pub fn local_hms(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| {
+            t.to_zoned(jiff::tz::TimeZone::system())
+                .strftime("%H:%M:%S")
+                .to_string()
+        })
+        .unwrap_or_else(|_| "?".to_owned())
+}
+
 /// A filesystem-friendly timestamp for names of files moved aside: `20260212T052225366Z`.
 pub fn compact_stamp() -> String {
     jiff::Timestamp::now()

@@ -49,15 +49,16 @@ async fn e9_429_with_retry_after_waits_a_second() {
 }
 
 #[tokio::test]
-async fn e10_529_twice_backs_off_half_a_second_then_one() {
+async fn e10_529_twice_backs_off_one_second_then_two() {
     let server = serve(
         Script::new()
             .rule(Rule::new("overloaded").times(2).fault(Fault::status(529)))
             .default_reply(Reply::text("finally")),
     )
     .await;
+    // Overload waits at the rate-limit gate, whatever the transient retry count says.
     let out = complete(
-        scripted(&server, |c| c.max_retries = 2).as_ref(),
+        scripted(&server, |c| c.max_retries = 0).as_ref(),
         &request("hi"),
     )
     .await;
@@ -65,24 +66,26 @@ async fn e10_529_twice_backs_off_half_a_second_then_one() {
     assert_eq!(server.requests().len(), 3);
     // The chosen delays are exactly within the policy's bounds...
     let delays: Vec<f64> = out.retries().iter().map(|r| r.1.as_secs_f64()).collect();
-    assert!((0.375..=0.5).contains(&delays[0]), "{delays:?}");
-    assert!((0.75..=1.0).contains(&delays[1]), "{delays:?}");
+    assert!((0.75..=1.0).contains(&delays[0]), "{delays:?}");
+    assert!((1.5..=2.0).contains(&delays[1]), "{delays:?}");
     // ...and the server saw them, plus request latency (generous for a loaded machine).
     let g = gaps(&server);
-    assert!(g[0] >= 0.375 && g[0] <= 0.5 + 0.25, "{g:?}");
-    assert!(g[1] >= 0.75 && g[1] <= 1.0 + 0.25, "{g:?}");
+    assert!(g[0] >= 0.75 && g[0] <= 1.0 + 0.25, "{g:?}");
+    assert!(g[1] >= 1.5 && g[1] <= 2.0 + 0.25, "{g:?}");
 }
 
 #[tokio::test]
-async fn e11_retries_exhausted_keeps_the_message_and_request_id() {
+async fn e11_rate_limit_wait_exhausted_keeps_the_message_and_request_id() {
     let server = serve(Script::new().rule(Rule::new("always overloaded").fault(
         Fault::status(529).body(json!({"type": "error",
             "error": {"type": "overloaded_error", "message": "Overloaded"}, "request_id": "ignored"})),
     )))
     .await;
-    let out = complete(scripted(&server, |_| {}).as_ref(), &request("hi")).await;
-    assert_eq!(server.requests().len(), 3);
-    assert_eq!(out.retries().len(), 2);
+    // Backoffs of about 1 s then 2 s: the second would pass a bound of 1.2 s.
+    let client = scripted(&server, |c| c.rate_limit_wait = Duration::from_millis(1200));
+    let out = complete(client.as_ref(), &request("hi")).await;
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(out.retries().len(), 1);
     let err = out.err();
     assert_eq!(
         err,
@@ -90,12 +93,12 @@ async fn e11_retries_exhausted_keeps_the_message_and_request_id() {
             status: 529,
             kind: "overloaded_error".into(),
             message: "Overloaded".into(),
-            request_id: Some("req_scripted_000003".into()),
+            request_id: Some("req_scripted_000002".into()),
         }
     );
     assert_eq!(
         err.to_string(),
-        "model API error 529 overloaded_error: Overloaded (request-id req_scripted_000003)"
+        "model API error 529 overloaded_error: Overloaded (request-id req_scripted_000002)"
     );
     let e: swarm::util::error::Error = err.clone().into();
     assert_eq!(e.exit_code(), swarm::util::error::exit::MODEL);

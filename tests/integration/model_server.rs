@@ -104,8 +104,15 @@ fn model_server_command_end_to_end() {
                 .to_json(),
     )
     .unwrap();
+    let log = env.dir.path().join("requests.jsonl");
     let mut child = env
-        .swarm(&["model-server", "--script", script_path.to_str().unwrap()])
+        .swarm(&[
+            "model-server",
+            "--script",
+            script_path.to_str().unwrap(),
+            "--log-requests",
+            log.to_str().unwrap(),
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -139,6 +146,19 @@ fn model_server_command_end_to_end() {
         (text_of(&a), text_of(&b))
     });
     assert_eq!(texts, ("hello lead".into(), "hello bob".into()));
+    // --log-requests: one line per request, with its agent and its whole body.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["agent"], "team-lead");
+    assert_eq!(lines[1]["agent"], "bob");
+    assert_eq!(lines[0]["path"], "/v1/messages");
+    assert!(lines[0]["receivedMs"].as_u64().is_some_and(|ms| ms > 0));
+    assert_eq!(lines[0]["body"]["messages"][0]["role"], "user");
+    assert!(lines[0]["body"]["messages"].to_string().contains("hi"));
 
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),

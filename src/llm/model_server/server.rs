@@ -69,6 +69,8 @@ struct ServerState {
     cancel: CancellationToken,
     /// One JSON line per request (time, agent, latest user text), for benchmarks.
     log: Mutex<Option<std::fs::File>>,
+    /// One JSON line per request with its whole body, for measuring what agents send.
+    body_log: Mutex<Option<std::fs::File>>,
 }
 
 /// A running model server. Dropping it stops it.
@@ -79,15 +81,28 @@ pub struct ModelServer {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+fn open_log(path: &std::path::Path) -> Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))
+}
+
 impl ModelServer {
-    /// Appends one JSON line per request to `path` from now on.
+    /// Appends one JSON line per request to `path` from now on: `receivedMs`, `agent` and
+    /// `userText` (the latest user turn's text).
     pub fn log_requests(&self, path: &std::path::Path) -> Result<()> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io("open", path, e))?;
-        *self.state.log.lock().unwrap() = Some(file);
+        *self.state.log.lock().unwrap() = Some(open_log(path)?);
+        Ok(())
+    }
+
+    /// Appends one JSON line per request to `path` from now on: `receivedMs`, `agent` (the
+    /// `x-swarm-agent` header), `path` and `body` (the request body as received; `null`
+    /// when it was not JSON). Written before the request is answered, so the file is
+    /// complete once the client has its answer.
+    pub fn log_request_bodies(&self, path: &std::path::Path) -> Result<()> {
+        *self.state.body_log.lock().unwrap() = Some(open_log(path)?);
         Ok(())
     }
 
@@ -114,6 +129,7 @@ impl ModelServer {
             counter: AtomicU64::new(0),
             cancel: cancel.clone(),
             log: Mutex::new(None),
+            body_log: Mutex::new(None),
         });
         let app = Router::new()
             .route("/v1/messages", post(messages))
@@ -283,6 +299,18 @@ async fn handle(state: Arc<ServerState>, api: Api, headers: HeaderMap, body: Byt
         })
         .collect();
     let record = |body: Value, outcome: Outcome| {
+        if let Some(log) = state.body_log.lock().unwrap().as_mut() {
+            use std::io::Write as _;
+            let line = json!({
+                "receivedMs": crate::util::clock::now_ms(),
+                "agent": agent,
+                "path": path,
+                "body": body,
+            });
+            if let Err(e) = writeln!(log, "{line}") {
+                tracing::warn!("failed to log a request body: {e}");
+            }
+        }
         state.requests.lock().unwrap().push(RecordedRequest {
             path: path.to_string(),
             headers: recorded_headers,

@@ -33,7 +33,7 @@ use crate::agent::transcript::Transcript;
 use crate::config::permissions::Approver;
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
-use crate::llm::{self, LlmConfig};
+use crate::llm::{self, LlmConfig, StreamEvent};
 use crate::store::approvals;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Delivery};
@@ -137,6 +137,8 @@ struct LeadHost {
     approver: Approver,
     display: Display,
     seen: std::collections::HashSet<String>,
+    /// Teammates that sent the lead a message since their last idle notification.
+    reported: std::collections::HashSet<String>,
     /// Mail for the model, wrapped, with its key.
     mail: Vec<(String, String)>,
     in_flight: Vec<String>,
@@ -185,6 +187,7 @@ impl LeadHost {
                     );
                 }
                 None => {
+                    self.reported.insert(e.from.clone());
                     self.display.incoming(&e.from, &e.text);
                     self.mail.push((d.key.clone(), wrap(e.text.clone())));
                     wake = true;
@@ -193,7 +196,11 @@ impl LeadHost {
                     consumed.push(d.key.clone());
                     // Claude Code never says which task it finished (no completedTaskId):
                     // its final words are the only news it sends, so they wake the lead.
-                    let news = n.completed_task_id.is_some()
+                    // A finished task is news only when its teammate has not already
+                    // said so in a message of its own since it last went idle (its prompt
+                    // asks it to); else the lead would take a whole turn to read it twice.
+                    let reported = self.reported.remove(&n.from);
+                    let news = (n.completed_task_id.is_some() && !reported)
                         || n.failure_reason.is_some()
                         || n.summary.is_some()
                         || (n.result.is_some() && self.runs_claude(&n.from));
@@ -380,6 +387,18 @@ impl Host for LeadHost {
     }
 
     fn event(&mut self, event: Event) {
+        // Written so that `swarm status` and the team's panes show the wait.
+        match &event {
+            Event::Stream(StreamEvent::RateLimited { until_ms, reason }) => {
+                self.state.set_rate_limited(Some((*until_ms, reason)));
+                self.touch(self.state.activity);
+            }
+            Event::Response { .. } if self.state.rate_limited_until_ms.is_some() => {
+                self.state.set_rate_limited(None);
+                self.touch(self.state.activity);
+            }
+            _ => {}
+        }
         self.display.event(&event);
     }
 
@@ -439,7 +458,10 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
 /// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.
 pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcome, Engine)> {
     llm::install_crypto_provider();
-    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&o.llm)?);
+    let mut llm_config = o.llm.clone();
+    // One 429 makes the whole team wait, together.
+    llm_config.rate_limit_file = Some(o.root.rate_limit_path(&o.team));
+    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
     let mut ctx = ToolContext::new(o.cwd.clone(), AgentName::lead(), PermissionMode::Default);
     ctx.cancel = stop.child_token();
     let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
@@ -494,6 +516,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         approver: o.approver,
         display: Display::new(Some("red")),
         seen: Default::default(),
+        reported: Default::default(),
         mail: Vec::new(),
         in_flight: Vec::new(),
         idle: BTreeMap::new(),

@@ -20,6 +20,7 @@ use crate::agent::engine::{Authorization, Event, Host};
 use crate::agent::tools::{ToolContext, ToolOutcome};
 use crate::config::permissions::PermissionMode;
 use crate::config::tools::ToolName;
+use crate::llm::StreamEvent;
 use crate::roles::teammate::inbox::Incoming;
 use crate::roles::teammate::lifecycle::Runtime;
 use crate::store::approvals;
@@ -299,7 +300,13 @@ impl Host for Runtime {
         match &event {
             // Per response, not per piece of work, so status shows what a long job costs
             // while it runs. The engine's totals replace these sums when the work ends.
+            // Written so that `swarm status` and the lead's pane show the wait.
+            Event::Stream(StreamEvent::RateLimited { until_ms, reason }) => {
+                self.state.set_rate_limited(Some((*until_ms, reason)));
+                self.touch();
+            }
             Event::Response { usage, cost_usd } => {
+                self.state.set_rate_limited(None);
                 self.state.usage.add(usage);
                 self.state.cost_usd += cost_usd.unwrap_or(0.0);
                 self.state.model_calls += 1;

@@ -52,7 +52,10 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         )));
     }
     llm::install_crypto_provider();
-    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&opts.llm)?);
+    let mut llm_config = opts.llm.clone();
+    // One 429 makes the whole team wait, together.
+    llm_config.rate_limit_file = Some(opts.root.rate_limit_path(&opts.team));
+    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
     // Plan mode beats everything else when a plan is required, unless resumed: then the
     // mode is the one it had, which an approved plan may have changed.
     let mode = if opts.plan_mode_required && !opts.resumed {

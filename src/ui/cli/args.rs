@@ -155,6 +155,9 @@ pub struct ModelServerArgs {
     /// Append one JSON line per request (time, agent, latest user text) to this file
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Append one JSON line per request (time, agent, path, the whole request body) to this file
+    #[arg(long, value_name = "FILE")]
+    pub log_requests: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -339,6 +342,10 @@ pub struct ApiOpts {
     /// The anthropic-version header of the anthropic and scripted providers [default: 2023-06-01]
     #[arg(long, env = "ANTHROPIC_VERSION", value_name = "VERSION")]
     pub anthropic_version: Option<String>,
+    /// How long one model call may wait out rate limits (429, 529) in all before it fails;
+    /// a team waits together [default: 900]
+    #[arg(long, env = "SWARM_RATE_LIMIT_WAIT", value_name = "SECS")]
+    pub rate_limit_wait: Option<u64>,
 }
 
 /// What runs the teammates.

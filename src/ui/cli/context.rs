@@ -149,6 +149,7 @@ impl Ctx {
             model: opts.model.clone(),
             base_url: opts.api.base_url.clone(),
             anthropic_version: opts.api.anthropic_version.clone(),
+            rate_limit_wait: opts.api.rate_limit_wait.map(std::time::Duration::from_secs),
             ..LlmFlags::default()
         };
         Ok(LlmConfig::resolve(&flags, |name| {

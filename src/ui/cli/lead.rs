@@ -96,6 +96,7 @@ pub fn inherited(
     lead.context_window = model.context_window;
     lead.base_url = model.api.base_url.clone();
     lead.anthropic_version = model.api.anthropic_version.clone();
+    lead.rate_limit_wait = model.api.rate_limit_wait;
     lead.permission_mode = permissions.permission_mode;
     lead.allow = permissions.allow.iter().map(ToString::to_string).collect();
     lead.max_turns = Some(permissions.max_turns);

@@ -51,6 +51,9 @@ pub fn run(args: ModelServerArgs) -> Result<()> {
         if let Some(log) = &args.log {
             server.log_requests(log)?;
         }
+        if let Some(log) = &args.log_requests {
+            server.log_request_bodies(log)?;
+        }
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", server.url())
             .and_then(|()| out.flush())

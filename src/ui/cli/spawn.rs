@@ -45,6 +45,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     lead.provider = args.api.provider.map(|p| p.to_string());
     lead.base_url = args.api.base_url.clone();
     lead.anthropic_version = args.api.anthropic_version.clone();
+    lead.rate_limit_wait = args.api.rate_limit_wait;
     lead.model = args.lead_model.clone().filter(|m| !m.is_empty());
     lead.permission_mode = args.lead_permission_mode;
     lead.allow = args.allow.iter().map(ToString::to_string).collect();

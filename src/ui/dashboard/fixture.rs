@@ -47,6 +47,8 @@ fn member(name: &str, color: &str, state: &str) -> MemberStatus {
         model_calls: 0,
         exit_code: None,
         transcript: None,
+        rate_limited_until: None,
+        rate_limit_reason: None,
         pane_record: None,
         state_file: None,
     }

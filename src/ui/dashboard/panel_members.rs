@@ -103,6 +103,8 @@ fn member_row<'a>(
                 .unwrap_or_else(|| "no reason recorded".into()),
             Style::new().fg(Color::Red),
         )
+    } else if let (Some(d), Some(_)) = (&m.detail, m.rate_limited_until) {
+        Span::styled(d.clone(), Style::new().fg(Color::Yellow))
     } else if let Some(id) = &m.current_task {
         let subject = snap.task(id).map(|t| t.subject.as_str()).unwrap_or("");
         Span::raw(format!("#{id} {subject}").trim_end().to_owned())
