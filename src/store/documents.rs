@@ -32,6 +32,18 @@ pub fn read_report(root: &Root, team: &TeamName) -> Option<String> {
     String::from_utf8(files::read(root, &root.report_path(team)).ok()??).ok()
 }
 
+/// Removes the report of an earlier lead, which a resumed run replaces.
+pub fn remove_report(root: &Root, team: &TeamName) -> Result<()> {
+    let path = root.report_path(team);
+    files::check(root, &path)?;
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(crate::util::error::Error::io("remove", &path, e))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Where a plan `agent` submits now is kept (see [`write_plan`]).
 pub fn new_plan_path(root: &Root, team: &TeamName, agent: &AgentName) -> PathBuf {
     root.plan_path(team, agent, clock::now_ms())

@@ -150,6 +150,17 @@ impl Root {
         self.worktrees_dir(team).join(format!("{agent}.json"))
     }
 
+    /// How each agent's pane was started, so `swarm resume` can start it again (see
+    /// `store::launch_record`).
+    pub fn launch_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("launch")
+    }
+
+    /// `agent`'s launch record. `agent` is a roster name, checked when it was added.
+    pub fn launch_record_path(&self, team: &TeamName, agent: &str) -> PathBuf {
+        self.launch_dir(team).join(format!("{agent}.json"))
+    }
+
     /// The team window's lock (see `team::window`): its flock is on `tmux.flock`.
     pub fn window_lock_anchor(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("tmux")

@@ -1,7 +1,7 @@
 //! The store: a team on disk, in Claude Code's layout and formats. Every path is built in
 //! [`layout`]; names are validated in [`names`]; the roster, the mailboxes (with their
 //! spool and delivered log), the task list, approvals, each agent's state and spend, the protocol
-//! messages carried in mail, the lead lock, worktree records and a run's documents each
+//! messages carried in mail, the lead lock, each pane's launch record, worktree records and a run's documents each
 //! have a module. Every write and lock goes through `files`, with the root's settings.
 //!
 //! The layers above reach team files and their locks only through this module's public
@@ -12,6 +12,7 @@ pub mod approvals;
 pub mod budget;
 pub mod documents;
 mod files;
+pub mod launch_record;
 pub mod layout;
 pub mod lead;
 pub mod mailbox;

@@ -160,6 +160,16 @@ pub fn claim_exit_report(
     }
 }
 
+/// Forgets `agent`'s state, so a restarted process is not judged by the one before it.
+pub fn remove(root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
+    let path = root.state_path(team, agent);
+    files::check(root, &path)?;
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &path, e)),
+        _ => Ok(()),
+    }
+}
+
 pub fn read(root: &Root, team: &TeamName, agent: &AgentName) -> Option<AgentState> {
     json::parse(&files::read(root, &root.state_path(team, agent)).ok()??).ok()
 }

@@ -7,7 +7,8 @@
 //! its inbox, then the pane is made running the teammate directly (argv, no shell, no
 //! keystrokes), and the roster gets the pane id. If anything fails after the reservation,
 //! the reservation, the worktree and the inbox go again. The team window, and the lead
-//! process in its first pane, are opened by the first spawn.
+//! process in its first pane, are opened by the first spawn. Every pane's command is kept
+//! as a launch record, for `swarm resume` (see [`crate::team::resume`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -269,6 +270,7 @@ impl Launcher {
             self.window_options(),
         )?;
         team_window::record_server(&self.root, &window)?;
+        crate::team::resume::save_launch(&self.root, &self.team, LEAD, lead, self.lead.engine)?;
         let pane = window
             .lead_pane()?
             .map(|p| p.to_string())
@@ -419,6 +421,7 @@ impl Launcher {
                 made = Some(record);
             }
             let cmd = self.teammate_command(&prepared, &color, &project)?;
+            crate::team::resume::save_launch(root, team, req.name.as_str(), &cmd, engine)?;
             if let Some(prompt) = prepared
                 .req
                 .prompt
@@ -499,7 +502,7 @@ fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
     }
 }
 
-fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
+pub(crate) fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
     PaneSpec {
         cwd: cmd.cwd.clone(),
         env: cmd.env.clone(),

@@ -11,6 +11,7 @@ pub mod launch;
 pub mod layout;
 pub mod prompt;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod shutdown;
 pub mod status;

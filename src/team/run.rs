@@ -107,14 +107,25 @@ pub fn wait_for_lead(
             notify.notify_one()
         });
         loop {
-            let lead_state = state::read(root, team, &AgentName::lead());
-            if let Some(s) = &lead_state {
-                if s.activity == Activity::Exited {
-                    return Ok(s
-                        .exit
+            let exit_code = |s: &state::AgentState| {
+                (s.activity == Activity::Exited).then(|| {
+                    s.exit
                         .as_ref()
                         .map(|e| u8::try_from(e.code).unwrap_or(1))
-                        .unwrap_or(0));
+                        .unwrap_or(0)
+                })
+            };
+            let lead_state = state::read(root, team, &AgentName::lead());
+            if let Some(s) = &lead_state {
+                if let Some(code) = exit_code(s) {
+                    return Ok(code);
+                }
+                // It may have written its end, and exited, since the read above.
+                if !s.process_alive()
+                    && let Some(code) =
+                        state::read(root, team, &AgentName::lead()).and_then(|s| exit_code(&s))
+                {
+                    return Ok(code);
                 }
                 if !s.process_alive() {
                     return Err(Error::Other(format!(

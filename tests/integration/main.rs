@@ -28,6 +28,7 @@ mod llm_retry;
 mod main_job;
 mod model_server;
 mod rate_limits;
+mod resume;
 mod store_cli;
 mod team_spawn;
 mod team_tmux;

@@ -62,6 +62,9 @@ pub struct LeadAgentOptions {
     pub llm: LlmConfig,
     pub powers: LeadPowers,
     pub cwd: std::path::PathBuf,
+    /// Resumed after the team stopped: its conversation is restored, and its first turn
+    /// says so with the team's status instead of giving the goal again.
+    pub resumed: bool,
     pub max_turns: u32,
     /// How long the team may sit still (nobody working, tasks open) before the lead is nudged.
     pub stall_after: Duration,
@@ -508,8 +511,19 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     if let Some(n) = o.context_window {
         engine.context_window = n;
     }
-    let mut transcript = Transcript::open(&o.root.transcript_path(&o.team, &AgentName::lead()))?;
-    transcript.mark_fresh_start()?;
+    let path = o.root.transcript_path(&o.team, &AgentName::lead());
+    let restored = o.resumed
+        && crate::roles::resume::restore_conversation(
+            &o.root,
+            &o.team,
+            &AgentName::lead(),
+            &path,
+            &mut engine,
+        )?;
+    let mut transcript = Transcript::open(&path)?;
+    if !restored {
+        transcript.mark_fresh_start()?;
+    }
     engine.transcript = Some(transcript);
     let mut state = AgentState::new(Activity::Working);
     state.model = Some(o.llm.model.clone());
@@ -544,10 +558,18 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     });
     let tasks = TaskList::new(&o.root, &o.team);
 
-    let first = format!(
-        "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
-        o.goal, o.team, o.powers.max_teammates
-    );
+    let first = if o.resumed {
+        crate::roles::resume::lead_turn(
+            status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux)),
+            &o.goal,
+            restored,
+        )
+    } else {
+        format!(
+            "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
+            o.goal, o.team, o.powers.max_teammates
+        )
+    };
     let mut pending_input = Some(first);
     let mut told_done = false;
     let mut quiet_since = Instant::now();

@@ -5,6 +5,9 @@
 //! teammates whose process ended (tasks back to pending, `teammate_terminated` to the lead's
 //! inbox; exactly once, see [`supervisor`]) and redraws the team's table in its pane.
 //!
+//! Resumed (`--resume`, see [`resume`]), it restarts the teammates that had not finished
+//! before its first reconcile tick.
+//!
 //! Only one lead runs per team (an flock on `teams/<team>/lead.flock`, held for life). On
 //! Ctrl-C, SIGTERM or SIGHUP it shuts its teammates down through the ladder, unless it was
 //! started with `--keep-team`, and leaves the team's files for the record.
@@ -21,7 +24,9 @@ use crate::store::lead::LeadLock;
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster;
 use crate::store::state::{self, Activity, AgentState, ExitInfo};
+use crate::team::launch::Launcher;
 use crate::team::report;
+use crate::team::resume;
 use crate::team::shutdown::{self, LadderOptions};
 use crate::team::status;
 use crate::team::supervisor;
@@ -42,6 +47,8 @@ pub struct LeadOptions {
     pub draw: bool,
     /// The lead's own tmux pane (`$TMUX_PANE`), recorded in the roster.
     pub pane: Option<String>,
+    /// Resumed (`--resume`): restart the unfinished teammates with this, before supervising.
+    pub resume: Option<Launcher>,
 }
 
 /// Records this process as the team's lead (Claude Code's `leadProcess`, and the lead
@@ -92,6 +99,16 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
         }
         on_signal.cancel();
     });
+    // Before the supervisor's first look, which would report the stopped teammates dead.
+    if let Some(launcher) = opts.resume.clone() {
+        let respawned = tokio::task::spawn_blocking(move || resume::respawn_teammates(&launcher))
+            .await
+            .map_err(|e| Error::Other(format!("resuming the teammates panicked: {e}")))??;
+        for r in respawned {
+            tracing::info!("resume: {}: {}", r.name, r.how);
+            say(&format!("resume: {}: {}", r.name, r.how));
+        }
+    }
     let supervisor = tokio::spawn(supervise(opts.clone(), agent.is_none(), stop.clone()));
     // Where the work began, so the report can tell what was committed since.
     let mut base = None;

@@ -8,6 +8,9 @@
 //! teammate whose budget (its own or the team's) is spent stops the same way, with exit
 //! code 9 (see [`crate::llm::budget`]).
 //!
+//! Resumed (`--resume`, by a resumed lead), it restores its conversation from its
+//! transcript first and continues the task it held (see [`super::work`]).
+//!
 //! Hooks (see [`crate::config::hooks`]): `SubagentStart` once registered, `SubagentStop`
 //! once it has recorded its exit.
 
@@ -62,8 +65,9 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         opts.budget,
         FileLedger::new(&opts.root, &opts.team, &opts.name),
     ));
-    // Plan mode beats everything else when a plan is required.
-    let mode = if opts.plan_mode_required {
+    // Plan mode beats everything else when a plan is required, unless resumed: then the
+    // mode is the one it had, which an approved plan may have changed.
+    let mode = if opts.plan_mode_required && !opts.resumed {
         PermissionMode::Plan
     } else {
         opts.mode
@@ -110,8 +114,19 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     if let Some(n) = opts.context_window {
         engine.context_window = n;
     }
-    let mut transcript = Transcript::open(&opts.root.transcript_path(&opts.team, &opts.name))?;
-    transcript.mark_fresh_start()?;
+    let path = opts.root.transcript_path(&opts.team, &opts.name);
+    let restored = opts.resumed
+        && crate::roles::resume::restore_conversation(
+            &opts.root,
+            &opts.team,
+            &opts.name,
+            &path,
+            &mut engine,
+        )?;
+    let mut transcript = Transcript::open(&path)?;
+    if !restored {
+        transcript.mark_fresh_start()?;
+    }
     engine.transcript = Some(transcript);
 
     let mut state = AgentState::new(Activity::Starting);

@@ -41,6 +41,8 @@ pub struct TeammateOptions {
     pub timings: Option<PathBuf>,
     /// Its own budget (`swarm spawn --budget-usd/--budget-tokens`); the team's applies too.
     pub budget: Limits,
+    /// Restarted by a resumed lead: restore the conversation, continue the task it holds.
+    pub resumed: bool,
     /// `--context-window`: overrides the model's window from the table.
     pub context_window: Option<u64>,
 }

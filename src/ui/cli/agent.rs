@@ -73,6 +73,7 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
         pane: ctx.own_pane(),
         timings: ctx.settings.timings.clone(),
         budget: args.budget.limits(),
+        resumed: args.resume,
         context_window: args.model.context_window,
     };
     let code = runtime()?.block_on(teammate::run(opts))?;

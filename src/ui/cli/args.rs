@@ -51,6 +51,11 @@ pub enum Command {
     /// default: made from the goal)
     Run(RunArgs),
 
+    /// Bring back a team whose lead crashed, whose tmux server died or whose machine
+    /// rebooted: its lead and unfinished teammates, with their conversations [default: the
+    /// unfinished team of this project]
+    Resume(ResumeArgs),
+
     /// Run a real team on a small job with a built-in scripted model: no API key, no network
     Demo(DemoArgs),
 
@@ -416,6 +421,9 @@ pub struct AgentArgs {
 
 #[derive(Debug, Args)]
 pub struct TeammateArgs {
+    /// Restore its conversation and continue its work (started by a resumed lead)
+    #[arg(long, hide = true)]
+    pub resume: bool,
     /// <name>@<team>
     #[arg(long)]
     pub agent_id: String,
@@ -537,6 +545,9 @@ pub struct ShutdownArgs {
 
 #[derive(Debug, Args)]
 pub struct LeadArgs {
+    /// Restore the lead's conversation and restart its unfinished teammates (`swarm resume`)
+    #[arg(long, hide = true)]
+    pub resume: bool,
     /// Leave the teammates running when the lead stops
     #[arg(long)]
     pub keep_team: bool,
@@ -585,6 +596,15 @@ pub struct RunArgs {
     /// The whole team's budget
     #[command(flatten)]
     pub budget: BudgetOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The team [default: the unfinished team whose lead worked in this directory]
+    pub team: Option<String>,
+    /// Do not attach to the team window: wait for the end and print the report
+    #[arg(long)]
+    pub no_attach: bool,
 }
 
 #[derive(Debug, Args)]

@@ -10,8 +10,8 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
-    agent, agents, approvals, lead, message, model_server, run, shutdown, spawn, status, task,
-    team, watch,
+    agent, agents, approvals, lead, message, model_server, resume, run, shutdown, spawn, status,
+    task, team, watch,
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Result, exit};
@@ -37,11 +37,17 @@ pub fn main() -> ExitCode {
     };
     // The one read of the environment: everything below gets what it needs from here.
     let env = Environment::capture();
-    init_logging(log_file(&cli, &env));
+    let file = log_file(&cli, &env);
+    let logs_to_file = file.is_some();
+    init_logging(file);
     crate::util::fault::install(&env);
     let code = match run(cli, env) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
+            // A pane's process logs it too: its pane may be gone before anyone reads it.
+            if logs_to_file {
+                tracing::error!("{e}");
+            }
             eprintln!("swarm: error: {e}");
             ExitCode::from(e.exit_code())
         }
@@ -115,6 +121,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
             feedback,
         } => done(approvals::decide(&ctx, &request_id, false, feedback, None)),
         Command::Run(args) => run::run(&ctx, args),
+        Command::Resume(args) => resume::run(&ctx, args),
         Command::Demo(args) => run::demo(&ctx, args),
         Command::Agent(args) => agent::solo(&ctx, args),
         Command::Teammate(args) => agent::teammate(&ctx, args),

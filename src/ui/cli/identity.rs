@@ -141,7 +141,7 @@ fn lead_only(command: &Command) -> Option<&'static str> {
             | TeamCommand::Delete { .. },
         ) => "create, change or delete teams",
         Command::Lead(_) => "run a team's lead",
-        Command::Run(_) | Command::Demo(_) => "start a team",
+        Command::Run(_) | Command::Demo(_) | Command::Resume(_) => "start a team",
         Command::Watch(args) if !args.once => "open the dashboard, which decides requests",
         _ => return None,
     })

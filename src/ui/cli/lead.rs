@@ -45,6 +45,7 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
                     max_teammates: args.teammates,
                 },
                 cwd,
+                resumed: args.resume,
                 max_turns: args.permissions.max_turns,
                 stall_after: Duration::from_secs(60),
                 timings: ctx.settings.timings.clone(),
@@ -52,7 +53,19 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
             })
         }
     };
+    let resume = match (&agent, args.resume) {
+        (_, false) => None,
+        (Some(a), true) => Some(a.powers.launcher.clone()),
+        (None, true) => {
+            let lead = ctx.with_engine(
+                inherited(ctx, &args.model, &args.permissions)?,
+                &args.engine,
+            )?;
+            Some(ctx.launcher(&team, lead, working_dir(args.cwd.as_deref())?)?)
+        }
+    };
     let opts = LeadOptions {
+        resume,
         root: ctx.root.clone(),
         team,
         tmux: Some(tmux),

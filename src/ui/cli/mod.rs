@@ -13,6 +13,7 @@ mod lead;
 mod message;
 mod model_server;
 mod output;
+mod resume;
 mod run;
 mod shutdown;
 mod spawn;

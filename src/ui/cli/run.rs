@@ -26,11 +26,15 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     let llm = ctx.llm_config(&args.model)?;
     let budget = args.budget.limits();
     warn_unpriced(&budget, &llm.model);
+    let here = working_dir(args.cwd.as_deref())?;
+    if let Some(code) = super::resume::offer(ctx, &here)? {
+        return Ok(code);
+    }
     let team = match &ctx.global.team {
         Some(n) => TeamName::new(n)?,
         None => team_run::team_from_goal(&args.goal)?,
     };
-    let cwd = working_dir(args.cwd.as_deref())?;
+    let cwd = here;
     let lead = ctx.with_engine(
         inherited(ctx, &args.model, &args.permissions)?,
         &args.engine,
@@ -48,19 +52,30 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     println!(
         "team {team} started; its window: `swarm attach {team}`; live view: `swarm watch {team}`"
     );
-    if !args.no_attach && std::io::stdout().is_terminal() {
+    follow(ctx, &team, &window, args.no_attach)
+}
+
+/// Attaches to the team's window on a terminal (unless `no_attach`), else waits for the
+/// lead's end and prints the report; returns the lead's exit code.
+pub fn follow(
+    ctx: &Ctx,
+    team: &TeamName,
+    window: &crate::team::window::TeamWindow,
+    no_attach: bool,
+) -> Result<u8> {
+    if !no_attach && std::io::stdout().is_terminal() {
         window.attach(ctx.caller.inside())?;
-        if team_run::lead_is_working(&ctx.root, &team) {
+        if team_run::lead_is_working(&ctx.root, team) {
             println!(
                 "detached; the team keeps working. `swarm attach {team}` to look again, `swarm status` for a summary."
             );
             return Ok(0);
         }
     }
-    let code = team_run::wait_for_lead(&ctx.root, &team, &window, &|line| eprintln!("{line}"))?;
-    println!("{}", team_run::report(&ctx.root, &team));
+    let code = team_run::wait_for_lead(&ctx.root, team, window, &|line| eprintln!("{line}"))?;
+    println!("{}", team_run::report(&ctx.root, team));
     if code != 0
-        && let Some(why) = team_run::lead_exit_reason(&ctx.root, &team)
+        && let Some(why) = team_run::lead_exit_reason(&ctx.root, team)
     {
         eprintln!("swarm: the run of team {team} ended with exit code {code}: {why}");
     }

@@ -1,0 +1,86 @@
+//! `swarm resume`: a team whose lead stopped before the end, brought back (see
+//! [`crate::team::resume`]), and `swarm run`'s offer to do that instead of starting anew.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+use crate::store::names::TeamName;
+use crate::store::roster;
+use crate::team::resume;
+use crate::ui::cli::args::ResumeArgs;
+use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::run::follow;
+use crate::util::error::{Error, Result};
+
+pub fn run(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
+    let team = match args.team.as_deref().or(ctx.global.team.as_deref()) {
+        Some(t) => TeamName::new(t)?,
+        None => only_unfinished(ctx, &working_dir(None)?)?,
+    };
+    resume_team(ctx, &team, args.no_attach)
+}
+
+fn resume_team(ctx: &Ctx, team: &TeamName, no_attach: bool) -> Result<u8> {
+    resume::check_resumable(&ctx.root, team)?;
+    let config = roster::load(&ctx.root, team)?;
+    let cwd = config
+        .member(crate::store::names::LEAD)
+        .map(|l| std::path::PathBuf::from(&l.cwd))
+        .filter(|d| d.is_dir())
+        .map_or_else(|| working_dir(None), Ok)?;
+    let launcher = ctx.launcher(team, ctx.lead_settings()?, cwd)?;
+    let window = resume::resume_lead(&launcher)?;
+    println!(
+        "team {team} resumed: its lead restarts its unfinished teammates; its window: `swarm attach {team}`; live view: `swarm watch {team}`"
+    );
+    if !resume::has_goal(&ctx.root, team) {
+        // A lead without a goal supervises until it is stopped: nothing to wait for.
+        return Ok(0);
+    }
+    follow(ctx, team, &window, no_attach)
+}
+
+/// The one unfinished team of `project`.
+fn only_unfinished(ctx: &Ctx, project: &Path) -> Result<TeamName> {
+    let teams = resume::unfinished_in(&ctx.root, project);
+    match teams.as_slice() {
+        [one] => TeamName::new(one),
+        [] => Err(Error::not_found(format!(
+            "no unfinished team worked in {}; name one: swarm resume TEAM",
+            project.display()
+        ))),
+        many => Err(Error::usage(format!(
+            "several unfinished teams worked in {} ({}); name one: swarm resume TEAM",
+            project.display(),
+            many.join(", ")
+        ))),
+    }
+}
+
+/// Before `swarm run` starts a team in `project`: an unfinished team there is said, and on
+/// a terminal offered (y/N) to resume instead. Returns the resumed run's exit code when the
+/// person took the offer.
+pub fn offer(ctx: &Ctx, project: &Path) -> Result<Option<u8>> {
+    let teams = resume::unfinished_in(&ctx.root, project);
+    let Some(first) = teams.first() else {
+        return Ok(None);
+    };
+    let names = teams.join(", ");
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        eprintln!(
+            "swarm: note: team {names} in this project did not finish; `swarm resume {first}` brings it back"
+        );
+        return Ok(None);
+    }
+    print!("team {names} in this project did not finish. Resume {first} instead? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Error::io("read", "the answer", e))?;
+    if !answer.trim().eq_ignore_ascii_case("y") {
+        return Ok(None);
+    }
+    resume_team(ctx, &TeamName::new(first)?, false).map(Some)
+}

@@ -1,0 +1,412 @@
+//! `swarm resume`: a team brought back after its lead was killed (`kill -9`) or its tmux
+//! server died, with the scripted model. Each teammate's task waits for a gate file the
+//! test creates, so the team is stopped at a known point, never by timing luck; the task's
+//! side effect is a line in `effects.txt`, so work done twice shows.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use swarm::llm::model_server::{Reply, Rule, Script};
+use swarm::store::tasks::Status;
+
+use crate::harness::{Guarded, ScriptedModel, TestEnv, run_timeout, wait_until};
+
+const LONG: Duration = Duration::from_secs(120);
+
+/// A lead that makes two tasks (each naming the gate file its work waits for) and two
+/// teammates; a teammate that runs a task's command, then marks the task completed.
+fn script(job: &Path, gates: [&str; 2]) -> Script {
+    let effects = job.join("effects.txt");
+    let task = |n: usize| {
+        json!({
+            "subject": format!("job {n}"),
+            "activeForm": format!("doing job {n}"),
+            "description": format!("Do job {n}. gate={} (wait for it)", gates[n - 1]),
+        })
+    };
+    let teammate = |name: &str| json!({"name": name, "description": "worker", "prompt": format!("You are {name}.")});
+    Script::new()
+        .rule(
+            Rule::new("lead plans")
+                .agent("team-lead")
+                .user_contains("Goal:")
+                .no_tool_result(true)
+                .times(1)
+                .reply(
+                    Reply::tool("TaskCreate", task(1))
+                        .tool_call("TaskCreate", task(2))
+                        .tool_call("Agent", teammate("alice"))
+                        .tool_call("Agent", teammate("bob")),
+                ),
+        )
+        .rule(
+            Rule::new("work on a task")
+                // A resumed one's turn may follow the result of the call it was in.
+                .user_regex(r"(?s)(claimed|Continue) task #(?P<id>\d+).*?gate=(?P<gate>\w+)")
+                .reply(Reply::tool(
+                    "Bash",
+                    json!({
+                        "command": format!(
+                            "cd {}; while [ ! -f {{{{gate}}}} ]; do sleep 0.2; done; echo task-{{{{id}}}} >> {}; echo EFFECT-DONE {{{{id}}}}",
+                            job.display(),
+                            effects.display()
+                        ),
+                        "description": "do the job",
+                    }),
+                )),
+        )
+        .rule(
+            Rule::new("mark it done")
+                .user_regex(r"EFFECT-DONE (?P<id>\d+)")
+                .no_tool_result(false)
+                .reply(Reply::tool(
+                    "TaskUpdate",
+                    json!({"taskId": "{{id}}", "status": "completed"}),
+                )),
+        )
+        .default_reply(Reply::text("OK."))
+}
+
+fn start_run(env: &TestEnv, model: &ScriptedModel, job: &Path) -> Guarded {
+    let mut cmd = env.swarm(&[
+        "run",
+        "Do the two jobs.",
+        "--team",
+        "t",
+        "--no-attach",
+        "--teammates",
+        "2",
+        "--provider",
+        "scripted",
+        "--permission-mode",
+        "bypassPermissions",
+        "--base-url",
+    ]);
+    cmd.arg(model.url())
+        .args(["--cwd", &job.display().to_string()])
+        .stdout(std::fs::File::create(env.dir.path().join("run.out")).unwrap())
+        .stderr(std::fs::File::create(env.dir.path().join("run.err")).unwrap());
+    Guarded(Some(cmd.spawn().unwrap()))
+}
+
+fn start_resume(env: &TestEnv, job: &Path, extra: &[&str]) -> Guarded {
+    let mut cmd = env.swarm(&["resume", "--no-attach"]);
+    cmd.args(extra)
+        .current_dir(job)
+        .stdout(std::fs::File::create(env.dir.path().join("resume.out")).unwrap())
+        .stderr(std::fs::File::create(env.dir.path().join("resume.err")).unwrap());
+    Guarded(Some(cmd.spawn().unwrap()))
+}
+
+fn read(env: &TestEnv, file: &str) -> String {
+    std::fs::read_to_string(env.dir.path().join(file)).unwrap_or_default()
+}
+
+fn job_dir(env: &TestEnv) -> PathBuf {
+    let job = env.dir.path().join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    job.canonicalize().unwrap()
+}
+
+/// Each task's side effect, counted.
+fn effects(job: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(job.join("effects.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn task_states(env: &TestEnv) -> Vec<(String, Status, Option<String>)> {
+    env.task_list("t")
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| !t.is_internal())
+        .map(|t| (t.id, t.status, t.owner))
+        .collect()
+}
+
+fn lead_log(env: &TestEnv) -> String {
+    std::fs::read_to_string(env.root.join("teams/t/logs/team-lead.log")).unwrap_or_default()
+}
+
+fn lead_pid(env: &TestEnv) -> Option<i32> {
+    swarm::store::state::read(
+        &env.store_root(),
+        &env.team_name("t"),
+        &swarm::store::names::AgentName::lead(),
+    )
+    .map(|s| s.pid)
+}
+
+/// The text of a request's latest user turn, and of the whole conversation.
+fn latest_user_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+fn agent_requests(model: &ScriptedModel, agent: &str) -> Vec<Value> {
+    model
+        .requests()
+        .into_iter()
+        .filter(|r| r.header("x-swarm-agent") == Some(agent))
+        .map(|r| r.body)
+        .collect()
+}
+
+/// The conversation (messages only) of the first request `agent` made after it was
+/// resumed: it must carry what it said and was told before.
+fn first_resumed_conversation(model: &ScriptedModel, agent: &str) -> String {
+    agent_requests(model, agent)
+        .into_iter()
+        .find(|b| latest_user_text(b).contains("You were resumed"))
+        .unwrap_or_else(|| panic!("{agent} made no request after it was resumed"))["messages"]
+        .to_string()
+}
+
+/// tmux panes tagged for `agent` on the test's server.
+fn panes_of(env: &TestEnv, agent: &str) -> usize {
+    let out = std::process::Command::new("tmux")
+        .args([
+            "-L",
+            &env.tmux_socket,
+            "list-panes",
+            "-a",
+            "-F",
+            "#{@swarm-agent} #{pane_dead}",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| *l == format!("{agent} 0"))
+        .count()
+}
+
+/// Live `swarm teammate` processes for `agent` in this test's root.
+fn teammate_processes(env: &TestEnv, agent: &str) -> usize {
+    let marker = format!("SWARM_ROOT={}", env.root.display());
+    let name = format!("--agent-name={agent}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| swarm::util::process::is_alive(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()))
+        })
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split('\0').any(|a| a == name) && c.contains("\0teammate\0"))
+        })
+        .count()
+}
+
+fn both_tasks_held(env: &TestEnv) -> bool {
+    let t = task_states(env);
+    t.len() == 2
+        && t.iter()
+            .all(|(_, s, o)| *s == Status::InProgress && o.is_some())
+}
+
+#[test]
+fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
+    let env = TestEnv::new();
+    let job = job_dir(&env);
+    let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
+    let mut run = start_run(&env, &model, &job);
+    assert!(
+        wait_until(LONG, || both_tasks_held(&env)),
+        "the teammates never took the tasks: {:?}\n{}",
+        task_states(&env),
+        read(&env, "run.err")
+    );
+    let pid = lead_pid(&env).expect("the lead wrote its state");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    run.wait(LONG).expect("swarm run did not end with its lead");
+
+    let mut resume = start_resume(&env, &job, &["t"]);
+    // The resumed lead has decided about both teammates before the gate opens.
+    let log = env.root.join("teams/t/logs/team-lead.log");
+    assert!(
+        wait_until(LONG, || {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            log.contains("resume: alice:") && log.contains("resume: bob:")
+        }),
+        "the lead was not restarted\n{}",
+        read(&env, "resume.err")
+    );
+    assert_ne!(lead_pid(&env), Some(pid));
+    // Adopted, not doubled: one live pane and one process each.
+    for name in ["alice", "bob"] {
+        assert_eq!(panes_of(&env, name), 1, "{name}'s panes");
+        assert_eq!(teammate_processes(&env, name), 1, "{name}'s processes");
+    }
+    std::fs::write(job.join("gate"), "").unwrap();
+    let status = resume.wait(LONG).expect("swarm resume did not finish");
+    let out = read(&env, "resume.out");
+    assert!(
+        status.success(),
+        "{out}\n{}\nlead log:\n{}",
+        read(&env, "resume.err"),
+        lead_log(&env)
+    );
+    assert!(out.contains("Result: done"), "{out}");
+    // Each job done once.
+    assert_eq!(effects(&job), ["task-1", "task-2"]);
+    assert!(
+        task_states(&env)
+            .iter()
+            .all(|(_, s, _)| *s == Status::Completed),
+        "{:?}",
+        task_states(&env)
+    );
+    // Only the lead was restarted: the teammates' first turns are their only ones.
+    for name in ["alice", "bob"] {
+        assert!(
+            !agent_requests(&model, name)
+                .iter()
+                .any(|b| latest_user_text(b).contains("You were resumed")),
+            "{name} was restarted although it was alive"
+        );
+    }
+    // The resumed lead remembers: its goal and its own tool calls are in its first request.
+    let first = first_resumed_conversation(&model, "team-lead");
+    assert!(first.contains("Goal:\\nDo the two jobs."), "{first}");
+    assert!(first.contains("\"name\":\"TaskCreate\""), "{first}");
+}
+
+#[test]
+fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
+    let env = TestEnv::new();
+    let job = job_dir(&env);
+    // Job 2 goes through at once (its gate is there); job 1 waits for `gate1`.
+    std::fs::write(job.join("open"), "").unwrap();
+    let model = ScriptedModel::start(script(&job, ["gate1", "open"]));
+    let mut run = start_run(&env, &model, &job);
+    let held = |env: &TestEnv| {
+        let t = task_states(env);
+        t.len() == 2
+            && t[0].1 == Status::InProgress
+            && t[1].1 == Status::Completed
+            && effects(&job) == ["task-2"]
+    };
+    assert!(
+        wait_until(LONG, || held(&env)),
+        "the team never reached the point to stop at: {:?}\n{}",
+        task_states(&env),
+        read(&env, "run.err")
+    );
+    let holder = task_states(&env)[0].2.clone().unwrap();
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", &env.tmux_socket, "kill-server"])
+        .status();
+    run.wait(LONG)
+        .expect("swarm run did not end with its tmux server");
+    assert!(
+        wait_until(LONG, || teammate_processes(&env, "alice")
+            + teammate_processes(&env, "bob")
+            == 0),
+        "teammates outlived their tmux server"
+    );
+    // Mail that arrives while nobody runs is read once, by the resumed lead.
+    env.run(&[
+        "--team",
+        "t",
+        "send",
+        "team-lead",
+        "note-7731 from the user",
+    ])
+    .success();
+    // `swarm run` here says there is a team to resume.
+    let out = run_timeout(
+        &mut env.swarm(&[
+            "run",
+            "another goal",
+            "--team",
+            "t",
+            "--no-attach",
+            "--provider",
+            "scripted",
+            "--base-url",
+            &model.url(),
+            "--cwd",
+            &job.display().to_string(),
+        ]),
+        Duration::from_secs(60),
+    )
+    .failure(4);
+    assert!(out.stderr.contains("swarm resume t"), "{}", out.stderr);
+
+    let mut resume = start_resume(&env, &job, &[]);
+    assert!(
+        wait_until(LONG, || agent_requests(&model, &holder)
+            .iter()
+            .any(|b| latest_user_text(b).contains("You were resumed"))),
+        "{holder} was not resumed on its task\n{}",
+        read(&env, "resume.err")
+    );
+    std::fs::write(job.join("gate1"), "").unwrap();
+    let status = resume.wait(LONG).expect("swarm resume did not finish");
+    let out = read(&env, "resume.out");
+    assert!(
+        status.success(),
+        "{out}\n{}\nlead log:\n{}",
+        read(&env, "resume.err"),
+        lead_log(&env)
+    );
+    assert!(out.contains("Result: done"), "{out}");
+    assert_eq!(
+        effects(&job),
+        ["task-1", "task-2"],
+        "a job was lost or done twice"
+    );
+    // The task stayed with its owner, who finished it.
+    let tasks = task_states(&env);
+    assert_eq!(tasks[0].2.as_deref(), Some(holder.as_str()), "{tasks:?}");
+    let noted = agent_requests(&model, "team-lead")
+        .iter()
+        .filter(|b| latest_user_text(b).contains("note-7731"))
+        .count();
+    assert_eq!(noted, 1, "the note was not delivered exactly once");
+    // The resumed agents remember their earlier conversation.
+    let first = first_resumed_conversation(&model, &holder);
+    assert!(first.contains("You have claimed task #1"), "{first}");
+    assert!(first.contains("\"name\":\"Bash\""), "{first}");
+    let first = first_resumed_conversation(&model, "team-lead");
+    assert!(first.contains("Goal:\\nDo the two jobs."), "{first}");
+}
+
+#[test]
+fn resume_refuses_a_running_team_and_an_unknown_one() {
+    let env = TestEnv::with_team("t", &[]);
+    let out = env.run(&["resume", "nope"]).failure(3);
+    assert!(out.stderr.contains("no team 'nope'"), "{}", out.stderr);
+    let out = env.run(&["resume", "t"]).failure(4);
+    assert!(out.stderr.contains("nothing to resume"), "{}", out.stderr);
+    let _lock =
+        swarm::store::lead::LeadLock::acquire(&env.store_root(), &env.team_name("t")).unwrap();
+    let out = env.run(&["resume", "t"]).failure(4);
+    assert!(
+        out.stderr.contains("is running") && out.stderr.contains("swarm attach t"),
+        "{}",
+        out.stderr
+    );
+    // Without a name, in a directory no unfinished team worked in.
+    let out = env.run(&["resume"]).failure(3);
+    assert!(out.stderr.contains("no unfinished team"), "{}", out.stderr);
+}
