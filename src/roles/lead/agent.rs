@@ -45,13 +45,15 @@ use crate::store::mailbox::{self, Delivery};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{IdleNotification, Protocol};
 use crate::store::state::{self, Activity, AgentState};
-use crate::store::tasks::{Status, TaskList};
+use crate::store::tasks::TaskList;
 use crate::team::prompt::{mail_turn, wrap_message};
 use crate::team::status;
 use crate::team::tools::{LeadPowers, TeamTools};
 use crate::util::clock;
 use crate::util::error::Result;
 use crate::util::watcher::DirWatcher;
+
+use super::ending::{DONE_MARK, all_done, waiting_for, without_a_team};
 
 #[derive(Debug, Clone)]
 pub struct LeadAgentOptions {
@@ -84,9 +86,6 @@ pub enum Outcome {
     /// The team's budget is spent: "the team spent … of …".
     Budget(String),
 }
-
-/// How a lead's final text says that the goal needed no team and is met.
-const DONE_MARK: &str = "DONE:";
 
 pub fn system_prompt(o: &LeadAgentOptions) -> String {
     let mut prompt = base_prompt(o);
@@ -674,127 +673,10 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     }
 }
 
-/// When a turn ended with no task and no teammate, the run is over: done if the lead said
-/// so (see [`DONE_MARK`]), failed otherwise, with its words as the reason.
-fn without_a_team(o: &LeadAgentOptions, tasks: &TaskList, last: &str) -> Option<Outcome> {
-    let has_tasks = tasks
-        .list()
-        .map_or(true, |t| t.iter().any(|t| !t.is_internal()));
-    let has_teammates = crate::store::roster::load(&o.root, &o.team)
-        .map_or(true, |r| r.members.iter().any(|m| m.name != LEAD));
-    if has_tasks || has_teammates {
-        return None;
-    }
-    let text = last.trim();
-    let unmarked = text.trim_start_matches(['*', '#', '_', ' ']);
-    Some(
-        match unmarked
-            .get(..DONE_MARK.len())
-            .filter(|head| head.eq_ignore_ascii_case(DONE_MARK))
-        {
-            Some(_) => Outcome::Done(format!("done: {}", unmarked[DONE_MARK.len()..].trim())),
-            None if text.is_empty() => Outcome::Failed(
-                "the lead ended its turn without a task, a teammate or a word".to_owned(),
-            ),
-            None => Outcome::Failed(format!(
-                "the lead ended its turn without a task or a teammate: {text}"
-            )),
-        },
-    )
-}
-
-/// What a quiet team is waiting for: each open task, and what holds it.
-fn waiting_for(tasks: &TaskList, seen: &status::TeamStatus) -> String {
-    let Ok(list) = tasks.list() else {
-        return "the task list, which cannot be read".to_owned();
-    };
-    let open: Vec<String> = list
-        .iter()
-        .filter(|t| !t.is_internal() && t.status != Status::Completed)
-        .map(|t| {
-            let blockers: Vec<&str> = t
-                .blocked_by
-                .iter()
-                .filter(|b| {
-                    list.iter()
-                        .any(|x| &x.id == *b && x.status != Status::Completed)
-                })
-                .map(String::as_str)
-                .collect();
-            let why = match (&t.owner, blockers.is_empty()) {
-                (_, false) => format!("blocked by #{}", blockers.join(", #")),
-                (Some(owner), true) => match seen.member(owner) {
-                    Some(m) if m.alive => {
-                        format!("{} by {owner}, who is {}", t.status.as_str(), m.state)
-                    }
-                    _ => format!("owned by {owner}, who is gone"),
-                },
-                (None, true) => "unclaimed".to_owned(),
-            };
-            format!("#{} ({why})", t.id)
-        })
-        .collect();
-    if open.is_empty() {
-        "nothing: every task is completed".to_owned()
-    } else {
-        format!("task {}", open.join(", "))
-    }
-}
-
-/// True when the list has tasks and every one is completed.
-fn all_done(tasks: &TaskList) -> bool {
-    tasks.list().is_ok_and(|t| {
-        !t.is_empty()
-            && t.iter()
-                .filter(|t| !t.is_internal())
-                .all(|t| t.status == Status::Completed)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::tasks::{NewTask, TaskPatch};
-
-    #[test]
-    fn a_stall_names_each_open_task_and_what_holds_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = Root::new(dir.path());
-        let team = TeamName::new("t").unwrap();
-        let tasks = TaskList::new(&root, &team);
-        let new = |subject: &str, blocked_by: Vec<String>| NewTask {
-            subject: subject.into(),
-            description: String::new(),
-            active_form: None,
-            blocked_by,
-            metadata: None,
-        };
-        tasks.create(new("build", vec![])).unwrap();
-        tasks.create(new("test", vec!["1".into()])).unwrap();
-        tasks.create(new("docs", vec![])).unwrap();
-        tasks
-            .update(
-                "1",
-                TaskPatch {
-                    owner: Some(Some("bob".into())),
-                    status: Some(Status::InProgress),
-                    ..TaskPatch::default()
-                },
-            )
-            .unwrap();
-        let seen = status::TeamStatus {
-            team: "t".into(),
-            description: None,
-            tmux_reachable: true,
-            members: Vec::new(),
-            tasks: Default::default(),
-            budget: None,
-        };
-        assert_eq!(
-            waiting_for(&tasks, &seen),
-            "task #1 (owned by bob, who is gone), #2 (blocked by #1), #3 (unclaimed)"
-        );
-    }
+    use crate::store::tasks::NewTask;
 
     #[test]
     fn the_team_state_for_a_compacted_context_has_goal_roster_board_and_open_requests() {
