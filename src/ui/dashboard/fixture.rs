@@ -347,6 +347,7 @@ pub fn snapshot() -> Snapshot {
         now_ms: NOW,
         tz: TimeZone::UTC,
         tmux_reachable: true,
+        budget: None,
         members: members(),
         tasks: tasks(),
         feed: feed(),

@@ -41,6 +41,8 @@ pub struct Snapshot {
     pub approvals: Vec<Approval>,
     /// Parts that could not be read this time (shown in the header).
     pub problems: Vec<String>,
+    /// The team's spend against its budget, when a run gave it one.
+    pub budget: Option<String>,
 }
 
 /// Where a task stands on the board.
@@ -77,6 +79,7 @@ impl Snapshot {
             feed: Vec::new(),
             approvals: Vec::new(),
             problems: Vec::new(),
+            budget: None,
         }
     }
 
@@ -215,7 +218,9 @@ impl Source {
             problems.push(format!("messages: {e}"));
             Vec::new()
         });
+        let budget = seen.budget.as_ref().map(|b| b.describe());
         Ok(Snapshot {
+            budget,
             team: seen.team,
             description: seen.description,
             now_ms: clock::now_ms(),

@@ -224,6 +224,10 @@ fn draw_header(frame: &mut Frame, area: Rect, snap: &Snapshot) {
             state_style(chunk[0]),
         ));
     }
+    if let Some(b) = &snap.budget {
+        spans.push(Span::styled("  │  ", DIM));
+        spans.push(Span::raw(b.clone()));
+    }
     if !snap.tmux_reachable {
         spans.push(Span::styled("  │  ", DIM));
         spans.push(Span::styled("tmux: no server", DIM));
@@ -415,6 +419,18 @@ mod tests {
         assert!(matches!(ui.mode, Mode::Detail { .. }));
         let text = render_text(&snap, &ui, 80, 20);
         insta::assert_snapshot!("plan_detail_80x20", text);
+    }
+
+    #[test]
+    fn the_header_shows_the_budget_spent() {
+        let mut snap = fixture::snapshot();
+        snap.budget = Some("budget: 4200 tokens of 6000 (70 %)".into());
+        let text = to_text(&frame(&snap, &UiState::default(), 160, 30));
+        let header = text.lines().next().unwrap();
+        assert!(
+            header.contains("budget: 4200 tokens of 6000 (70 %)"),
+            "{header}"
+        );
     }
 
     #[test]
