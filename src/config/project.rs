@@ -67,27 +67,6 @@ pub fn project_dir_with_home(cwd: &Path, home: Option<&Path>) -> PathBuf {
     start
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_claude_dir_below_home_wins() {
-        let t = tempfile::tempdir().unwrap();
-        let base = t.path().canonicalize().unwrap();
-        let home = base.join("home");
-        let repo = home.join("repo");
-        let deep = repo.join("src/deep");
-        std::fs::create_dir_all(&deep).unwrap();
-        std::fs::create_dir_all(home.join(".claude")).unwrap();
-        // No project .claude: the cwd itself, never the home.
-        assert_eq!(project_dir_with_home(&deep, Some(&home)), deep);
-        std::fs::create_dir_all(repo.join(".claude")).unwrap();
-        assert_eq!(project_dir_with_home(&deep, Some(&home)), repo);
-        assert_eq!(project_dir_with_home(&repo, Some(&home)), repo);
-    }
-}
-
 /// The project's check command: `swarm.check` in `<project>/.claude/settings.json`
 /// (swarm's own key; Claude Code ignores keys it does not know). `None` when the file or
 /// the key is absent; an unreadable file or a key that is not a string is an error.
@@ -110,5 +89,26 @@ pub fn swarm_check(project: &Path) -> crate::util::error::Result<Option<String>>
             "swarm.check in {} must be a non-empty string (a shell command)",
             file.display()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_claude_dir_below_home_wins() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let home = base.join("home");
+        let repo = home.join("repo");
+        let deep = repo.join("src/deep");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        // No project .claude: the cwd itself, never the home.
+        assert_eq!(project_dir_with_home(&deep, Some(&home)), deep);
+        std::fs::create_dir_all(repo.join(".claude")).unwrap();
+        assert_eq!(project_dir_with_home(&deep, Some(&home)), repo);
+        assert_eq!(project_dir_with_home(&repo, Some(&home)), repo);
     }
 }

@@ -115,7 +115,11 @@ fn is_ancestor(dir: &Path, commit: &str, of: &str) -> bool {
 }
 
 fn rev(dir: &Path, name: &str) -> Option<String> {
-    git(dir, &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")]).ok()
+    git(
+        dir,
+        &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")],
+    )
+    .ok()
 }
 
 pub fn integration_branch(team: &TeamName) -> String {
@@ -123,7 +127,10 @@ pub fn integration_branch(team: &TeamName) -> String {
 }
 
 fn integration_path(git_dir: &Path, team: &TeamName) -> PathBuf {
-    git_dir.join("swarm").join(team.as_str()).join("integration")
+    git_dir
+        .join("swarm")
+        .join(team.as_str())
+        .join("integration")
 }
 
 /// The project's main checkout: the directory holding the common git directory.
@@ -331,10 +338,7 @@ fn land(
             .unwrap_or_default()
     );
     let merged = match strategy {
-        Strategy::Merge => git_ok(
-            wt,
-            &["merge", "-q", "--no-ff", "-m", &message, &entry.head],
-        ),
+        Strategy::Merge => git_ok(wt, &["merge", "-q", "--no-ff", "-m", &message, &entry.head]),
         Strategy::Squash => {
             git_ok(wt, &["merge", "-q", "--squash", &entry.head])
                 && git_ok(wt, &["commit", "-q", "-m", &message])
@@ -343,7 +347,11 @@ fn land(
             let fork = git(wt, &["merge-base", &before, &entry.head])?;
             git_ok(
                 wt,
-                &["cherry-pick", "--allow-empty", &format!("{fork}..{}", entry.head)],
+                &[
+                    "cherry-pick",
+                    "--allow-empty",
+                    &format!("{fork}..{}", entry.head),
+                ],
             )
         }
     };
@@ -397,10 +405,7 @@ fn run_check(dir: &Path, cmd: &str) -> Result<Option<String>> {
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     let lines: Vec<&str> = text.lines().collect();
     let tail = lines[lines.len().saturating_sub(CHECK_LINES)..].join("\n");
-    Ok(Some(format!(
-        "`{cmd}` failed ({}):\n{tail}",
-        out.status
-    )))
+    Ok(Some(format!("`{cmd}` failed ({}):\n{tail}", out.status)))
 }
 
 /// Moves `target` to the integration branch's head where that is safe; otherwise says

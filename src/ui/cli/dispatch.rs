@@ -10,8 +10,8 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
-    agent, agents, approvals, lead, merge, message, model_server, resume, run, shutdown, spawn, status,
-    task, team, watch,
+    agent, agents, approvals, lead, merge, message, model_server, resume, run, shutdown, spawn,
+    status, task, team, watch,
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Result, exit};
