@@ -67,6 +67,7 @@ pub struct Options {
 /// What a run of the queue came to.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
+    /// Empty when the team never had a teammate worktree.
     pub target: String,
     pub target_commit: String,
     /// The integration branch holds work the target could not be moved to, and why.
@@ -146,11 +147,8 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
     let git_dir = match (records.first(), &known.git_dir) {
         (Some(r), _) => r.git_dir.clone(),
         (None, Some(g)) => g.clone(),
-        (None, None) => {
-            return Err(Error::not_found(format!(
-                "team {team} has no teammate worktrees to merge; spawn teammates with --isolation worktree"
-            )));
-        }
+        // Nothing was ever isolated in a worktree: nothing to merge.
+        (None, None) => return Ok(known),
     };
     let project = project_dir(&git_dir);
     let target = match (&opts.into, &known.target) {
@@ -226,7 +224,9 @@ pub fn run(
     on_entry: &dyn Fn(&Entry),
 ) -> Result<Outcome> {
     let queue = enqueue(root, team, opts)?;
-    let git_dir = queue.git_dir.clone().unwrap_or_default();
+    let Some(git_dir) = queue.git_dir.clone() else {
+        return Ok(Outcome::default());
+    };
     let target = queue.target.clone().unwrap_or_default();
     let project = project_dir(&git_dir);
     let target_ref = format!("refs/heads/{target}");

@@ -263,3 +263,74 @@ fn a_crash_mid_queue_resumes_without_merging_anything_twice() {
         "alice.txt \nalice.txt bob.txt \nalice.txt bob.txt carol.txt \n"
     );
 }
+
+#[test]
+fn bad_input_is_refused_with_its_exit_code_and_no_worktrees_is_nothing_to_merge() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = repo(&env);
+    let out = merge(&env, &repo, &[]).success();
+    assert!(out.stdout.contains("nothing to merge"), "{}", out.stdout);
+    teammate(&env, &repo, "alice", &[("alice.txt", "hi\n")]);
+    let out = merge(&env, &repo, &["--merge-strategy", "octopus"]).failure(2);
+    assert!(
+        out.stderr.contains("merge, rebase or squash"),
+        "{}",
+        out.stderr
+    );
+    let out = merge(&env, &repo, &["--into", "no-such-branch"]).failure(2);
+    assert!(out.stderr.contains("--into"), "{}", out.stderr);
+    env.run(&["merge", "nope"]).failure(3);
+    // None of that queued anything; a dry run lists without merging.
+    assert!(states(&env).is_empty());
+    let head = git(&repo, &["rev-parse", "main"]);
+    let out = merge(&env, &repo, &["--dry-run"]).success();
+    assert!(
+        out.stdout.contains("would merge swarm/t/alice"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(git(&repo, &["rev-parse", "main"]), head);
+    assert!(states(&env).is_empty());
+}
+
+#[test]
+fn rebase_and_squash_land_without_a_merge_commit() {
+    for strategy in ["rebase", "squash"] {
+        let env = TestEnv::with_team("t", &[]);
+        let repo = repo(&env);
+        teammate(&env, &repo, "alice", &[("alice.txt", "hi\n")]);
+        teammate(&env, &repo, "bob", &[("bob.txt", "hi\n")]);
+        merge(&env, &repo, &["--merge-strategy", strategy]).success();
+        assert_eq!(git(&repo, &["log", "--merges", "--oneline", "main"]), "");
+        let files = files_on(&repo, "main");
+        assert!(
+            files.contains(&"alice.txt".to_owned()) && files.contains(&"bob.txt".to_owned()),
+            "{strategy}: {files:?}"
+        );
+        assert_eq!(
+            states(&env),
+            pairs(&[("alice", "merged"), ("bob", "merged")]),
+            "{strategy}"
+        );
+    }
+}
+
+#[test]
+fn without_check_the_projects_swarm_check_setting_gates_the_merge() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = repo(&env);
+    std::fs::create_dir_all(repo.join(".claude")).unwrap();
+    std::fs::write(
+        repo.join(".claude/settings.json"),
+        r#"{"swarm": {"check": "echo from settings; test ! -f alice.txt"}}"#,
+    )
+    .unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "settings"]);
+    teammate(&env, &repo, "alice", &[("alice.txt", "hi\n")]);
+    merge(&env, &repo, &[]).failure(4);
+    assert_eq!(states(&env), pairs(&[("alice", "check-failed")]));
+    let out = &status(&env)["entries"][0]["checkOutput"];
+    assert!(out.as_str().unwrap().contains("from settings"), "{out}");
+    assert!(!files_on(&repo, "main").contains(&"alice.txt".to_owned()));
+}

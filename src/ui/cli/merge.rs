@@ -52,6 +52,12 @@ pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
             println!("{}", line(e));
         }
     })?;
+    if outcome.target.is_empty() && !ctx.json() {
+        println!(
+            "nothing to merge: team {team} has no teammate worktrees (spawn teammates with --isolation worktree)"
+        );
+        return Ok(0);
+    }
     if ctx.json() {
         print_json(&serde_json::json!({
             "target": outcome.target,
