@@ -73,6 +73,8 @@ pub struct Outcome {
     /// The integration branch holds work the target could not be moved to, and why.
     pub left_on_integration: Option<String>,
     pub entries: Vec<Entry>,
+    /// Kept worktrees (and their branches) removed because their work is on the target.
+    pub removed: Vec<String>,
 }
 
 impl Outcome {
@@ -237,6 +239,7 @@ pub fn run(
             target_commit,
             left_on_integration: None,
             entries: queue.entries,
+            removed: Vec::new(),
         });
     }
     let check = match &opts.check {
@@ -253,11 +256,14 @@ pub fn run(
     }
     let left_on_integration = advance_target(&project, &wt, &target)?;
     let entries = merge_queue::load(root, team)?.entries;
+    let target_commit = rev(&project, &target_ref).unwrap_or_default();
+    let removed = tidy(root, team, &project, &target_commit, &entries);
     Ok(Outcome {
-        target_commit: rev(&project, &target_ref).unwrap_or_default(),
+        target_commit,
         target,
         left_on_integration,
         entries,
+        removed,
     })
 }
 
@@ -457,4 +463,47 @@ fn advance_target(project: &Path, wt: &Path, target: &str) -> Result<Option<Stri
             }
         }
     }
+}
+
+/// Removes the kept worktree and branch of each merged entry whose every change is
+/// reachable from the target (through `team::worktree::remove`, as its teammate's stop
+/// would have); a worktree in use, with uncommitted files, or whose work landed as new
+/// commits (rebase, squash) stays.
+fn tidy(
+    root: &Root,
+    team: &TeamName,
+    project: &Path,
+    target_commit: &str,
+    entries: &[Entry],
+) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(records) = worktrees::all(root, team) else {
+        return removed;
+    };
+    for r in records {
+        let landed = entries
+            .iter()
+            .any(|e| e.branch == r.branch && e.state == EntryState::Merged);
+        let head = rev(project, &format!("refs/heads/{}", r.branch));
+        let reachable = head.is_some_and(|h| is_ancestor(project, &h, target_commit));
+        if r.state != worktrees::RecordState::Kept || !landed || !reachable {
+            continue;
+        }
+        let Ok(_guard) = worktrees::lock(root, team, &r.agent) else {
+            continue;
+        };
+        let clean = crate::team::worktree::changes(&r).is_ok_and(|c| c.files == 0);
+        if clean && crate::team::worktree::remove(root, team, &r).is_ok() {
+            let _ = crate::store::roster::update_member(root, team, &r.agent, |m| {
+                m.worktree_path = None
+            });
+            removed.push(format!(
+                "removed {}'s worktree {} and branch {} (merged)",
+                r.agent,
+                r.path.display(),
+                r.branch
+            ));
+        }
+    }
+    removed
 }

@@ -131,6 +131,18 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
         states(&env),
         pairs(&[("alice", "merged"), ("bob", "merged"), ("carol", "merged")])
     );
+    // Their work is on main: the kept worktrees and branches go, through the usual removal.
+    assert!(
+        out.stdout.contains("removed alice's worktree"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(git(&repo, &["branch", "--list", "swarm/t/a*"]), "");
+    assert!(
+        worktrees::all(&env.store_root(), &env.team_name("t"))
+            .unwrap()
+            .is_empty()
+    );
     // Nothing new: a second run merges nothing and succeeds.
     let head = git(&repo, &["rev-parse", "main"]);
     merge(&env, &repo, &[]).success();
@@ -218,7 +230,13 @@ fn a_dirty_user_checkout_is_never_touched_and_the_result_stays_on_the_integratio
     assert_eq!(
         git(&repo, &["show", "swarm/t/integration:alice.txt"]),
         "hi\n"
-    );
+    ); // Not on main yet: alice's branch and worktree stay.
+    assert_ne!(git(&repo, &["branch", "--list", "swarm/t/alice"]), "");
+    assert!(worktrees::exists(
+        &env.store_root(),
+        &env.team_name("t"),
+        "alice"
+    ));
 }
 
 #[test]

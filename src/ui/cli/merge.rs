@@ -64,6 +64,7 @@ pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
             "targetCommit": outcome.target_commit,
             "leftOnIntegration": outcome.left_on_integration,
             "entries": outcome.entries,
+            "removed": outcome.removed,
         }));
     } else {
         if args.dry_run {
@@ -74,6 +75,9 @@ pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
         println!("{} is at {}", outcome.target, outcome.target_commit);
         if let Some(why) = &outcome.left_on_integration {
             println!("{why}");
+        }
+        for line in &outcome.removed {
+            println!("{line}");
         }
     }
     match outcome.held() {
