@@ -169,6 +169,21 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
             project.display()
         )));
     }
+    // The task each branch carries: its agent's latest completed task, if any.
+    let tasks = crate::store::tasks::TaskList::new(root, team)
+        .list()
+        .unwrap_or_default();
+    let task_of = |agent: &str| {
+        tasks
+            .iter()
+            .filter(|t| {
+                !t.is_internal()
+                    && t.owned_by(agent)
+                    && t.status == crate::store::tasks::Status::Completed
+            })
+            .max_by_key(|t| t.id.parse::<u64>().unwrap_or(0))
+            .map(|t| t.id.clone())
+    };
     let mut additions = Vec::new();
     for r in &records {
         let Some(head) = rev(&project, &format!("refs/heads/{}", r.branch)) else {
@@ -189,7 +204,7 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
         additions.push(Entry {
             agent: r.agent.clone(),
             branch: r.branch.clone(),
-            task: None,
+            task: task_of(&r.agent),
             base: r.base.clone(),
             head,
             state: EntryState::Queued,

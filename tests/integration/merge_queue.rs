@@ -111,6 +111,24 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
     for a in ["alice", "bob", "carol"] {
         teammate(&env, &repo, a, &[(&format!("{a}.txt"), "hi\n")]);
     }
+    // bob's finished task is named in his merge.
+    let tasks = env.task_list("t");
+    let task = tasks
+        .create(swarm::store::tasks::NewTask {
+            subject: "bob's part".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    tasks
+        .update(
+            &task.id,
+            swarm::store::tasks::TaskPatch {
+                owner: Some(Some("bob".into())),
+                status: Some(swarm::store::tasks::Status::Completed),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     let log = env.dir.path().join("check.log");
     let out = merge(&env, &repo, &["--check", &check_logging_to(&log)]).success();
     assert!(out.stdout.contains("main is at"), "{}", out.stdout);
@@ -124,6 +142,10 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
     for (s, a) in subjects.iter().zip(["carol", "bob", "alice"]) {
         assert!(s.contains(&format!("swarm/t/{a}")) && s.contains(a), "{s}");
     }
+    assert!(
+        subjects[1].contains(&format!("task {}", task.id)),
+        "{subjects:?}"
+    );
     // The user's clean checkout of main was fast-forwarded.
     assert!(repo.join("carol.txt").exists());
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");
