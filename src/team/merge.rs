@@ -108,6 +108,15 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// Runs git in `dir`; its stderr when it fails.
+fn try_git(dir: &Path, args: &[&str]) -> std::result::Result<(), String> {
+    match git_in(dir, args) {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
+        Err(e) => Err(format!("failed to run git: {e}")),
+    }
+}
+
 /// Whether git in `dir` succeeds.
 fn git_ok(dir: &Path, args: &[&str]) -> bool {
     git_in(dir, args).is_ok_and(|o| o.status.success())
@@ -359,29 +368,31 @@ fn land(
             .unwrap_or_default()
     );
     let merged = match strategy {
-        Strategy::Merge => git_ok(wt, &["merge", "-q", "--no-ff", "-m", &message, &entry.head]),
-        Strategy::Squash => {
-            git_ok(wt, &["merge", "-q", "--squash", &entry.head])
-                && git_ok(wt, &["commit", "-q", "-m", &message])
-        }
+        Strategy::Merge => try_git(wt, &["merge", "-q", "--no-ff", "-m", &message, &entry.head]),
+        Strategy::Squash => try_git(wt, &["merge", "-q", "--squash", &entry.head])
+            .and_then(|()| try_git(wt, &["commit", "-q", "-m", &message])),
         Strategy::Rebase => {
             let fork = git(wt, &["merge-base", &before, &entry.head])?;
-            git_ok(
-                wt,
-                &[
-                    "cherry-pick",
-                    "--allow-empty",
-                    &format!("{fork}..{}", entry.head),
-                ],
-            )
+            let range = format!("{fork}..{}", entry.head);
+            try_git(wt, &["cherry-pick", "--allow-empty", &range])
         }
     };
-    if !merged {
+    if let Err(stderr) = merged {
         let files = git(wt, &["diff", "--name-only", "--diff-filter=U"]).unwrap_or_default();
         let _ = git(wt, &["merge", "--abort"]);
         let _ = git(wt, &["cherry-pick", "--abort"]);
         git(wt, &["reset", "-q", "--hard", &before])?;
         let conflicts: Vec<String> = files.lines().map(str::to_owned).collect();
+        if conflicts.is_empty() {
+            // Not a conflict (no identity, a hook refused...): the entry waits for a rerun.
+            set_entry(root, team, i, |e| e.state = EntryState::Queued)?;
+            return Err(Error::Other(format!(
+                "failed to merge {} in {}: {}; fix that and run `swarm merge` again",
+                entry.branch,
+                wt.display(),
+                stderr.trim()
+            )));
+        }
         return set_entry(root, team, i, |e| {
             e.state = EntryState::Conflict;
             e.conflicts = conflicts;

@@ -374,3 +374,24 @@ fn without_check_the_projects_swarm_check_setting_gates_the_merge() {
     assert!(out.as_str().unwrap().contains("from settings"), "{out}");
     assert!(!files_on(&repo, "main").contains(&"alice.txt".to_owned()));
 }
+
+#[test]
+fn a_merge_that_fails_for_another_reason_than_a_conflict_is_an_error_and_stays_queued() {
+    let env = TestEnv::with_team("t", &[]);
+    let repo = repo(&env);
+    teammate(&env, &repo, "alice", &[("alice.txt", "hi\n")]);
+    // A pre-merge-commit hook refuses: git fails with no conflicted file.
+    let hooks = repo.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let hook = hooks.join("pre-merge-commit");
+    std::fs::write(&hook, "#!/bin/sh\necho refused by hook >&2\nexit 1\n").unwrap();
+    let mut perms = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hook, perms).unwrap();
+    let out = merge(&env, &repo, &[]).failure(1);
+    assert!(out.stderr.contains("refused by hook"), "{}", out.stderr);
+    assert_eq!(states(&env), pairs(&[("alice", "queued")]));
+    std::fs::remove_file(&hook).unwrap();
+    merge(&env, &repo, &[]).success();
+    assert_eq!(states(&env), pairs(&[("alice", "merged")]));
+}
