@@ -67,6 +67,31 @@ pub fn project_dir_with_home(cwd: &Path, home: Option<&Path>) -> PathBuf {
     start
 }
 
+/// The project's check command: `swarm.check` in `<project>/.claude/settings.json`
+/// (swarm's own key; Claude Code ignores keys it does not know). `None` when the file or
+/// the key is absent; an unreadable file or a key that is not a string is an error.
+pub fn swarm_check(project: &Path) -> crate::util::error::Result<Option<String>> {
+    use crate::util::error::Error;
+    let file = project.join(".claude").join("settings.json");
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("read", &file, e)),
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Corrupt {
+        path: file.clone(),
+        reason: e.to_string(),
+    })?;
+    match v.get("swarm").and_then(|s| s.get("check")) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
+        Some(_) => Err(Error::usage(format!(
+            "swarm.check in {} must be a non-empty string (a shell command)",
+            file.display()
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

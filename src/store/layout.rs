@@ -140,6 +140,11 @@ impl Root {
         self.team_dir(team).join("lead.flock")
     }
 
+    /// The team's merge queue (see `store::merge_queue`).
+    pub fn merge_queue_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("merge-queue.json")
+    }
+
     /// The records of teammates' git worktrees (see `store::worktrees`).
     pub fn worktrees_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("worktrees")

@@ -16,6 +16,7 @@ pub mod launch_record;
 pub mod layout;
 pub mod lead;
 pub mod mailbox;
+pub mod merge_queue;
 pub mod names;
 pub mod protocol;
 pub mod roster;

@@ -9,6 +9,7 @@ pub mod dialogs;
 pub mod inherit;
 pub mod launch;
 pub mod layout;
+pub mod merge;
 pub mod prompt;
 pub mod report;
 pub mod resume;

@@ -18,7 +18,7 @@ pub mod exit {
     /// A team, member, task, request or file that does not exist.
     pub const NOT_FOUND: u8 = 3;
     /// The operation conflicts with current state: already claimed, blocked, busy,
-    /// already exists, teammates still alive.
+    /// already exists, teammates still alive, branches the merge queue holds.
     pub const CONFLICT: u8 = 4;
     /// A lock could not be taken within the wait limit.
     pub const LOCK_TIMEOUT: u8 = 5;

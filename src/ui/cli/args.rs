@@ -71,6 +71,9 @@ pub enum Command {
     /// Ask teammates to stop; insist if they do not (SIGTERM, SIGKILL), and close their panes
     Shutdown(ShutdownArgs),
 
+    /// Land teammates' worktree branches on one target, one at a time, through the check
+    Merge(MergeArgs),
+
     /// Show the team's window (attach, or switch to it inside tmux)
     Attach { team: Option<String> },
 
@@ -525,6 +528,27 @@ pub struct SpawnArgs {
     /// The teammate's context window in tokens; compacted at 80 % of it [default: the model's, from swarm's table]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The team [default: --team, else the only team]
+    pub team: Option<String>,
+    /// The check to run after each merge, a shell command [default: swarm.check in .claude/settings.json]
+    #[arg(long, value_name = "CMD")]
+    pub check: Option<String>,
+    /// The branch to land on [default: the branch the project's checkout is on]
+    #[arg(long, value_name = "BRANCH")]
+    pub into: Option<String>,
+    /// How a branch lands: merge, rebase or squash
+    #[arg(long, default_value = "merge", value_name = "S")]
+    pub merge_strategy: crate::team::merge::Strategy,
+    /// Only list what would be queued and merged
+    #[arg(long)]
+    pub dry_run: bool,
+    /// List the queue's entries and their states, and change nothing
+    #[arg(long, conflicts_with_all = ["check", "into", "dry_run"])]
+    pub status: bool,
 }
 
 #[derive(Debug, Args)]

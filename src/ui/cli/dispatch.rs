@@ -10,8 +10,8 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
-    agent, agents, approvals, lead, message, model_server, resume, run, shutdown, spawn, status,
-    task, team, watch,
+    agent, agents, approvals, lead, merge, message, model_server, resume, run, shutdown, spawn,
+    status, task, team, watch,
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Result, exit};
@@ -110,6 +110,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Spawn(args) => done(spawn::run(&ctx, args)),
         Command::Status => done(status::status(&ctx)),
         Command::Shutdown(args) => done(shutdown::run(&ctx, args)),
+        Command::Merge(args) => merge::run(&ctx, args),
         Command::Attach { team } => done(status::attach(&ctx, team)),
         Command::Lead(args) => lead::run(&ctx, args),
         Command::Approvals { pending } => done(approvals::list(&ctx, pending)),

@@ -133,6 +133,7 @@ fn lead_only(command: &Command) -> Option<&'static str> {
     Some(match command {
         Command::Approve { .. } | Command::Reject { .. } => "decide plan and permission requests",
         Command::Shutdown(_) => "shut teammates down",
+        Command::Merge(args) if !args.status => "merge teammates' branches",
         Command::Spawn(_) => "spawn teammates",
         Command::Team(
             TeamCommand::Create { .. }

@@ -10,6 +10,7 @@ pub(crate) mod dispatch;
 mod identity;
 mod input;
 mod lead;
+mod merge;
 mod message;
 mod model_server;
 mod output;

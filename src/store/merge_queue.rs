@@ -1,0 +1,119 @@
+//! The team's merge queue, `teams/<team>/merge-queue.json` (swarm's own file): teammates'
+//! branches waiting to land on the integration target, first in first out, one entry per
+//! branch and task, each with its state and what came of it.
+//!
+//! Every change is a read-modify-write under the file's lock ([`update`]), written whole
+//! and atomically, so a crash leaves either the old queue or the new one. An entry found
+//! `merging` or `checking` was interrupted: `team::merge` redoes it from a clean
+//! integration worktree, after checking its head did not land already.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::files;
+use crate::store::layout::Root;
+use crate::store::names::TeamName;
+use crate::util::error::{Error, Result};
+use crate::util::json;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryState {
+    Queued,
+    Merging,
+    Checking,
+    Merged,
+    Conflict,
+    CheckFailed,
+    Abandoned,
+}
+
+impl EntryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryState::Queued => "queued",
+            EntryState::Merging => "merging",
+            EntryState::Checking => "checking",
+            EntryState::Merged => "merged",
+            EntryState::Conflict => "conflict",
+            EntryState::CheckFailed => "check-failed",
+            EntryState::Abandoned => "abandoned",
+        }
+    }
+
+    /// Still to be merged (or being merged when a crash struck).
+    pub fn pending(self) -> bool {
+        matches!(
+            self,
+            EntryState::Queued | EntryState::Merging | EntryState::Checking
+        )
+    }
+
+    /// Held for the person: the queue will not try it again by itself.
+    pub fn held(self) -> bool {
+        matches!(self, EntryState::Conflict | EntryState::CheckFailed)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    pub agent: String,
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// The commit the branch started at.
+    pub base: String,
+    /// The branch's head when it was queued: the commit that lands.
+    pub head: String,
+    pub state: EntryState,
+    pub queued_at: i64,
+    pub updated_at: i64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+    /// The check's last lines, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_commit: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Queue {
+    /// The repository's common git directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_dir: Option<PathBuf>,
+    /// The branch entries land on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The last integration commit whose check was green: where an interrupted run
+    /// starts again, so an unchecked merge is never kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integration_tip: Option<String>,
+    #[serde(default)]
+    pub entries: Vec<Entry>,
+}
+
+/// The team's queue; an empty one if there is none yet.
+pub fn load(root: &Root, team: &TeamName) -> Result<Queue> {
+    let path = root.merge_queue_path(team);
+    match files::read(root, &path)? {
+        Some(bytes) => json::parse(&bytes).map_err(|e| Error::Corrupt {
+            path,
+            reason: e.to_string(),
+        }),
+        None => Ok(Queue::default()),
+    }
+}
+
+/// Changes the queue under its lock and writes it back.
+pub fn update<T>(root: &Root, team: &TeamName, f: impl FnOnce(&mut Queue) -> T) -> Result<T> {
+    let path = root.merge_queue_path(team);
+    let _guard = files::lock_sidecar_only(root, &path)?;
+    let mut queue = load(root, team)?;
+    let out = f(&mut queue);
+    files::write(root, &path, &json::to_pretty(&queue))?;
+    Ok(out)
+}

@@ -1,0 +1,535 @@
+//! Landing teammates' worktree branches on one integration target, one branch at a time,
+//! through the team's merge queue (`store::merge_queue`) and the project's check.
+//!
+//! Every merge happens in a dedicated integration worktree,
+//! `<git common dir>/swarm/<team>/integration` on branch `swarm/<team>/integration`, never
+//! in the user's checkout. After a merge the check runs there; only a green check keeps
+//! the merge (a red one resets the worktree to before it), and only at the end is the
+//! target moved: its ref directly when no working tree has it checked out, by
+//! `git merge --ff-only` in the working tree that has it when that tree is clean; a
+//! checkout with any change is never touched and the result stays on the integration
+//! branch.
+//!
+//! Git runs as a program with an argv, never through a shell. The one exception is the
+//! check itself: the user wrote it as a shell command (`--check`, `swarm.check`), so it
+//! runs under `sh -c`, in the integration worktree.
+//!
+//! Invariants: nothing lands twice (an entry whose head is already reachable from the
+//! integration branch is `merged` without merging again); an interrupted run starts again
+//! from the last integration commit whose check was green (`integration_tip`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::store::layout::Root;
+use crate::store::merge_queue::{self, Entry, EntryState, Queue};
+use crate::store::names::TeamName;
+use crate::store::worktrees;
+use crate::util::clock;
+use crate::util::error::{Error, Result};
+
+/// How a branch lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// A merge commit naming the agent and task.
+    #[default]
+    Merge,
+    /// The branch's commits replayed on top of the target.
+    Rebase,
+    /// One commit with the branch's changes.
+    Squash,
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Strategy> {
+        match s {
+            "merge" => Ok(Strategy::Merge),
+            "rebase" => Ok(Strategy::Rebase),
+            "squash" => Ok(Strategy::Squash),
+            _ => Err(Error::usage(format!(
+                "unknown merge strategy {s:?}; use merge, rebase or squash"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub into: Option<String>,
+    /// The check command given on the command line (else the project's `swarm.check`).
+    pub check: Option<String>,
+    pub strategy: Strategy,
+    /// Only say what would be queued and merged.
+    pub dry_run: bool,
+}
+
+/// What a run of the queue came to.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Empty when the team never had a teammate worktree.
+    pub target: String,
+    pub target_commit: String,
+    /// The integration branch holds work the target could not be moved to, and why.
+    pub left_on_integration: Option<String>,
+    pub entries: Vec<Entry>,
+    /// Kept worktrees (and their branches) removed because their work is on the target.
+    pub removed: Vec<String>,
+}
+
+impl Outcome {
+    pub fn held(&self) -> usize {
+        self.entries.iter().filter(|e| e.state.held()).count()
+    }
+}
+
+const CHECK_LINES: usize = 40;
+
+fn git_in(dir: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+}
+
+/// Runs git in `dir`; its trimmed stdout, or an error naming the command.
+fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = git_in(dir, args).map_err(|e| Error::Other(format!("failed to run git: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Other(format!(
+            "git {} in {} failed: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// Runs git in `dir`; its stderr when it fails.
+fn try_git(dir: &Path, args: &[&str]) -> std::result::Result<(), String> {
+    match git_in(dir, args) {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
+        Err(e) => Err(format!("failed to run git: {e}")),
+    }
+}
+
+/// Whether git in `dir` succeeds.
+fn git_ok(dir: &Path, args: &[&str]) -> bool {
+    git_in(dir, args).is_ok_and(|o| o.status.success())
+}
+
+fn is_ancestor(dir: &Path, commit: &str, of: &str) -> bool {
+    git_ok(dir, &["merge-base", "--is-ancestor", commit, of])
+}
+
+fn rev(dir: &Path, name: &str) -> Option<String> {
+    git(
+        dir,
+        &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")],
+    )
+    .ok()
+}
+
+pub fn integration_branch(team: &TeamName) -> String {
+    format!("swarm/{team}/integration")
+}
+
+fn integration_path(git_dir: &Path, team: &TeamName) -> PathBuf {
+    git_dir
+        .join("swarm")
+        .join(team.as_str())
+        .join("integration")
+}
+
+/// The project's main checkout: the directory holding the common git directory.
+fn project_dir(git_dir: &Path) -> PathBuf {
+    git_dir.parent().unwrap_or(git_dir).to_path_buf()
+}
+
+/// Adds every teammate branch with commits not on the target and not queued already;
+/// returns the queue as it then is.
+fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
+    let records = worktrees::all(root, team)?;
+    let known = merge_queue::load(root, team)?;
+    let git_dir = match (records.first(), &known.git_dir) {
+        (Some(r), _) => r.git_dir.clone(),
+        (None, Some(g)) => g.clone(),
+        // Nothing was ever isolated in a worktree: nothing to merge.
+        (None, None) => return Ok(known),
+    };
+    let project = project_dir(&git_dir);
+    let target = match (&opts.into, &known.target) {
+        (Some(t), _) => t.clone(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => git(&project, &["symbolic-ref", "--short", "HEAD"]).map_err(|_| {
+            Error::usage(format!(
+                "the checkout at {} is not on a branch; name the target with --into BRANCH",
+                project.display()
+            ))
+        })?,
+    };
+    if rev(&project, &format!("refs/heads/{target}")).is_none() {
+        return Err(Error::usage(format!(
+            "no branch {target} in {}; name an existing branch with --into",
+            project.display()
+        )));
+    }
+    // The task each branch carries: its agent's latest completed task, if any.
+    let tasks = crate::store::tasks::TaskList::new(root, team)
+        .list()
+        .unwrap_or_default();
+    let task_of = |agent: &str| {
+        tasks
+            .iter()
+            .filter(|t| {
+                !t.is_internal()
+                    && t.owned_by(agent)
+                    && t.status == crate::store::tasks::Status::Completed
+            })
+            .max_by_key(|t| t.id.parse::<u64>().unwrap_or(0))
+            .map(|t| t.id.clone())
+    };
+    let mut additions = Vec::new();
+    for r in &records {
+        let Some(head) = rev(&project, &format!("refs/heads/{}", r.branch)) else {
+            continue;
+        };
+        if head == r.base || is_ancestor(&project, &head, &format!("refs/heads/{target}")) {
+            continue;
+        }
+        // A branch whose head was queued before (whatever came of it) waits for new commits.
+        if known
+            .entries
+            .iter()
+            .any(|e| e.branch == r.branch && (e.head == head || e.state.pending()))
+        {
+            continue;
+        }
+        let now = clock::now_ms();
+        additions.push(Entry {
+            agent: r.agent.clone(),
+            branch: r.branch.clone(),
+            task: task_of(&r.agent),
+            base: r.base.clone(),
+            head,
+            state: EntryState::Queued,
+            queued_at: now,
+            updated_at: now,
+            conflicts: Vec::new(),
+            check_output: None,
+            merged_commit: None,
+        });
+    }
+    if opts.dry_run {
+        let mut q = known;
+        q.entries.extend(additions);
+        q.target = Some(target);
+        q.git_dir = Some(git_dir);
+        return Ok(q);
+    }
+    merge_queue::update(root, team, |q| {
+        if q.target.as_deref() != Some(target.as_str()) {
+            q.integration_tip = None;
+        }
+        q.git_dir = Some(git_dir);
+        q.target = Some(target);
+        q.entries.extend(additions);
+        q.clone()
+    })
+}
+
+/// Enqueues what is new, then merges every pending entry in order and moves the target.
+pub fn run(
+    root: &Root,
+    team: &TeamName,
+    opts: &Options,
+    on_entry: &dyn Fn(&Entry),
+) -> Result<Outcome> {
+    let queue = enqueue(root, team, opts)?;
+    let Some(git_dir) = queue.git_dir.clone() else {
+        return Ok(Outcome::default());
+    };
+    let target = queue.target.clone().unwrap_or_default();
+    let project = project_dir(&git_dir);
+    let target_ref = format!("refs/heads/{target}");
+    if opts.dry_run {
+        let target_commit = rev(&project, &target_ref).unwrap_or_default();
+        return Ok(Outcome {
+            target,
+            target_commit,
+            left_on_integration: None,
+            entries: queue.entries,
+            removed: Vec::new(),
+        });
+    }
+    let check = match &opts.check {
+        Some(c) => Some(c.clone()),
+        None => crate::config::project::swarm_check(&project)?,
+    };
+    let wt = prepare_integration(team, &git_dir, &queue, &target_ref)?;
+    for (i, entry) in queue.entries.iter().enumerate() {
+        if !entry.state.pending() {
+            continue;
+        }
+        let done = land(root, team, &wt, i, entry, opts.strategy, check.as_deref())?;
+        on_entry(&done);
+    }
+    let left_on_integration = advance_target(&project, &wt, &target)?;
+    let entries = merge_queue::load(root, team)?.entries;
+    let target_commit = rev(&project, &target_ref).unwrap_or_default();
+    let removed = tidy(root, team, &project, &target_commit, &entries);
+    Ok(Outcome {
+        target_commit,
+        target,
+        left_on_integration,
+        entries,
+        removed,
+    })
+}
+
+/// The integration worktree, clean, at the last green integration commit (if the target
+/// has not moved past it) or else at the target.
+fn prepare_integration(
+    team: &TeamName,
+    git_dir: &Path,
+    queue: &Queue,
+    target_ref: &str,
+) -> Result<PathBuf> {
+    let project = project_dir(git_dir);
+    let target_tip = rev(&project, target_ref)
+        .ok_or_else(|| Error::usage(format!("no branch {target_ref} in {}", project.display())))?;
+    let start = match &queue.integration_tip {
+        Some(tip) if rev(&project, tip).is_some() && is_ancestor(&project, &target_tip, tip) => {
+            tip.clone()
+        }
+        _ => target_tip,
+    };
+    let wt = integration_path(git_dir, team);
+    let branch = integration_branch(team);
+    if !wt.join(".git").exists() {
+        let _ = git(&project, &["worktree", "prune"]);
+        std::fs::create_dir_all(wt.parent().unwrap_or(&wt))
+            .map_err(|e| Error::io("create directory", &wt, e))?;
+        let wt_s = wt.to_string_lossy();
+        git(
+            &project,
+            &["worktree", "add", "-q", "-f", "-B", &branch, &wt_s, &start],
+        )?;
+    } else {
+        // Whatever an interrupted run left: a merge, a cherry-pick, stray files.
+        let _ = git(&wt, &["merge", "--abort"]);
+        let _ = git(&wt, &["cherry-pick", "--quit"]);
+        git(&wt, &["checkout", "-q", "-f", "-B", &branch, &start])?;
+        git(&wt, &["reset", "-q", "--hard", &start])?;
+        git(&wt, &["clean", "-q", "-fd"])?;
+    }
+    Ok(wt)
+}
+
+fn set_entry(root: &Root, team: &TeamName, i: usize, f: impl FnOnce(&mut Entry)) -> Result<Entry> {
+    merge_queue::update(root, team, |q| {
+        let e = &mut q.entries[i];
+        f(e);
+        e.updated_at = clock::now_ms();
+        e.clone()
+    })
+}
+
+/// Merges entry `i` in the integration worktree and runs the check; records the outcome.
+fn land(
+    root: &Root,
+    team: &TeamName,
+    wt: &Path,
+    i: usize,
+    entry: &Entry,
+    strategy: Strategy,
+    check: Option<&str>,
+) -> Result<Entry> {
+    let before = git(wt, &["rev-parse", "HEAD"])?;
+    if is_ancestor(wt, &entry.head, &before) {
+        return set_entry(root, team, i, |e| {
+            e.state = EntryState::Merged;
+            e.merged_commit.get_or_insert(before.clone());
+        });
+    }
+    set_entry(root, team, i, |e| e.state = EntryState::Merging)?;
+    let message = format!(
+        "swarm: merge {} (agent {}{})",
+        entry.branch,
+        entry.agent,
+        entry
+            .task
+            .as_ref()
+            .map(|t| format!(", task {t}"))
+            .unwrap_or_default()
+    );
+    let merged = match strategy {
+        Strategy::Merge => try_git(wt, &["merge", "-q", "--no-ff", "-m", &message, &entry.head]),
+        Strategy::Squash => try_git(wt, &["merge", "-q", "--squash", &entry.head])
+            .and_then(|()| try_git(wt, &["commit", "-q", "-m", &message])),
+        Strategy::Rebase => {
+            let fork = git(wt, &["merge-base", &before, &entry.head])?;
+            let range = format!("{fork}..{}", entry.head);
+            try_git(wt, &["cherry-pick", "--allow-empty", &range])
+        }
+    };
+    if let Err(stderr) = merged {
+        let files = git(wt, &["diff", "--name-only", "--diff-filter=U"]).unwrap_or_default();
+        let _ = git(wt, &["merge", "--abort"]);
+        let _ = git(wt, &["cherry-pick", "--abort"]);
+        git(wt, &["reset", "-q", "--hard", &before])?;
+        let conflicts: Vec<String> = files.lines().map(str::to_owned).collect();
+        if conflicts.is_empty() {
+            // Not a conflict (no identity, a hook refused...): the entry waits for a rerun.
+            set_entry(root, team, i, |e| e.state = EntryState::Queued)?;
+            return Err(Error::Other(format!(
+                "failed to merge {} in {}: {}; fix that and run `swarm merge` again",
+                entry.branch,
+                wt.display(),
+                stderr.trim()
+            )));
+        }
+        return set_entry(root, team, i, |e| {
+            e.state = EntryState::Conflict;
+            e.conflicts = conflicts;
+        });
+    }
+    crate::util::fault::point("merge.after_merge");
+    set_entry(root, team, i, |e| e.state = EntryState::Checking)?;
+    if let Some(cmd) = check
+        && let Some(output) = run_check(wt, cmd)?
+    {
+        git(wt, &["reset", "-q", "--hard", &before])?;
+        git(wt, &["clean", "-q", "-fd"])?;
+        return set_entry(root, team, i, |e| {
+            e.state = EntryState::CheckFailed;
+            e.check_output = Some(output);
+        });
+    }
+    let after = git(wt, &["rev-parse", "HEAD"])?;
+    merge_queue::update(root, team, |q| q.integration_tip = Some(after.clone()))?;
+    set_entry(root, team, i, |e| {
+        e.state = EntryState::Merged;
+        e.merged_commit = Some(after);
+        e.check_output = None;
+        e.conflicts.clear();
+    })
+}
+
+/// Runs the user's check in `dir` (see the module comment on `sh -c`): `None` when it
+/// passed, else its last lines of output.
+fn run_check(dir: &Path, cmd: &str) -> Result<Option<String>> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::Other(format!("failed to run the check `{cmd}`: {e}")))?;
+    if out.status.success() {
+        return Ok(None);
+    }
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(CHECK_LINES)..].join("\n");
+    Ok(Some(format!("`{cmd}` failed ({}):\n{tail}", out.status)))
+}
+
+/// Moves `target` to the integration branch's head where that is safe; otherwise says
+/// why the result stays on the integration branch.
+fn advance_target(project: &Path, wt: &Path, target: &str) -> Result<Option<String>> {
+    let target_ref = format!("refs/heads/{target}");
+    let tip = git(wt, &["rev-parse", "HEAD"])?;
+    let old = rev(project, &target_ref).unwrap_or_default();
+    if tip == old {
+        return Ok(None);
+    }
+    if !is_ancestor(project, &old, &tip) {
+        return Ok(Some(format!(
+            "{target} moved while merging; the result is on {}",
+            git(wt, &["symbolic-ref", "--short", "HEAD"])?
+        )));
+    }
+    let integration = git(wt, &["symbolic-ref", "--short", "HEAD"])?;
+    let list = git(project, &["worktree", "list", "--porcelain"])?;
+    let mut checked_out: Option<PathBuf> = None;
+    let mut path: Option<PathBuf> = None;
+    for line in list.lines() {
+        if let Some(p) = line.strip_prefix("worktree ") {
+            path = Some(PathBuf::from(p));
+        } else if line.strip_prefix("branch ") == Some(target_ref.as_str()) {
+            checked_out = path.clone();
+        }
+    }
+    match checked_out {
+        None => {
+            git(project, &["update-ref", &target_ref, &tip, &old])?;
+            Ok(None)
+        }
+        Some(dir) => {
+            let dirty = git(&dir, &["status", "--porcelain"]).map(|s| !s.is_empty());
+            if dirty.unwrap_or(true) {
+                return Ok(Some(format!(
+                    "{target} is checked out with uncommitted changes in {}, which swarm never touches; the result is on {integration}: commit or stash there, then `git merge --ff-only {integration}`",
+                    dir.display()
+                )));
+            }
+            if git_ok(&dir, &["merge", "-q", "--ff-only", &tip]) {
+                Ok(None)
+            } else {
+                Ok(Some(format!(
+                    "could not fast-forward {target} in {}; the result is on {integration}",
+                    dir.display()
+                )))
+            }
+        }
+    }
+}
+
+/// Removes the kept worktree and branch of each merged entry whose every change is
+/// reachable from the target (through `team::worktree::remove`, as its teammate's stop
+/// would have); a worktree in use, with uncommitted files, or whose work landed as new
+/// commits (rebase, squash) stays.
+fn tidy(
+    root: &Root,
+    team: &TeamName,
+    project: &Path,
+    target_commit: &str,
+    entries: &[Entry],
+) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(records) = worktrees::all(root, team) else {
+        return removed;
+    };
+    for r in records {
+        let landed = entries
+            .iter()
+            .any(|e| e.branch == r.branch && e.state == EntryState::Merged);
+        let head = rev(project, &format!("refs/heads/{}", r.branch));
+        let reachable = head.is_some_and(|h| is_ancestor(project, &h, target_commit));
+        if r.state != worktrees::RecordState::Kept || !landed || !reachable {
+            continue;
+        }
+        let Ok(_guard) = worktrees::lock(root, team, &r.agent) else {
+            continue;
+        };
+        let clean = crate::team::worktree::changes(&r).is_ok_and(|c| c.files == 0);
+        if clean && crate::team::worktree::remove(root, team, &r).is_ok() {
+            let _ = crate::store::roster::update_member(root, team, &r.agent, |m| {
+                m.worktree_path = None
+            });
+            removed.push(format!(
+                "removed {}'s worktree {} and branch {} (merged)",
+                r.agent,
+                r.path.display(),
+                r.branch
+            ));
+        }
+    }
+    removed
+}
