@@ -89,8 +89,9 @@ pub struct TeamStatus {
     pub tmux_reachable: bool,
     pub members: Vec<MemberStatus>,
     pub tasks: TaskCounts,
-    /// Files two or more open tasks name (advisory leases that overlap).
-    #[serde(rename = "overlappingLeases")]
+    /// Files two or more open tasks name (advisory leases that overlap); left out when
+    /// none, as `budget` is.
+    #[serde(rename = "overlappingLeases", skip_serializing_if = "Vec::is_empty")]
     pub leases: Vec<Overlap>,
     /// The team's budget and what it has spent, when a run gave it one.
     #[serde(skip_serializing_if = "Option::is_none")]
