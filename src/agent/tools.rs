@@ -249,11 +249,10 @@ pub async fn run(tool: ToolName, input: Value, ctx: &ToolContext) -> ToolOutcome
             } else {
                 fs_tools::edit(input, ctx)
             };
-            let note = (!outcome.is_error)
-                .then_some(())
-                .and(target.zip(ctx.tool_set.as_ref()))
-                .and_then(|(path, set)| set.note_on_change(&path, ctx));
-            if let Some(note) = note {
+            if !outcome.is_error
+                && let (Some(path), Some(set)) = (target, &ctx.tool_set)
+                && let Some(note) = set.note_on_change(&path, ctx)
+            {
                 outcome.content.push('\n');
                 outcome.content.push_str(&note);
             }
