@@ -7,7 +7,7 @@
 //! model can read and act on. Outputs over the cap are cut with a marker saying how much
 //! was dropped.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -103,6 +103,11 @@ pub trait ToolSet: Send + Sync + std::fmt::Debug {
     /// What a call is about, shown as `Tool(detail)`.
     fn detail(&self, tool: ToolName, input: &Value) -> String;
     fn run(&self, tool: ToolName, input: Value, ctx: &ToolContext) -> ToolOutcome;
+    /// A note to add to the result of a Write or Edit that changed `path` (a file leased
+    /// by someone else's task, say); the change itself is never refused here.
+    fn note_on_change(&self, _path: &Path, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
 }
 
 /// The spec the model is given for `tool`: a general tool's, else the plugged-in set's.
@@ -237,8 +242,22 @@ pub async fn run(tool: ToolName, input: Value, ctx: &ToolContext) -> ToolOutcome
         // Bash caps its output while reading it, so a huge stream never sits in memory.
         ToolName::Bash => return bash::run(input, ctx).await,
         ToolName::Read => fs_tools::read(input, ctx),
-        ToolName::Write => fs_tools::write(input, ctx),
-        ToolName::Edit => fs_tools::edit(input, ctx),
+        ToolName::Write | ToolName::Edit => {
+            let target = call_target(tool, &input, ctx).1;
+            let mut outcome = if tool == ToolName::Write {
+                fs_tools::write(input, ctx)
+            } else {
+                fs_tools::edit(input, ctx)
+            };
+            if !outcome.is_error
+                && let (Some(path), Some(set)) = (target, &ctx.tool_set)
+                && let Some(note) = set.note_on_change(&path, ctx)
+            {
+                outcome.content.push('\n');
+                outcome.content.push_str(&note);
+            }
+            outcome
+        }
         ToolName::Glob => fs_tools::glob(input, ctx),
         ToolName::Grep => fs_tools::grep(input, ctx),
         ToolName::ExitPlanMode => ToolOutcome::err("ExitPlanMode is handled by the agent runtime"),

@@ -22,6 +22,7 @@ use crate::store::layout::Root;
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::roster::{self, Member, TeamConfig};
 use crate::store::state::{self, Activity, AgentState};
+use crate::store::tasks::leases::{self, Overlap};
 use crate::store::tasks::{Status, TaskList};
 use crate::team::dialogs;
 use crate::tmux::{PaneRecord, Tmux};
@@ -88,6 +89,10 @@ pub struct TeamStatus {
     pub tmux_reachable: bool,
     pub members: Vec<MemberStatus>,
     pub tasks: TaskCounts,
+    /// Files two or more open tasks name (advisory leases that overlap); left out when
+    /// none, as `budget` is.
+    #[serde(rename = "overlappingLeases", skip_serializing_if = "Vec::is_empty")]
+    pub leases: Vec<Overlap>,
     /// The team's budget and what it has spent, when a run gave it one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetStatus>,
@@ -197,6 +202,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         tmux_reachable: panes.is_some(),
         members,
         tasks: counts,
+        leases: leases::overlaps(&tasks),
         budget: Some(budget::limits(root, team))
             .filter(|l| !l.is_none())
             .map(|limits| BudgetStatus {
@@ -463,6 +469,9 @@ pub fn render(status: &TeamStatus, now_ms: i64) -> String {
     );
     if let Some(b) = &status.budget {
         out.push_str(&format!("  {}\n", b.describe()));
+    }
+    for o in &status.leases {
+        out.push_str(&format!("  overlapping lease: {}\n", o.describe()));
     }
     out.push_str(&format!(
         "  {:<16} {:<7} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",

@@ -24,6 +24,7 @@ use crate::store::protocol::{
     self, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest, TaskAssignment,
 };
 use crate::store::roster;
+use crate::store::tasks::leases;
 use crate::store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
 use crate::team::launch::{Launcher, SpawnRequest};
 use crate::team::task_events::{self, Created};
@@ -87,6 +88,10 @@ impl ToolSet for TeamTools {
             other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
         }
     }
+
+    fn note_on_change(&self, path: &std::path::Path, ctx: &ToolContext) -> Option<String> {
+        crate::team::leases::note(&self.root, &self.team, ctx.agent.as_str(), &ctx.cwd, path)
+    }
 }
 
 /// The spec of a team tool; `None` for any other tool.
@@ -107,6 +112,7 @@ pub fn spec(tool: ToolName) -> Option<ToolSpec> {
                     "description": {"type": "string"},
                     "activeForm": {"type": "string", "description": "Present continuous, shown while the task runs"},
                     "blockedBy": {"type": "array", "items": {"type": "string"}, "description": "Ids of tasks that must be completed first"},
+                    "files": {"type": "array", "items": {"type": "string"}, "description": "Files the task will touch, relative to the project; others changing them are warned"},
                     "metadata": {"type": "object"}
                 }, "required": ["subject", "description"]}),
         ),
@@ -383,6 +389,8 @@ impl TeamTools {
 
     fn task_create(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let files = leases::normalize_all(&strings(&input, "files"))
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
             let created = self
                 .task_hooks(ctx)
                 .create(
@@ -399,7 +407,10 @@ impl TeamTools {
                             .and_then(Value::as_str)
                             .map(str::to_owned),
                         blocked_by: strings(&input, "blockedBy"),
-                        metadata: input.get("metadata").and_then(Value::as_object).cloned(),
+                        metadata: leases::with_files(
+                            input.get("metadata").and_then(Value::as_object).cloned(),
+                            &files,
+                        ),
                     },
                 )
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;

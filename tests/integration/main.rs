@@ -22,6 +22,7 @@ mod hooks;
 mod layers;
 mod lead_end;
 mod lead_wake;
+mod leases;
 mod llm;
 mod llm_openai;
 mod llm_retry;

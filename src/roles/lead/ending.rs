@@ -130,6 +130,7 @@ mod tests {
             tmux_reachable: true,
             members: Vec::new(),
             tasks: Default::default(),
+            leases: Vec::new(),
             budget: None,
         };
         assert_eq!(

@@ -7,7 +7,8 @@
 //!   list, get, create, update, delete and release;
 //! - [`claim`]: claiming a named task, or the next ready one;
 //! - [`graph`]: the dependency graph: edge and cycle checks, id lists without repeats;
-//! - [`index`]: the claim index, `.swarm-index`.
+//! - [`index`]: the claim index, `.swarm-index`;
+//! - [`leases`]: advisory file leases, the files a task names under `metadata.swarmFiles`.
 //!
 //! Invariants (each module's doc says where and how they hold):
 //! - every mutation holds the list lock (both locks of `.lock`, through `store::files`: flock on
@@ -27,6 +28,7 @@
 pub mod claim;
 pub mod graph;
 pub mod index;
+pub mod leases;
 pub mod list;
 pub mod model;
 

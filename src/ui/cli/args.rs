@@ -259,6 +259,10 @@ pub enum TaskCommand {
         /// A task that must be completed first (repeatable)
         #[arg(long = "blocked-by", value_name = "ID")]
         blocked_by: Vec<String>,
+        /// Files the task will touch, relative to the project (comma-separated or repeated);
+        /// others editing them are warned
+        #[arg(long, value_name = "PATHS")]
+        files: Vec<String>,
     },
     /// List tasks
     List {

@@ -47,6 +47,10 @@ pub fn task_detail(t: &Task) -> String {
                 .join(", ")
         ));
     }
+    let files = t.files();
+    if !files.is_empty() {
+        s.push_str(&format!("\n  files: {}", printable(&files.join(", "))));
+    }
     if !t.description.is_empty() {
         s.push_str("\n\n");
         s.push_str(&printable(&t.description));

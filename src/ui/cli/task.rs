@@ -6,6 +6,7 @@ use crate::config::hooks::{Hooks, Runner};
 use crate::config::permissions::PermissionMode;
 use crate::store::names::LEAD;
 use crate::store::roster::{self, TeamConfig};
+use crate::store::tasks::leases;
 use crate::store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
 use crate::team::task_events::{self, Created, one_line};
 use crate::ui::cli::args::TaskCommand;
@@ -32,7 +33,9 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             description,
             active_form,
             blocked_by,
+            files,
         } => {
+            let files = leases::normalize_all(&files)?;
             let runner = person_hooks(ctx, &config);
             let created = hooks(runner.as_ref()).create(
                 &list,
@@ -41,7 +44,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
                     description,
                     active_form,
                     blocked_by,
-                    metadata: None,
+                    metadata: leases::with_files(None, &files),
                 },
             )?;
             match created {
