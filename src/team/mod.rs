@@ -1,8 +1,8 @@
 //! A team at work in tmux: launching a teammate (the inherited argv and environment), its
 //! window and layout, the liveness model, supervision of deaths, the shutdown ladder and
-//! teardown, git worktrees and the merge queue that lands their branches, a run and its report, the team tools the agents call (with the
-//! advisory file-lease warning on their writes) and the task events that run the user's
-//! hooks, and what a teammate is told.
+//! teardown, git worktrees and the merge queue that lands their branches, a run and its
+//! report, the team tools the agents call (with the advisory file-lease warning on their
+//! writes) and the task events that run the user's hooks, and what a teammate is told.
 //!
 //! Uses `tmux`, `agent`, `config`, `store`, `llm` and `util`; never `roles` or `ui`.
 
