@@ -194,6 +194,46 @@ pub fn render(
             ));
         }
     }
+    out.push_str(&merge_queue(root, team));
+    out
+}
+
+/// What the merge queue landed and what it holds for a person, when there is a queue.
+fn merge_queue(root: &Root, team: &TeamName) -> String {
+    let Ok(queue) = crate::store::merge_queue::load(root, team) else {
+        return String::new();
+    };
+    if queue.entries.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\n## Merge queue (onto {})\n\n",
+        queue
+            .target
+            .as_deref()
+            .unwrap_or("the team's starting branch")
+    );
+    for e in &queue.entries {
+        let task = e
+            .task
+            .as_ref()
+            .map(|t| format!(", task #{t}"))
+            .unwrap_or_default();
+        let why = match (&e.merged_commit, e.conflicts.is_empty(), &e.check_output) {
+            (Some(c), _, _) => format!(" as {}", &c[..c.len().min(12)]),
+            (None, false, _) => format!(": conflicts in {}", e.conflicts.join(", ")),
+            (None, true, Some(_)) => {
+                ": its check failed (`swarm merge --status` shows the output)".to_owned()
+            }
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "- {} ({}{task}): {}{why}\n",
+            e.branch,
+            e.agent,
+            e.state.as_str()
+        ));
+    }
     out
 }
 
@@ -245,6 +285,51 @@ mod tests {
         let report = render(&root, &team, "goal", "done", t.path(), None);
         assert!(
             report.contains("- reviewer: completed #1 · usage not recorded by swarm\n"),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn the_merge_queue_says_what_landed_and_what_is_held() {
+        use crate::store::merge_queue::{self, Entry, EntryState};
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let team = TeamName::new("t").unwrap();
+        crate::store::roster::create(&root, &team, None, t.path()).unwrap();
+        assert!(!render(&root, &team, "goal", "done", t.path(), None).contains("Merge queue"));
+        let entry = |agent: &str, state, merged: Option<&str>, conflicts: &[&str]| Entry {
+            agent: agent.into(),
+            branch: format!("swarm/t/{agent}"),
+            task: Some("3".into()),
+            base: "b".into(),
+            head: "h".into(),
+            state,
+            queued_at: 0,
+            updated_at: 0,
+            conflicts: conflicts.iter().map(|c| c.to_string()).collect(),
+            check_output: None,
+            merged_commit: merged.map(str::to_owned),
+        };
+        merge_queue::update(&root, &team, |q| {
+            q.target = Some("main".into());
+            q.entries.push(entry(
+                "alice",
+                EntryState::Merged,
+                Some("0123456789abcdef"),
+                &[],
+            ));
+            q.entries
+                .push(entry("bob", EntryState::Conflict, None, &["README.md"]));
+        })
+        .unwrap();
+        let report = render(&root, &team, "goal", "done", t.path(), None);
+        assert!(report.contains("## Merge queue (onto main)"), "{report}");
+        assert!(
+            report.contains("- swarm/t/alice (alice, task #3): merged as 0123456789ab\n"),
+            "{report}"
+        );
+        assert!(
+            report.contains("- swarm/t/bob (bob, task #3): conflict: conflicts in README.md\n"),
             "{report}"
         );
     }
