@@ -26,6 +26,7 @@ pub enum EntryState {
     Merged,
     Conflict,
     CheckFailed,
+    /// A held entry superseded by new commits on its branch, queued as a new entry.
     Abandoned,
 }
 
@@ -77,6 +78,10 @@ pub struct Entry {
     pub check_output: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_commit: Option<String>,
+    /// A held entry's fate: the task it was handed back to its teammate as (`#<id>`), or
+    /// why it waits for a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handed_back: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

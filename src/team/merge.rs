@@ -25,6 +25,7 @@ use crate::store::layout::Root;
 use crate::store::merge_queue::{self, Entry, EntryState, Queue};
 use crate::store::names::TeamName;
 use crate::store::worktrees;
+use crate::team::merge_handback::{self as handback, HandBack};
 use crate::util::clock;
 use crate::util::error::{Error, Result};
 
@@ -222,6 +223,7 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
             conflicts: Vec::new(),
             check_output: None,
             merged_commit: None,
+            handed_back: None,
         });
     }
     if opts.dry_run {
@@ -237,6 +239,13 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
         }
         q.git_dir = Some(git_dir);
         q.target = Some(target);
+        // A held entry whose branch came back with new commits is superseded by them.
+        for e in q.entries.iter_mut().filter(|e| e.state.held()) {
+            if additions.iter().any(|a| a.branch == e.branch) {
+                e.state = EntryState::Abandoned;
+                e.updated_at = clock::now_ms();
+            }
+        }
         q.entries.extend(additions);
         q.clone()
     })
@@ -275,7 +284,14 @@ pub fn run(
         if !entry.state.pending() {
             continue;
         }
-        let done = land(root, team, &wt, i, entry, opts.strategy, check.as_deref())?;
+        let mut done = land(root, team, &wt, i, entry, opts.strategy, check.as_deref())?;
+        if done.state.held() {
+            let fate = match handback::hand_back(root, team, &done, &target)? {
+                HandBack::Task(id) => format!("#{id}"),
+                HandBack::Held(why) => why,
+            };
+            done = set_entry(root, team, i, |e| e.handed_back = Some(fate))?;
+        }
         on_entry(&done);
     }
     let left_on_integration = advance_target(&project, &wt, &target)?;

@@ -12,6 +12,7 @@ pub mod launch;
 pub mod layout;
 pub mod leases;
 pub mod merge;
+pub mod merge_handback;
 pub mod prompt;
 pub mod report;
 pub mod resume;

@@ -227,8 +227,13 @@ fn merge_queue(root: &Root, team: &TeamName) -> String {
             }
             _ => String::new(),
         };
+        let fate = match e.handed_back.as_deref() {
+            Some(t) if t.starts_with('#') => format!("; handed back as task {t}"),
+            Some(why) => format!("; held for you: {why}"),
+            None => String::new(),
+        };
         out.push_str(&format!(
-            "- {} ({}{task}): {}{why}\n",
+            "- {} ({}{task}): {}{why}{fate}\n",
             e.branch,
             e.agent,
             e.state.as_str()
@@ -309,6 +314,7 @@ mod tests {
             conflicts: conflicts.iter().map(|c| c.to_string()).collect(),
             check_output: None,
             merged_commit: merged.map(str::to_owned),
+            handed_back: None,
         };
         merge_queue::update(&root, &team, |q| {
             q.target = Some("main".into());

@@ -227,6 +227,93 @@ fn the_second_of_two_branches_editing_the_same_lines_is_held_as_a_conflict() {
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");
 }
 
+/// bob's worktree, as the teammate helper made it.
+fn worktree_of(repo: &Path, agent: &str) -> PathBuf {
+    repo.join(".git")
+        .canonicalize()
+        .unwrap()
+        .join("swarm-worktrees/t")
+        .join(agent)
+}
+
+#[test]
+fn a_conflict_is_handed_back_to_its_teammate_and_lands_once_resolved() {
+    let env = TestEnv::with_team("t", &["alice", "bob"]);
+    let repo = repo(&env);
+    teammate(&env, &repo, "alice", &[("README.md", "# alice's title\n")]);
+    teammate(&env, &repo, "bob", &[("README.md", "# bob's title\n")]);
+    let out = merge(&env, &repo, &[]).failure(4);
+    assert!(
+        out.stdout.contains("handed back to bob as task #1"),
+        "{}",
+        out.stdout
+    );
+    let task = env.task_list("t").get("1").unwrap();
+    assert_eq!(task.owner.as_deref(), Some("bob"), "{task:?}");
+    assert_eq!(task.status, swarm::store::tasks::Status::InProgress);
+    assert!(
+        task.subject
+            .contains("Rebase swarm/t/bob onto main and resolve conflicts in README.md"),
+        "{task:?}"
+    );
+    assert!(
+        crate::harness::inbox_texts(&env, "t", "bob")
+            .iter()
+            .any(|t| t.contains("task_assignment") && t.contains("README.md")),
+        "bob was not told"
+    );
+    // bob does what the task says: rebases onto main and resolves the conflict.
+    let wt = worktree_of(&repo, "bob");
+    let _ = crate::harness::run(
+        std::process::Command::new("git")
+            .args(["rebase", "main"])
+            .current_dir(&wt),
+    );
+    std::fs::write(wt.join("README.md"), "# alice's and bob's title\n").unwrap();
+    git(&wt, &["add", "README.md"]);
+    git(&wt, &["-c", "core.editor=true", "rebase", "--continue"]);
+    merge(&env, &repo, &[]).success();
+    assert_eq!(
+        git(&repo, &["show", "main:README.md"]),
+        "# alice's and bob's title\n"
+    );
+    assert_eq!(
+        states(&env).last().unwrap(),
+        &pairs(&[("bob", "merged")])[0]
+    );
+}
+
+#[test]
+fn a_branch_is_handed_back_at_most_twice_then_held_for_a_person() {
+    let env = TestEnv::with_team("t", &["alice", "bob"]);
+    let repo = repo(&env);
+    teammate(&env, &repo, "alice", &[("README.md", "# alice's title\n")]);
+    teammate(&env, &repo, "bob", &[("README.md", "# bob's title\n")]);
+    merge(&env, &repo, &[]).failure(4);
+    let wt = worktree_of(&repo, "bob");
+    // bob commits again twice without resolving anything: each is a new round.
+    for round in 2..=3 {
+        std::fs::write(
+            wt.join("README.md"),
+            format!("# bob's title, take {round}\n"),
+        )
+        .unwrap();
+        git(&wt, &["commit", "-qam", "again"]);
+        let out = merge(&env, &repo, &[]).failure(4);
+        if round == 2 {
+            assert!(out.stdout.contains("as task #2"), "{}", out.stdout);
+        } else {
+            assert!(
+                out.stdout
+                    .contains("held for you: handed back 2 times already"),
+                "{}",
+                out.stdout
+            );
+        }
+    }
+    assert_eq!(env.task_list("t").list().unwrap().len(), 2);
+}
+
 #[test]
 fn a_dirty_user_checkout_is_never_touched_and_the_result_stays_on_the_integration_branch() {
     let env = TestEnv::with_team("t", &[]);

@@ -21,6 +21,13 @@ fn line(e: &Entry) -> String {
             out.lines().last().unwrap_or("").trim()
         ));
     }
+    match e.handed_back.as_deref() {
+        Some(task) if task.starts_with('#') => {
+            s.push_str(&format!("; handed back to {} as task {task}", e.agent));
+        }
+        Some(why) => s.push_str(&format!("; held for you: {why}")),
+        None => {}
+    }
     s
 }
 

@@ -1,0 +1,120 @@
+//! Handing a held merge back to the teammate whose branch it is: a conflict becomes a task
+//! "rebase the branch onto the target and resolve the conflicts in <files>", a failed
+//! check a task "make the check pass", owned by that teammate and announced to it with a
+//! `task_assignment`, as the lead's TaskUpdate would. The branch re-enters the queue by
+//! itself once it has new commits (see [`crate::team::merge`]).
+//!
+//! Rounds are bounded: a branch is handed back at most [`MAX_ROUNDS`] times; after that
+//! its entry stays held for a person. A teammate that is no longer on the roster gets no
+//! task: its work is held for a person at once.
+
+use serde_json::{Map, Value};
+
+use crate::store::mailbox::{self, Envelope};
+use crate::store::merge_queue::{Entry, EntryState};
+use crate::store::names::{AgentName, LEAD, TeamName};
+use crate::store::protocol::{Protocol, TaskAssignment};
+use crate::store::tasks::{NewTask, TaskList};
+use crate::store::{layout::Root, roster};
+use crate::util::clock;
+use crate::util::error::Result;
+
+/// How many times one branch is handed back before it is left to a person.
+pub const MAX_ROUNDS: usize = 2;
+/// The task metadata key naming the branch a hand-back task is for.
+const BRANCH_KEY: &str = "swarmMergeBranch";
+
+/// What became of a held entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandBack {
+    /// Given to its owner as this task.
+    Task(String),
+    /// Left for a person: the rounds are used up, or its owner is gone.
+    Held(String),
+}
+
+/// Hands `entry` (a conflict or a failed check) back to its teammate, or says why not.
+pub fn hand_back(root: &Root, team: &TeamName, entry: &Entry, target: &str) -> Result<HandBack> {
+    let tasks = TaskList::new(root, team);
+    let rounds = tasks
+        .list()?
+        .iter()
+        .filter(|t| {
+            t.metadata
+                .as_ref()
+                .and_then(|m| m.get(BRANCH_KEY))
+                .and_then(Value::as_str)
+                == Some(entry.branch.as_str())
+        })
+        .count();
+    if rounds >= MAX_ROUNDS {
+        return Ok(HandBack::Held(format!(
+            "handed back {rounds} times already; resolve it yourself"
+        )));
+    }
+    let on_roster = roster::load(root, team)?.member(&entry.agent).is_some();
+    if !on_roster {
+        return Ok(HandBack::Held(format!(
+            "{} is no longer in the team",
+            entry.agent
+        )));
+    }
+    let (subject, description) = match entry.state {
+        EntryState::Conflict => (
+            format!(
+                "Rebase {} onto {target} and resolve conflicts in {}",
+                entry.branch,
+                entry.conflicts.join(", ")
+            ),
+            format!(
+                "The merge queue could not merge your branch {branch}: it conflicts with {target} in {files}.\n\
+                 In your worktree, rebase onto {target} (`git rebase {target}`), resolve the conflicts in {files} keeping both sides' intent, \
+                 run the project's check, and commit. Then mark this task completed: the queue takes your branch again once it has new commits.",
+                branch = entry.branch,
+                files = entry.conflicts.join(", "),
+            ),
+        ),
+        _ => (
+            format!(
+                "Make the check pass on {} merged into {target}",
+                entry.branch
+            ),
+            format!(
+                "Merged into {target}, your branch {branch} fails the project's check. Its last output:\n\n{output}\n\n\
+                 In your worktree, bring in {target} (`git rebase {target}`), fix what the check reports, run it, and commit. \
+                 Then mark this task completed: the queue takes your branch again once it has new commits.",
+                branch = entry.branch,
+                output = entry.check_output.as_deref().unwrap_or("(no output)"),
+            ),
+        ),
+    };
+    let mut metadata = Map::new();
+    metadata.insert(BRANCH_KEY.to_owned(), entry.branch.clone().into());
+    let task = tasks.create(NewTask {
+        subject: subject.clone(),
+        description: description.clone(),
+        metadata: Some(metadata),
+        ..NewTask::default()
+    })?;
+    // Claimed for its owner, so nobody else (who would not have its worktree) takes it.
+    if let Err(refusal) = tasks.claim(&task.id, &entry.agent, false)? {
+        return Ok(HandBack::Held(format!(
+            "task #{} could not be given to {}: {refusal:?}",
+            task.id, entry.agent
+        )));
+    }
+    let assignment = Protocol::TaskAssignment(TaskAssignment {
+        task_id: task.id.clone(),
+        subject,
+        description,
+        assigned_by: LEAD.to_owned(),
+        timestamp: clock::now_iso(),
+    });
+    mailbox::deliver(
+        root,
+        team,
+        &AgentName::parse_any(&entry.agent)?,
+        Envelope::new(LEAD, assignment.to_text()),
+    )?;
+    Ok(HandBack::Task(task.id))
+}
