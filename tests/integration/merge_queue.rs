@@ -248,6 +248,14 @@ fn a_conflict_is_handed_back_to_its_teammate_and_lands_once_resolved() {
         "{}",
         out.stdout
     );
+    let watched = env
+        .run(&["watch", "t", "--once", "--width", "220", "--height", "30"])
+        .success()
+        .stdout;
+    assert!(
+        watched.contains("merge queue: 1 merged · 1 conflict"),
+        "{watched}"
+    );
     let task = env.task_list("t").get("1").unwrap();
     assert_eq!(task.owner.as_deref(), Some("bob"), "{task:?}");
     assert_eq!(task.status, swarm::store::tasks::Status::InProgress);

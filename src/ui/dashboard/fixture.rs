@@ -348,6 +348,7 @@ pub fn snapshot() -> Snapshot {
         tz: TimeZone::UTC,
         tmux_reachable: true,
         budget: None,
+        merge_queue: None,
         members: members(),
         tasks: tasks(),
         feed: feed(),

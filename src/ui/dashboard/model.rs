@@ -43,6 +43,8 @@ pub struct Snapshot {
     pub problems: Vec<String>,
     /// The team's spend against its budget, when a run gave it one.
     pub budget: Option<String>,
+    /// The merge queue in one line ("merge queue: 2 merged · 1 conflict"), when there is one.
+    pub merge_queue: Option<String>,
 }
 
 /// Where a task stands on the board.
@@ -80,6 +82,7 @@ impl Snapshot {
             approvals: Vec::new(),
             problems: Vec::new(),
             budget: None,
+            merge_queue: None,
         }
     }
 
@@ -219,8 +222,12 @@ impl Source {
             Vec::new()
         });
         let budget = seen.budget.as_ref().map(|b| b.describe());
+        let merge_queue = crate::store::merge_queue::load(&self.root, &self.team)
+            .ok()
+            .and_then(|q| merge_queue_line(&q));
         Ok(Snapshot {
             budget,
+            merge_queue,
             team: seen.team,
             description: seen.description,
             now_ms: clock::now_ms(),
@@ -235,9 +242,54 @@ impl Source {
     }
 }
 
+/// The queue's entries counted by state, in the order they happen.
+fn merge_queue_line(queue: &crate::store::merge_queue::Queue) -> Option<String> {
+    use crate::store::merge_queue::EntryState::*;
+    let counts: Vec<String> = [Queued, Merging, Checking, Merged, Conflict, CheckFailed]
+        .into_iter()
+        .filter_map(|state| {
+            let n = queue.entries.iter().filter(|e| e.state == state).count();
+            (n > 0).then(|| format!("{n} {}", state.as_str()))
+        })
+        .collect();
+    (!counts.is_empty()).then(|| format!("merge queue: {}", counts.join(" · ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_merge_queue_is_counted_by_state_in_the_order_things_happen() {
+        use crate::store::merge_queue::{Entry, EntryState, Queue};
+        let entry = |state| Entry {
+            agent: "a".into(),
+            branch: "b".into(),
+            task: None,
+            base: String::new(),
+            head: String::new(),
+            state,
+            queued_at: 0,
+            updated_at: 0,
+            conflicts: Vec::new(),
+            check_output: None,
+            merged_commit: None,
+            handed_back: None,
+        };
+        let mut queue = Queue::default();
+        assert_eq!(merge_queue_line(&queue), None);
+        queue.entries = vec![
+            entry(EntryState::Conflict),
+            entry(EntryState::Merged),
+            entry(EntryState::Abandoned),
+            entry(EntryState::Merged),
+            entry(EntryState::Queued),
+        ];
+        assert_eq!(
+            merge_queue_line(&queue).as_deref(),
+            Some("merge queue: 1 queued · 2 merged · 1 conflict")
+        );
+    }
 
     fn task(id: &str, status: Status, blocked_by: &[&str]) -> Task {
         serde_json::from_value(serde_json::json!({

@@ -224,9 +224,9 @@ fn draw_header(frame: &mut Frame, area: Rect, snap: &Snapshot) {
             state_style(chunk[0]),
         ));
     }
-    if let Some(b) = &snap.budget {
+    for line in [&snap.budget, &snap.merge_queue].into_iter().flatten() {
         spans.push(Span::styled("  │  ", DIM));
-        spans.push(Span::raw(b.clone()));
+        spans.push(Span::raw(line.clone()));
     }
     if !snap.tmux_reachable {
         spans.push(Span::styled("  │  ", DIM));
@@ -422,7 +422,7 @@ mod tests {
     }
 
     #[test]
-    fn the_header_shows_the_budget_spent() {
+    fn the_header_shows_the_budget_spent_and_the_merge_queue() {
         let mut snap = fixture::snapshot();
         snap.budget = Some("budget: 4200 tokens of 6000 (70 %)".into());
         let text = to_text(&frame(&snap, &UiState::default(), 160, 30));
