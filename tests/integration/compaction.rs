@@ -175,52 +175,52 @@ fn a_teammate_records_its_transcript_and_restore_gives_back_its_last_request() {
     assert_eq!(bob["transcript"], json!(path.display().to_string()));
 }
 
-#[test]
-fn compaction_at_the_threshold_replaces_old_turns_with_the_summary_and_keeps_the_task() {
-    let env = TestEnv::with_team("t", &["bob"]);
-    let model = ScriptedModel::start(
-        Script::new()
-            .rule(
-                Rule::new("summary")
-                    .agent("bob")
-                    .user_contains(MARKER)
-                    .reply(Reply::text("SUMMARY-7: printed x's several times.")),
-            )
-            .rule(
-                Rule::new("start")
-                    .agent("bob")
-                    .user_contains("claimed task #1")
-                    .no_tool_result(true)
-                    .reply(Reply::tool("Bash", print_xs(20_000))),
-            )
-            .rule(
-                Rule::new("more")
-                    .agent("bob")
-                    .tool_result_contains("xxxxxxxx")
-                    .times(3)
-                    .reply(Reply::tool("Bash", print_xs(20_000))),
-            )
-            .rule(
-                Rule::new("finish")
-                    .agent("bob")
-                    .tool_result_contains("xxxxxxxx")
-                    .reply(Reply::tool(
-                        "TaskUpdate",
-                        json!({"taskId": "1", "status": "completed"}),
-                    )),
-            )
-            .rule(
-                Rule::new("end")
-                    .agent("bob")
-                    .no_tool_result(false)
-                    .reply(Reply::text("Printed them all.")),
-            ),
-    );
+/// bob's script for one task printing 20 000 x's four times over, with `summary` answering
+/// compaction's summary request.
+fn print_job(summary: Rule) -> Script {
+    Script::new()
+        .rule(summary)
+        .rule(
+            Rule::new("start")
+                .agent("bob")
+                .user_contains("claimed task #1")
+                .no_tool_result(true)
+                .reply(Reply::tool("Bash", print_xs(20_000))),
+        )
+        .rule(
+            Rule::new("more")
+                .agent("bob")
+                .tool_result_contains("xxxxxxxx")
+                .times(3)
+                .reply(Reply::tool("Bash", print_xs(20_000))),
+        )
+        .rule(
+            Rule::new("finish")
+                .agent("bob")
+                .tool_result_contains("xxxxxxxx")
+                .reply(Reply::tool(
+                    "TaskUpdate",
+                    json!({"taskId": "1", "status": "completed"}),
+                )),
+        )
+        .rule(
+            Rule::new("end")
+                .agent("bob")
+                .no_tool_result(false)
+                .reply(Reply::text("Printed them all.")),
+        )
+}
+
+/// Adds the task and runs bob on it with an 18 000-token window until he is idle after it:
+/// 0.8 × 18 000 = 14 400 tokens lies between the base request with two 5 000-token tool
+/// results (about 12 000) and with three (about 17 000).
+fn run_print_job(
+    env: &TestEnv,
+    model: &ScriptedModel,
+) -> (crate::harness::Guarded, std::path::PathBuf) {
     env.run(&["task", "add", "print x's", "--description", "TASK-TEXT-42"])
         .success();
-    // 0.8 × 18 000 = 14 400 tokens: between the base request with two 5 000-token tool
-    // results (about 12 000) and with three (about 17 000).
-    let (_bob, output) = env.teammate(
+    let (bob, output) = env.teammate(
         "t",
         "bob",
         &model.url(),
@@ -231,7 +231,20 @@ fn compaction_at_the_threshold_replaces_old_turns_with_the_summary_and_keeps_the
             "18000",
         ],
     );
-    wait_idle_after(&env, "1", &output);
+    wait_idle_after(env, "1", &output);
+    (bob, output)
+}
+
+#[test]
+fn compaction_at_the_threshold_replaces_old_turns_with_the_summary_and_keeps_the_task() {
+    let env = TestEnv::with_team("t", &["bob"]);
+    let model = ScriptedModel::start(print_job(
+        Rule::new("summary")
+            .agent("bob")
+            .user_contains(MARKER)
+            .reply(Reply::text("SUMMARY-7: printed x's several times.")),
+    ));
+    let (_bob, output) = run_print_job(&env, &model);
     let requests = bobs(&model);
     let sizes: Vec<usize> = requests.iter().map(size).collect();
     let i = requests
@@ -292,58 +305,13 @@ fn compaction_at_the_threshold_replaces_old_turns_with_the_summary_and_keeps_the
 #[test]
 fn when_the_summary_request_fails_the_oldest_turns_are_dropped_and_work_goes_on() {
     let env = TestEnv::with_team("t", &["bob"]);
-    let model = ScriptedModel::start(
-        Script::new()
-            .rule(
-                Rule::new("summary fails")
-                    .agent("bob")
-                    .user_contains(MARKER)
-                    .fault(Fault::status(400)),
-            )
-            .rule(
-                Rule::new("start")
-                    .agent("bob")
-                    .user_contains("claimed task #1")
-                    .no_tool_result(true)
-                    .reply(Reply::tool("Bash", print_xs(20_000))),
-            )
-            .rule(
-                Rule::new("more")
-                    .agent("bob")
-                    .tool_result_contains("xxxxxxxx")
-                    .times(3)
-                    .reply(Reply::tool("Bash", print_xs(20_000))),
-            )
-            .rule(
-                Rule::new("finish")
-                    .agent("bob")
-                    .tool_result_contains("xxxxxxxx")
-                    .reply(Reply::tool(
-                        "TaskUpdate",
-                        json!({"taskId": "1", "status": "completed"}),
-                    )),
-            )
-            .rule(
-                Rule::new("end")
-                    .agent("bob")
-                    .no_tool_result(false)
-                    .reply(Reply::text("Printed them all.")),
-            ),
-    );
-    env.run(&["task", "add", "print x's", "--description", "TASK-TEXT-42"])
-        .success();
-    let (_bob, output) = env.teammate(
-        "t",
-        "bob",
-        &model.url(),
-        &[
-            "--permission-mode",
-            "bypassPermissions",
-            "--context-window",
-            "18000",
-        ],
-    );
-    wait_idle_after(&env, "1", &output);
+    let model = ScriptedModel::start(print_job(
+        Rule::new("summary fails")
+            .agent("bob")
+            .user_contains(MARKER)
+            .fault(Fault::status(400)),
+    ));
+    let (_bob, _) = run_print_job(&env, &model);
     let requests = bobs(&model);
     let i = requests
         .iter()
