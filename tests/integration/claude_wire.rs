@@ -270,37 +270,9 @@ fn rewrites_keep_the_key_order_they_found() {
 /// its only news, so they wake a lead agent (a swarm teammate's bare idle does not).
 #[test]
 fn a_claude_code_teammates_result_wakes_the_lead_agent() {
-    use swarm::llm::model_server::{Reply, Script};
     let env = TestEnv::new();
-    use swarm::llm::model_server::Rule;
-    // A task, so the lead does not end the run at its first turn for want of a team.
-    let model = crate::harness::ScriptedModel::start(
-        Script::new()
-            .rule(
-                Rule::new("plan")
-                    .user_contains("Goal:")
-                    .times(1)
-                    .reply(Reply::tool(
-                        "TaskCreate",
-                        serde_json::json!({"subject": "review", "description": "carl reviews"}),
-                    )),
-            )
-            .default_reply(Reply::text("ok")),
-    );
-    let mut cmd = env.swarm(&[
-        "run",
-        "wait for carl",
-        "--team",
-        "t",
-        "--no-attach",
-        "--provider",
-        "scripted",
-        "--base-url",
-    ]);
-    cmd.arg(model.url())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _run = Guarded(Some(cmd.spawn().unwrap()));
+    let model = crate::harness::ScriptedModel::lead_with_one_task("review");
+    let _run = env.run_team("wait for carl", &model);
     let roster = env.root.join("teams/t/config.json");
     assert!(
         wait_until(WAIT, || !model.requests().is_empty()),

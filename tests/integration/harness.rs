@@ -295,6 +295,25 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
+    /// A model whose lead creates one task at its first turn (so its run does not end for
+    /// want of a team) and answers everything else with "ok".
+    pub fn lead_with_one_task(subject: &str) -> ScriptedModel {
+        use swarm::llm::model_server::{Reply, Rule, Script};
+        ScriptedModel::start(
+            Script::new()
+                .rule(
+                    Rule::new("plan")
+                        .user_contains("Goal:")
+                        .times(1)
+                        .reply(Reply::tool(
+                            "TaskCreate",
+                            serde_json::json!({"subject": subject, "description": subject}),
+                        )),
+                )
+                .default_reply(Reply::text("ok")),
+        )
+    }
+
     pub fn start(script: swarm::llm::model_server::Script) -> ScriptedModel {
         swarm::llm::install_crypto_provider();
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -368,6 +387,25 @@ impl Drop for Guarded {
 }
 
 impl TestEnv {
+    /// `swarm run <goal>` of team `t` on `model`, unattached, its output discarded; stopped
+    /// when the guard drops.
+    pub fn run_team(&self, goal: &str, model: &ScriptedModel) -> Guarded {
+        let mut cmd = self.swarm(&[
+            "run",
+            goal,
+            "--team",
+            "t",
+            "--no-attach",
+            "--provider",
+            "scripted",
+            "--base-url",
+        ]);
+        cmd.arg(model.url())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Guarded(Some(cmd.spawn().unwrap()))
+    }
+
     /// Starts `swarm teammate` for `name` against a scripted model, output to a file.
     pub fn teammate(
         &self,

@@ -1,45 +1,17 @@
 //! What wakes a lead agent's model: news, once. A finished task its teammate already
 //! reported in a message of its own is not read a second time as a turn of its own.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use swarm::llm::model_server::{Reply, Rule, Script};
-
-use crate::harness::{Guarded, ScriptedModel, TestEnv, wait_until};
+use crate::harness::{ScriptedModel, TestEnv, wait_until};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 #[test]
 fn an_idle_notification_after_a_report_waits_for_the_next_news() {
     let env = TestEnv::new();
-    let model = ScriptedModel::start(
-        Script::new()
-            .rule(
-                Rule::new("plan")
-                    .user_contains("Goal:")
-                    .times(1)
-                    .reply(Reply::tool(
-                        "TaskCreate",
-                        serde_json::json!({"subject": "build", "description": "bob builds"}),
-                    )),
-            )
-            .default_reply(Reply::text("ok")),
-    );
-    let mut cmd = env.swarm(&[
-        "run",
-        "build it",
-        "--team",
-        "t",
-        "--no-attach",
-        "--provider",
-        "scripted",
-        "--base-url",
-    ]);
-    cmd.arg(model.url())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _run = Guarded(Some(cmd.spawn().unwrap()));
+    let model = ScriptedModel::lead_with_one_task("build");
+    let _run = env.run_team("build it", &model);
     let has = |needle: &str| {
         model
             .requests()
