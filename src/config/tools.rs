@@ -36,6 +36,7 @@ pub enum ToolName {
     ExitPlanMode,
     Agent,
     TeamStatus,
+    MergeQueue,
 }
 
 impl ToolName {
@@ -56,7 +57,7 @@ impl ToolName {
     ];
 
     /// The lead's tools: the team, and reading (it delegates the changes).
-    pub const LEAD: [ToolName; 10] = [
+    pub const LEAD: [ToolName; 11] = [
         ToolName::Agent,
         ToolName::SendMessage,
         ToolName::TaskCreate,
@@ -64,6 +65,7 @@ impl ToolName {
         ToolName::TaskList,
         ToolName::TaskUpdate,
         ToolName::TeamStatus,
+        ToolName::MergeQueue,
         ToolName::Read,
         ToolName::Glob,
         ToolName::Grep,
@@ -96,6 +98,7 @@ impl ToolName {
             ToolName::ExitPlanMode => "ExitPlanMode",
             ToolName::Agent => "Agent",
             ToolName::TeamStatus => "TeamStatus",
+            ToolName::MergeQueue => "MergeQueue",
         }
     }
 
@@ -117,7 +120,8 @@ impl ToolName {
             | ToolName::TaskList
             | ToolName::TaskUpdate
             | ToolName::Agent
-            | ToolName::TeamStatus => ToolKind::Team,
+            | ToolName::TeamStatus
+            | ToolName::MergeQueue => ToolKind::Team,
             ToolName::ExitPlanMode => ToolKind::PlanExit,
         }
     }

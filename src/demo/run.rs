@@ -95,6 +95,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
             &launcher,
             &Goal {
                 budget: Default::default(),
+                merge: Default::default(),
                 text: job::GOAL,
                 approver: Approver::Lead,
                 teammates: demo.teammates,

@@ -7,6 +7,7 @@
 //! `merging` or `checking` was interrupted: `team::merge` redoes it from a clean
 //! integration worktree, after checking its head did not land already.
 
+use std::fs::File;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -14,8 +15,35 @@ use serde::{Deserialize, Serialize};
 use crate::store::files;
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
-use crate::util::error::{Error, Result};
+use crate::util::error::{Error, IoContext, Result};
 use crate::util::json;
+
+/// How a branch lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// A merge commit naming the agent and task.
+    #[default]
+    Merge,
+    /// The branch's commits replayed on top of the target.
+    Rebase,
+    /// One commit with the branch's changes.
+    Squash,
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Strategy> {
+        match s {
+            "merge" => Ok(Strategy::Merge),
+            "rebase" => Ok(Strategy::Rebase),
+            "squash" => Ok(Strategy::Squash),
+            _ => Err(Error::usage(format!(
+                "unknown merge strategy {s:?}; use merge, rebase or squash"
+            ))),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -93,6 +121,12 @@ pub struct Queue {
     /// The branch entries land on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The team's check (`swarm run --check`), when it has its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// The team's strategy (`swarm run --merge-strategy`), when it chose one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<Strategy>,
     /// The last integration commit whose check was green: where an interrupted run
     /// starts again, so an unchecked merge is never kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,4 +155,27 @@ pub fn update<T>(root: &Root, team: &TeamName, f: impl FnOnce(&mut Queue) -> T) 
     let out = f(&mut queue);
     files::write(root, &path, &json::to_pretty(&queue))?;
     Ok(out)
+}
+
+/// The right to run the team's queue: an flock on `teams/<team>/merge.flock`, held while
+/// one run merges, so the lead's runs and a person's `swarm merge` take turns in the one
+/// integration worktree. The kernel frees it when its holder dies.
+pub struct RunLock {
+    _file: File,
+}
+
+impl RunLock {
+    /// Waits for the lock: a run in progress may be running a long check.
+    pub fn acquire(root: &Root, team: &TeamName) -> Result<RunLock> {
+        let path = root.team_dir(team).join("merge.flock");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .ctx("open", &path)?;
+        file.lock().ctx("lock", &path)?;
+        Ok(RunLock { _file: file })
+    }
 }

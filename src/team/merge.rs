@@ -22,45 +22,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::store::layout::Root;
-use crate::store::merge_queue::{self, Entry, EntryState, Queue};
+pub use crate::store::merge_queue::Strategy;
+use crate::store::merge_queue::{self, Entry, EntryState, Queue, RunLock};
 use crate::store::names::TeamName;
 use crate::store::worktrees;
 use crate::team::merge_handback::{self as handback, HandBack};
 use crate::util::clock;
 use crate::util::error::{Error, Result};
 
-/// How a branch lands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Strategy {
-    /// A merge commit naming the agent and task.
-    #[default]
-    Merge,
-    /// The branch's commits replayed on top of the target.
-    Rebase,
-    /// One commit with the branch's changes.
-    Squash,
-}
-
-impl std::str::FromStr for Strategy {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Strategy> {
-        match s {
-            "merge" => Ok(Strategy::Merge),
-            "rebase" => Ok(Strategy::Rebase),
-            "squash" => Ok(Strategy::Squash),
-            _ => Err(Error::usage(format!(
-                "unknown merge strategy {s:?}; use merge, rebase or squash"
-            ))),
-        }
-    }
-}
-
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub into: Option<String>,
-    /// The check command given on the command line (else the project's `swarm.check`).
+    /// The check command given on the command line (else the team's, else the project's
+    /// `swarm.check`).
     pub check: Option<String>,
-    pub strategy: Strategy,
+    /// Else the team's, else [`Strategy::Merge`].
+    pub strategy: Option<Strategy>,
     /// Only say what would be queued and merged.
     pub dry_run: bool,
 }
@@ -118,6 +95,34 @@ fn try_git(dir: &Path, args: &[&str]) -> std::result::Result<(), String> {
     }
 }
 
+/// The name merge commits carry when the project has no identity of its own (git would
+/// refuse to commit, and the queue would stall on it).
+const FALLBACK_NAME: &str = "swarm merge queue";
+const FALLBACK_EMAIL: &str = "swarm@localhost";
+
+/// Runs a git command that commits in `dir`, as the project's own identity or, when it
+/// has none (`fallback`), as the merge queue's; its stderr when it fails.
+fn committing(dir: &Path, args: &[&str], fallback: bool) -> std::result::Result<(), String> {
+    if !fallback {
+        return try_git(dir, args);
+    }
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", FALLBACK_NAME)
+        .env("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
+        .env("GIT_COMMITTER_NAME", FALLBACK_NAME)
+        .env("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
+        Err(e) => Err(format!("failed to run git: {e}")),
+    }
+}
+
 /// Whether git in `dir` succeeds.
 fn git_ok(dir: &Path, args: &[&str]) -> bool {
     git_in(dir, args).is_ok_and(|o| o.status.success())
@@ -133,6 +138,31 @@ fn rev(dir: &Path, name: &str) -> Option<String> {
         &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")],
     )
     .ok()
+}
+
+/// One line about an entry: its state, branch, agent, and what came of it.
+pub fn describe(e: &Entry) -> String {
+    let mut s = format!("{:<12} {} ({})", e.state.as_str(), e.branch, e.agent);
+    if let Some(c) = &e.merged_commit {
+        s.push_str(&format!(" as {}", &c[..c.len().min(12)]));
+    }
+    if !e.conflicts.is_empty() {
+        s.push_str(&format!(": conflicts in {}", e.conflicts.join(", ")));
+    }
+    if let Some(out) = &e.check_output {
+        s.push_str(&format!(
+            ": check failed: {}",
+            out.lines().last().unwrap_or("").trim()
+        ));
+    }
+    match e.handed_back.as_deref() {
+        Some(task) if task.starts_with('#') => {
+            s.push_str(&format!("; handed back to {} as task {task}", e.agent));
+        }
+        Some(why) => s.push_str(&format!("; held for you: {why}")),
+        None => {}
+    }
+    s
 }
 
 pub fn integration_branch(team: &TeamName) -> String {
@@ -251,6 +281,50 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
     })
 }
 
+/// Records the team's own merge settings (`swarm run --check --into --merge-strategy`),
+/// which every later run of its queue uses unless told otherwise.
+pub fn configure(root: &Root, team: &TeamName, opts: &Options) -> Result<()> {
+    if opts.check.is_none() && opts.into.is_none() && opts.strategy.is_none() {
+        return Ok(());
+    }
+    merge_queue::update(root, team, |q| {
+        if opts.check.is_some() {
+            q.check = opts.check.clone();
+        }
+        if opts.into.is_some() {
+            q.target = opts.into.clone();
+        }
+        if opts.strategy.is_some() {
+            q.strategy = opts.strategy;
+        }
+    })
+}
+
+/// Puts the held entry of `branch` back in the queue, as if new, for another try (after
+/// a person fixed what held it). Its hand-back rounds still count.
+pub fn retry(root: &Root, team: &TeamName, branch: &str) -> Result<Entry> {
+    merge_queue::update(root, team, |q| {
+        let held = q
+            .entries
+            .iter_mut()
+            .rev()
+            .find(|e| e.branch == branch && e.state.held());
+        match held {
+            Some(e) => {
+                e.state = EntryState::Queued;
+                e.conflicts.clear();
+                e.check_output = None;
+                e.handed_back = None;
+                e.updated_at = clock::now_ms();
+                Ok(e.clone())
+            }
+            None => Err(Error::usage(format!(
+                "no held entry for branch {branch} in the merge queue; see `swarm merge --status`"
+            ))),
+        }
+    })?
+}
+
 /// Enqueues what is new, then merges every pending entry in order and moves the target.
 pub fn run(
     root: &Root,
@@ -258,6 +332,11 @@ pub fn run(
     opts: &Options,
     on_entry: &dyn Fn(&Entry),
 ) -> Result<Outcome> {
+    let _turn = if opts.dry_run {
+        None
+    } else {
+        Some(RunLock::acquire(root, team)?)
+    };
     let queue = enqueue(root, team, opts)?;
     let Some(git_dir) = queue.git_dir.clone() else {
         return Ok(Outcome::default());
@@ -275,16 +354,17 @@ pub fn run(
             removed: Vec::new(),
         });
     }
-    let check = match &opts.check {
+    let check = match opts.check.as_ref().or(queue.check.as_ref()) {
         Some(c) => Some(c.clone()),
         None => crate::config::project::swarm_check(&project)?,
     };
+    let strategy = opts.strategy.or(queue.strategy).unwrap_or_default();
     let wt = prepare_integration(team, &git_dir, &queue, &target_ref)?;
     for (i, entry) in queue.entries.iter().enumerate() {
         if !entry.state.pending() {
             continue;
         }
-        let mut done = land(root, team, &wt, i, entry, opts.strategy, check.as_deref())?;
+        let mut done = land(root, team, &wt, i, entry, strategy, check.as_deref())?;
         if done.state.held() {
             let fate = match handback::hand_back(root, team, &done, &target)? {
                 HandBack::Task(id) => format!("#{id}"),
@@ -383,14 +463,20 @@ fn land(
             .map(|t| format!(", task {t}"))
             .unwrap_or_default()
     );
+    // Without an identity of the project's own, the merge commits are the queue's.
+    let fallback = !git_ok(wt, &["config", "user.email"]);
     let merged = match strategy {
-        Strategy::Merge => try_git(wt, &["merge", "-q", "--no-ff", "-m", &message, &entry.head]),
+        Strategy::Merge => committing(
+            wt,
+            &["merge", "-q", "--no-ff", "-m", &message, &entry.head],
+            fallback,
+        ),
         Strategy::Squash => try_git(wt, &["merge", "-q", "--squash", &entry.head])
-            .and_then(|()| try_git(wt, &["commit", "-q", "-m", &message])),
+            .and_then(|()| committing(wt, &["commit", "-q", "-m", &message], fallback)),
         Strategy::Rebase => {
             let fork = git(wt, &["merge-base", &before, &entry.head])?;
             let range = format!("{fork}..{}", entry.head);
-            try_git(wt, &["cherry-pick", "--allow-empty", &range])
+            committing(wt, &["cherry-pick", "--allow-empty", &range], fallback)
         }
     };
     if let Err(stderr) = merged {

@@ -40,6 +40,17 @@ pub fn teammate(inputs: &PromptInputs, root: &Root, team: &TeamName) -> String {
         roster = root.roster_path(team).display(),
         tasks = root.tasks_dir(team).display(),
     ));
+    if let Ok(Some(w)) = crate::store::worktrees::read(root, team, name.as_str()) {
+        s.push_str(&format!(
+            "\n# Your worktree\n\
+             You work in your own git worktree, {path}, on branch {branch}. Commit your work there before you mark a task \
+             completed (`git add -A && git commit -m \"<what and why>\"`): completing a task with uncommitted files is refused. \
+             The team's merge queue then lands your branch on the team's target and runs the project's check; \
+             a conflict or a failing check comes back to you as a task.\n",
+            path = w.path.display(),
+            branch = w.branch,
+        ));
+    }
     push_mode(&mut s, inputs);
     push_custom(&mut s, inputs);
     s

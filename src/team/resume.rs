@@ -234,23 +234,48 @@ pub fn respawn_teammates(launcher: &Launcher) -> Result<Vec<Resumed>> {
         .map(|m| Resumed {
             name: m.name.clone(),
             // One that fails to start must not keep the others stopped.
-            how: respawn_one(launcher, m, &mut window)
+            how: respawn_one(launcher, m, &mut window, false)
                 .unwrap_or_else(|e| format!("not restarted: {e}")),
         })
         .collect())
 }
 
-/// Decides about one teammate and restarts it if it needs it; says what it did.
+/// Restarts `name`, stopped, with its conversation and in its worktree, to work on a task
+/// the merge queue handed back to it (see `team::merge_handback`); a finished teammate
+/// too. Says what it did; a living one is left alone.
+pub fn respawn_for_merge(launcher: &Launcher, name: &str) -> Result<String> {
+    let config = roster::load(&launcher.root, &launcher.team)?;
+    let m = config
+        .member(name)
+        .ok_or_else(|| Error::usage(format!("{name} is not in team '{}'", launcher.team)))?;
+    // Its worktree was settled (kept) when it stopped; in use again, it is settled again
+    // when it stops again.
+    if let Ok(Some(mut record)) =
+        crate::store::worktrees::read(&launcher.root, &launcher.team, name)
+        && record.state == crate::store::worktrees::RecordState::Kept
+    {
+        record.state = crate::store::worktrees::RecordState::Active;
+        crate::store::worktrees::save(&launcher.root, &launcher.team, &record)?;
+    }
+    respawn_one(launcher, m, &mut None, true)
+}
+
+/// Decides about one teammate and restarts it if it needs it (a finished one only when
+/// `even_finished`); says what it did.
 fn respawn_one(
     launcher: &Launcher,
     m: &roster::Member,
     window: &mut Option<TeamWindow>,
+    even_finished: bool,
 ) -> Result<String> {
     let (root, team) = (&launcher.root, &launcher.team);
     let agent = AgentName::parse_any(&m.name)?;
     let st = state::read(root, team, &agent);
     if let Some(s) = &st {
-        if s.activity == Activity::Exited && s.exit.as_ref().is_some_and(|e| e.clean) {
+        if !even_finished
+            && s.activity == Activity::Exited
+            && s.exit.as_ref().is_some_and(|e| e.clean)
+        {
             return Ok("finished: not restarted".to_owned());
         }
         if s.activity != Activity::Exited && s.process_alive() {

@@ -35,6 +35,8 @@ pub struct Goal<'a> {
     pub teammates: usize,
     /// What the whole team may spend (every agent keeps to it; see `llm::budget`).
     pub budget: Limits,
+    /// How teammates' worktree branches land (the team's merge queue settings).
+    pub merge: crate::team::merge::Options,
 }
 
 /// Creates the team and opens its window with the lead agent in the first pane.
@@ -50,6 +52,7 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
         .collect();
     roster::create(root, team, Some(description), &launcher.cwd)?;
     budget::write_limits(root, team, &goal.budget)?;
+    crate::team::merge::configure(root, team, &goal.merge)?;
     let goal_file = documents::write_goal(root, team, goal.text)?;
     let extra = [
         format!("--goal-file={}", goal_file.display()),

@@ -72,6 +72,7 @@ impl ToolSet for TeamTools {
                     .unwrap_or_default()
             ),
             ToolName::Agent => s("name").to_owned(),
+            ToolName::MergeQueue => format!("{} {}", s("action"), s("branch")).trim().to_owned(),
             _ => String::new(),
         }
     }
@@ -85,6 +86,7 @@ impl ToolSet for TeamTools {
             ToolName::TaskUpdate => self.task_update(input, ctx),
             ToolName::Agent => self.spawn_teammate(input, ctx),
             ToolName::TeamStatus => self.team_status(),
+            ToolName::MergeQueue => crate::team::merge_tool::run(&self.root, &self.team, &input),
             other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
         }
     }
@@ -154,6 +156,17 @@ pub fn spec(tool: ToolName) -> Option<ToolSpec> {
         ToolName::TeamStatus => (
             "The team right now: each member's state (idle, working, awaiting-approval, dead...), current task and last activity, and the task counts.",
             json!({"type": "object", "properties": {}}),
+        ),
+        ToolName::MergeQueue => (
+            "The merge queue that lands teammates' worktree branches on the team's target, one at a time, through the project's check. It runs by itself when a teammate completes a task; action \"status\" lists its entries, \"run\" takes new commits and merges what is queued now, \"retry\" puts a held branch (conflict, failed check) back in the queue and runs it.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": ["status", "run", "retry"]},
+                    "branch": {"type": "string", "description": "retry: the held branch, swarm/<team>/<name>"}
+                },
+                "required": ["action"]
+            }),
         ),
         _ => return None,
     };
@@ -488,6 +501,11 @@ impl TeamTools {
             let status = status.map(Status::parse).transpose().map_err(err)?;
             let current = tasks.get(&id).map_err(err)?;
             if status == Some(Status::Completed)
+                && let Some(why) = uncommitted_work(&self.root, &self.team, ctx.agent.as_str(), &id)
+            {
+                return Err(ToolOutcome::err(why));
+            }
+            if status == Some(Status::Completed)
                 && let Some(feedback) = self.task_hooks(ctx).refuse_completion(&current)
             {
                 return Err(ToolOutcome::err(format!(
@@ -679,6 +697,20 @@ impl TeamTools {
         };
         run().unwrap_or_else(|e| e)
     }
+}
+
+/// Why `agent` may not complete a task yet: it works in a worktree with uncommitted
+/// files, which the merge queue (it takes commits only) would leave behind.
+fn uncommitted_work(root: &Root, team: &TeamName, agent: &str, task: &str) -> Option<String> {
+    let record = crate::store::worktrees::read(root, team, agent).ok()??;
+    let changes = crate::team::worktree::changes(&record).ok()?;
+    (changes.files > 0).then(|| {
+        format!(
+            "commit your work first: your worktree {} has {} uncommitted file(s), and the merge queue takes only commits. Run `git add -A && git commit -m \"<what and why>\"` there, then complete task #{task}.",
+            record.path.display(),
+            changes.files
+        )
+    })
 }
 
 fn strings(input: &Value, key: &str) -> Vec<String> {

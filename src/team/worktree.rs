@@ -372,11 +372,10 @@ pub fn settle(root: &Root, team: &TeamName, agent: &str) -> Option<String> {
         }
         Ok(Some(Finalized::Kept(r, changes))) => {
             let text = format!(
-                "{agent}'s worktree was kept because it has changes ({}): branch {} at {}. Review it there, merge it into your checkout with `git merge {}` (commit the uncommitted files first), or discard it with `git worktree remove --force {}` and `git branch -D {}`.",
+                "{agent}'s worktree was kept because it has changes ({}): branch {} at {}. Its commits land through the team's merge queue (MergeQueue, `swarm merge`), which removes the worktree once they are on the target; uncommitted files stay there until someone commits them. To discard it instead: `git worktree remove --force {}` and `git branch -D {}`.",
                 changes.describe(),
                 r.branch,
                 r.path.display(),
-                r.branch,
                 r.path.display(),
                 r.branch
             );

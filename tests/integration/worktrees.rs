@@ -267,7 +267,7 @@ fn isolation_outside_a_git_repository_is_refused_and_leaves_nothing() {
 }
 
 #[test]
-fn the_leads_agent_tool_spawns_into_a_worktree_and_the_lead_hears_what_was_kept() {
+fn the_leads_agent_tool_spawns_into_a_worktree_whose_committed_work_lands_on_main() {
     let env = TestEnv::new();
     let repo = env.repo("job");
     let model = ScriptedModel::start(
@@ -301,6 +301,10 @@ fn the_leads_agent_tool_spawns_into_a_worktree_and_the_lead_hears_what_was_kept(
                             json!({"file_path": "notes.txt", "content": "notes\n"}),
                         )
                         .tool_call(
+                            "Bash",
+                            json!({"command": "git add -A && git -c user.name=bob -c user.email=bob@example.com commit -q -m notes"}),
+                        )
+                        .tool_call(
                             "TaskUpdate",
                             json!({"taskId": "{{id}}", "status": "completed"}),
                         ),
@@ -331,28 +335,35 @@ fn the_leads_agent_tool_spawns_into_a_worktree_and_the_lead_hears_what_was_kept(
         .canonicalize()
         .unwrap()
         .join(".git/swarm-worktrees/t/bob");
-    assert_eq!(
-        std::fs::read_to_string(wt.join("notes.txt")).unwrap(),
-        "notes\n",
-        "bob did not write in his worktree"
-    );
-    assert!(!repo.join("notes.txt").exists());
-    // The lead ran the ladder as it finished: the work is kept, and it was told so.
-    assert!(branches(&repo).contains("swarm/t/bob"));
+    // The lead ran the ladder as it finished: bob's committed work was kept, and the
+    // lead told so; then the merge queue landed it on main, in the (clean) checkout, and
+    // removed the worktree and branch.
     assert!(
         lead_texts(&env)
             .iter()
-            .any(|t| t.contains("bob's worktree was kept") && t.contains("swarm/t/bob")),
+            .any(|t| t.contains("bob's worktree was kept") && t.contains("merge queue")),
         "{:?}",
         lead_texts(&env)
     );
-    // The person hears it too: the report names what was kept and where.
+    assert_eq!(
+        std::fs::read_to_string(repo.join("notes.txt")).unwrap_or_default(),
+        "notes\n",
+        "bob's work did not land on main: {}",
+        out.stdout
+    );
+    // The repository has no identity: the merge commit is the queue's own.
+    assert_eq!(
+        git(&repo, &["log", "-1", "--format=%an <%ae>", "main"]).trim(),
+        "swarm merge queue <swarm@localhost>"
+    );
+    assert!(!wt.exists(), "bob's merged worktree is left");
+    assert!(!branches(&repo).contains("swarm/t/bob"));
+    // The person hears it too: the report lists what landed.
     assert!(
-        out.stdout.contains("## Work kept in worktrees")
-            && out.stdout.contains(&format!(
-                "- bob: branch swarm/t/bob at {} (1 uncommitted file(s))",
-                wt.display()
-            )),
+        out.stdout.contains("## Merge queue (onto main)")
+            && out
+                .stdout
+                .contains("- swarm/t/bob (bob, task #1): merged as "),
         "{}",
         out.stdout
     );
@@ -367,9 +378,8 @@ fn the_leads_agent_tool_spawns_into_a_worktree_and_the_lead_hears_what_was_kept(
         tool_result.contains("worktree: ") && tool_result.contains("(branch swarm/t/bob)"),
         "{tool_result}"
     );
-    env.run(&["team", "delete", "t"]).failure(4);
-    env.run(&["team", "delete", "t", "--force"]).success();
-    assert!(!wt.exists());
+    // Nothing unmerged is left: the team goes without --force.
+    env.run(&["team", "delete", "t"]).success();
 }
 
 #[test]

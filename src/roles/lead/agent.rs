@@ -54,6 +54,7 @@ use crate::util::error::Result;
 use crate::util::watcher::DirWatcher;
 
 use super::ending::{DONE_MARK, all_done, waiting_for, without_a_team};
+use super::merging::Merging;
 
 #[derive(Debug, Clone)]
 pub struct LeadAgentOptions {
@@ -154,6 +155,10 @@ struct LeadHost {
     budget: Arc<BudgetedClient>,
     /// The goal, which every compacted context repeats.
     goal: String,
+    /// What the merge queue did since the last turn, for the next one.
+    notes: Vec<String>,
+    /// A teammate stopped since the merge queue last looked.
+    teammate_stopped: bool,
 }
 
 impl LeadHost {
@@ -288,6 +293,7 @@ impl LeadHost {
                     tracing::info!("{} approved shutdown {}", a.from, a.request_id);
                 }
                 Some(other @ (Protocol::TeammateTerminated(_) | Protocol::ShutdownRejected(_))) => {
+                    self.teammate_stopped |= matches!(other, Protocol::TeammateTerminated(_));
                     self.display.incoming(&e.from, &other.describe());
                     self.mail.push((d.key.clone(), wrap(other.describe())));
                     wake = true;
@@ -302,10 +308,11 @@ impl LeadHost {
         Ok(wake)
     }
 
-    /// The next turn's text: the mail, and the budget notice when due (alone if need be).
+    /// The next turn's text: the mail and the merge queue's notes, and the budget notice
+    /// when due (alone if need be).
     fn take_mail(&mut self) -> Option<String> {
         let notice = self.budget.team_notice_once();
-        if self.mail.is_empty() {
+        if self.mail.is_empty() && self.notes.is_empty() {
             return notice;
         }
         let mut wrapped: Vec<String> = Vec::new();
@@ -317,6 +324,9 @@ impl LeadHost {
             let names: Vec<&str> = self.idle.keys().map(String::as_str).collect();
             wrapped.push(format!("(idle and waiting for work: {})", names.join(", ")));
             self.idle.clear();
+        }
+        if !self.notes.is_empty() {
+            wrapped.push(std::mem::take(&mut self.notes).join("\n"));
         }
         let turn = mail_turn(&wrapped);
         Some(match notice {
@@ -543,7 +553,10 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         state,
         budget,
         goal: o.goal.clone(),
+        notes: Vec::new(),
+        teammate_stopped: false,
     };
+    let mut merging = Merging::new(o.powers.launcher.clone());
     host.display.status(&format!(
         "team-lead@{} · {} · approver: {:?}",
         o.team,
@@ -611,7 +624,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             host.state.model_calls = engine.model_calls;
             host.touch(Activity::Idle);
             quiet_since = Instant::now();
-            if told_done && host.mail.is_empty() && all_done(&tasks) {
+            if told_done && host.mail.is_empty() && all_done(&tasks) && merging.settled() {
                 return Ok((
                     Outcome::Done("done: every task is completed".to_owned()),
                     engine,
@@ -619,7 +632,18 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             }
             continue;
         }
-        if host.poll()? {
+        let mut news_now = host.poll()?;
+        if std::mem::take(&mut host.teammate_stopped) {
+            merging.poke();
+        }
+        merging.watch(&tasks);
+        if let Some(news) = merging.step().await {
+            host.notes.extend(news.lines);
+            news_now |= news.urgent;
+        }
+        // The lead hears what landed before it sums up.
+        news_now |= told_done && !host.notes.is_empty() && merging.settled();
+        if news_now {
             pending_input = host.take_mail();
             continue;
         }
@@ -628,7 +652,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             pending_input = Some(notice);
             continue;
         }
-        if all_done(&tasks) && !told_done {
+        if all_done(&tasks) && !told_done && merging.settled() {
             told_done = true;
             let n = tasks.list().map(|t| t.len()).unwrap_or(0);
             pending_input = Some(format!(
@@ -638,10 +662,11 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         }
         if quiet_since.elapsed() >= o.stall_after {
             let seen = status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux))?;
-            let working = seen
-                .members
-                .iter()
-                .any(|m| m.name != LEAD && m.alive && m.state != "idle");
+            let working = !merging.settled()
+                || seen
+                    .members
+                    .iter()
+                    .any(|m| m.name != LEAD && m.alive && m.state != "idle");
             if working {
                 quiet_since = Instant::now();
             } else {

@@ -140,6 +140,22 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
     }
     stop.cancel();
     let _ = supervisor.await;
+    if matches!(outcome, Some(lead_agent::Outcome::Done(_))) {
+        // The teammates are gone now: land what they committed last, and remove the
+        // worktrees whose work is on the target, before the report lists the queue.
+        let (root, team) = (opts.root.clone(), opts.team.clone());
+        let last = tokio::task::spawn_blocking(move || {
+            crate::team::merge::run(&root, &team, &Default::default(), &|e| {
+                say(&crate::team::merge::describe(e))
+            })
+        })
+        .await;
+        match last {
+            Ok(Ok(o)) => o.removed.iter().for_each(|line| say(line)),
+            Ok(Err(e)) => say(&format!("the merge queue failed: {e}")),
+            Err(e) => say(&format!("the merge queue's run panicked: {e}")),
+        }
+    }
     if let (Some(a), Some(outcome)) = (agent, outcome) {
         let result = match &outcome {
             lead_agent::Outcome::Done(result) => result.clone(),

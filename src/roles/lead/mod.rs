@@ -4,3 +4,4 @@
 pub mod agent;
 pub mod dispatcher;
 mod ending;
+mod merging;

@@ -534,24 +534,45 @@ pub struct SpawnArgs {
     pub context_window: Option<u64>,
 }
 
+/// How the team's worktree branches land (`swarm run` records them for the team).
+#[derive(Debug, Args, Clone, Default)]
+pub struct MergeOpts {
+    /// The check to run after each merge, a shell command [default: the team's, else swarm.check in .claude/settings.json]
+    #[arg(long, value_name = "CMD")]
+    pub check: Option<String>,
+    /// The branch to land on [default: the team's, else the branch the project's checkout is on]
+    #[arg(long, value_name = "BRANCH")]
+    pub into: Option<String>,
+    /// How a branch lands: merge, rebase or squash [default: the team's, else merge]
+    #[arg(long, value_name = "S")]
+    pub merge_strategy: Option<crate::team::merge::Strategy>,
+}
+
+impl MergeOpts {
+    pub fn options(&self, dry_run: bool) -> crate::team::merge::Options {
+        crate::team::merge::Options {
+            into: self.into.clone(),
+            check: self.check.clone(),
+            strategy: self.merge_strategy,
+            dry_run,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// The team [default: --team, else the only team]
     pub team: Option<String>,
-    /// The check to run after each merge, a shell command [default: swarm.check in .claude/settings.json]
-    #[arg(long, value_name = "CMD")]
-    pub check: Option<String>,
-    /// The branch to land on [default: the branch the project's checkout is on]
-    #[arg(long, value_name = "BRANCH")]
-    pub into: Option<String>,
-    /// How a branch lands: merge, rebase or squash
-    #[arg(long, default_value = "merge", value_name = "S")]
-    pub merge_strategy: crate::team::merge::Strategy,
+    #[command(flatten)]
+    pub merge: MergeOpts,
     /// Only list what would be queued and merged
     #[arg(long)]
     pub dry_run: bool,
+    /// Put the held entry of this branch back in the queue, then run the queue
+    #[arg(long, value_name = "BRANCH", conflicts_with = "dry_run")]
+    pub retry: Option<String>,
     /// List the queue's entries and their states, and change nothing
-    #[arg(long, conflicts_with_all = ["check", "into", "dry_run"])]
+    #[arg(long, conflicts_with_all = ["check", "into", "dry_run", "retry"])]
     pub status: bool,
 }
 
@@ -624,6 +645,9 @@ pub struct RunArgs {
     /// The whole team's budget
     #[command(flatten)]
     pub budget: BudgetOpts,
+    /// How teammates' worktree branches land: the team's merge queue
+    #[command(flatten)]
+    pub merge: MergeOpts,
 }
 
 #[derive(Debug, Args)]

@@ -1,35 +1,11 @@
 //! `swarm merge`: run the team's merge queue by hand, or list it (`--status`).
 
-use crate::store::merge_queue::{self, Entry};
-use crate::team::merge::{self, Options};
+use crate::store::merge_queue;
+use crate::team::merge;
 use crate::ui::cli::args::MergeArgs;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::util::error::{Error, Result};
-
-fn line(e: &Entry) -> String {
-    let mut s = format!("{:<12} {} ({})", e.state.as_str(), e.branch, e.agent);
-    if let Some(c) = &e.merged_commit {
-        s.push_str(&format!(" as {}", &c[..c.len().min(12)]));
-    }
-    if !e.conflicts.is_empty() {
-        s.push_str(&format!(": conflicts in {}", e.conflicts.join(", ")));
-    }
-    if let Some(out) = &e.check_output {
-        s.push_str(&format!(
-            ": check failed: {}",
-            out.lines().last().unwrap_or("").trim()
-        ));
-    }
-    match e.handed_back.as_deref() {
-        Some(task) if task.starts_with('#') => {
-            s.push_str(&format!("; handed back to {} as task {task}", e.agent));
-        }
-        Some(why) => s.push_str(&format!("; held for you: {why}")),
-        None => {}
-    }
-    s
-}
 
 pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
     let team = ctx.team_or(args.team.as_deref())?;
@@ -42,21 +18,22 @@ pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
             println!("the merge queue of {team} is empty");
         } else {
             for e in &queue.entries {
-                println!("{}", line(e));
+                println!("{}", merge::describe(e));
             }
         }
         return Ok(0);
     }
-    let opts = Options {
-        into: args.into,
-        check: args.check,
-        strategy: args.merge_strategy,
-        dry_run: args.dry_run,
-    };
+    let opts = args.merge.options(args.dry_run);
+    if let Some(branch) = &args.retry {
+        let e = merge::retry(&ctx.root, &team, branch)?;
+        if !ctx.json() {
+            println!("{} is queued again", e.branch);
+        }
+    }
     let quiet = ctx.json();
     let outcome = merge::run(&ctx.root, &team, &opts, &|e| {
         if !quiet {
-            println!("{}", line(e));
+            println!("{}", merge::describe(e));
         }
     })?;
     if outcome.target.is_empty() && !ctx.json() {

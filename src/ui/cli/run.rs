@@ -47,6 +47,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
             approver: args.approver,
             teammates: args.teammates,
             budget,
+            merge: args.merge.options(false),
         },
     )?;
     println!(

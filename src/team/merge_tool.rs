@@ -1,0 +1,66 @@
+//! The lead's MergeQueue tool: the team's merge queue ([`crate::team::merge`]) as the lead
+//! agent sees and drives it: list it, run it now, or retry a held branch.
+
+use serde_json::Value;
+
+use crate::agent::tools::ToolOutcome;
+use crate::store::layout::Root;
+use crate::store::merge_queue;
+use crate::store::names::TeamName;
+use crate::team::merge::{self, Options};
+
+pub fn run(root: &Root, team: &TeamName, input: &Value) -> ToolOutcome {
+    let action = input.get("action").and_then(Value::as_str).unwrap_or("");
+    let result = match action {
+        "status" => merge_queue::load(root, team).map(|q| {
+            if q.entries.is_empty() {
+                "The merge queue is empty.".to_owned()
+            } else {
+                lines(&q.entries)
+            }
+        }),
+        "run" => run_queue(root, team),
+        "retry" => match input.get("branch").and_then(Value::as_str) {
+            Some(branch) => merge::retry(root, team, branch).and_then(|_| run_queue(root, team)),
+            None => return ToolOutcome::err("retry needs the branch to retry"),
+        },
+        other => {
+            return ToolOutcome::err(format!(
+                "unknown action {other:?}; use status, run or retry"
+            ));
+        }
+    };
+    match result {
+        Ok(text) => ToolOutcome::ok(text),
+        Err(e) => ToolOutcome::err(e.to_string()),
+    }
+}
+
+fn lines(entries: &[merge_queue::Entry]) -> String {
+    entries
+        .iter()
+        .map(merge::describe)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn run_queue(root: &Root, team: &TeamName) -> crate::util::error::Result<String> {
+    let outcome = merge::run(root, team, &Options::default(), &|_| {})?;
+    if outcome.target.is_empty() {
+        return Ok("Nothing to merge: no teammate works in a worktree.".to_owned());
+    }
+    let mut text = lines(&outcome.entries);
+    text.push_str(&format!(
+        "\n{} is at {}",
+        outcome.target,
+        short(&outcome.target_commit)
+    ));
+    if let Some(why) = &outcome.left_on_integration {
+        text.push_str(&format!("\n{why}"));
+    }
+    Ok(text)
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
