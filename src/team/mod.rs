@@ -13,6 +13,7 @@ pub mod layout;
 pub mod leases;
 pub mod merge;
 pub mod merge_handback;
+pub mod progress;
 pub mod prompt;
 pub mod report;
 pub mod resume;

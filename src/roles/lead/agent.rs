@@ -620,6 +620,8 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             continue;
         }
         if host.poll()? {
+            // News: whatever stalled has moved (the waiting `swarm run` shows this detail).
+            host.state.detail = None;
             pending_input = host.take_mail();
             continue;
         }
