@@ -60,21 +60,50 @@ fn an_unattached_run_tells_its_progress_on_stderr_and_streams_events_on_stdout()
     let job = env.dir.path().join("job");
     swarm::demo::job::make_job(&job).unwrap();
     let model = ScriptedModel::start(Script::from_json(swarm::demo::job::SCRIPT).unwrap());
-    let mut flags: Vec<String> = vec![
-        "--events".into(),
-        "--cwd".into(),
-        job.display().to_string(),
-        "--permission-mode".into(),
-        "acceptEdits".into(),
-    ];
-    for rule in swarm::demo::job::ALLOW {
-        flags.extend(["--allow".into(), rule.to_owned()]);
-    }
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let model_args = scripted(&model);
-    let model_args: Vec<&str> = model_args.iter().map(String::as_str).collect();
-    let (code, out, err) = run_team(&env, &model_args, &flags, Duration::from_secs(180));
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let (out, err) = (
+        env.dir.path().join("run.out"),
+        env.dir.path().join("run.err"),
+    );
+    // A person approves plans: bob's waits for the test, so its telling is sure to be seen.
+    let mut cmd = env.swarm(&["run", swarm::demo::job::GOAL, "--team", "t", "--events"]);
+    cmd.args(scripted(&model))
+        .args(["--approver", "human", "--permission-mode", "acceptEdits"])
+        .args(["--cwd", &job.display().to_string()])
+        .args(swarm::demo::job::ALLOW.iter().flat_map(|r| ["--allow", r]))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap());
+    let mut child = Guarded(Some(cmd.spawn().unwrap()));
+    let mut request = None;
+    let told = wait_until(Duration::from_secs(120), || {
+        request = std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["type"] == "approvals" && e["waiting"] == 1)
+            .map(|e| e["requests"][0]["requestId"].as_str().unwrap().to_owned());
+        request.is_some()
+    });
+    assert!(
+        told,
+        "no approval was told:\n{}",
+        std::fs::read_to_string(&err).unwrap()
+    );
+    let request = request.unwrap();
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        stderr.contains(&format!("approvals waiting: bob's plan {request}")),
+        "{stderr}"
+    );
+    env.run(&["--team", "t", "approve", &request]).success();
+    let status = child
+        .wait(Duration::from_secs(180))
+        .expect("the run did not end");
+    let (out, err) = (
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(&err).unwrap(),
+    );
+    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
 
     // stderr: one plain line per change, from the team's start to its end.
     assert!(
@@ -83,14 +112,14 @@ fn an_unattached_run_tells_its_progress_on_stderr_and_streams_events_on_stdout()
     );
     for expected in [
         "team t started",
-        "teammate alice spawned",
-        "tasks: 4/4 done",
+        "teammate bob spawned",
         "phase: working",
+        "approvals: none waiting",
+        "tasks: 4/4 done",
+        "teammate bob stopped: shutdown approved",
     ] {
         assert!(err.contains(expected), "stderr lacks {expected:?}:\n{err}");
     }
-    let spawned = err.lines().filter(|l| l.contains(" spawned")).count();
-    assert!(spawned >= 2, "not every teammate's spawn was told:\n{err}");
     // A change is told once, not at every look.
     assert_eq!(
         err.lines()
@@ -113,6 +142,7 @@ fn an_unattached_run_tells_its_progress_on_stderr_and_streams_events_on_stdout()
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types.first(), Some(&"team_started"), "{types:?}");
     assert!(types.contains(&"teammate_spawned"), "{types:?}");
+    assert!(types.contains(&"teammate_stopped"), "{types:?}");
     assert!(types.contains(&"phase"), "{types:?}");
     assert!(
         events
