@@ -106,7 +106,13 @@ impl AnthropicClient {
         let rb = self.prepare(request, body).map_err(Failure::fatal)?;
         let response = http::send(rb, self.idle, cancel).await?;
         if !response.status().is_success() {
-            return Err(http::error_response(response, self.idle, cancel).await);
+            let failure = http::error_response(response, self.idle, cancel).await;
+            return Err(match self.provider {
+                Provider::Anthropic => {
+                    http::advise_on_key(failure, "ANTHROPIC_API_KEY", self.api_key.is_some())
+                }
+                _ => failure,
+            });
         }
         let request_id = http::request_id(response.headers());
         if http::is_json(&response) {

@@ -175,6 +175,24 @@ pub(crate) async fn error_response(
     }
 }
 
+/// Says which variable holds the key the server refused (401), after the API's own
+/// message: a person fixes a key in their environment, not in swarm.
+pub(crate) fn advise_on_key(mut failure: Failure, key_var: &str, key_given: bool) -> Failure {
+    if let LlmError::Api {
+        status: 401,
+        message,
+        ..
+    } = &mut failure.error
+    {
+        message.push_str(&if key_given {
+            format!("; check the API key in {key_var}: the provider refused it")
+        } else {
+            format!("; the server wants an API key: set {key_var}")
+        });
+    }
+    failure
+}
+
 /// The Anthropic error type conventionally paired with a status.
 pub(crate) fn default_kind(status: u16) -> &'static str {
     match status {

@@ -85,7 +85,12 @@ impl OpenAiClient {
         }
         let response = http::send(rb, self.idle, cancel).await?;
         if !response.status().is_success() {
-            return Err(http::error_response(response, self.idle, cancel).await);
+            let failure = http::error_response(response, self.idle, cancel).await;
+            return Err(http::advise_on_key(
+                failure,
+                "OPENAI_API_KEY",
+                self.api_key.is_some(),
+            ));
         }
         let request_id = http::request_id(response.headers());
         if http::is_json(&response) {

@@ -284,7 +284,7 @@ impl<'g> Retrier<'g> {
         };
         if self.waited + wait > self.bound {
             tracing::warn!(waited = ?self.waited, ?wait, bound = ?self.bound, "the rate limit outlasts the wait allowed; giving up");
-            return Err(failure.error);
+            return Err(outlasted(failure.error, self.bound));
         }
         self.limited += 1;
         self.announce(wait, &failure.error, on_event);
@@ -304,6 +304,30 @@ impl<'g> Retrier<'g> {
             delay,
             reason: error.to_string(),
         });
+    }
+}
+
+/// A rate limit that outlasts the wait allowed, saying how to allow a longer one.
+fn outlasted(error: LlmError, bound: Duration) -> LlmError {
+    match error {
+        LlmError::Api {
+            status,
+            kind,
+            mut message,
+            request_id,
+        } => {
+            message.push_str(&format!(
+                "; the rate limit outlasts the {} s --rate-limit-wait allows: raise it (or SWARM_RATE_LIMIT_WAIT) to wait longer",
+                bound.as_secs_f64()
+            ));
+            LlmError::Api {
+                status,
+                kind,
+                message,
+                request_id,
+            }
+        }
+        other => other,
     }
 }
 

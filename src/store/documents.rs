@@ -74,3 +74,24 @@ pub fn open_log(root: &Root, team: &TeamName, agent: &AgentName) -> Result<std::
         &path,
     )
 }
+
+/// The last error `agent`'s log holds, without its time and level: what a pane process
+/// said as it died. Only the log's tail is read.
+pub fn last_log_error(root: &Root, team: &TeamName, agent: &AgentName) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 16 * 1024;
+    let path = root.log_path(team, agent);
+    files::check(root, &path).ok()?;
+    let mut file =
+        crate::util::no_symlinks::open(std::fs::OpenOptions::new().read(true), "open", &path)
+            .ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    String::from_utf8_lossy(&tail)
+        .lines()
+        .rev()
+        .find_map(|l| l.split_once(" ERROR ").map(|(_, m)| m.trim().to_owned()))
+        .filter(|m| !m.is_empty())
+}

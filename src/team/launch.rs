@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use crate::config::agents::{Catalog, Definition, Isolation};
 use crate::config::project::{PROJECT_DIR_ENV, UserDirs};
 use crate::llm::budget::Limits;
+use crate::llm::config::{LlmConfig, LlmFlags, Provider};
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
 use crate::store::names::{AgentName, LEAD, TeamName};
@@ -308,6 +309,8 @@ impl Launcher {
                     "a budget applies to swarm teammates only (Claude Code keeps its own accounts): drop --budget-usd/--budget-tokens or use --engine swarm",
                 ));
             }
+        } else {
+            self.check_model(&req.name)?;
         }
         let prepared = self.prepare(req)?;
         let config = roster::load(&self.root, &self.team)?;
@@ -327,6 +330,33 @@ impl Launcher {
             color,
             worktree,
         })
+    }
+
+    /// A swarm teammate resolves its model from the flags and environment it is started
+    /// with, as `swarm agent` does; one that could not (no key, a bad provider or URL)
+    /// would only die in its pane, so the spawn is refused here with the reason.
+    fn check_model(&self, name: &AgentName) -> Result<()> {
+        let (plain, secret) = inherit::environment(&self.lead, &self.env);
+        let given =
+            |flag: &Option<String>, var: &str| flag.clone().or_else(|| plain.get(var).cloned());
+        let provider = given(&self.lead.provider, "SWARM_PROVIDER")
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| p.parse::<Provider>())
+            .transpose();
+        let checked = provider.and_then(|provider| {
+            let flags = LlmFlags {
+                provider,
+                base_url: given(&self.lead.base_url, "SWARM_BASE_URL"),
+                anthropic_version: self.lead.anthropic_version.clone(),
+                ..LlmFlags::default()
+            };
+            LlmConfig::resolve(&flags, |var| {
+                secret.get(var).or_else(|| plain.get(var)).cloned()
+            })
+        });
+        checked
+            .map(|_| ())
+            .map_err(|e| Error::usage(format!("cannot spawn {name}: {e}")))
     }
 
     /// What [`Launcher::spawn`] would do, with nothing created: the teammate's command,

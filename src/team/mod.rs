@@ -14,6 +14,7 @@ pub mod leases;
 pub mod merge;
 pub mod merge_handback;
 pub mod merge_tool;
+pub mod progress;
 pub mod prompt;
 pub mod report;
 pub mod resume;

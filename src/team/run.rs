@@ -19,6 +19,7 @@ use crate::store::roster;
 use crate::store::state::{self, Activity};
 use crate::store::{budget, documents};
 use crate::team::launch::Launcher;
+use crate::team::progress::{self, Event, Snapshot};
 use crate::team::window::TeamWindow;
 use crate::util::error::{Error, Result, exit};
 use crate::util::process;
@@ -96,6 +97,19 @@ pub fn wait_for_lead(
     window: &TeamWindow,
     note: &dyn Fn(&str),
 ) -> Result<u8> {
+    follow_lead(root, team, window, note, None)
+}
+
+/// [`wait_for_lead`], telling `progress` of every change to the team as it sees it (see
+/// [`crate::team::progress`]): woken by the files that change, and looking again at least
+/// every [`RESCAN_EVERY`].
+pub fn follow_lead(
+    root: &Root,
+    team: &TeamName,
+    window: &TeamWindow,
+    note: &dyn Fn(&str),
+    progress: Option<&dyn Fn(&Event)>,
+) -> Result<u8> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -103,12 +117,34 @@ pub fn wait_for_lead(
     runtime.block_on(async {
         let started = Instant::now();
         let mut interrupts = 0;
-        // Woken when the lead writes its state; the rescan notices a lead that died.
+        // Woken when the lead writes its state (with progress to tell, when anyone writes
+        // theirs, or the roster or a task changes); the rescan notices a lead that died.
         let changed = std::sync::Arc::new(tokio::sync::Notify::new());
-        let notify = changed.clone();
-        let _watcher = DirWatcher::file(&root.state_path(team, &AgentName::lead()), move || {
-            notify.notify_one()
-        });
+        let wake = |changed: &std::sync::Arc<tokio::sync::Notify>| {
+            let notify = changed.clone();
+            move || notify.notify_one()
+        };
+        let _watchers = match progress {
+            None => vec![DirWatcher::file(
+                &root.state_path(team, &AgentName::lead()),
+                wake(&changed),
+            )],
+            Some(_) => vec![
+                DirWatcher::new(&root.state_dir(team), |_| true, wake(&changed)),
+                DirWatcher::new(&root.tasks_dir(team), |_| true, wake(&changed)),
+                DirWatcher::file(&root.roster_path(team), wake(&changed)),
+            ],
+        };
+        let mut seen: Option<Snapshot> = None;
+        let tell = |seen: &mut Option<Snapshot>| {
+            let Some(progress) = progress else { return };
+            if let Some(now) = progress::look(root, team, Some(window.tmux())) {
+                for event in progress::changes(seen.as_ref(), &now) {
+                    progress(&event);
+                }
+                *seen = Some(now);
+            }
+        };
         loop {
             let exit_code = |s: &state::AgentState| {
                 (s.activity == Activity::Exited).then(|| {
@@ -119,6 +155,9 @@ pub fn wait_for_lead(
                 })
             };
             let lead_state = state::read(root, team, &AgentName::lead());
+            // After reading the lead's state: a lead seen finished is told with the team
+            // as it left it.
+            tell(&mut seen);
             if let Some(s) = &lead_state {
                 if let Some(code) = exit_code(s) {
                     return Ok(code);

@@ -65,6 +65,9 @@ pub struct MemberStatus {
     pub rate_limited_until: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit_reason: Option<String>,
+    /// A dead member's last error: the last one its log holds, else why it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
     /// The dead pane's exit status or signal, as tmux saw it.
     #[serde(skip)]
     pub pane_record: Option<PaneRecord>,
@@ -189,6 +192,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
                 .ok()
                 .map(|a| root.transcript_path(team, &a))
                 .filter(|p| p.is_file());
+            st.last_error = last_error(root, team, &st);
             if let Some(d) = tmux.and_then(|t| blocking_dialog(t, m, &st)) {
                 st.state = "blocked".to_owned();
                 st.detail = Some(d.describe());
@@ -339,9 +343,24 @@ fn member_status(
         rate_limit_reason: rate_limited_until
             .and(state.as_ref())
             .and_then(|s| s.rate_limit_reason.clone()),
+        last_error: None,
         pane_record: pane,
         state_file: state,
     }
+}
+
+/// A dead member's last error, in its own words when its log has them.
+fn last_error(root: &Root, team: &TeamName, m: &MemberStatus) -> Option<String> {
+    if m.state != "dead" {
+        return None;
+    }
+    AgentName::parse_any(&m.name)
+        .ok()
+        .and_then(|a| crate::store::documents::last_log_error(root, team, &a))
+        .or_else(|| {
+            let exit = m.state_file.as_ref()?.exit.as_ref()?;
+            (!exit.clean).then(|| exit.reason.clone())
+        })
 }
 
 /// The tmux pane the roster names for a member swarm did not start itself (a Claude Code
@@ -512,6 +531,13 @@ pub fn render(status: &TeamStatus, now_ms: i64) -> String {
                 "-".into()
             },
         ));
+        if let Some(e) = m
+            .last_error
+            .as_ref()
+            .filter(|e| !state.contains(e.as_str()))
+        {
+            out.push_str(&format!("      last error: {e}\n"));
+        }
     }
     out
 }

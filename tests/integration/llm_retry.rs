@@ -83,6 +83,8 @@ async fn e11_rate_limit_wait_exhausted_keeps_the_message_and_request_id() {
     .await;
     // Backoffs of about 1 s then 2 s: the second would pass a bound of 1.2 s.
     let client = scripted(&server, |c| c.rate_limit_wait = Duration::from_millis(1200));
+    // The API's own message, then what to do about it.
+    const HINT: &str = "; the rate limit outlasts the 1.2 s --rate-limit-wait allows: raise it (or SWARM_RATE_LIMIT_WAIT) to wait longer";
     let out = complete(client.as_ref(), &request("hi")).await;
     assert_eq!(server.requests().len(), 2);
     assert_eq!(out.retries().len(), 1);
@@ -92,13 +94,15 @@ async fn e11_rate_limit_wait_exhausted_keeps_the_message_and_request_id() {
         &LlmError::Api {
             status: 529,
             kind: "overloaded_error".into(),
-            message: "Overloaded".into(),
+            message: format!("Overloaded{HINT}"),
             request_id: Some("req_scripted_000002".into()),
         }
     );
     assert_eq!(
         err.to_string(),
-        "model API error 529 overloaded_error: Overloaded (request-id req_scripted_000002)"
+        format!(
+            "model API error 529 overloaded_error: Overloaded{HINT} (request-id req_scripted_000002)"
+        )
     );
     let e: swarm::util::error::Error = err.clone().into();
     assert_eq!(e.exit_code(), swarm::util::error::exit::MODEL);

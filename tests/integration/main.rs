@@ -32,6 +32,7 @@ mod merge_queue;
 mod model_server;
 mod rate_limits;
 mod resume;
+mod run_progress;
 mod store_cli;
 mod team_spawn;
 mod team_tmux;

@@ -490,7 +490,7 @@ fn a_teammate_that_dies_before_it_registers_is_reported_and_its_worktree_settled
     let env = TestEnv::with_team("t", &[]);
     let repo = env.repo("repo");
     let repo_s = repo.display().to_string();
-    // No key for the provider: the teammate stops before it ever registers.
+    // Killed at its start: the teammate stops before it ever registers.
     let mut cmd = env.swarm(&[
         "--team",
         "t",
@@ -502,9 +502,9 @@ fn a_teammate_that_dies_before_it_registers_is_reported_and_its_worktree_settled
         "--cwd",
         &repo_s,
     ]);
-    cmd.env("SWARM_PROVIDER", "anthropic")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_AUTH_TOKEN");
+    cmd.env("SWARM_PROVIDER", "scripted")
+        .env("SWARM_BASE_URL", "http://127.0.0.1:9")
+        .env("SWARM_FAULT", "teammate.start:kill");
     let wt = spawned_worktree(&run(&mut cmd).success().stdout);
     assert!(
         wait_until(T, || lead_texts(&env)

@@ -644,6 +644,8 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         // The lead hears what landed before it sums up.
         news_now |= told_done && !host.notes.is_empty() && merging.settled();
         if news_now {
+            // News: whatever stalled has moved (the waiting `swarm run` shows this detail).
+            host.state.detail = None;
             pending_input = host.take_mail();
             continue;
         }

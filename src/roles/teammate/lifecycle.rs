@@ -35,8 +35,9 @@ use crate::roles::teammate::inbox::Inbox;
 use crate::roles::teammate::options::TeammateOptions;
 use crate::store::approvals;
 use crate::store::budget::FileLedger;
+use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
-use crate::store::names::{AgentName, LEAD};
+use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{Protocol, ShutdownApproved};
 use crate::store::roster;
 use crate::store::state::{self, Activity, AgentState, ExitInfo};
@@ -48,6 +49,7 @@ use crate::util::error::{Error, Result};
 
 /// Runs the teammate until it is told to stop; returns the process exit code.
 pub async fn run(opts: TeammateOptions) -> Result<i32> {
+    crate::util::fault::point("teammate.start");
     let config = roster::load(&opts.root, &opts.team)?;
     if config.member(opts.name.as_str()).is_none() {
         return Err(Error::not_found(format!(
@@ -189,6 +191,39 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     stop.insert("reason".into(), Value::String(reason.clone()));
     rt.fire(HookEvent::SubagentStop, stop).await;
     Ok(code)
+}
+
+/// Records why a teammate stopped before its work began (no key for its model, a project
+/// it cannot read) in its state file, where `swarm status` and the lead's report of its
+/// death find it; its log has the error too, as every pane process's fatal error. Nothing
+/// is written for a name the roster lacks, nor over the state of a live namesake.
+pub fn record_start_failure(root: &Root, team: &TeamName, name: &AgentName, error: &Error) {
+    let member = roster::load(root, team).is_ok_and(|c| c.member(name.as_str()).is_some());
+    let previous = state::read(root, team, name);
+    let me = std::process::id() as i32;
+    let namesake = previous
+        .as_ref()
+        .is_some_and(|s| s.pid != me && s.activity != Activity::Exited && s.process_alive());
+    if !member || namesake {
+        return;
+    }
+    let mut s = AgentState::new(Activity::Exited);
+    if let Some(p) = previous {
+        // A resumed teammate keeps what it had spent.
+        (s.usage, s.cost_usd, s.model_calls, s.model) =
+            (p.usage, p.cost_usd, p.model_calls, p.model);
+    }
+    let reason = error.to_string();
+    s.detail = Some(reason.clone());
+    s.exit = Some(ExitInfo {
+        code: i32::from(error.exit_code()),
+        reason,
+        released_tasks: Vec::new(),
+        clean: false,
+    });
+    if let Err(e) = state::write(root, team, name, &s) {
+        tracing::warn!("failed to record why {name} could not start: {e}");
+    }
 }
 
 pub(super) enum Stop {

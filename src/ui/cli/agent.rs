@@ -39,6 +39,13 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
             args.agent_id
         )));
     }
+    start_teammate(ctx, args, &team, &name).inspect_err(|e| {
+        teammate::lifecycle::record_start_failure(&ctx.root, &team, &name, e);
+    })
+}
+
+fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentName) -> Result<u8> {
+    let (team, name) = (team.clone(), name.clone());
     let cwd = working_dir(args.cwd.as_deref())?;
     let project = ctx.settings.dirs.teammate_project_dir(&cwd, ctx.env());
     let given = Given {

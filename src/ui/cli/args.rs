@@ -630,9 +630,14 @@ pub struct RunArgs {
     /// Who approves plans and permissions: lead (its model) or human (swarm approve)
     #[arg(long, default_value = "lead", value_name = "WHO")]
     pub approver: Approver,
-    /// Do not attach to the team window: wait for the end and print the report
+    /// Do not attach to the team window: wait for the end, telling progress on stderr, and
+    /// print the report (as one JSON object with --json)
     #[arg(long)]
     pub no_attach: bool,
+    /// Stream what happens as JSON lines on stdout (one object a line, with its "type" and
+    /// "time"), ending with the report; implies --no-attach
+    #[arg(long)]
+    pub events: bool,
     /// Where the team works [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -1,16 +1,21 @@
 //! `swarm run` and `swarm demo`: a goal, a lead agent in the team window, and the wait for
 //! its report.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+
+use serde_json::json;
 
 use crate::demo::run::{self as demo_run, Demo};
 use crate::llm::budget::Limits;
 use crate::llm::{Usage, estimate_cost_usd};
 use crate::store::names::TeamName;
+use crate::team::progress::Event;
 use crate::team::run::{self as team_run, Goal};
 use crate::ui::cli::args::{DemoArgs, RunArgs};
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::lead::inherited;
+use crate::ui::cli::output::print_json;
+use crate::util::clock;
 use crate::util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
@@ -50,10 +55,52 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
             merge: args.merge.options(false),
         },
     )?;
-    println!(
-        "team {team} started; its window: `swarm attach {team}`; live view: `swarm watch {team}`"
-    );
-    follow(ctx, &team, &window, args.no_attach)
+    let speak = if args.events {
+        Speak::Events
+    } else if ctx.json() {
+        Speak::Json
+    } else {
+        Speak::Text
+    };
+    // Machine output is for scripts: nothing to attach to.
+    let no_attach = args.no_attach || speak != Speak::Text;
+    let started = Event::Started {
+        team: team.to_string(),
+    };
+    if attaches(no_attach) {
+        println!("{}", started.line());
+    } else {
+        speak.tell(&started);
+    }
+    follow_speaking(ctx, &team, &window, no_attach, speak)
+}
+
+/// What an unattached wait prints on stdout: the report as text, the report as JSON
+/// (`--json`), or every event as a JSON line ending with the report (`--events`). Progress
+/// lines go to stderr whichever it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Speak {
+    Text,
+    Json,
+    Events,
+}
+
+impl Speak {
+    /// Tells one event: a timestamped line on stderr, and with `--events` its JSON line on
+    /// stdout, flushed so a reader sees it at once.
+    fn tell(self, event: &Event) {
+        eprintln!("{} {}", clock::local_hms(clock::now_ms()), event.line());
+        if self == Speak::Events {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", event.json_now());
+            let _ = out.flush();
+        }
+    }
+}
+
+/// Whether the wait attaches to the team window: on a terminal, unless told not to.
+fn attaches(no_attach: bool) -> bool {
+    !no_attach && std::io::stdout().is_terminal()
 }
 
 /// Attaches to the team's window on a terminal (unless `no_attach`), else waits for the
@@ -64,7 +111,17 @@ pub fn follow(
     window: &crate::team::window::TeamWindow,
     no_attach: bool,
 ) -> Result<u8> {
-    if !no_attach && std::io::stdout().is_terminal() {
+    follow_speaking(ctx, team, window, no_attach, Speak::Text)
+}
+
+fn follow_speaking(
+    ctx: &Ctx,
+    team: &TeamName,
+    window: &crate::team::window::TeamWindow,
+    no_attach: bool,
+    speak: Speak,
+) -> Result<u8> {
+    if attaches(no_attach) {
         window.attach(ctx.caller.inside())?;
         if team_run::lead_is_working(&ctx.root, team) {
             println!(
@@ -73,10 +130,34 @@ pub fn follow(
             return Ok(0);
         }
     }
-    let code = team_run::wait_for_lead(&ctx.root, team, window, &|line| eprintln!("{line}"))?;
-    println!("{}", team_run::report(&ctx.root, team));
+    let code = team_run::follow_lead(
+        &ctx.root,
+        team,
+        window,
+        &|line| eprintln!("{line}"),
+        Some(&|event| speak.tell(event)),
+    )?;
+    let report = team_run::report(&ctx.root, team);
+    let result = team_run::lead_exit_reason(&ctx.root, team);
+    match speak {
+        Speak::Text => println!("{report}"),
+        Speak::Json => print_json(&json!({
+            "team": team.as_str(),
+            "code": code,
+            "result": result,
+            "report": report,
+        })),
+        Speak::Events => {
+            let end = Event::Ended {
+                code,
+                result: result.clone(),
+                report,
+            };
+            println!("{}", end.json_now());
+        }
+    }
     if code != 0
-        && let Some(why) = team_run::lead_exit_reason(&ctx.root, team)
+        && let Some(why) = result
     {
         eprintln!("swarm: the run of team {team} ended with exit code {code}: {why}");
     }

@@ -49,6 +49,7 @@ fn member(name: &str, color: &str, state: &str) -> MemberStatus {
         transcript: None,
         rate_limited_until: None,
         rate_limit_reason: None,
+        last_error: None,
         pane_record: None,
         state_file: None,
     }
