@@ -218,10 +218,7 @@ fn a_teammate_pane_names_the_provider_once_and_who_approved_its_plan() {
     let pane = pane();
     assert!(pane.contains("· bob@t · scripted at http"), "{pane}");
     assert!(!pane.contains("scripted scripted"), "{pane}");
-    assert!(
-        pane.contains("← a person (swarm approve): plan approved"),
-        "{pane}"
-    );
+    assert!(pane.contains("← a person: plan approved"), "{pane}");
     assert!(!pane.contains("team-lead: plan approved"), "{pane}");
 }
 

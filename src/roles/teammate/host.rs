@@ -100,7 +100,7 @@ impl Runtime {
     /// approve`, recorded as `human`) or the lead, whose address every answer comes from.
     fn decider(&self, request_id: &str) -> &'static str {
         match approvals::get(&self.opts.root, &self.opts.team, request_id) {
-            Ok(a) if a.resolved_by.as_deref() == Some("human") => "a person (swarm approve)",
+            Ok(a) if a.resolved_by.as_deref() == Some("human") => "a person",
             _ => LEAD,
         }
     }
