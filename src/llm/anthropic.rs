@@ -167,6 +167,10 @@ impl LlmClient for AnthropicClient {
     }
 
     fn describe(&self) -> String {
+        // The scripted provider's model is called "scripted" too: said once.
+        if self.model == self.provider.to_string() {
+            return format!("{} at {}", self.provider, self.base_url);
+        }
         format!("{} {} at {}", self.provider, self.model, self.base_url)
     }
 }

@@ -31,6 +31,9 @@ pub mod exit {
     /// A budget (`--budget-usd`, `--budget-tokens`) ran out: no new model call started, and
     /// the agent or run stopped cleanly with its open tasks back to pending.
     pub const BUDGET: u8 = 9;
+    /// `swarm task next` found no task ready to claim: nothing went wrong, there is just
+    /// nothing to take now (a script's loop ends or waits on it).
+    pub const NO_READY_TASK: u8 = 10;
     /// Interrupted by a signal (Ctrl-C).
     pub const INTERRUPTED: u8 = 130;
 }

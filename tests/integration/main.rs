@@ -11,6 +11,7 @@ mod claude_mixed;
 mod claude_real;
 mod claude_spawn;
 mod claude_wire;
+mod cli_surface;
 mod compaction;
 mod concurrency;
 mod engine;

@@ -163,7 +163,13 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             lead_agent::Outcome::Failed(why) => format!("failed: {why}"),
             lead_agent::Outcome::Budget(why) => format!("the budget ended the run: {why}"),
         };
-        let clean = code == 0 || matches!(outcome, lead_agent::Outcome::Budget(_));
+        // Stopped by a signal it handled is an orderly end too (`swarm status` shows it
+        // exited, as a finished run); only a code of 0 counts as finished for resuming.
+        let clean = code == 0
+            || matches!(
+                outcome,
+                lead_agent::Outcome::Budget(_) | lead_agent::Outcome::Stopped(_)
+            );
         // The lead's own figures, then the whole team's as it ends.
         // The report reads everyone's state file, the lead's figures included; `Exited`
         // comes last, since waiters take it to mean the report is there.

@@ -95,6 +95,15 @@ impl Runtime {
             }
         }
     }
+
+    /// Who decided a request, as its pane and the model are told: a person (`swarm
+    /// approve`, recorded as `human`) or the lead, whose address every answer comes from.
+    fn decider(&self, request_id: &str) -> &'static str {
+        match approvals::get(&self.opts.root, &self.opts.team, request_id) {
+            Ok(a) if a.resolved_by.as_deref() == Some("human") => "a person",
+            _ => LEAD,
+        }
+    }
 }
 
 impl Host for Runtime {
@@ -164,14 +173,16 @@ impl Host for Runtime {
         self.set_activity(Activity::Working, None);
         match waited {
             Waited::Got(response) if response.subtype == "success" => {
+                let by = self.decider(&request_id);
                 self.display
-                    .incoming(LEAD, &format!("permission granted: {description}"));
+                    .incoming(by, &format!("permission granted: {description}"));
                 Authorization::Allow(response.response.and_then(|r| r.updated_input))
             }
             Waited::Got(response) => {
                 let why = response.error.unwrap_or_else(|| "refused".to_owned());
+                let by = self.decider(&request_id);
                 self.display
-                    .incoming(LEAD, &format!("permission refused: {why}"));
+                    .incoming(by, &format!("permission refused: {why}"));
                 Authorization::Deny(why)
             }
             Waited::TimedOut => Authorization::Deny(format!(
@@ -251,17 +262,19 @@ impl Host for Runtime {
                     self.opts.name.as_str(),
                     |m| m.mode = Some(mode.to_string()),
                 );
-                self.display.incoming(LEAD, "plan approved");
+                let by = self.decider(&request_id);
+                self.display.incoming(by, "plan approved");
                 ToolOutcome::ok(format!(
-                    "{LEAD} approved your plan. You have left plan mode (permission mode: {mode}); carry it out now.\n\nYour approved plan:\n{plan}"
+                    "{by} approved your plan. You have left plan mode (permission mode: {mode}); carry it out now.\n\nYour approved plan:\n{plan}"
                 ))
             }
             Waited::Got(response) => {
                 let feedback = response.feedback.unwrap_or_default();
+                let by = self.decider(&request_id);
                 self.display
-                    .incoming(LEAD, &format!("plan rejected: {feedback}"));
+                    .incoming(by, &format!("plan rejected: {feedback}"));
                 ToolOutcome::ok(format!(
-                    "{LEAD} rejected your plan. You are still in plan mode. Feedback:\n{feedback}\n\nRevise the plan and call ExitPlanMode again."
+                    "{by} rejected your plan. You are still in plan mode. Feedback:\n{feedback}\n\nRevise the plan and call ExitPlanMode again."
                 ))
             }
             // `finish` expires the request: this only happens on the way out.

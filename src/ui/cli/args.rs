@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::agents::Isolation;
 use crate::config::permissions::{AllowRule, Approver, PermissionMode};
+use crate::config::tools::ToolName;
 use crate::llm::Provider;
 use crate::llm::budget::Limits;
 use crate::store::roster;
@@ -75,7 +76,10 @@ pub enum Command {
     Merge(MergeArgs),
 
     /// Show the team's window (attach, or switch to it inside tmux)
-    Attach { team: Option<String> },
+    Attach {
+        /// The team [default: --team, else the only team]
+        team: Option<String>,
+    },
 
     /// List plan approval and permission requests
     Approvals {
@@ -86,6 +90,7 @@ pub enum Command {
 
     /// Approve a pending request
     Approve {
+        /// The request's id, as `swarm approvals` lists it
         request_id: String,
         /// For a plan: the permission mode the teammate gets [default: the lead agent's, else default]
         #[arg(long, value_name = "MODE")]
@@ -94,6 +99,7 @@ pub enum Command {
 
     /// Reject a pending request
     Reject {
+        /// The request's id, as `swarm approvals` lists it
         request_id: String,
         /// What to change (required for a plan)
         #[arg(long)]
@@ -135,7 +141,17 @@ pub enum Command {
     /// Prints its URL (http://127.0.0.1:PORT) as the first line of stdout and serves
     /// POST /v1/messages until SIGINT, SIGTERM or SIGHUP. Point teammates at it with the
     /// scripted provider and --base-url URL.
+    #[command(after_long_help = crate::ui::cli::model_server::SCRIPT_FORMAT)]
     ModelServer(ModelServerArgs),
+
+    /// Print a shell completion script, e.g. `swarm completions bash > ~/.local/share/bash-completion/completions/swarm`
+    Completions {
+        /// The shell to complete for
+        shell: clap_complete::Shell,
+    },
+
+    /// Print swarm's manual page (roff), e.g. `swarm man | man -l -`
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,7 +166,7 @@ pub enum AgentsCommand {
 
 #[derive(Debug, Args)]
 pub struct ModelServerArgs {
-    /// The script: JSON rules saying what to answer (format: src/llm/model_server/script.rs)
+    /// The script: JSON rules saying what to answer (its format: see `swarm model-server --help`)
     #[arg(long, value_name = "FILE")]
     pub script: PathBuf,
     /// Where to listen: a loopback address and port; port 0 picks a free one
@@ -168,31 +184,44 @@ pub struct ModelServerArgs {
 pub enum TeamCommand {
     /// Create a team with the lead as its first member
     Create {
+        /// The new team's name: 1-64 characters of a-z, 0-9 and '-'
         team: String,
+        /// What the team is for, recorded in its roster
         #[arg(long, short)]
         description: Option<String>,
     },
     /// List teams
     List,
     /// Show a team's members
-    Show { team: Option<String> },
+    Show {
+        /// The team [default: --team, else the only team]
+        team: Option<String>,
+    },
     /// Add a member to the roster (without starting it)
     Add {
+        /// The member's name (unique within the team)
         agent: String,
         /// One of red, blue, green, yellow, purple, orange, pink, cyan [default: next in turn]
         #[arg(long, value_parser = colour)]
         color: Option<String>,
-        #[arg(long)]
+        /// The member's agent type, recorded in the roster
+        #[arg(long, value_name = "TYPE")]
         agent_type: Option<String>,
-        #[arg(long)]
+        /// The member's model, recorded in the roster
+        #[arg(long, value_name = "MODEL")]
         model: Option<String>,
+        /// The member's working directory [default: the current one]
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
     },
     /// Remove a member from the roster, returning its open tasks to pending
-    Remove { agent: String },
+    Remove {
+        /// The member to remove
+        agent: String,
+    },
     /// Delete a team's roster, inboxes and task list, and its teammates' worktrees
     Delete {
+        /// The team to delete
         team: String,
         /// Delete even if teammates are still running, or worktrees hold unmerged work
         #[arg(long)]
@@ -234,6 +263,7 @@ pub struct MessageBody {
 
 #[derive(Debug, Args)]
 pub struct InboxArgs {
+    /// Whose inbox: a member's name, e.g. team-lead
     pub agent: String,
     /// Only messages not yet delivered
     #[arg(long)]
@@ -250,7 +280,9 @@ pub struct InboxArgs {
 pub enum TaskCommand {
     /// Create a task
     Add {
+        /// A short title in the imperative ("Write the parser")
         subject: String,
+        /// What to do, in detail
         #[arg(long, short, default_value = "")]
         description: String,
         /// Present-continuous text shown while the task runs ("Writing tests")
@@ -266,23 +298,32 @@ pub enum TaskCommand {
     },
     /// List tasks
     List {
+        /// Only tasks with this status: pending, in_progress or completed
         #[arg(long)]
         status: Option<String>,
-        #[arg(long)]
+        /// Only tasks this member owns
+        #[arg(long, value_name = "AGENT")]
         owner: Option<String>,
         /// Include internal tasks
         #[arg(long)]
         all: bool,
     },
     /// Show one task
-    Show { id: String },
+    Show {
+        /// The task's id
+        id: String,
+    },
     /// Change fields of a task
     Update {
+        /// The task's id
         id: String,
+        /// New title
         #[arg(long)]
         subject: Option<String>,
+        /// New description
         #[arg(long, short)]
         description: Option<String>,
+        /// New present-continuous text shown while the task runs
         #[arg(long)]
         active_form: Option<String>,
         /// pending, in_progress or completed
@@ -300,7 +341,9 @@ pub enum TaskCommand {
     },
     /// Claim a task for an agent (compare-and-set)
     Claim {
+        /// The task's id
         id: String,
+        /// The member who takes it
         #[arg(long = "as", value_name = "AGENT")]
         agent: String,
         /// Refuse if the agent already owns an open task
@@ -308,19 +351,29 @@ pub enum TaskCommand {
         busy_check: bool,
     },
     /// Claim the first ready task for an agent
+    ///
+    /// With no task ready it prints so and exits 10.
     Next {
+        /// The member who takes it
         #[arg(long = "as", value_name = "AGENT")]
         agent: String,
     },
     /// Mark a task completed
-    Done { id: String },
+    Done {
+        /// The task's id
+        id: String,
+    },
     /// Return every open task of an agent to pending with no owner
     Release {
-        #[arg(long, value_name = "AGENT")]
-        owner: String,
+        /// The member whose tasks are returned
+        #[arg(long = "as", alias = "owner", value_name = "AGENT")]
+        agent: String,
     },
     /// Delete a task
-    Delete { id: String },
+    Delete {
+        /// The task's id
+        id: String,
+    },
 }
 
 /// Which model to talk to.
@@ -381,7 +434,7 @@ pub struct PermissionOpts {
     )]
     pub permission_mode: PermissionMode,
     /// Allow a tool without asking, e.g. 'Bash(cargo test:*)' or 'Write(src/**)' (repeatable)
-    #[arg(long = "allow", value_name = "RULE")]
+    #[arg(long = "allow", value_name = "RULE", value_parser = allow_rule)]
     pub allow: Vec<AllowRule>,
     /// Stop after this many model turns per piece of work
     #[arg(long, default_value_t = 200, value_name = "N")]
@@ -434,10 +487,13 @@ pub struct TeammateArgs {
     /// <name>@<team>
     #[arg(long)]
     pub agent_id: String,
+    /// Its name in the team's roster
     #[arg(long)]
     pub agent_name: String,
+    /// Its team
     #[arg(long)]
     pub team_name: String,
+    /// The colour its pane and messages are shown in
     #[arg(long)]
     pub agent_color: Option<String>,
     /// The lead's session id (for correlation only)
@@ -522,8 +578,9 @@ pub struct SpawnArgs {
     )]
     pub lead_permission_mode: PermissionMode,
     /// Allow rules teammates inherit, e.g. 'Bash(cargo test:*)' (repeatable)
-    #[arg(long = "allow", value_name = "RULE")]
+    #[arg(long = "allow", value_name = "RULE", value_parser = allow_rule)]
     pub allow: Vec<AllowRule>,
+    /// Stop after this many model turns per piece of work [default: the agent definition's, else 200]
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
     /// This teammate's own budget (the team's, from `swarm run`, applies too)
@@ -698,6 +755,30 @@ fn token_count(value: &str) -> Result<u64, Error> {
             "invalid token count {value:?}: give a whole number above zero, e.g. --budget-tokens 500000"
         ))),
     }
+}
+
+/// An allow rule for one of swarm's tools: a misspelt tool would otherwise allow nothing,
+/// silently.
+fn allow_rule(value: &str) -> Result<AllowRule, Error> {
+    let rule: AllowRule = value.parse()?;
+    if ToolName::parse(&rule.tool).is_some() {
+        return Ok(rule);
+    }
+    let known: Vec<&str> = ToolName::ALL
+        .into_iter()
+        .chain(ToolName::LEAD)
+        .map(ToolName::as_str)
+        .fold(Vec::new(), |mut names, n| {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+            names
+        });
+    Err(Error::usage(format!(
+        "unknown tool '{}' in --allow '{value}'; known tools: {}",
+        rule.tool,
+        known.join(", ")
+    )))
 }
 
 /// A palette colour, checked by the roster's own rule.

@@ -1,7 +1,9 @@
 //! Parses arguments, runs one command, and turns its result into an exit code.
 
+use std::ffi::OsStr;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 
@@ -10,8 +12,8 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
-    agent, agents, approvals, lead, merge, message, model_server, resume, run, shutdown, spawn,
-    status, task, team, watch,
+    agent, agents, approvals, completions, lead, merge, message, model_server, resume, run,
+    shutdown, spawn, status, task, team, watch,
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Result, exit};
@@ -75,7 +77,18 @@ fn our_value_error(e: &clap::Error) -> Option<String> {
 /// Parses the command line, noting for `swarm teammate` which settings were given rather
 /// than defaulted (an agent definition fills in only what was not given).
 fn parse() -> std::result::Result<Cli, clap::Error> {
-    let matches = Cli::command().try_get_matches()?;
+    // An empty variable counts as unset, as it does for every setting.
+    let set = |name: &OsStr| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    let matches = match with_env(Cli::command(), &set).try_get_matches() {
+        Ok(matches) => matches,
+        Err(e) if e.kind() == ErrorKind::MissingRequiredArgument => {
+            // clap's usage line in this error lists every flag the environment filled as if
+            // it were required: the same error without the environment lists only what is.
+            let plain = with_env(Cli::command(), &|_| false).try_get_matches().err();
+            return Err(plain.filter(|p| p.kind() == e.kind()).unwrap_or(e));
+        }
+        Err(e) => return Err(e),
+    };
     let mut cli = Cli::from_arg_matches(&matches)?;
     if let (Command::Teammate(args), Some(("teammate", sub))) =
         (&mut cli.command, matches.subcommand())
@@ -92,10 +105,22 @@ fn parse() -> std::result::Result<Cli, clap::Error> {
     Ok(cli)
 }
 
+/// `cmd` with only the arguments filled from an environment variable for which `keep` says
+/// so still filled from it.
+fn with_env(cmd: clap::Command, keep: &dyn Fn(&OsStr) -> bool) -> clap::Command {
+    cmd.mut_args(|arg| match arg.get_env().map(OsStr::to_owned) {
+        Some(name) if !keep(&name) => arg.env(None),
+        _ => arg,
+    })
+    .mut_subcommands(|sub| with_env(sub, keep))
+}
+
 fn run(cli: Cli, env: Environment) -> Result<u8> {
     // Commands that never touch the store come before resolving its root.
     let command = match cli.command {
         Command::ModelServer(args) => return model_server::run(args).map(|()| 0),
+        Command::Completions { shell } => return completions::completions(shell).map(|()| 0),
+        Command::Man => return completions::manual().map(|()| 0),
         other => other,
     };
     let ctx = Ctx::new(cli.global, env)?;
@@ -106,12 +131,16 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Send(args) => done(message::send(&ctx, args)),
         Command::Broadcast(args) => done(message::broadcast(&ctx, args)),
         Command::Inbox(args) => done(message::inbox(&ctx, args)),
-        Command::Task(cmd) => done(task::run(&ctx, cmd)),
+        Command::Task(cmd) => task::run(&ctx, cmd),
         Command::Spawn(args) => done(spawn::run(&ctx, args)),
         Command::Status => done(status::status(&ctx)),
         Command::Shutdown(args) => done(shutdown::run(&ctx, args)),
         Command::Merge(args) => merge::run(&ctx, args),
-        Command::Attach { team } => done(status::attach(&ctx, team)),
+        Command::Attach { team } => {
+            // A team that does not exist is said to be missing, not to have no window.
+            crate::store::roster::load(&ctx.root, &ctx.team_or(team.as_deref())?)?;
+            done(status::attach(&ctx, team))
+        }
         Command::Lead(args) => lead::run(&ctx, args),
         Command::Approvals { pending } => done(approvals::list(&ctx, pending)),
         Command::Approve { request_id, mode } => {
@@ -128,7 +157,9 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Teammate(args) => agent::teammate(&ctx, args),
         Command::Agents(cmd) => done(agents::run(&ctx, cmd)),
         Command::Watch(args) => done(watch::run(&ctx, args)),
-        Command::ModelServer(_) => unreachable!("dispatched above"),
+        Command::ModelServer(_) | Command::Completions { .. } | Command::Man => {
+            unreachable!("dispatched above")
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! started with: `SWARM_AGENT_NAME`, `SWARM_AGENT_ID` and `SWARM_TEAM`, which
 //! `team::inherit` sets for every teammate and `team::launch` for the lead. There the CLI
 //! acts as that agent and nobody else ([`Actor::Agent`]): messages go out under its name,
-//! a `--from`, `--as` or `--owner` naming anyone else is refused, it works only in its own
+//! a `--from` or `--as` naming anyone else is refused, it works only in its own
 //! team, and what only the lead may do (decide requests, shut teammates down, spawn,
 //! change the roster, start teams) is refused to teammates. Decisions it makes are recorded
 //! under its name.
@@ -119,10 +119,11 @@ fn acts_as(command: &Command) -> Option<(&str, &'static str)> {
         Command::Send(args) => Some((args.body.from.as_deref()?, "--from")),
         Command::Broadcast(args) => Some((args.body.from.as_deref()?, "--from")),
         Command::Inbox(args) if args.ack => Some((&args.agent, "inbox --ack")),
-        Command::Task(TaskCommand::Claim { agent, .. } | TaskCommand::Next { agent }) => {
-            Some((agent, "--as"))
-        }
-        Command::Task(TaskCommand::Release { owner }) => Some((owner, "--owner")),
+        Command::Task(
+            TaskCommand::Claim { agent, .. }
+            | TaskCommand::Next { agent }
+            | TaskCommand::Release { agent },
+        ) => Some((agent, "--as")),
         Command::Teammate(args) => Some((&args.agent_name, "--agent-name")),
         _ => None,
     }

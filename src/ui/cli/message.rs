@@ -33,7 +33,7 @@ pub const MESSAGE: Limit = Limit {
 fn message_text(text: Option<String>, file: Option<PathBuf>) -> Result<String> {
     let text = match (text, file) {
         (_, Some(path)) => read_text(Source::File(&path), MESSAGE)?,
-        (Some(t), None) if t == "-" => read_text(Source::Stdin, MESSAGE)?,
+        (Some(t), None) if t == "-" => without_final_newline(read_text(Source::Stdin, MESSAGE)?),
         (Some(t), None) => t,
         (None, None) => {
             return Err(Error::usage(
@@ -43,6 +43,19 @@ fn message_text(text: Option<String>, file: Option<PathBuf>) -> Result<String> {
     };
     mailbox::check_text(&text)?;
     Ok(text)
+}
+
+/// `echo hi | swarm send bob -` sends "hi": the newline that ends the piped text is the
+/// shell's, not the message's. Only one goes, so a message that ends in blank lines keeps
+/// them.
+fn without_final_newline(mut text: String) -> String {
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    text
 }
 
 fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {

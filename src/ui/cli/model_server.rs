@@ -15,6 +15,58 @@ use crate::ui::cli::args::ModelServerArgs;
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::util::error::{Error, Result};
 
+/// The script format, for `swarm model-server --help` (the full reference is the doc
+/// comment of `llm::model_server::script`, which this follows).
+pub const SCRIPT_FORMAT: &str = r#"Script format:
+  A JSON object ('//' line comments allowed): a list of rules, tried in order, and an
+  optional default reply. Unknown keys are refused.
+
+  {
+    "rules": [
+      {
+        "name": "lead approves plans",
+        "agent": "team-lead",
+        "user_regex": "requestId":"(?P<rid>[^"]+)",
+        "times": 1,
+        "reply": {
+          "text": "I'll approve {{rid}}.",
+          "tool_calls": [{"name": "SendMessage", "input": {"to": "bob", "request_id": "{{rid}}"}}]
+        }
+      },
+      {"name": "busy once", "times": 1, "fault": {"status": 529, "retry_after": "1"}}
+    ],
+    "default": {"text": "Nothing to do."}
+  }
+
+  Conditions (all optional; all must hold):
+    agent                 the agent asking (the x-swarm-agent header), e.g. team-lead, bob
+    system_contains       a substring of the system prompt
+    user_contains         a substring of the latest user turn (its text and tool results)
+    user_regex            a regular expression searched there; named groups become {{name}}
+    tool_result_contains  a substring of the latest user turn's tool results only
+    no_tool_result        true: a fresh turn; false: an answer to a tool call
+
+  A rule fires when its conditions hold and its "times" (default unlimited) is not used
+  up; the first such rule answers. With none, "default" answers; without a default the
+  server answers HTTP 500 naming the agent and text.
+
+  Reply: "text", "tool_calls" ([{"name", "input", "id"?}]), "thinking" ({"thinking",
+  "signature"}), "stop_reason" (default tool_use with tool calls, else end_turn),
+  "usage" ({"input_tokens", "output_tokens"}; default: estimated from sizes), or "raw"
+  ({"body", "status", "content_type", "chunk_bytes", "chunk_delay_ms", "seed", "end":
+  "close"|"hang"|"reset"}) for an exact response body. {{agent}} and the user_regex
+  groups are replaced in every string of the reply.
+
+  Fault (instead of a reply; exactly one kind):
+    {"status": 529, "retry_after": "1", "headers": {..}, "body": {..}}  an HTTP error
+    {"error_event_after_frames": 5, "error_type": "..", "error_message": ".."}
+    {"stall_after_frames": 3, "stall_ms": 60000}    silence mid-stream, then the rest
+    {"drop_after_frames": 10}                       the connection reset mid-stream
+    {"pings_every_ms": 100, "ping_for_ms": 2000}    only pings for a while, then the reply
+  "delay_ms" on a rule waits before answering at all.
+
+  The demo's script, src/demo/script.json, is a full example."#;
+
 pub fn run(args: ModelServerArgs) -> Result<()> {
     let text = read_text(
         Source::File(&args.script),

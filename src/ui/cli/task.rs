@@ -13,9 +13,11 @@ use crate::ui::cli::args::TaskCommand;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::identity::Actor;
 use crate::ui::cli::output::{print_json, status_mark, task_detail, task_line};
-use crate::util::error::{Error, Result};
+use crate::util::error::{Error, Result, exit};
 
-pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
+/// Runs one task command; its exit code is 0, or [`exit::NO_READY_TASK`] when `next` finds
+/// nothing to claim.
+pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<u8> {
     let team = ctx.team()?;
     // The team must exist: a task list without a roster would be nobody's.
     let config = roster::load(&ctx.root, &team)?;
@@ -60,9 +62,9 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
         }
         TaskCommand::List { status, owner, all } => {
             let status = status.as_deref().map(Status::parse).transpose()?;
-            let tasks: Vec<Task> = list
-                .list()?
-                .into_iter()
+            let every = list.list()?;
+            let tasks: Vec<&Task> = every
+                .iter()
                 .filter(|t| all || !t.is_internal())
                 .filter(|t| status.is_none_or(|s| t.status == s))
                 .filter(|t| owner.as_deref().is_none_or(|o| t.owned_by(o)))
@@ -72,8 +74,9 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             } else if tasks.is_empty() {
                 println!("no tasks");
             } else {
-                for t in &tasks {
-                    println!("[{}] {}", status_mark(t.status), task_line(t));
+                for t in tasks {
+                    let t = still_blocking(t.clone(), &every);
+                    println!("[{}] {}", status_mark(t.status), task_line(&t));
                 }
             }
         }
@@ -139,8 +142,14 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             config.require(&agent)?;
             match list.next(&agent)? {
                 Some(task) => show(&task),
-                None if ctx.json() => println!("null"),
-                None => println!("no ready task for {agent}"),
+                None => {
+                    if ctx.json() {
+                        println!("null");
+                    } else {
+                        println!("no ready task for {agent}");
+                    }
+                    return Ok(exit::NO_READY_TASK);
+                }
             }
         }
         TaskCommand::Done { id } => {
@@ -158,7 +167,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             };
             show(&list.update(&id, patch)?);
         }
-        TaskCommand::Release { owner } => {
+        TaskCommand::Release { agent: owner } => {
             let released = list.release(&owner)?;
             if ctx.json() {
                 print_json(&released);
@@ -179,7 +188,18 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(exit::SUCCESS)
+}
+
+/// `t` as a person reads it in a list: with only the blockers still in its way. A completed
+/// or deleted blocker no longer blocks (as claiming has it), though the file keeps naming it.
+fn still_blocking(mut t: Task, every: &[Task]) -> Task {
+    t.blocked_by.retain(|b| {
+        every
+            .iter()
+            .any(|o| &o.id == b && o.status != Status::Completed)
+    });
+    t
 }
 
 /// The hooks of a task changed by hand, as whoever acts (a person leads the team), from
