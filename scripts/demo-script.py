@@ -119,9 +119,50 @@ rule("done", tool_result_contains="Message sent to team-lead", reply={"text": "D
 rule("mail", user_contains="New message(s) from your team", no_tool_result=True, reply={"text": "Understood."})
 rule("stuck", user_contains="is still not completed", reply={"text": "Its check did not pass; I cannot complete it."})
 
-script = {"rules": rules, "default": {"text": "OK."}}
-out = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "demo", "script.json")
-with open(out, "w") as f:
-    json.dump(script, f, indent=2)
-    f.write("\n")
-print(f"wrote {out}: {len(rules)} rules")
+TEAMMATE_RULES = rules[[r["name"] for r in rules].index("write"):]
+
+
+def write(name, rules):
+    script = {"rules": rules, "default": {"text": "OK."}}
+    out = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "demo", name)
+    with open(out, "w") as f:
+        json.dump(script, f, indent=2)
+        f.write("\n")
+    print(f"wrote {out}: {len(rules)} rules")
+
+
+write("script.json", rules)
+
+# The worktrees job (`swarm demo --job worktrees`): toolkit.sh is there already; three
+# teammates each build one tool in a worktree of their own and commit it as its check;
+# the merge queue lands each branch on the job's branch, running lint.sh after each.
+def worktree_task(n, path, what):
+    t = task(n, path, what, f"bash -n {path} && git add {path} && git commit -q -m 'Add {path}'")
+    return t
+
+
+WT_TASKS = [
+    worktree_task(1, "lib/upper.sh", "prints its first argument in upper case."),
+    worktree_task(2, "lib/lower.sh", "prints its first argument in lower case."),
+    worktree_task(3, "lib/reverse.sh", "prints its first argument backwards."),
+]
+rules = []
+rule("lead plans and spawns the team in worktrees", agent=LEAD, user_contains="Goal:", no_tool_result=True,
+     reply={"text": "Three independent tools: one teammate each, each in a worktree of its own. The merge queue lands each branch as its task completes.",
+            "tool_calls": [call("TaskCreate", **t) for t in WT_TASKS] + [
+                call("Agent", name=name, isolation="worktree", description="tool builder",
+                     prompt=f"You are {name}. Claim a ready task, build it in your worktree, run its check (which commits it), complete it and report to team-lead.")
+                for name in ["alice", "bob", "carol"]]})
+rule("lead waits", agent=LEAD, tool_result_contains="name: carol",
+     reply={"text": "The team is at work in its worktrees; I'll wait for news."})
+rule("lead verifies", agent=LEAD, user_contains="All tasks are completed",
+     reply={"text": "Every branch has landed; let me look at the result.", "tool_calls": [call("Glob", pattern="lib/*.sh")]})
+rule("lead sums up", agent=LEAD, tool_result_contains="reverse.sh",
+     reply={"text": "Done: lib/upper.sh, lib/lower.sh and lib/reverse.sh were built in three worktrees and merged one at a time, lint.sh green after each."})
+rule("lead notes mail", agent=LEAD, reply={"text": "Noted."})
+# A task's description holds its check, whose output the report rule waits for: here the
+# check must run first, since it is what commits the work.
+by_name = {r["name"]: r for r in TEAMMATE_RULES}
+order = ["write", "check", "report"]
+teammates = [by_name[n] for n in order] + [r for r in TEAMMATE_RULES if r["name"] not in order]
+write("script-worktrees.json", rules + teammates)

@@ -12,10 +12,71 @@ use std::process::Command;
 
 use crate::util::error::{Error, IoContext, Result};
 
-pub const SCRIPT: &str = include_str!("script.json");
+/// Which job the demo's team does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Job {
+    /// Tools and their entry point in the shared checkout, with a plan approval.
+    #[default]
+    Toolkit,
+    /// One tool per teammate, each in a git worktree of its own, landed on the job's
+    /// branch by the merge queue with `lint.sh` as its check.
+    Worktrees,
+}
+
+impl std::str::FromStr for Job {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Job> {
+        match s {
+            "toolkit" => Ok(Job::Toolkit),
+            "worktrees" => Ok(Job::Worktrees),
+            _ => Err(Error::usage(format!(
+                "unknown demo job {s:?}; use toolkit or worktrees"
+            ))),
+        }
+    }
+}
+
+impl Job {
+    /// The scripted model's side of the job.
+    pub fn script(self) -> &'static str {
+        match self {
+            Job::Toolkit => include_str!("script.json"),
+            Job::Worktrees => include_str!("script-worktrees.json"),
+        }
+    }
+
+    pub fn goal(self) -> &'static str {
+        match self {
+            Job::Toolkit => GOAL,
+            Job::Worktrees => WORKTREES_GOAL,
+        }
+    }
+
+    /// The teammates' standing permissions: the checks, and for worktrees the commit.
+    pub fn allow(self) -> Vec<String> {
+        let mut allow: Vec<&str> = ALLOW.to_vec();
+        if self == Job::Worktrees {
+            allow.extend(["Bash(git add:*)", "Bash(git commit:*)"]);
+        }
+        allow.into_iter().map(str::to_owned).collect()
+    }
+
+    /// The merge queue's check, run after each branch lands.
+    pub fn merge_check(self) -> Option<&'static str> {
+        (self == Job::Worktrees).then_some("bash lint.sh")
+    }
+}
 
 pub const GOAL: &str = "Build a tiny text toolkit in this repository: lib/upper.sh, lib/lower.sh and lib/reverse.sh \
 (each prints its first argument transformed), and toolkit.sh, which runs them by name. check.sh must pass.";
+
+const WORKTREES_GOAL: &str = "toolkit.sh runs lib/upper.sh, lib/lower.sh and lib/reverse.sh, which do not exist yet: \
+build the three tools, one teammate each, each in a git worktree of its own, and land them on this branch through the merge queue. check.sh must pass.";
+
+const TOOLKIT: &str = "#!/usr/bin/env bash\n# toolkit: small text tools. Usage: toolkit.sh upper|lower|reverse TEXT\nhere=$(dirname \"$0\")\ncase \"${1:-}\" in\n  upper | lower | reverse) exec bash \"$here/lib/$1.sh\" \"${2:-}\" ;;\n  *)\n    echo \"usage: toolkit.sh upper|lower|reverse TEXT\" >&2\n    exit 2\n    ;;\nesac\n";
+
+/// The merge queue's check in the worktrees job: every committed script parses.
+const LINT: &str = "#!/usr/bin/env bash\n# Every committed shell script parses.\ncd \"$(dirname \"$0\")\" || exit 1\nfor f in $(git ls-files '*.sh'); do bash -n \"$f\" || exit 1; echo \"ok    $f\"; done\n";
 
 const README: &str = "# toolkit\n\nA tiny text toolkit, built by a swarm team.\n\n    bash toolkit.sh upper hello   # HELLO\n    bash toolkit.sh reverse hello # olleh\n\n`bash check.sh` checks it.\n";
 
@@ -72,13 +133,22 @@ fn git(dir: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Makes the scratch repository: README, check.sh, one commit.
-pub fn make_job(dir: &Path) -> Result<()> {
+/// Makes the scratch repository: README, check.sh (and for worktrees, toolkit.sh and
+/// lint.sh), one commit, and an identity of its own for the teammates' commits.
+pub fn make_job(dir: &Path, job: Job) -> Result<()> {
     std::fs::create_dir_all(dir).ctx("create directory", dir)?;
-    std::fs::write(dir.join("README.md"), README).ctx("write", dir.join("README.md"))?;
-    std::fs::write(dir.join("check.sh"), CHECK).ctx("write", dir.join("check.sh"))?;
+    let mut files = vec![("README.md", README), ("check.sh", CHECK)];
+    if job == Job::Worktrees {
+        files.extend([("toolkit.sh", TOOLKIT), ("lint.sh", LINT)]);
+    }
+    for (name, text) in &files {
+        std::fs::write(dir.join(name), text).ctx("write", dir.join(name))?;
+    }
     git(dir, &["init", "-q"])?;
-    git(dir, &["add", "README.md", "check.sh"])?;
+    git(dir, &["config", "user.name", "swarm demo"])?;
+    git(dir, &["config", "user.email", "demo@swarm.invalid"])?;
+    git(dir, &["config", "commit.gpgsign", "false"])?;
+    git(dir, &["add", "."])?;
     git(
         dir,
         &["commit", "-q", "-m", "the job: a README and its check"],

@@ -35,6 +35,7 @@ pub struct Demo {
     pub dir: PathBuf,
     /// Keep the team's files afterwards.
     pub keep: bool,
+    pub job: job::Job,
 }
 
 /// A new directory for the job under `tmp` (the system's temp dir).
@@ -65,10 +66,10 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
             dir.display()
         )));
     }
-    job::make_job(&dir)?;
+    job::make_job(&dir, demo.job)?;
     let dir = dir.canonicalize().map_err(|e| Error::io("open", &dir, e))?;
     crate::llm::install_crypto_provider();
-    let script = Script::from_json(job::SCRIPT)
+    let script = Script::from_json(demo.job.script())
         .map_err(|e| Error::Other(format!("the built-in demo script is broken: {e}")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -82,7 +83,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
     launcher.lead.model = None;
     launcher.lead.base_url = Some(server.url());
     launcher.lead.permission_mode = PermissionMode::AcceptEdits;
-    launcher.lead.allow = job::ALLOW.iter().map(|s| s.to_string()).collect();
+    launcher.lead.allow = demo.job.allow();
     launcher.lead.max_turns = Some(40);
     launcher.env.retain(|k, _| !KEYS.contains(&k.as_str()));
     let team = launcher.team.clone();
@@ -95,8 +96,11 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
             &launcher,
             &Goal {
                 budget: Default::default(),
-                merge: Default::default(),
-                text: job::GOAL,
+                merge: crate::team::merge::Options {
+                    check: demo.job.merge_check().map(str::to_owned),
+                    ..Default::default()
+                },
+                text: demo.job.goal(),
                 approver: Approver::Lead,
                 teammates: demo.teammates,
             },

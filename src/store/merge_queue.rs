@@ -18,6 +18,10 @@ use crate::store::names::TeamName;
 use crate::util::error::{Error, IoContext, Result};
 use crate::util::json;
 
+/// The task metadata key recording the commit a teammate's branch was at when it
+/// completed the task in its worktree: what the lead's queue lands for that task.
+pub const TASK_COMMIT_KEY: &str = "swarmCommit";
+
 /// How a branch lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

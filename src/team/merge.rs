@@ -40,6 +40,9 @@ pub struct Options {
     pub strategy: Option<Strategy>,
     /// Only say what would be queued and merged.
     pub dry_run: bool,
+    /// Take from a teammate still at work only what it committed for a task it
+    /// completed (the lead's runs), not its branch's latest commits (`swarm merge`).
+    pub completed_work_only: bool,
 }
 
 /// What a run of the queue came to.
@@ -209,25 +212,38 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
             project.display()
         )));
     }
-    // The task each branch carries: its agent's latest completed task, if any.
-    let tasks = crate::store::tasks::TaskList::new(root, team)
+    // Each agent's completed tasks, newest last, with the commit each was completed at.
+    let mut tasks = crate::store::tasks::TaskList::new(root, team)
         .list()
         .unwrap_or_default();
-    let task_of = |agent: &str| {
-        tasks
-            .iter()
-            .filter(|t| {
-                !t.is_internal()
-                    && t.owned_by(agent)
-                    && t.status == crate::store::tasks::Status::Completed
-            })
-            .max_by_key(|t| t.id.parse::<u64>().unwrap_or(0))
-            .map(|t| t.id.clone())
+    tasks.retain(|t| !t.is_internal() && t.status == crate::store::tasks::Status::Completed);
+    tasks.sort_by_key(|t| t.id.parse::<u64>().unwrap_or(0));
+    let completed_at = |t: &crate::store::tasks::Task| {
+        t.metadata
+            .as_ref()
+            .and_then(|m| m.get(merge_queue::TASK_COMMIT_KEY))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
     };
     let mut additions = Vec::new();
     for r in &records {
-        let Some(head) = rev(&project, &format!("refs/heads/{}", r.branch)) else {
+        let Some(tip) = rev(&project, &format!("refs/heads/{}", r.branch)) else {
             continue;
+        };
+        let mut mine = tasks.iter().filter(|t| t.owned_by(&r.agent));
+        // A teammate at work lands what it completed a task at; a stopped one, all it has.
+        let (head, task) = if opts.completed_work_only && r.state == worktrees::RecordState::Active
+        {
+            match mine
+                .rev()
+                .filter_map(|t| completed_at(t).map(|c| (c, t.id.clone())))
+                .find(|(c, _)| is_ancestor(&project, c, &tip))
+            {
+                Some((c, id)) => (c, Some(id)),
+                None => continue,
+            }
+        } else {
+            (tip, mine.next_back().map(|t| t.id.clone()))
         };
         if head == r.base || is_ancestor(&project, &head, &format!("refs/heads/{target}")) {
             continue;
@@ -244,7 +260,7 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
         additions.push(Entry {
             agent: r.agent.clone(),
             branch: r.branch.clone(),
-            task: task_of(&r.agent),
+            task,
             base: r.base.clone(),
             head,
             state: EntryState::Queued,

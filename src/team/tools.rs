@@ -19,6 +19,7 @@ use crate::llm::ToolSpec;
 use crate::store::approvals;
 use crate::store::layout::Root;
 use crate::store::mailbox::{self, Envelope};
+use crate::store::merge_queue::TASK_COMMIT_KEY;
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{
     self, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest, TaskAssignment,
@@ -500,11 +501,13 @@ impl TeamTools {
             }
             let status = status.map(Status::parse).transpose().map_err(err)?;
             let current = tasks.get(&id).map_err(err)?;
-            if status == Some(Status::Completed)
-                && let Some(why) = uncommitted_work(&self.root, &self.team, ctx.agent.as_str(), &id)
-            {
-                return Err(ToolOutcome::err(why));
-            }
+            let landed_commit = match status {
+                Some(Status::Completed) => {
+                    worktree_commit(&self.root, &self.team, ctx.agent.as_str(), &id)
+                        .map_err(ToolOutcome::err)?
+                }
+                _ => None,
+            };
             if status == Some(Status::Completed)
                 && let Some(feedback) = self.task_hooks(ctx).refuse_completion(&current)
             {
@@ -585,7 +588,17 @@ impl TeamTools {
                 owner: clear_owner.then_some(None),
                 add_blocked_by: strings(&input, "addBlockedBy"),
                 add_blocks: strings(&input, "addBlocks"),
-                metadata: input.get("metadata").and_then(Value::as_object).cloned(),
+                metadata: match (
+                    input.get("metadata").and_then(Value::as_object),
+                    landed_commit,
+                ) {
+                    (m, Some(commit)) => {
+                        let mut m = m.cloned().unwrap_or_default();
+                        m.insert(TASK_COMMIT_KEY.to_owned(), commit.into());
+                        Some(m)
+                    }
+                    (m, None) => m.cloned(),
+                },
             };
             let touched = patch.subject.is_some()
                 || patch.description.is_some()
@@ -699,18 +712,29 @@ impl TeamTools {
     }
 }
 
-/// Why `agent` may not complete a task yet: it works in a worktree with uncommitted
-/// files, which the merge queue (it takes commits only) would leave behind.
-fn uncommitted_work(root: &Root, team: &TeamName, agent: &str, task: &str) -> Option<String> {
-    let record = crate::store::worktrees::read(root, team, agent).ok()??;
-    let changes = crate::team::worktree::changes(&record).ok()?;
-    (changes.files > 0).then(|| {
-        format!(
+/// For a teammate completing `task` in its worktree: the commit its branch is at, which
+/// the lead's merge queue lands for the task; refused (why) while it has uncommitted
+/// files, which the queue (it takes commits only) would leave behind.
+fn worktree_commit(
+    root: &Root,
+    team: &TeamName,
+    agent: &str,
+    task: &str,
+) -> Result<Option<String>, String> {
+    let Ok(Some(record)) = crate::store::worktrees::read(root, team, agent) else {
+        return Ok(None);
+    };
+    let Ok(changes) = crate::team::worktree::changes(&record) else {
+        return Ok(None);
+    };
+    if changes.files > 0 {
+        return Err(format!(
             "commit your work first: your worktree {} has {} uncommitted file(s), and the merge queue takes only commits. Run `git add -A && git commit -m \"<what and why>\"` there, then complete task #{task}.",
             record.path.display(),
             changes.files
-        )
-    })
+        ));
+    }
+    Ok(crate::team::worktree::branch_head(&record))
 }
 
 fn strings(input: &Value, key: &str) -> Vec<String> {

@@ -291,6 +291,13 @@ pub fn changes(record: &Record) -> Result<Changes> {
     Ok(changes)
 }
 
+/// The commit the worktree's branch points at.
+pub fn branch_head(record: &Record) -> Option<String> {
+    let repo = Repository::open(&record.git_dir).ok()?;
+    let branch = repo.find_branch(&record.branch, BranchType::Local).ok()?;
+    branch.get().target().map(|oid| oid.to_string())
+}
+
 /// Deletes the worktree, its branch and its record.
 pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
     // A repository that is gone took its worktrees and branches with it.

@@ -117,8 +117,19 @@ fn an_allow_rule_for_an_unknown_tool_is_refused() {
             "{args:?}: {err}"
         );
     }
-    env.run(&["spawn", "bob", "--dry-run", "--allow", "Bash(ls)"])
-        .success();
+    // Spawn also checks the model before any pane: a scripted one needs no key.
+    env.run(&[
+        "spawn",
+        "bob",
+        "--dry-run",
+        "--allow",
+        "Bash(ls)",
+        "--provider",
+        "scripted",
+        "--base-url",
+        "http://127.0.0.1:9",
+    ])
+    .success();
 }
 
 #[test]

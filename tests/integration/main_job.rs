@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{ScriptedModel, TestEnv, run_timeout, wait_until};
+use crate::harness::{ScriptedModel, TestEnv, git, run_timeout, wait_until};
 
 /// Processes started for this test's root (their environment names it).
 fn our_processes(env: &TestEnv) -> Vec<(i32, String)> {
@@ -122,6 +122,63 @@ fn the_demo_refuses_bad_input_before_starting_anything() {
     assert!(out.stderr.contains("--teammates"), "{}", out.stderr);
 }
 
+#[test]
+fn the_worktrees_demo_lands_every_teammates_branch_with_the_check_green() {
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    let out = run_timeout(
+        &mut env.swarm(&[
+            "demo",
+            "--job",
+            "worktrees",
+            "--no-attach",
+            "--dir",
+            &job.display().to_string(),
+        ]),
+        Duration::from_secs(180),
+    )
+    .success();
+    assert!(
+        out.stdout.contains("the job's check passed"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // Each tool was built in a worktree, on its own branch, and landed by the queue.
+    let merged: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("): merged as "))
+        .collect();
+    assert_eq!(merged.len(), 3, "{}", out.stdout);
+    let log = git(&job, &["log", "--format=%s", "--first-parent"]);
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.starts_with("swarm: merge swarm/"))
+            .count(),
+        3,
+        "{log}"
+    );
+    for file in ["lib/upper.sh", "lib/lower.sh", "lib/reverse.sh"] {
+        assert!(
+            job.join(file).exists(),
+            "{file} did not land: {}",
+            out.stdout
+        );
+    }
+    // The teammates' branches went once their work was on the job's branch.
+    let branches = git(&job, &["branch", "--list", "swarm/*"]);
+    assert!(
+        !branches.contains("/alice") && !branches.contains("/bob") && !branches.contains("/carol"),
+        "{branches}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || our_processes(&env).is_empty()),
+        "left running: {:?}",
+        our_processes(&env)
+    );
+}
+
 fn run_with(
     env: &TestEnv,
     model: &ScriptedModel,
@@ -154,7 +211,8 @@ fn run_with(
 
 fn demo_model() -> ScriptedModel {
     ScriptedModel::start(
-        swarm::llm::model_server::Script::from_json(swarm::demo::job::SCRIPT).unwrap(),
+        swarm::llm::model_server::Script::from_json(swarm::demo::job::Job::Toolkit.script())
+            .unwrap(),
     )
 }
 
@@ -162,7 +220,7 @@ fn demo_model() -> ScriptedModel {
 fn swarm_run_with_the_lead_approving_plans() {
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    swarm::demo::job::make_job(&job).unwrap();
+    swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
     let model = demo_model();
     let mut run = crate::harness::Guarded(Some(run_with(&env, &model, &job, &[])));
     let status = run
@@ -221,7 +279,7 @@ fn swarm_run_with_the_lead_approving_plans() {
 fn swarm_run_with_a_human_approver_waits_for_swarm_approve() {
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    swarm::demo::job::make_job(&job).unwrap();
+    swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
     let model = demo_model();
     let mut run =
         crate::harness::Guarded(Some(run_with(&env, &model, &job, &["--approver", "human"])));

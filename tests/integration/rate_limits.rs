@@ -39,10 +39,10 @@ fn demo_run(env: &TestEnv, model: &ScriptedModel, job: &std::path::Path) -> std:
 fn a_429_storm_across_three_teammates_waits_once_for_the_shared_moment() {
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    swarm::demo::job::make_job(&job).unwrap();
+    swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
     // The demo's job, with the first three teammate requests after a TaskGet answered
     // 429: by then all three teammates are at work.
-    let mut script = Script::from_json(swarm::demo::job::SCRIPT).unwrap();
+    let mut script = Script::from_json(swarm::demo::job::Job::Toolkit.script()).unwrap();
     script.rules.insert(
         0,
         Rule::new("storm")

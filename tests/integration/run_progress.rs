@@ -58,8 +58,9 @@ fn scripted(model: &ScriptedModel) -> Vec<String> {
 fn an_unattached_run_tells_its_progress_on_stderr_and_streams_events_on_stdout() {
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    swarm::demo::job::make_job(&job).unwrap();
-    let model = ScriptedModel::start(Script::from_json(swarm::demo::job::SCRIPT).unwrap());
+    swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
+    let model =
+        ScriptedModel::start(Script::from_json(swarm::demo::job::Job::Toolkit.script()).unwrap());
     let (out, err) = (
         env.dir.path().join("run.out"),
         env.dir.path().join("run.err"),

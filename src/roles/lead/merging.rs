@@ -144,7 +144,11 @@ fn run_once(launcher: &Launcher) -> Result<Ran> {
         .filter(|e| handed_back(e))
         .map(|e| (e.branch.clone(), e.head.clone()))
         .collect();
-    let outcome = merge::run(root, team, &Options::default(), &|_| {})?;
+    let only_completed = Options {
+        completed_work_only: true,
+        ..Options::default()
+    };
+    let outcome = merge::run(root, team, &only_completed, &|_| {})?;
     let mut restarted = Vec::new();
     let now = outcome
         .entries

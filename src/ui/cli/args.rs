@@ -612,6 +612,7 @@ impl MergeOpts {
             check: self.check.clone(),
             strategy: self.merge_strategy,
             dry_run,
+            completed_work_only: false,
         }
     }
 }
@@ -735,6 +736,9 @@ pub struct DemoArgs {
     /// Keep the team's files afterwards (they are deleted by default)
     #[arg(long)]
     pub keep: bool,
+    /// The job: toolkit (the shared checkout, a plan approval) or worktrees (a worktree per teammate, landed by the merge queue with a check)
+    #[arg(long, default_value = "toolkit", value_name = "JOB")]
+    pub job: crate::demo::job::Job,
 }
 
 /// A dollar amount above zero.

@@ -189,6 +189,7 @@ pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {
             .dir
             .unwrap_or_else(|| demo_run::scratch_dir(&std::env::temp_dir())),
         keep: args.keep,
+        job: args.job,
     };
     demo_run::run(demo, &|line| println!("{line}"), &|line| {
         eprintln!("{line}")
