@@ -27,6 +27,7 @@ mod llm;
 mod llm_openai;
 mod llm_retry;
 mod main_job;
+mod pane_snapshots;
 mod merge_queue;
 mod model_server;
 mod rate_limits;
