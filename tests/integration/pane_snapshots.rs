@@ -246,3 +246,77 @@ fn watch_in_a_pane() {
     tmux(&env, &["send-keys", "-t", "watch", "q"]);
     settings(&env, Some(pid)).bind(|| insta::assert_snapshot!("watch_pane_120x40", text));
 }
+
+/// The demo as a person runs it from a tmux pane: its team window opens beside that pane in
+/// the same 120x40 session. Snapshots: the window's panes (who, size, place), the lead's
+/// pane up to "Waiting for bob's plan." (the lead's planning, which nothing else races;
+/// after it the teammates' messages may reach the lead together or apart), and the
+/// demo's own pane at the end (its report, with model calls and token counts replaced).
+/// One teammate keeps it short on a loaded machine.
+#[test]
+fn the_demo_from_a_pane() {
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    // The demo must find its caller's tmux server from TMUX, which tmux sets in the pane;
+    // refuse to go on with any other (never the user's).
+    let command = format!(
+        "case \"$TMUX\" in */{socket},*) env -u SWARM_TMUX_SOCKET {SWARM} demo --no-attach \
+         --teammates 1 --dir {job};; *) echo \"not on the test's server: $TMUX\";; esac",
+        socket = env.tmux_socket,
+        job = job.display(),
+    );
+    open(&env, "main", &command);
+    let lead_pane = || {
+        let out = tmux(&env, &["list-panes", "-a", "-F", "#{pane_id} #{@swarm-agent}"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_suffix(" team-lead").map(str::to_owned))
+    };
+    let history = |pane: &str| {
+        let out = tmux(&env, &["capture-pane", "-p", "-S", "-", "-t", pane]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    const MARK: &str = "Waiting for bob's plan.";
+    let mut seen = (String::new(), String::new());
+    let planned = wait_until(Duration::from_secs(120), || {
+        let Some(pane) = lead_pane() else {
+            return false;
+        };
+        let layout = tmux(
+            &env,
+            &[
+                "list-panes",
+                "-t",
+                &pane,
+                "-F",
+                "#{@swarm-agent} #{pane_width}x#{pane_height} at #{pane_left},#{pane_top}",
+            ],
+        );
+        seen = (
+            String::from_utf8_lossy(&layout.stdout).into_owned(),
+            history(&pane),
+        );
+        seen.1.contains(MARK)
+    });
+    assert!(planned, "{}\n{}", seen.1, screen(&env, "main", false));
+    let (layout, history) = seen;
+    let upto = history.find(MARK).unwrap() + MARK.len();
+    let lead = format!("{layout}---\n{}\n", &history[..upto]);
+    assert!(
+        wait_until(Duration::from_secs(180), || screen(&env, "main", false)
+            .contains(DONE)),
+        "{}",
+        screen(&env, "main", false)
+    );
+    let end = screen(&env, "main", false);
+    assert!(end.contains("the job's check passed"), "{end}");
+    let mut settings = settings(&env, None);
+    settings.add_filter(r"\bdemo-[0-9a-f]{4}\b", "demo-[team]");
+    settings.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[port]");
+    settings.add_filter(r"\b\d+ model calls", "[n] model calls");
+    settings.add_filter(r"[\d.]+[kM]? tokens in, [\d.]+[kM]? out", "[n] tokens in, [n] out");
+    settings.bind(|| {
+        insta::assert_snapshot!("demo_lead_pane_120x40", lead);
+        insta::assert_snapshot!("demo_end_120x40", end);
+    });
+}
