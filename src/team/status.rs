@@ -526,7 +526,9 @@ pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
         ("DETAIL", Align::Left),
     ];
     // What a narrow terminal (the lead's pane) can do without goes first.
-    let mut t = Table::new(columns).free(9).droppable(&[1, 4, 8, 3, 7, 6, 5]);
+    let mut t = Table::new(columns)
+        .free(9)
+        .droppable(&[1, 4, 8, 3, 7, 6, 5]);
     for m in &status.members {
         let name = Cell::painted(m.name.clone(), table::palette(m.color.as_deref()));
         let state = Cell::painted(state_cell(m), state_colour(m));

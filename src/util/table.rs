@@ -151,7 +151,11 @@ impl Table {
         let mut shown = vec![true; widths.len()];
         if let Some(limit) = look.width {
             let total = |shown: &[bool], free_at: Option<(usize, usize)>| {
-                let cols = widths.iter().zip(shown).enumerate().filter(|(_, (_, s))| **s);
+                let cols = widths
+                    .iter()
+                    .zip(shown)
+                    .enumerate()
+                    .filter(|(_, (_, s))| **s);
                 let (n, sum) = cols.fold((0, 0), |(n, sum), (i, (w, _))| {
                     let w = match free_at {
                         Some((f, least)) if f == i => least.min(*w),
@@ -228,8 +232,12 @@ mod tests {
     use super::*;
 
     fn table() -> Table {
-        let mut t = Table::new(&[("NAME", Align::Left), ("N", Align::Right), ("SUBJECT", Align::Left)])
-            .free(2);
+        let mut t = Table::new(&[
+            ("NAME", Align::Left),
+            ("N", Align::Right),
+            ("SUBJECT", Align::Left),
+        ])
+        .free(2);
         t.row(vec![
             Cell::new("a-rather-long-name"),
             Cell::new("12"),

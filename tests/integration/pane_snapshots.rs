@@ -34,7 +34,17 @@ fn open(env: &TestEnv, name: &str, command: &str) {
     let out = tmux(
         env,
         &[
-            "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "sh", "-c", &script,
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "sh",
+            "-c",
+            &script,
         ],
     );
     assert!(out.status.success(), "{out:?}");
@@ -161,7 +171,10 @@ fn varied_team() -> (TestEnv, Guarded) {
 /// so the harness's age filter (which swallows padding) is not used.
 fn settings(env: &TestEnv, pid: Option<u32>) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
-    for path in [env.dir.path().to_path_buf(), env.dir.path().canonicalize().unwrap()] {
+    for path in [
+        env.dir.path().to_path_buf(),
+        env.dir.path().canonicalize().unwrap(),
+    ] {
         settings.add_filter(&regex::escape(&path.display().to_string()), "$$TMP");
     }
     settings.add_filter(r"\b\d\d:\d\d:\d\d\b", "HH:MM:SS");
@@ -236,7 +249,8 @@ fn watch_in_a_pane() {
     let pid = sleeper.0.as_ref().unwrap().id();
     open(&env, "watch", &swarm_cmd("watch t"));
     assert!(
-        wait_until(WAIT, || screen(&env, "watch", false).contains("Members (6)")),
+        wait_until(WAIT, || screen(&env, "watch", false)
+            .contains("Members (6)")),
         "{}",
         screen(&env, "watch", false)
     );
@@ -267,7 +281,10 @@ fn the_demo_from_a_pane() {
     );
     open(&env, "main", &command);
     let lead_pane = || {
-        let out = tmux(&env, &["list-panes", "-a", "-F", "#{pane_id} #{@swarm-agent}"]);
+        let out = tmux(
+            &env,
+            &["list-panes", "-a", "-F", "#{pane_id} #{@swarm-agent}"],
+        );
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .find_map(|l| l.strip_suffix(" team-lead").map(str::to_owned))
@@ -314,7 +331,10 @@ fn the_demo_from_a_pane() {
     settings.add_filter(r"\bdemo-[0-9a-f]{4}\b", "demo-[team]");
     settings.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[port]");
     settings.add_filter(r"\b\d+ model calls", "[n] model calls");
-    settings.add_filter(r"[\d.]+[kM]? tokens in, [\d.]+[kM]? out", "[n] tokens in, [n] out");
+    settings.add_filter(
+        r"[\d.]+[kM]? tokens in, [\d.]+[kM]? out",
+        "[n] tokens in, [n] out",
+    );
     settings.bind(|| {
         insta::assert_snapshot!("demo_lead_pane_120x40", lead);
         insta::assert_snapshot!("demo_end_120x40", end);

@@ -26,7 +26,10 @@ pub fn status(ctx: &Ctx) -> Result<()> {
     if ctx.json() {
         print_json(&seen);
     } else {
-        print!("{}", status::render(&seen, clock::now_ms(), style::stdout()));
+        print!(
+            "{}",
+            status::render(&seen, clock::now_ms(), style::stdout())
+        );
     }
     Ok(())
 }

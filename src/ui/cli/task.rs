@@ -14,9 +14,9 @@ use crate::ui::cli::context::Ctx;
 use crate::ui::cli::identity::Actor;
 use crate::ui::cli::output::{print_json, task_detail, task_line};
 use crate::ui::cli::style;
+use crate::util::error::{Error, Result};
 use crate::util::table::{self, Align, Cell, Look, Table};
 use crate::util::text::printable;
-use crate::util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<()> {
     let team = ctx.team()?;
@@ -202,7 +202,9 @@ fn task_table(tasks: &[Task], config: &TeamConfig, look: Look) -> String {
             Status::Completed => Some(table::DIM),
         };
         let owner = task.owner.as_deref().unwrap_or("-");
-        let owner_colour = config.member(owner).and_then(|m| table::palette(m.color.as_deref()));
+        let owner_colour = config
+            .member(owner)
+            .and_then(|m| table::palette(m.color.as_deref()));
         let blocked = if task.blocked_by.is_empty() {
             "-".to_owned()
         } else {
