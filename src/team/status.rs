@@ -582,3 +582,93 @@ pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
 pub fn is_lead(m: &MemberStatus) -> bool {
     m.name == LEAD
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(name: &str, state: &str, detail: Option<&str>) -> MemberStatus {
+        MemberStatus {
+            name: name.to_owned(),
+            agent_id: format!("{name}@t"),
+            color: Some("blue".to_owned()),
+            agent_type: None,
+            model: None,
+            engine: "swarm".to_owned(),
+            pid: Some(4242),
+            pane: Some("%3".to_owned()),
+            alive: true,
+            pane_alive: Some(true),
+            state: state.to_owned(),
+            detail: detail.map(str::to_owned),
+            current_task: Some("12".to_owned()),
+            last_activity_ms: Some(0),
+            mode: None,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            model_calls: 0,
+            exit_code: None,
+            transcript: None,
+            rate_limited_until: None,
+            rate_limit_reason: None,
+            pane_record: None,
+            state_file: None,
+        }
+    }
+
+    fn team() -> TeamStatus {
+        TeamStatus {
+            team: "t".to_owned(),
+            description: None,
+            tmux_reachable: true,
+            members: vec![
+                member(LEAD, "working", None),
+                member(
+                    "a-teammate-with-a-long-name",
+                    "shutting-down",
+                    Some("asked to shut down"),
+                ),
+                member(
+                    "dave",
+                    "dead",
+                    Some("killed by signal 9 while it was writing a file"),
+                ),
+            ],
+            tasks: TaskCounts::default(),
+            leases: Vec::new(),
+            budget: None,
+        }
+    }
+
+    /// The lead's pane is about a third of a window: the table keeps the member, its
+    /// state and the start of why, and never runs past the pane.
+    #[test]
+    fn a_narrow_pane_keeps_name_state_and_detail_within_its_width() {
+        let out = render_for_width(&team(), 7_200_000, 60);
+        assert!(out.lines().all(|l| l.chars().count() <= 60), "{out}");
+        assert!(!out.contains('\x1b'), "{out:?}");
+        assert_eq!(
+            out,
+            "team t · tasks 0/0/0 (pending/active/done)\n  \
+             MEMBER                       STATE          DETAIL\n  \
+             team-lead                    working\n  \
+             a-teammate-with-a-long-name  shutting-down  asked to shut…\n  \
+             dave                         dead           killed by sig…\n"
+        );
+    }
+
+    #[test]
+    fn colour_follows_the_look() {
+        let coloured = render(
+            &team(),
+            0,
+            Look {
+                colour: true,
+                width: None,
+            },
+        );
+        assert!(coloured.contains("\x1b[34mdave\x1b[0m"), "{coloured:?}");
+        assert!(coloured.contains("\x1b[1;31mdead\x1b[0m"), "{coloured:?}");
+        assert!(!render(&team(), 0, Look::PLAIN).contains('\x1b'));
+    }
+}
