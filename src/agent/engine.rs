@@ -9,7 +9,8 @@
 //!
 //! The loop does not know whether it runs a solo agent, a teammate or the lead: what
 //! differs (who grants permissions, where new mail comes from, what is displayed) is the
-//! [`Host`]'s. Tools run concurrently when the model calls several in one turn.
+//! [`Host`]'s. Several reads called in one turn run concurrently; every other call runs
+//! alone, in the order the model wrote it.
 //!
 //! With a [`Transcript`], each response is recorded (with the user blocks its request
 //! added) and fsynced before the host is told the request was answered, which is when
@@ -470,13 +471,30 @@ impl Engine {
             decided.push((id, name, decision));
         }
         let ctx = host.ctx();
-        let outcomes = join_all(decided.iter().map(|(_, _, d)| async move {
-            match d {
-                Decision::Run(tool, input) => tools::run(*tool, input.clone(), ctx).await,
-                Decision::Done(outcome) => outcome.clone(),
+        let run_one = |d: &Decision| {
+            let d = d.clone();
+            async move {
+                match d {
+                    Decision::Run(tool, input) => tools::run(tool, input, ctx).await,
+                    Decision::Done(outcome) => outcome,
+                }
             }
-        }))
-        .await;
+        };
+        // Reads in a row run together; a call that changes files, runs a command or
+        // talks to the team runs alone, after what the model called before it, as Claude
+        // Code does: the model writes calls in the order they must happen.
+        let mut outcomes = Vec::with_capacity(decided.len());
+        let mut i = 0;
+        while i < decided.len() {
+            let reads = decided[i..]
+                .iter()
+                .take_while(|(_, _, d)| d.reads_only())
+                .count()
+                .max(1);
+            let batch = &decided[i..i + reads];
+            outcomes.extend(join_all(batch.iter().map(|(_, _, d)| run_one(d))).await);
+            i += reads;
+        }
         let mut blocks = Vec::with_capacity(outcomes.len());
         for ((id, name, d), outcome) in decided.into_iter().zip(outcomes) {
             let description = match &d {
@@ -585,7 +603,18 @@ impl Drop for TurnTiming<'_> {
 
 /// A call either runs, or already has its answer (refused, malformed, or answered by the
 /// host, like `ExitPlanMode`).
+#[derive(Clone)]
 enum Decision {
     Run(ToolName, Value),
     Done(ToolOutcome),
+}
+
+impl Decision {
+    /// Safe to run alongside other reads: it changes nothing.
+    fn reads_only(&self) -> bool {
+        match self {
+            Decision::Run(tool, _) => tool.kind() == crate::config::tools::ToolKind::ReadOnly,
+            Decision::Done(_) => true,
+        }
+    }
 }

@@ -155,6 +155,33 @@ fn e3_parallel_tools_both_run_and_results_keep_their_order() {
 }
 
 #[test]
+fn e3b_calls_that_change_things_run_one_after_another_in_the_models_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("write then use").no_tool_result(true).reply(
+                    // A slow write before a command that needs it: run together, the
+                    // command would find nothing.
+                    Reply::tool("Bash", json!({"command": "sleep 0.5; echo a > a.txt"}))
+                        .tool_call("Bash", json!({"command": "cat a.txt > b.txt"})),
+                ),
+            )
+            .rule(
+                Rule::new("done")
+                    .no_tool_result(false)
+                    .reply(Reply::text("ok")),
+            ),
+    );
+    run(&model, dir.path().to_path_buf(), "write then copy");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.txt")).unwrap_or_default(),
+        "a\n",
+        "the second command ran before the first had finished"
+    );
+}
+
+#[test]
 fn e4_a_failing_tool_is_reported_as_an_error_result_and_the_loop_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let model = ScriptedModel::start(
