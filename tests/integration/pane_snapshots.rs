@@ -27,10 +27,13 @@ fn tmux(env: &TestEnv, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// A detached 120x40 session `name` running `command` under `sh -c`, which then says
-/// [`DONE`] and stays, so its pane can be read.
+/// A detached 120x40 session `name` running `command` under `sh -c` once its terminal is
+/// that size, which then says [`DONE`] and stays, so its pane can be read.
 fn open(env: &TestEnv, name: &str, command: &str) {
-    let script = format!("{command}; echo '{DONE}'; sleep 600");
+    // The pane's terminal may get its size a moment after its shell starts.
+    let script = format!(
+        "until [ \"$(stty size)\" = '40 120' ]; do sleep 0.05; done; {command}; echo '{DONE}'; sleep 600"
+    );
     let out = tmux(
         env,
         &[
