@@ -251,14 +251,13 @@ fn watch_in_a_pane() {
     let (env, sleeper) = varied_team();
     let pid = sleeper.0.as_ref().unwrap().id();
     open(&env, "watch", &swarm_cmd("watch t"));
+    // The first frame is whole once its last line, the key help, is there.
+    let drawn = |s: &str| s.contains("Members (6)") && s.contains("q quit");
     assert!(
-        wait_until(WAIT, || screen(&env, "watch", false)
-            .contains("Members (6)")),
+        wait_until(WAIT, || drawn(&screen(&env, "watch", false))),
         "{}",
         screen(&env, "watch", false)
     );
-    // Drawn once more after the first frame, so what it shows has settled.
-    std::thread::sleep(Duration::from_millis(1500));
     let text = screen(&env, "watch", false);
     tmux(&env, &["send-keys", "-t", "watch", "q"]);
     settings(&env, Some(pid)).bind(|| insta::assert_snapshot!("watch_pane_120x40", text));
