@@ -27,6 +27,8 @@ use crate::store::tasks::{Status, TaskList};
 use crate::team::dialogs;
 use crate::tmux::{PaneRecord, Tmux};
 use crate::util::error::Result;
+use crate::util::table::{self, Align, Cell, Look, Table};
+use crate::util::text::printable;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -414,14 +416,56 @@ pub fn waiting_for_rate_limit(until_ms: i64) -> String {
     )
 }
 
-/// The state column: the state, with its reason when it is dead, exited, blocked or
-/// waiting for the rate limit.
+/// The member waits for its provider's rate limit (and is not being shut down): what a
+/// person should see before what it was doing.
+fn waits_for_rate_limit(m: &MemberStatus) -> Option<i64> {
+    m.rate_limited_until.filter(|_| m.state != "shutting-down")
+}
+
+/// The state column.
 fn state_cell(m: &MemberStatus) -> String {
-    match (&m.detail, m.state.as_str()) {
-        (Some(d), "dead" | "exited" | "blocked") => format!("{} ({d})", m.state),
-        (Some(d), _) if m.rate_limited_until.is_some() => format!("{} ({d})", m.state),
-        _ => m.state.clone(),
+    match waits_for_rate_limit(m) {
+        Some(_) => "waiting for rate limit".to_owned(),
+        None => m.state.clone(),
     }
+}
+
+/// The detail column: why a member is dead, exited or blocked, what it waits for, or until
+/// when the provider limits it and why.
+fn detail_cell(m: &MemberStatus) -> String {
+    let detail = match waits_for_rate_limit(m) {
+        Some(until) => match &m.rate_limit_reason {
+            Some(why) => format!("until {} · {why}", crate::util::clock::local_hms(until)),
+            None => format!("until {}", crate::util::clock::local_hms(until)),
+        },
+        None => m.detail.clone().unwrap_or_default(),
+    };
+    // A dead member's last error, unless its detail says it already.
+    let detail = match m
+        .last_error
+        .as_ref()
+        .filter(|e| !detail.contains(e.as_str()))
+    {
+        Some(e) if detail.is_empty() => format!("last error: {e}"),
+        Some(e) => format!("{detail} · last error: {e}"),
+        None => detail,
+    };
+    printable(&detail).into_owned()
+}
+
+/// The colour of a state: busy green, waiting yellow, gone wrong red, at rest dim.
+fn state_colour(m: &MemberStatus) -> Option<table::Sgr> {
+    if m.rate_limited_until.is_some() {
+        return Some(table::YELLOW);
+    }
+    Some(match m.state.as_str() {
+        "working" | "running" => table::GREEN,
+        "awaiting-approval" | "shutting-down" | "blocked" => table::YELLOW,
+        "starting" => table::CYAN,
+        "dead" => table::BOLD_RED,
+        "idle" | "exited" | "not-started" => table::DIM,
+        _ => return None,
+    })
 }
 
 /// "3s ago", "2m ago": for people.
@@ -444,105 +488,217 @@ pub fn tokens(n: u64) -> String {
     }
 }
 
-/// A text table of the team for a terminal `width` columns wide: every column from 100
-/// columns up, else name, state, task and activity only (the lead's pane is narrow).
+/// A text table of the team for a terminal `width` columns wide, without colour (the
+/// lead's pane and the lead's model read it): see [`render`].
 pub fn render_for_width(status: &TeamStatus, now_ms: i64, width: usize) -> String {
-    if width >= 100 {
-        return render(status, now_ms);
-    }
-    let mut out = format!(
-        "team {} · tasks {}/{}/{} (pending/active/done)\n",
-        status.team, status.tasks.pending, status.tasks.in_progress, status.tasks.completed
-    );
-    for m in &status.members {
-        let state = state_cell(m);
-        let task = m
-            .current_task
-            .as_ref()
-            .map(|t| format!(" #{t}"))
-            .unwrap_or_default();
-        let active = m
-            .last_activity_ms
-            .map(|ms| format!(" · {}", ago(ms, now_ms)))
-            .unwrap_or_default();
-        let line = format!("  {:<12} {state}{task}{active}", m.name);
-        out.push_str(&line.chars().take(width.max(20)).collect::<String>());
-        out.push('\n');
-    }
-    out
+    render(
+        status,
+        now_ms,
+        Look {
+            colour: false,
+            width: Some(width),
+        },
+    )
 }
 
-/// A text table of the team, for `swarm status` and the lead's pane.
-pub fn render(status: &TeamStatus, now_ms: i64) -> String {
-    let mut out = format!(
-        "team {}  ·  tasks: {} pending, {} in progress, {} completed{}\n",
-        status.team,
-        status.tasks.pending,
-        status.tasks.in_progress,
-        status.tasks.completed,
-        if status.tmux_reachable {
-            ""
-        } else {
-            "  ·  tmux: no server"
-        }
-    );
+/// A text table of the team, for `swarm status` and the lead's pane. Columns are as wide as
+/// their content; on a terminal too narrow for all of them the less telling ones are left
+/// out (engine, pane, cost, pid, tokens, then activity and task) and the detail is cut to
+/// fit.
+pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
+    let wide = look.width.is_none_or(|w| w >= 100);
+    let mut out = if wide {
+        format!(
+            "team {}  ·  tasks: {} pending, {} in progress, {} completed{}\n",
+            status.team,
+            status.tasks.pending,
+            status.tasks.in_progress,
+            status.tasks.completed,
+            if status.tmux_reachable {
+                ""
+            } else {
+                "  ·  tmux: no server"
+            }
+        )
+    } else {
+        let line = format!(
+            "team {} · tasks {}/{}/{} (pending/active/done){}",
+            status.team,
+            status.tasks.pending,
+            status.tasks.in_progress,
+            status.tasks.completed,
+            if status.tmux_reachable {
+                ""
+            } else {
+                " · no tmux"
+            }
+        );
+        format!("{}\n", table::fit(&line, look.width.unwrap_or(usize::MAX)))
+    };
     if let Some(b) = &status.budget {
         out.push_str(&format!("  {}\n", b.describe()));
     }
     for o in &status.leases {
         out.push_str(&format!("  overlapping lease: {}\n", o.describe()));
     }
-    out.push_str(&format!(
-        "  {:<16} {:<7} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
-        "MEMBER", "ENGINE", "STATE", "PID", "PANE", "TASK", "ACTIVE", "TOKENS in/out", "COST"
-    ));
+    let dash = || "-".to_owned();
+    let columns: &[(&str, Align)] = &[
+        ("MEMBER", Align::Left),
+        ("ENGINE", Align::Left),
+        ("STATE", Align::Left),
+        ("PID", Align::Left),
+        ("PANE", Align::Left),
+        ("TASK", Align::Left),
+        ("ACTIVE", Align::Left),
+        ("TOKENS in/out", Align::Right),
+        ("COST", Align::Right),
+        ("DETAIL", Align::Left),
+    ];
+    // What a narrow terminal (the lead's pane) can do without goes first.
+    let mut t = Table::new(columns)
+        .free(9)
+        .droppable(&[1, 4, 8, 3, 7, 6, 5]);
     for m in &status.members {
-        let state = state_cell(m);
-        out.push_str(&format!(
-            "  {:<16} {:<7} {:<18} {:<8} {:<5} {:<6} {:<10} {:>14} {:>9}\n",
-            m.name,
-            m.engine,
-            state,
-            m.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
-            m.pane.clone().unwrap_or_else(|| "-".into()),
+        let name = Cell::painted(m.name.clone(), table::palette(m.color.as_deref()));
+        let state = Cell::painted(state_cell(m), state_colour(m));
+        let task = Cell::new(
             m.current_task
                 .as_ref()
                 .map(|t| format!("#{t}"))
-                .unwrap_or_else(|| "-".into()),
+                .unwrap_or_else(dash),
+        );
+        let active = Cell::new(
             m.last_activity_ms
                 .map(|ms| ago(ms, now_ms))
-                .unwrap_or_else(|| "-".into()),
-            if m.model_calls > 0 {
-                format!(
-                    "{}/{}",
-                    tokens(
-                        m.usage.input_tokens
-                            + m.usage.cache_read_input_tokens
-                            + m.usage.cache_creation_input_tokens
-                    ),
-                    tokens(m.usage.output_tokens)
-                )
-            } else {
-                "-".into()
-            },
-            if m.cost_usd > 0.0 {
+                .unwrap_or_else(dash),
+        );
+        let detail = Cell::painted(detail_cell(m), Some(table::DIM));
+        let tokens_used = if m.model_calls > 0 {
+            format!(
+                "{}/{}",
+                tokens(
+                    m.usage.input_tokens
+                        + m.usage.cache_read_input_tokens
+                        + m.usage.cache_creation_input_tokens
+                ),
+                tokens(m.usage.output_tokens)
+            )
+        } else {
+            dash()
+        };
+        t.row(vec![
+            name,
+            Cell::new(m.engine.clone()),
+            state,
+            Cell::new(m.pid.map(|p| p.to_string()).unwrap_or_else(dash)),
+            Cell::new(m.pane.clone().unwrap_or_else(dash)),
+            task,
+            active,
+            Cell::new(tokens_used),
+            Cell::new(if m.cost_usd > 0.0 {
                 format!("${:.3}", m.cost_usd)
             } else {
-                "-".into()
-            },
-        ));
-        if let Some(e) = m
-            .last_error
-            .as_ref()
-            .filter(|e| !state.contains(e.as_str()))
-        {
-            out.push_str(&format!("      last error: {e}\n"));
-        }
+                dash()
+            }),
+            detail,
+        ]);
     }
+    out.push_str(&t.render(look));
     out
 }
 
 /// The lead's member is named like this everywhere.
 pub fn is_lead(m: &MemberStatus) -> bool {
     m.name == LEAD
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(name: &str, state: &str, detail: Option<&str>) -> MemberStatus {
+        MemberStatus {
+            name: name.to_owned(),
+            agent_id: format!("{name}@t"),
+            color: Some("blue".to_owned()),
+            agent_type: None,
+            model: None,
+            engine: "swarm".to_owned(),
+            pid: Some(4242),
+            pane: Some("%3".to_owned()),
+            alive: true,
+            pane_alive: Some(true),
+            state: state.to_owned(),
+            detail: detail.map(str::to_owned),
+            current_task: Some("12".to_owned()),
+            last_activity_ms: Some(0),
+            mode: None,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            model_calls: 0,
+            exit_code: None,
+            transcript: None,
+            rate_limited_until: None,
+            rate_limit_reason: None,
+            last_error: None,
+            pane_record: None,
+            state_file: None,
+        }
+    }
+
+    fn team() -> TeamStatus {
+        TeamStatus {
+            team: "t".to_owned(),
+            description: None,
+            tmux_reachable: true,
+            members: vec![
+                member(LEAD, "working", None),
+                member(
+                    "a-teammate-with-a-long-name",
+                    "shutting-down",
+                    Some("asked to shut down"),
+                ),
+                member(
+                    "dave",
+                    "dead",
+                    Some("killed by signal 9 while it was writing a file"),
+                ),
+            ],
+            tasks: TaskCounts::default(),
+            leases: Vec::new(),
+            budget: None,
+        }
+    }
+
+    /// The lead's pane is about a third of a window: the table keeps the member, its
+    /// state and the start of why, and never runs past the pane.
+    #[test]
+    fn a_narrow_pane_keeps_name_state_and_detail_within_its_width() {
+        let out = render_for_width(&team(), 7_200_000, 60);
+        assert!(out.lines().all(|l| l.chars().count() <= 60), "{out}");
+        assert!(!out.contains('\x1b'), "{out:?}");
+        assert_eq!(
+            out,
+            "team t · tasks 0/0/0 (pending/active/done)\n  \
+             MEMBER                       STATE          DETAIL\n  \
+             team-lead                    working\n  \
+             a-teammate-with-a-long-name  shutting-down  asked to shut…\n  \
+             dave                         dead           killed by sig…\n"
+        );
+    }
+
+    #[test]
+    fn colour_follows_the_look() {
+        let coloured = render(
+            &team(),
+            0,
+            Look {
+                colour: true,
+                width: None,
+            },
+        );
+        assert!(coloured.contains("\x1b[34mdave\x1b[0m"), "{coloured:?}");
+        assert!(coloured.contains("\x1b[1;31mdead\x1b[0m"), "{coloured:?}");
+        assert!(!render(&team(), 0, Look::PLAIN).contains('\x1b'));
+    }
 }

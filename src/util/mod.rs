@@ -2,7 +2,7 @@
 //! error type and its exit codes, the environment read once, replacing a file atomically,
 //! cross-process locks, JSON as JavaScript writes it, the clock, facts about processes,
 //! watching directories, refusing symlinks under the root, others' text made safe for a
-//! terminal, and named fault points for tests.
+//! terminal, text tables in colour, and named fault points for tests.
 //!
 //! Uses nothing else of swarm's.
 
@@ -16,5 +16,6 @@ pub mod lock;
 mod lock_record;
 pub mod no_symlinks;
 pub mod process;
+pub mod table;
 pub mod text;
 pub mod watcher;

@@ -31,6 +31,7 @@ mod main_job;
 mod merge_lead;
 mod merge_queue;
 mod model_server;
+mod pane_snapshots;
 mod rate_limits;
 mod resume;
 mod run_progress;

@@ -68,7 +68,8 @@ fn a_429_storm_across_three_teammates_waits_once_for_the_shared_moment() {
             text_seen |= env
                 .run(&["--team", "t", "status"])
                 .stdout
-                .contains("waiting for rate limit until");
+                .lines()
+                .any(|l| l.contains("waiting for rate limit") && l.contains("until "));
             watch_seen |= env
                 .run(&["--team", "t", "watch", "--once", "--width", "200"])
                 .stdout

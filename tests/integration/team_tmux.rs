@@ -205,6 +205,8 @@ fn killing_the_tmux_server_marks_everyone_dead() {
         settings.add_filter(&format!(r"\b{pid} +"), "[pid]  ");
     }
     settings.add_filter(r"%\d+ +", "%[pane]  ");
+    // The pid column is as wide as the longest pid.
+    settings.add_filter(r"PID +", "PID    ");
     settings.bind(|| insta::assert_snapshot!("status_tmux_server_killed", text));
 }
 

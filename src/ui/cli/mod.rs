@@ -20,6 +20,7 @@ mod run;
 mod shutdown;
 mod spawn;
 mod status;
+mod style;
 mod task;
 mod team;
 mod watch;

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::store::mailbox::Envelope;
-use crate::store::tasks::{Status, Task};
+use crate::store::tasks::Task;
 use crate::util::text::printable;
 
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
@@ -56,14 +56,6 @@ pub fn task_detail(t: &Task) -> String {
         s.push_str(&printable(&t.description));
     }
     s
-}
-
-pub fn status_mark(s: Status) -> &'static str {
-    match s {
-        Status::Pending => " ",
-        Status::InProgress => "~",
-        Status::Completed => "x",
-    }
 }
 
 pub fn message_line(e: &Envelope) -> String {

@@ -1,4 +1,5 @@
-//! `swarm status` and `swarm attach`: the team as it is, in a table or in its window.
+//! `swarm status` and `swarm attach`: the team as it is, in a table (coloured and fitted
+//! to a terminal, plain into a pipe) or in its window.
 
 use std::io::IsTerminal;
 
@@ -7,6 +8,7 @@ use crate::team::supervisor;
 use crate::team::window::{TeamWindow, TeamWindowOptions};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
+use crate::ui::cli::style;
 use crate::util::clock;
 use crate::util::error::{Error, Result};
 
@@ -24,7 +26,10 @@ pub fn status(ctx: &Ctx) -> Result<()> {
     if ctx.json() {
         print_json(&seen);
     } else {
-        print!("{}", status::render(&seen, clock::now_ms()));
+        print!(
+            "{}",
+            status::render(&seen, clock::now_ms(), style::stdout())
+        );
     }
     Ok(())
 }

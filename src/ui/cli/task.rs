@@ -12,8 +12,11 @@ use crate::team::task_events::{self, Created, one_line};
 use crate::ui::cli::args::TaskCommand;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::identity::Actor;
-use crate::ui::cli::output::{print_json, status_mark, task_detail, task_line};
+use crate::ui::cli::output::{print_json, task_detail, task_line};
+use crate::ui::cli::style;
 use crate::util::error::{Error, Result, exit};
+use crate::util::table::{self, Align, Cell, Look, Table};
+use crate::util::text::printable;
 
 /// Runs one task command; its exit code is 0, or [`exit::NO_READY_TASK`] when `next` finds
 /// nothing to claim.
@@ -74,10 +77,11 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<u8> {
             } else if tasks.is_empty() {
                 println!("no tasks");
             } else {
-                for t in tasks {
-                    let t = still_blocking(t.clone(), &every);
-                    println!("[{}] {}", status_mark(t.status), task_line(&t));
-                }
+                let shown: Vec<Task> = tasks
+                    .iter()
+                    .map(|t| still_blocking((*t).clone(), &every))
+                    .collect();
+                print!("{}", task_table(&shown, &config, style::stdout()));
             }
         }
         TaskCommand::Show { id } => {
@@ -200,6 +204,48 @@ fn still_blocking(mut t: Task, every: &[Task]) -> Task {
             .any(|o| &o.id == b && o.status != Status::Completed)
     });
     t
+}
+
+/// The task list as a table: columns as wide as their content, owners in their roster
+/// colours, the subject cut with "…" to fit the terminal.
+fn task_table(tasks: &[Task], config: &TeamConfig, look: Look) -> String {
+    let mut t = Table::new(&[
+        ("ID", Align::Right),
+        ("STATUS", Align::Left),
+        ("OWNER", Align::Left),
+        ("BLOCKED BY", Align::Left),
+        ("SUBJECT", Align::Left),
+    ])
+    .indent(0)
+    .free(4);
+    for task in tasks {
+        let colour = match task.status {
+            Status::Pending => None,
+            Status::InProgress => Some(table::GREEN),
+            Status::Completed => Some(table::DIM),
+        };
+        let owner = task.owner.as_deref().unwrap_or("-");
+        let owner_colour = config
+            .member(owner)
+            .and_then(|m| table::palette(m.color.as_deref()));
+        let blocked = if task.blocked_by.is_empty() {
+            "-".to_owned()
+        } else {
+            task.blocked_by
+                .iter()
+                .map(|b| format!("#{b}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        t.row(vec![
+            Cell::new(format!("#{}", task.id)),
+            Cell::painted(task.status.as_str(), colour),
+            Cell::painted(printable(owner), owner_colour),
+            Cell::new(blocked),
+            Cell::new(printable(&task.subject)),
+        ]);
+    }
+    t.render(look)
 }
 
 /// The hooks of a task changed by hand, as whoever acts (a person leads the team), from

@@ -4,7 +4,8 @@
 //! it was last active; from 96, tokens in/out and cost. One function for both layouts: the
 //! layout decides only the chrome and the header row (see [`Ctx`]), the width the columns.
 //!
-//! Invariants: a dead or exited member shows why it stopped, in red, in place of its task
+//! Invariants: a name or a task/detail too long for its column ends in "…"; a dead or
+//! exited member shows why it stopped, in red, in place of its task
 //! ("no reason recorded" if nothing was); below 96 columns long state names are shortened
 //! (`awaiting`, `stopping`, `not started`) so the state column can be narrower.
 
@@ -17,6 +18,7 @@ use ratatui::widgets::{Cell, Row};
 use crate::team::status::{self, MemberStatus};
 use crate::ui::dashboard::model::Snapshot;
 use crate::ui::dashboard::style::{Ctx, DIM, palette, state_style};
+use crate::util::table::fit;
 
 pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let snap = ctx.snap;
@@ -64,11 +66,24 @@ pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
                 .map(|h| Cell::from(Line::from(h).alignment(Alignment::Right))),
         );
     }
+    // What the Fill column gets (ratatui's one-column spacing, the selection mark's
+    // column), so a cut name or detail can end in "…" rather than stop mid-word.
+    let fixed: u16 = widths
+        .iter()
+        .map(|c| match c {
+            Constraint::Length(n) => *n,
+            _ => 0,
+        })
+        .sum();
+    let fits = Fits {
+        name: usize::from(name_w.saturating_sub(2)),
+        doing: usize::from(inner.saturating_sub(fixed + widths.len() as u16)),
+    };
     let rows: Vec<Row> = snap
         .members
         .iter()
         .map(|m| {
-            let mut row = member_row(snap, m, short, mid, full);
+            let mut row = member_row(snap, m, short, mid, full, fits);
             if engines {
                 row.insert(3, Cell::from(Span::styled(m.engine.as_str(), DIM)));
             }
@@ -83,16 +98,24 @@ pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     );
 }
 
+/// The widths a member's name and its task or detail are cut to.
+#[derive(Clone, Copy)]
+struct Fits {
+    name: usize,
+    doing: usize,
+}
+
 fn member_row<'a>(
     snap: &Snapshot,
     m: &'a MemberStatus,
     short: bool,
     mid: bool,
     full: bool,
+    fits: Fits,
 ) -> Vec<Cell<'a>> {
     let name = Line::from(vec![
         Span::styled("█ ", Style::new().fg(palette(m.color.as_deref()))),
-        Span::raw(m.name.as_str()),
+        Span::raw(fit(&m.name, fits.name)),
     ]);
     let state = Span::styled(state_label(&m.state, short), state_style(&m.state));
     let gone = matches!(m.state.as_str(), "dead" | "exited");
@@ -113,6 +136,7 @@ fn member_row<'a>(
     } else {
         Span::styled("-", DIM)
     };
+    let doing = Span::styled(fit(&doing.content, fits.doing), doing.style);
     let mut cells = vec![Cell::from(name), Cell::from(state), Cell::from(doing)];
     if mid {
         cells.push(Cell::from(

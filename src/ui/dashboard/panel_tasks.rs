@@ -6,7 +6,8 @@
 //! two columns are capped narrower. Drawn the same in both layouts (see [`Ctx`]).
 //!
 //! Invariants: a task's state is the snapshot's ([`Snapshot::task_state`]), never worked out
-//! here; done tasks are dimmed as a whole row; an empty board says "no tasks".
+//! here; done tasks are dimmed as a whole row; an empty board says "no tasks"; a subject
+//! or owner too long for its column ends in "…".
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -17,6 +18,7 @@ use ratatui::widgets::{Cell, Paragraph, Row};
 use crate::store::tasks::Task;
 use crate::ui::dashboard::model::{Snapshot, TaskState};
 use crate::ui::dashboard::style::{Ctx, DIM, palette};
+use crate::util::table::fit;
 
 pub(super) fn draw_tasks(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let snap = ctx.snap;
@@ -85,10 +87,19 @@ pub(super) fn draw_tasks(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         ));
         header.push("AFTER");
     }
+    // Lengths of the fixed columns, and what is left for the subject (ratatui's one-column
+    // spacing, the selection mark's column), so cut text can end in "…".
+    let length = |c: &Constraint| match c {
+        Constraint::Length(n) => *n,
+        _ => 0,
+    };
+    let subject_w =
+        inner.saturating_sub(widths.iter().map(length).sum::<u16>() + widths.len() as u16);
+    let owner_fit = widths.get(3).filter(|_| owner_w > 0).map(length);
     let rows: Vec<Row> = snap
         .tasks
         .iter()
-        .map(|t| task_row(snap, t, owner_w > 0, deps_w > 0))
+        .map(|t| task_row(snap, t, (usize::from(subject_w), owner_fit), deps_w > 0))
         .collect();
     ctx.render_table(
         frame,
@@ -98,17 +109,18 @@ pub(super) fn draw_tasks(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     );
 }
 
-fn task_row<'a>(snap: &Snapshot, t: &'a Task, owner: bool, deps: bool) -> Row<'a> {
+/// `fits`: the subject's width, and the owner column's when there is one.
+fn task_row<'a>(snap: &Snapshot, t: &'a Task, fits: (usize, Option<u16>), deps: bool) -> Row<'a> {
     let state = snap.task_state(t);
     let mut cells = vec![
         Cell::from(Span::styled(state.label(), task_style(state))),
         Cell::from(format!("#{}", t.id)),
-        Cell::from(t.subject.as_str()),
+        Cell::from(fit(&t.subject, fits.0)),
     ];
-    if owner {
+    if let Some(owner_w) = fits.1 {
         let o = t.owner.as_deref().map(short_owner).unwrap_or("");
         cells.push(Cell::from(Span::styled(
-            o.to_owned(),
+            fit(o, usize::from(owner_w)),
             Style::new().fg(palette(snap.colour_of(o))),
         )));
     }
