@@ -10,8 +10,8 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
-    agent, agents, approvals, lead, merge, message, model_server, resume, run, shutdown, spawn,
-    status, task, team, watch,
+    agent, agents, approvals, config, lead, merge, message, model_server, resume, run, shutdown,
+    spawn, status, task, team, watch,
 };
 use crate::util::environment::Environment;
 use crate::util::error::{Result, exit};
@@ -77,6 +77,14 @@ fn our_value_error(e: &clap::Error) -> Option<String> {
 fn parse() -> std::result::Result<Cli, clap::Error> {
     let matches = Cli::command().try_get_matches()?;
     let mut cli = Cli::from_arg_matches(&matches)?;
+    if let Some((_, sub)) = matches.subcommand()
+        && sub.ids().any(|id| id.as_str() == "permission_mode")
+    {
+        cli.global.permission_mode_given = matches!(
+            sub.value_source("permission_mode"),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        );
+    }
     if let (Command::Teammate(args), Some(("teammate", sub))) =
         (&mut cli.command, matches.subcommand())
     {
@@ -103,6 +111,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
     let done = |r: Result<()>| r.map(|()| 0);
     match command {
         Command::Team(cmd) => done(team::run(&ctx, cmd)),
+        Command::Config => done(config::run(&ctx)),
         Command::Send(args) => done(message::send(&ctx, args)),
         Command::Broadcast(args) => done(message::broadcast(&ctx, args)),
         Command::Inbox(args) => done(message::inbox(&ctx, args)),

@@ -5,6 +5,7 @@ pub mod agent;
 mod agents;
 mod approvals;
 pub mod args;
+mod config;
 mod context;
 pub(crate) mod dispatch;
 mod identity;

@@ -53,6 +53,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         "team {team} started; its window: `swarm attach {team}`; live view: `swarm watch {team}`"
     );
     follow(ctx, &team, &window, args.no_attach)
+        .inspect(|_| crate::team::teardown::close_finished(&ctx.root, &window, args.keep))
 }
 
 /// Attaches to the team's window on a terminal (unless `no_attach`), else waits for the
