@@ -112,9 +112,10 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
         let wait = || team_run::wait_for_lead(&launcher.root, &team, &window, note);
         let code = if demo.attach {
             say(
-                "showing the team window; it closes by itself when the team is done (to leave it earlier: your tmux prefix, then d; the demo keeps going)",
+                "showing the team window; you are back here when the team is done (to leave earlier: your tmux prefix, then d; the demo keeps going)",
             );
-            show::show_while(&window, &launcher.caller, wait)??
+            let hint = "swarm demo: back to your shell when the team is done; prefix d leaves now";
+            show::show_while(&window, &launcher.caller, Some(hint), wait)??
         } else {
             wait()?
         };

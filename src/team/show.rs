@@ -15,8 +15,15 @@ use crate::util::error::{Error, Result};
 /// else (outside tmux, or inside another server, where `switch-client` has no client to
 /// switch) a client is attached in the foreground on the caller's terminal and
 /// detached when `work` returns, so nobody is left looking at a finished team's panes.
-/// A person may detach before; `work` goes on.
-pub fn show_while<T>(window: &TeamWindow, caller: &Caller, work: impl FnOnce() -> T) -> Result<T> {
+/// A person may detach before; `work` goes on. `hint`, if any, is shown in the status line
+/// of a session that is the team's own, where a line printed before tmux took the
+/// terminal cannot be seen.
+pub fn show_while<T>(
+    window: &TeamWindow,
+    caller: &Caller,
+    hint: Option<&str>,
+    work: impl FnOnce() -> T,
+) -> Result<T> {
     let panes = window.panes()?;
     let target = panes
         .iter()
@@ -33,13 +40,20 @@ pub fn show_while<T>(window: &TeamWindow, caller: &Caller, work: impl FnOnce() -
         .iter()
         .find(|p| p.pane == target)
         .map_or(window.session(), |p| p.session);
+    let own =
+        window.tmux().display(&session, "#{session_name}")?.trim() == session_name(window.team());
+    if let Some(hint) = hint.filter(|_| own) {
+        let tmux = window.tmux();
+        let shown = format!(" {} ", hint.replace('#', "##"));
+        tmux.set_session_option(session, "status-right-length", &shown.len().to_string())?;
+        tmux.set_session_option(session, "status-right", &shown)?;
+    }
     let here = caller
         .socket
         .as_deref()
         .is_some_and(|s| is_server_path(window.tmux(), s));
     if here {
-        let name = window.tmux().display(&session, "#{session_name}")?;
-        if name.trim() == session_name(window.team()) {
+        if own {
             window
                 .tmux()
                 .set_session_option(session, "detach-on-destroy", "off")?;

@@ -130,6 +130,20 @@ pub fn is_half_made(root: &Root, team: &TeamName) -> bool {
     root.team_dir(team).is_dir() && !root.roster_path(team).exists()
 }
 
+/// The half-made teams under `root`, by name.
+pub fn half_made(root: &Root) -> Vec<TeamName> {
+    let Ok(entries) = std::fs::read_dir(root.teams_dir()) else {
+        return Vec::new();
+    };
+    let mut teams: Vec<TeamName> = entries
+        .flatten()
+        .filter_map(|e| TeamName::new(&e.file_name().to_string_lossy()).ok())
+        .filter(|t| is_half_made(root, t))
+        .collect();
+    teams.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    teams
+}
+
 /// Whether `team`'s lead has finished (it recorded its exit). A lead that died without
 /// saying so is not finished: its team is there to be resumed.
 pub fn is_finished(root: &Root, team: &TeamName) -> bool {

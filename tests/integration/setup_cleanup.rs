@@ -60,35 +60,52 @@ struct Terminal {
     rc: PathBuf,
 }
 
+/// `swarm demo` on a job at `job` in a shell that writes its exit code to `rc` and then
+/// stays, with nothing of the test's environment but this test's own: `$TMUX` as given
+/// (unset is outside tmux), and the team's tmux server named by `$SWARM_TMUX_SOCKET` unless
+/// `$TMUX` is to say it.
+fn demo_argv(
+    env: &TestEnv,
+    tmux_var: Option<&str>,
+    by_socket: bool,
+    job: &Path,
+    rc: &Path,
+) -> Vec<String> {
+    let mut argv: Vec<String> = vec!["env".into(), "-i".into()];
+    for (k, v) in [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("HOME", env.home.display().to_string()),
+        ("TMPDIR", env.dir.path().display().to_string()),
+        ("SWARM_ROOT", env.root.display().to_string()),
+        ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
+        ("GIT_CONFIG_SYSTEM", "/dev/null".into()),
+        ("SWARM_LOCK_TIMEOUT_MS", "60000".into()),
+        ("TERM", "screen".into()),
+    ] {
+        argv.push(format!("{k}={v}"));
+    }
+    if by_socket {
+        argv.push(format!("SWARM_TMUX_SOCKET={}", env.tmux_socket));
+    }
+    if let Some(t) = tmux_var {
+        argv.push(format!("TMUX={t}"));
+    }
+    argv.extend([
+        "sh".into(),
+        "-c".into(),
+        "\"$0\" demo --teammates 1 --dir \"$1\"; echo $? > \"$2\"; exec sleep 600".into(),
+        SWARM.into(),
+        job.display().to_string(),
+        rc.display().to_string(),
+    ]);
+    argv
+}
+
 impl Terminal {
     fn start(env: &TestEnv, tmux_var: Option<&str>, job: &Path) -> Terminal {
         let socket = format!("{}-term", env.tmux_socket);
         let rc = env.dir.path().join("rc");
-        let mut argv: Vec<String> = vec!["env".into(), "-i".into()];
-        for (k, v) in [
-            ("PATH", std::env::var("PATH").unwrap_or_default()),
-            ("HOME", env.home.display().to_string()),
-            ("TMPDIR", env.dir.path().display().to_string()),
-            ("SWARM_ROOT", env.root.display().to_string()),
-            ("SWARM_TMUX_SOCKET", env.tmux_socket.clone()),
-            ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
-            ("GIT_CONFIG_SYSTEM", "/dev/null".into()),
-            ("SWARM_LOCK_TIMEOUT_MS", "60000".into()),
-            ("TERM", "screen".into()),
-        ] {
-            argv.push(format!("{k}={v}"));
-        }
-        if let Some(t) = tmux_var {
-            argv.push(format!("TMUX={t}"));
-        }
-        argv.extend([
-            "sh".into(),
-            "-c".into(),
-            "\"$0\" demo --teammates 1 --dir \"$1\"; echo $? > \"$2\"; exec sleep 600".into(),
-            SWARM.into(),
-            job.display().to_string(),
-            rc.display().to_string(),
-        ]);
+        let argv = demo_argv(env, tmux_var, true, job, &rc);
         let status = Command::new("tmux")
             .args([
                 "-L",
@@ -133,7 +150,13 @@ impl Drop for Terminal {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
+            .stderr(Stdio::null())
             .status();
+        let _ = std::fs::remove_file(format!(
+            "/tmp/tmux-{}/{}",
+            nix::unistd::getuid(),
+            self.socket
+        ));
     }
 }
 
@@ -212,6 +235,12 @@ fn team_delete_removes_a_half_made_team() {
     let half = env.root.join("teams/demo-1234");
     std::fs::create_dir_all(half.join("state")).unwrap();
     std::fs::write(half.join("state/team-lead.json"), "{}").unwrap();
+    let out = env.run(&["team", "list"]).success();
+    assert!(
+        out.stdout.contains("demo-1234  half-made"),
+        "{}",
+        out.stdout
+    );
     let out = env.run(&["team", "delete", "demo-1234"]).success();
     assert!(
         out.stdout.contains("deleted team demo-1234"),
@@ -274,4 +303,81 @@ fn team_prune_removes_finished_teams_and_no_other() {
     let out = env.run(&["--json", "team", "prune"]).success();
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["pruned"], serde_json::json!([]));
+}
+
+#[test]
+fn a_demo_in_its_own_session_on_the_users_server_hands_the_client_back() {
+    // The person's server (this test's) with their session, and their client on it, in a
+    // terminal of another server.
+    let env = TestEnv::new();
+    let tmux = |socket: &str, args: &[&str]| {
+        let out = Command::new("tmux")
+            .args(["-L", socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let s = env.tmux_socket.clone();
+    let host = format!("{s}-term");
+    let rc = env.dir.path().join("rc");
+    // Ends the person's terminal server, also when an assertion fails.
+    let _terminal = Terminal {
+        socket: host.clone(),
+        rc: rc.clone(),
+    };
+    tmux(
+        &s,
+        &[
+            "new-session",
+            "-d",
+            "-s",
+            "user",
+            "-x",
+            "160",
+            "-y",
+            "50",
+            "sleep 600",
+        ],
+    );
+    let index = tmux(&s, &["display", "-p", "-t", "user", "#{session_id}"]).replace('$', "");
+    let attach = format!("env -u TMUX TERM=screen tmux -L {s} attach -t user");
+    tmux(
+        &host,
+        &["new-session", "-d", "-x", "160", "-y", "50", &attach],
+    );
+    let clients = || tmux(&s, &["list-clients", "-F", "#{session_name}"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || clients() == "user"),
+        "no client: {:?}",
+        clients()
+    );
+    // The demo, from a terminal whose $TMUX names that server but no pane of it: its team
+    // gets a session of its own there, and the person's client is switched to it.
+    let job = env.dir.path().join("job");
+    let tmux_var = format!("{},1,{index}", env.tmux_socket_path().display());
+    let argv = demo_argv(&env, Some(&tmux_var), false, &job, &rc);
+    let status = Command::new("tmux")
+        .args(["-L", &host, "-f", "/dev/null", "new-window", "-d"])
+        .args(&argv)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        wait_until(Duration::from_secs(60), || clients()
+            .starts_with("swarm-demo-")),
+        "the client was not switched to the demo: {:?}",
+        clients()
+    );
+    assert!(
+        wait_until(Duration::from_secs(240), || std::fs::read_to_string(&rc)
+            .is_ok_and(|s| s.ends_with('\n'))),
+        "the demo did not end"
+    );
+    assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "0");
+    assert!(
+        wait_until(Duration::from_secs(10), || clients() == "user"),
+        "the person's client was not handed back to their session: {:?}",
+        clients()
+    );
 }

@@ -33,9 +33,10 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::List => {
             let teams = roster::list(&ctx.root)?;
+            let half = teardown::half_made(&ctx.root);
             if ctx.json() {
                 print_json(&teams);
-            } else if teams.is_empty() {
+            } else if teams.is_empty() && half.is_empty() {
                 println!("no teams under {}", ctx.root.path().display());
             } else {
                 for t in teams {
@@ -44,6 +45,11 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
                         t.name,
                         t.members.len(),
                         t.description.map(|d| format!("  {d}")).unwrap_or_default()
+                    );
+                }
+                for t in half {
+                    println!(
+                        "{t}  half-made (no config.json): remove it with `swarm team delete {t}`"
                     );
                 }
             }
