@@ -77,13 +77,17 @@ fn our_value_error(e: &clap::Error) -> Option<String> {
 fn parse() -> std::result::Result<Cli, clap::Error> {
     let matches = Cli::command().try_get_matches()?;
     let mut cli = Cli::from_arg_matches(&matches)?;
-    if let Some((_, sub)) = matches.subcommand()
-        && sub.ids().any(|id| id.as_str() == "permission_mode")
-    {
-        cli.global.permission_mode_given = matches!(
-            sub.value_source("permission_mode"),
-            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-        );
+    // A lead's mode (`swarm spawn` gets it as --lead-permission-mode) or an agent's own.
+    if let Some((_, sub)) = matches.subcommand() {
+        cli.global.permission_mode_given = ["permission_mode", "lead_permission_mode"]
+            .iter()
+            .filter(|id| sub.ids().any(|i| i.as_str() == **id))
+            .any(|id| {
+                matches!(
+                    sub.value_source(id),
+                    Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                )
+            });
     }
     if let (Command::Teammate(args), Some(("teammate", sub))) =
         (&mut cli.command, matches.subcommand())
