@@ -186,3 +186,26 @@ fn swarm_config_shows_each_value_and_where_it_came_from() {
         out.stdout
     );
 }
+
+#[test]
+fn a_spawned_teammate_gets_the_settings_files_mode() {
+    let env = TestEnv::new();
+    let dir = project(&env);
+    env.run(&["team", "create", "t"]).success();
+    let mut cmd = env.swarm(&["--team", "t", "spawn", "bob", "--dry-run"]);
+    cmd.current_dir(&dir);
+    let out = run(&mut cmd).success();
+    assert!(
+        out.stdout.contains("--permission-mode=acceptEdits"),
+        "{}",
+        out.stdout
+    );
+    let mut cmd = env.swarm(&["--team", "t", "spawn", "bob", "--dry-run"]);
+    cmd.current_dir(&dir).env("SWARM_PERMISSION_MODE", "plan");
+    let out = run(&mut cmd).success();
+    assert!(
+        out.stdout.contains("--permission-mode=plan"),
+        "{}",
+        out.stdout
+    );
+}
