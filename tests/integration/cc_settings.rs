@@ -175,6 +175,11 @@ fn swarm_config_shows_each_value_and_where_it_came_from() {
         "the unknown rule is not warned about: {}",
         out.stderr
     );
+    // A command that does not use them says nothing about them.
+    let mut cmd = env.swarm(&["team", "list"]);
+    cmd.current_dir(&dir);
+    let out = run(&mut cmd).success();
+    assert!(!out.stderr.contains("WebFetch"), "{}", out.stderr);
     // The environment wins, and says so.
     let mut cmd = env.swarm(&["config"]);
     cmd.current_dir(&dir).env("SWARM_MODEL", "env-model");

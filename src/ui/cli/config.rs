@@ -17,6 +17,7 @@ struct Line {
 }
 
 pub fn run(ctx: &Ctx) -> Result<()> {
+    ctx.warn_settings();
     let c = &ctx.claude;
     let file = |s: &Sourced<String>| s.from.display().to_string();
     let mut lines = Vec::new();

@@ -32,6 +32,8 @@ pub struct Ctx {
     /// Claude Code's settings files of this project and user, under the flags and the
     /// environment: their `env` is already in [`Ctx::env`].
     pub claude: ClaudeSettings,
+    /// Said once, by the first command that uses the settings files.
+    warned: std::sync::Once,
 }
 
 impl Ctx {
@@ -42,9 +44,6 @@ impl Ctx {
             &dirs.teammate_project_dir(&here, &env),
             dirs.claude.as_deref(),
         );
-        for w in &claude.warnings {
-            tracing::warn!("{w}");
-        }
         let env = env.with_defaults(claude.env.iter().map(|(k, v)| (k.clone(), v.value.clone())));
         let settings = Settings::resolve(env);
         let root = Root::resolve(global.root.as_deref(), &settings.env)?
@@ -56,11 +55,23 @@ impl Ctx {
             actor: Actor::from_env(&settings.env)?,
             settings,
             claude,
+            warned: std::sync::Once::new(),
         })
+    }
+
+    /// The settings files' problems (a file that is not JSON, rules for tools swarm lacks),
+    /// said once, and only by a command that uses them.
+    pub fn warn_settings(&self) {
+        self.warned.call_once(|| {
+            for w in &self.claude.warnings {
+                tracing::warn!("{w}");
+            }
+        });
     }
 
     /// The model: `--model` or `$SWARM_MODEL`, else the settings files' `model`.
     pub fn model(&self, opts: &ModelOpts) -> Option<String> {
+        self.warn_settings();
         opts.model
             .clone()
             .or_else(|| self.claude.model.as_ref().map(|m| m.value.clone()))
@@ -69,6 +80,7 @@ impl Ctx {
     /// The permission mode: `--permission-mode` or `$SWARM_PERMISSION_MODE` when given,
     /// else the settings files' `permissions.defaultMode`, else `flag` (its default).
     pub fn permission_mode(&self, flag: PermissionMode) -> PermissionMode {
+        self.warn_settings();
         match &self.claude.default_mode {
             Some(m) if !self.global.permission_mode_given => m.value,
             _ => flag,
@@ -87,6 +99,7 @@ impl Ctx {
 
     /// An agent's rules: the `--allow` flags, then the settings files' allow and deny rules.
     pub fn rules(&self, flags: &[AllowRule]) -> Vec<AllowRule> {
+        self.warn_settings();
         flags.iter().chain(self.claude.rules()).cloned().collect()
     }
 
