@@ -27,6 +27,7 @@ pub async fn run(input: Value, ctx: &ToolContext) -> ToolOutcome {
         .arg("-c")
         .arg(&command)
         .current_dir(&ctx.cwd)
+        .envs(&ctx.env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

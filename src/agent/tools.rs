@@ -145,6 +145,9 @@ pub struct ToolContext {
     pub agent: AgentName,
     pub mode: Mutex<PermissionMode>,
     pub allow: Vec<AllowRule>,
+    /// Variables the agent's commands get on top of this process's own (a settings file's
+    /// `env`).
+    pub env: std::collections::BTreeMap<String, String>,
     pub bash_timeout: Duration,
     pub output_cap: usize,
     /// Set when the agent is to stop after the current step (it approved its own shutdown).
@@ -161,6 +164,7 @@ impl ToolContext {
             agent,
             mode: Mutex::new(mode),
             allow: Vec::new(),
+            env: Default::default(),
             bash_timeout: Duration::from_secs(120),
             output_cap: DEFAULT_OUTPUT_CAP,
             stop_requested: AtomicBool::new(false),

@@ -5,6 +5,7 @@
 //! Uses `store` (names, the colour palette) and `util`.
 
 pub mod agents;
+pub mod claude_settings;
 pub mod frontmatter;
 pub mod hooks;
 pub mod permissions;

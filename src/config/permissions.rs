@@ -8,6 +8,10 @@
 //! `Read(/other/**)` allow a file tool on paths matching a glob (relative globs are taken
 //! from the working directory). A path rule also lets a file tool reach outside the working
 //! directory.
+//!
+//! A deny rule (from Claude Code's `permissions.deny`, see [`crate::config::claude_settings`])
+//! is written the same way and refuses a matching call in every mode, before anything else
+//! is considered.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -94,6 +98,8 @@ impl Approver {
 pub struct AllowRule {
     pub tool: String,
     pub pattern: Option<String>,
+    /// A deny rule: it refuses what it matches instead of allowing it.
+    pub deny: bool,
 }
 
 impl FromStr for AllowRule {
@@ -111,6 +117,7 @@ impl FromStr for AllowRule {
                 Ok(AllowRule {
                     tool: s.to_owned(),
                     pattern: None,
+                    deny: false,
                 })
             }
             None => Err(bad()),
@@ -125,6 +132,7 @@ impl FromStr for AllowRule {
                 Ok(AllowRule {
                     tool: tool.to_owned(),
                     pattern: Some(pattern.to_owned()),
+                    deny: false,
                 })
             }
         }
@@ -143,6 +151,10 @@ impl fmt::Display for AllowRule {
 impl AllowRule {
     /// Does this rule allow `Bash` to run `command`?
     pub fn allows_command(&self, command: &str) -> bool {
+        !self.deny && self.matches_command(command)
+    }
+
+    fn matches_command(&self, command: &str) -> bool {
         if self.tool != "Bash" {
             return false;
         }
@@ -163,6 +175,32 @@ impl AllowRule {
 
     /// Does this rule allow `tool` on `path` (absolute)?
     pub fn allows_path(&self, tool: &str, path: &Path, cwd: &Path) -> bool {
+        !self.deny && self.matches_path(tool, path, cwd)
+    }
+
+    /// Does this deny rule refuse a call of `tool` on `command` or `path`?
+    pub fn denies(
+        &self,
+        tool: &str,
+        command: Option<&str>,
+        path: Option<&Path>,
+        cwd: &Path,
+    ) -> bool {
+        if !self.deny || self.tool != tool {
+            return false;
+        }
+        if self.pattern.is_none() {
+            return true;
+        }
+        if let Some(c) = command {
+            // Any part may be the refused one; a line the splitter cannot read is taken whole.
+            let parts = simple_commands(c).unwrap_or_else(|| vec![c.to_owned()]);
+            return parts.iter().any(|p| self.matches_command(p)) || self.matches_command(c);
+        }
+        path.is_some_and(|p| self.matches_path(tool, p, cwd))
+    }
+
+    fn matches_path(&self, tool: &str, path: &Path, cwd: &Path) -> bool {
         if self.tool != tool {
             return false;
         }
@@ -174,6 +212,8 @@ impl AllowRule {
             .strip_prefix('/')
             .filter(|p| p.starts_with('/'))
             .unwrap_or(pattern);
+        // Claude Code's rules say `./.env` for a file of the working directory.
+        let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
         let full: PathBuf = if Path::new(pattern).is_absolute() {
             PathBuf::from(pattern)
         } else {
@@ -262,6 +302,11 @@ pub fn verdict(
     path: Option<&Path>,
     cwd: &Path,
 ) -> Verdict {
+    if let Some(rule) = rules.iter().find(|r| r.denies(tool, command, path, cwd)) {
+        return Verdict::Deny(format!(
+            "{tool} is refused here by the deny rule {rule} in the settings; do without it"
+        ));
+    }
     match (mode, kind) {
         (_, ToolKind::ReadOnly | ToolKind::Team | ToolKind::PlanExit) => Verdict::Allow,
         (PermissionMode::Plan, _) => Verdict::Deny(format!(
@@ -275,11 +320,13 @@ pub fn verdict(
                 (ToolKind::Execute, Some(c), _) => {
                     rules
                         .iter()
-                        .any(|r| r.tool == "Bash" && r.pattern.is_none())
+                        .any(|r| !r.deny && r.tool == "Bash" && r.pattern.is_none())
                         || command_allowed(rules, c)
                 }
                 (ToolKind::Edit, _, Some(p)) => rules.iter().any(|r| r.allows_path(tool, p, cwd)),
-                _ => rules.iter().any(|r| r.tool == tool && r.pattern.is_none()),
+                _ => rules
+                    .iter()
+                    .any(|r| !r.deny && r.tool == tool && r.pattern.is_none()),
             };
             if allowed {
                 Verdict::Allow
@@ -392,5 +439,44 @@ mod tests {
             ),
             Verdict::Allow
         );
+    }
+
+    #[test]
+    fn a_deny_rule_refuses_in_every_mode_and_never_allows() {
+        let cwd = Path::new("/w");
+        let mut deny: Vec<AllowRule> = rules(&["Bash(rm:*)", "Read(./.env)", "Bash"]);
+        deny.iter_mut().for_each(|r| r.deny = true);
+        let bash = |c: &str, rules: &[AllowRule]| {
+            verdict(
+                PermissionMode::BypassPermissions,
+                rules,
+                "Bash",
+                ToolKind::Execute,
+                Some(c),
+                None,
+                cwd,
+            )
+        };
+        assert!(matches!(
+            bash("ls && rm -rf x", &deny[..1]),
+            Verdict::Deny(_)
+        ));
+        assert_eq!(bash("ls", &deny[..1]), Verdict::Allow);
+        let read = |p: &str| {
+            verdict(
+                PermissionMode::Default,
+                &deny[1..2],
+                "Read",
+                ToolKind::ReadOnly,
+                None,
+                Some(Path::new(p)),
+                cwd,
+            )
+        };
+        assert!(matches!(read("/w/.env"), Verdict::Deny(_)));
+        assert_eq!(read("/w/src/a.rs"), Verdict::Allow);
+        // A bare deny rule for a tool never counts as allowing it.
+        assert!(!deny[2].allows_command("ls"));
+        assert!(!command_allowed(&deny[2..], "ls"));
     }
 }

@@ -2,8 +2,11 @@
 //! its teammates on it, then the job's own check.
 //!
 //! The demo needs no key and keeps real ones out of its panes. Whatever it starts goes
-//! again when it ends, also when it fails: the model server, the team window, and (unless
-//! asked to keep them) the team's files.
+//! again when it ends, also when it fails: the model server, the team window (and with it
+//! a session of its own), its teammates, and (unless asked to keep them) the team's files.
+//! A demo that fails before its team has finished also removes the job's directory it
+//! made; one that ran to the end leaves the job there to look at. Shown on a terminal, the
+//! team window is closed to the person when the team is done, and the report follows.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +17,9 @@ use crate::store::names::TeamName;
 use crate::store::roster;
 use crate::team::launch::Launcher;
 use crate::team::run::{self as team_run, Goal};
+use crate::team::show;
+use crate::team::shutdown::LadderOptions;
+use crate::team::teardown;
 use crate::team::window::TeamWindow;
 use crate::util::error::{Error, Result};
 
@@ -66,6 +72,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
             dir.display()
         )));
     }
+    let made_dir = !dir.exists();
     job::make_job(&dir, demo.job)?;
     let dir = dir.canonicalize().map_err(|e| Error::io("open", &dir, e))?;
     crate::llm::install_crypto_provider();
@@ -91,6 +98,8 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
         "swarm demo: team {team} builds a small toolkit in {}",
         dir.display()
     ));
+    // Set once the lead has finished: from then on a failure leaves the job to look at.
+    let finished = std::cell::Cell::new(false);
     let result = (|| -> Result<u8> {
         let window = team_run::launch(
             &launcher,
@@ -105,13 +114,17 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
                 teammates: demo.teammates,
             },
         )?;
-        if demo.attach {
+        let wait = || team_run::wait_for_lead(&launcher.root, &team, &window, note);
+        let code = if demo.attach {
             say(
-                "attaching to the team window (detach with your tmux prefix, then d; the demo keeps going)",
+                "showing the team window; you are back here when the team is done (to leave earlier: your tmux prefix, then d; the demo keeps going)",
             );
-            window.attach(launcher.caller.inside())?;
-        }
-        let code = team_run::wait_for_lead(&launcher.root, &team, &window, note)?;
+            let hint = "swarm demo: back to your shell when the team is done; prefix d leaves now";
+            show::show_while(&window, &launcher.caller, Some(hint), wait)??
+        } else {
+            wait()?
+        };
+        finished.set(true);
         say(&team_run::report(&launcher.root, &team));
         let (passed, output) = job::run_check(&dir)?;
         say(&format!("$ bash check.sh\n{output}"));
@@ -133,9 +146,49 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
         ));
         Ok(0)
     })();
-    if !demo.keep {
+    if result.is_err() && !finished.get() {
+        clean_up_failed(&launcher, demo.keep);
+        if made_dir && !demo.keep {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    } else if !demo.keep {
         let _ = roster::delete_files(&launcher.root, &team);
     }
     runtime.block_on(server.shutdown());
     result
+}
+
+/// After a failure: stops what the demo's team still runs and closes its window (with a
+/// session of its own), and unless `keep` removes its files (a half-made team's too).
+/// Whatever fails here is logged: the demo's own error is the one to tell.
+fn clean_up_failed(launcher: &Launcher, keep: bool) {
+    let (root, team) = (&launcher.root, &launcher.team);
+    let quiet = |line: &str| tracing::info!("{line}");
+    let ladder = LadderOptions {
+        timeout: std::time::Duration::from_secs(10),
+        ..LadderOptions::new(launcher.dirs.clone())
+    };
+    if !keep {
+        // Stops the teammates, closes the window, waits for the lead to go, removes all.
+        let window = launcher.window_options();
+        if let Err(e) = teardown::delete(root, team, &launcher.tmux, window, &ladder, true, &quiet)
+        {
+            tracing::warn!("demo clean-up: {e}");
+        }
+        // What a dying lead wrote meanwhile.
+        let _ = roster::delete_files(root, team);
+        return;
+    }
+    if roster::load(root, team).is_ok() {
+        let stops =
+            crate::team::shutdown::stop_team(root, team, Some(&launcher.tmux), &ladder, &quiet);
+        for e in stops.into_iter().filter_map(Result::err) {
+            tracing::warn!("demo clean-up: {e}");
+        }
+    }
+    if let Ok(Some(w)) = TeamWindow::find(&launcher.tmux, team, launcher.window_options())
+        && let Err(e) = w.close()
+    {
+        tracing::warn!("demo clean-up: {e}");
+    }
 }

@@ -24,6 +24,8 @@ pub struct SoloOptions {
     pub llm: LlmConfig,
     pub mode: PermissionMode,
     pub allow: Vec<AllowRule>,
+    /// What the agent's commands get on top of this process's environment.
+    pub env: std::collections::BTreeMap<String, String>,
     pub max_turns: u32,
     pub cwd: PathBuf,
     /// Where each model turn appends its timings, for `scripts/bench`.
@@ -40,6 +42,7 @@ pub async fn run(o: SoloOptions) -> Result<u8> {
     let agent = AgentName::new("agent").expect("valid");
     let mut ctx = ToolContext::new(o.cwd.clone(), agent.clone(), o.mode);
     ctx.allow = o.allow;
+    ctx.env = o.env;
     let system = prompt::solo(&PromptInputs {
         agent: &agent,
         cwd: &o.cwd,

@@ -19,6 +19,7 @@ pub mod prompt;
 pub mod report;
 pub mod resume;
 pub mod run;
+pub mod show;
 pub mod shutdown;
 pub mod status;
 pub mod supervisor;

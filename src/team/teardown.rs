@@ -2,13 +2,16 @@
 //! work that deleting it would lose, unless forced; then the teammates are stopped through
 //! the shutdown ladder, the window is closed, the lead is given time to go with its pane,
 //! the worktrees are removed (saying what a forced delete discarded) and the team's files
-//! go last.
+//! go last. A half-made team (a folder without its roster, left by a run that failed while
+//! it was being made) goes with its tagged panes. A finished team (its lead exited) can go
+//! by itself, and a finished run's window with it.
 
 use std::time::{Duration, Instant};
 
 use crate::store::layout::Root;
 use crate::store::names::{LEAD, TeamName};
 use crate::store::roster;
+use crate::store::state::{self, Activity};
 use crate::store::worktrees;
 use crate::team::shutdown::{self, LadderOptions};
 use crate::team::status;
@@ -48,6 +51,13 @@ pub fn delete(
     force: bool,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<Deleted> {
+    if is_half_made(root, team) {
+        if let Some(window) = TeamWindow::find(tmux, team, window)? {
+            window.close()?;
+        }
+        roster::delete_files(root, team)?;
+        return Ok(Deleted::default());
+    }
     roster::load(root, team)?;
     let seen = status::observe(root, team, Some(tmux))?;
     let alive: Vec<String> = seen
@@ -113,6 +123,47 @@ pub fn delete(
     }
     roster::delete_files(root, team)?;
     Ok(deleted)
+}
+
+/// Whether `team` has a folder but no roster (`teams/<team>/config.json`).
+pub fn is_half_made(root: &Root, team: &TeamName) -> bool {
+    root.team_dir(team).is_dir() && !root.roster_path(team).exists()
+}
+
+/// The half-made teams under `root`, by name.
+pub fn half_made(root: &Root) -> Vec<TeamName> {
+    let Ok(entries) = std::fs::read_dir(root.teams_dir()) else {
+        return Vec::new();
+    };
+    let mut teams: Vec<TeamName> = entries
+        .flatten()
+        .filter_map(|e| TeamName::new(&e.file_name().to_string_lossy()).ok())
+        .filter(|t| is_half_made(root, t))
+        .collect();
+    teams.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    teams
+}
+
+/// Whether `team`'s lead has finished (it recorded its exit). A lead that died without
+/// saying so is not finished: its team is there to be resumed.
+pub fn is_finished(root: &Root, team: &TeamName) -> bool {
+    state::read(root, team, &crate::store::names::AgentName::lead())
+        .is_some_and(|s| s.activity == Activity::Exited)
+}
+
+/// Closes a finished run's window (its lead's dead pane, and whatever else of the team is
+/// left), so that runs do not leave a session each behind; `keep` leaves it to look at.
+/// Quiet: the run's outcome is already decided and said.
+pub fn close_finished(root: &Root, window: &TeamWindow, keep: bool) {
+    if keep || !is_finished(root, window.team()) {
+        return;
+    }
+    if let Err(e) = window.close() {
+        tracing::warn!(
+            "failed to close the window of team '{}': {e}",
+            window.team()
+        );
+    }
 }
 
 /// Refuses when a worktree of the team holds work that deleting it would lose.

@@ -509,8 +509,9 @@ impl TeamWindow {
         Ok(mine.len())
     }
 
-    /// Shows the team's window: `switch-client` inside tmux, else `tmux attach` in the
-    /// foreground, returning when the user detaches.
+    /// Shows the team's window: `switch-client` inside tmux (on another server, where
+    /// there is no client to switch, as outside), else `tmux attach` in the foreground,
+    /// returning when the user detaches.
     pub fn attach(&self, inside_tmux: bool) -> Result<()> {
         let panes = self.panes()?;
         let target = panes
@@ -518,7 +519,16 @@ impl TeamWindow {
             .find(|p| p.agent.as_deref() == Some(LEAD))
             .or(panes.first())
             .ok_or_else(|| self.no_window())?;
-        Ok(self.tmux.attach(&target.pane, inside_tmux)?)
+        match self.tmux.attach(&target.pane, inside_tmux) {
+            // Inside another server's pane this server has no client to switch: show it
+            // on the terminal instead.
+            Err(TmuxError::Failed { stderr, .. })
+                if inside_tmux && stderr.contains("no current client") =>
+            {
+                Ok(self.tmux.attach(&target.pane, false)?)
+            }
+            r => Ok(r?),
+        }
     }
 
     /// Before killing: whether each pane carries this team's tag on itself. The listing's

@@ -528,6 +528,10 @@ impl Tmux {
         self.run(&TmuxCommand::kill_window(window)).map(drop)
     }
 
+    pub fn detach_clients(&self, session: SessionId) -> Result<(), TmuxError> {
+        self.run(&TmuxCommand::detach_clients(session)).map(drop)
+    }
+
     pub fn kill_session(&self, session: SessionId) -> Result<(), TmuxError> {
         self.run(&TmuxCommand::kill_session(session)).map(drop)
     }

@@ -365,6 +365,13 @@ impl TmuxCommand {
         TmuxCommand::new("kill-window").target(&window)
     }
 
+    /// Detaches every client showing `session`.
+    pub fn detach_clients(session: SessionId) -> Self {
+        TmuxCommand::new("detach-client")
+            .flag("-s")
+            .flag(&session.to_string())
+    }
+
     pub fn kill_session(session: SessionId) -> Self {
         TmuxCommand::new("kill-session").target(&session)
     }

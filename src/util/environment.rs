@@ -73,6 +73,20 @@ impl Environment {
             .filter(|v| !v.is_empty())
     }
 
+    /// This environment with `defaults` added where a variable is unset (or empty): what a
+    /// settings file's `env` gives, under whatever the process was started with.
+    pub fn with_defaults(
+        mut self,
+        defaults: impl IntoIterator<Item = (String, String)>,
+    ) -> Environment {
+        for (k, v) in defaults {
+            if self.get(&k).is_none() {
+                self.vars.insert(k, v);
+            }
+        }
+        self
+    }
+
     /// Every variable, for building a child's environment.
     pub fn vars(&self) -> &BTreeMap<String, String> {
         &self.vars

@@ -76,6 +76,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     };
     let mut ctx = ToolContext::new(opts.cwd.clone(), opts.name.clone(), mode);
     ctx.allow = opts.allow.clone();
+    ctx.env = opts.env.clone();
     let hooks = Arc::new(HookRunner {
         hooks: opts.hooks.clone(),
         session_id: uuid::Uuid::new_v4().to_string(),

@@ -27,6 +27,8 @@ pub struct TeammateOptions {
     pub llm: LlmConfig,
     pub mode: PermissionMode,
     pub allow: Vec<AllowRule>,
+    /// What the teammate's commands get on top of this process's environment.
+    pub env: std::collections::BTreeMap<String, String>,
     pub max_turns: u32,
     pub permission_timeout: Duration,
     pub cwd: PathBuf,

@@ -44,6 +44,11 @@ pub struct GlobalOpts {
     /// The tmux server to use, by socket name (tmux -L) [default: the team's, else the one you are in, else the default]
     #[arg(long, global = true, env = "SWARM_TMUX_SOCKET", value_name = "NAME")]
     pub tmux_socket: Option<String>,
+
+    /// Whether the command's --permission-mode was given (flag or environment), set after
+    /// parsing: only then does it win over the settings files' `permissions.defaultMode`.
+    #[arg(skip)]
+    pub permission_mode_given: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -109,6 +114,10 @@ pub enum Command {
     /// Create, inspect and delete teams
     #[command(subcommand)]
     Team(TeamCommand),
+
+    /// Show the settings swarm runs with here, from Claude Code's settings files, the
+    /// environment and defaults, and where each value came from
+    Config,
 
     /// Send a message to one member
     Send(SendArgs),
@@ -227,6 +236,9 @@ pub enum TeamCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Delete every finished team (its lead exited); never one still running, nor one
+    /// whose worktrees hold unmerged work
+    Prune,
 }
 
 #[derive(Debug, Args)]
@@ -696,6 +708,9 @@ pub struct RunArgs {
     /// "time"), ending with the report; implies --no-attach
     #[arg(long)]
     pub events: bool,
+    /// Keep the team's tmux window when the run ends (its finished panes stay to look at)
+    #[arg(long)]
+    pub keep: bool,
     /// Where the team works [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::config::claude_settings::ClaudeSettings;
+use crate::config::permissions::{AllowRule, PermissionMode};
+use crate::config::project::UserDirs;
 use crate::config::settings::Settings;
 use crate::llm::{LlmConfig, LlmFlags};
 use crate::store::layout::Root;
@@ -26,10 +29,22 @@ pub struct Ctx {
     pub caller: Caller,
     /// A person, or the agent in whose environment this runs.
     pub actor: Actor,
+    /// Claude Code's settings files of this project and user, under the flags and the
+    /// environment: their `env` is already in [`Ctx::env`].
+    pub claude: ClaudeSettings,
+    /// Said once, by the first command that uses the settings files.
+    warned: std::sync::Once,
 }
 
 impl Ctx {
     pub fn new(global: GlobalOpts, env: Environment) -> Result<Ctx> {
+        let dirs = UserDirs::from_env(&env);
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let claude = ClaudeSettings::load(
+            &dirs.teammate_project_dir(&here, &env),
+            dirs.claude.as_deref(),
+        );
+        let env = env.with_defaults(claude.env.iter().map(|(k, v)| (k.clone(), v.value.clone())));
         let settings = Settings::resolve(env);
         let root = Root::resolve(global.root.as_deref(), &settings.env)?
             .with_store_settings(settings.lock_timeout, settings.durable);
@@ -39,7 +54,53 @@ impl Ctx {
             caller: Caller::from_env(&settings.env),
             actor: Actor::from_env(&settings.env)?,
             settings,
+            claude,
+            warned: std::sync::Once::new(),
         })
+    }
+
+    /// The settings files' problems (a file that is not JSON, rules for tools swarm lacks),
+    /// said once, and only by a command that uses them.
+    pub fn warn_settings(&self) {
+        self.warned.call_once(|| {
+            for w in &self.claude.warnings {
+                tracing::warn!("{w}");
+            }
+        });
+    }
+
+    /// The model: `--model` or `$SWARM_MODEL`, else the settings files' `model`.
+    pub fn model(&self, opts: &ModelOpts) -> Option<String> {
+        self.warn_settings();
+        opts.model
+            .clone()
+            .or_else(|| self.claude.model.as_ref().map(|m| m.value.clone()))
+    }
+
+    /// The permission mode: `--permission-mode` or `$SWARM_PERMISSION_MODE` when given,
+    /// else the settings files' `permissions.defaultMode`, else `flag` (its default).
+    pub fn permission_mode(&self, flag: PermissionMode) -> PermissionMode {
+        self.warn_settings();
+        match &self.claude.default_mode {
+            Some(m) if !self.global.permission_mode_given => m.value,
+            _ => flag,
+        }
+    }
+
+    /// The variables the settings files' `env` gives, with the environment's own value
+    /// where it has one: for an agent's commands, which otherwise get this process's own.
+    pub fn settings_env(&self) -> std::collections::BTreeMap<String, String> {
+        self.claude
+            .env
+            .keys()
+            .filter_map(|k| Some((k.clone(), self.env().get(k)?.to_owned())))
+            .collect()
+    }
+
+    /// An agent's rules: the `--allow` flags, then the settings files' allow and deny rules.
+    pub fn rules(&self, flags: &[AllowRule]) -> Vec<AllowRule> {
+        self.warn_settings();
+        flags.iter().chain(self.claude.rules()).cloned().collect()
     }
 
     pub fn json(&self) -> bool {
@@ -146,7 +207,7 @@ impl Ctx {
     pub fn llm_config(&self, opts: &ModelOpts) -> Result<LlmConfig> {
         let flags = LlmFlags {
             provider: opts.api.provider,
-            model: opts.model.clone(),
+            model: self.model(opts),
             base_url: opts.api.base_url.clone(),
             anthropic_version: opts.api.anthropic_version.clone(),
             rate_limit_wait: opts.api.rate_limit_wait.map(std::time::Duration::from_secs),

@@ -12,7 +12,7 @@ use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
-    agent, agents, approvals, completions, lead, merge, message, model_server, resume, run,
+    agent, agents, approvals, completions, config, lead, merge, message, model_server, resume, run,
     shutdown, spawn, status, task, team, watch,
 };
 use crate::util::environment::Environment;
@@ -90,6 +90,18 @@ fn parse() -> std::result::Result<Cli, clap::Error> {
         Err(e) => return Err(e),
     };
     let mut cli = Cli::from_arg_matches(&matches)?;
+    // A lead's mode (`swarm spawn` gets it as --lead-permission-mode) or an agent's own.
+    if let Some((_, sub)) = matches.subcommand() {
+        cli.global.permission_mode_given = ["permission_mode", "lead_permission_mode"]
+            .iter()
+            .filter(|id| sub.ids().any(|i| i.as_str() == **id))
+            .any(|id| {
+                matches!(
+                    sub.value_source(id),
+                    Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                )
+            });
+    }
     if let (Command::Teammate(args), Some(("teammate", sub))) =
         (&mut cli.command, matches.subcommand())
     {
@@ -128,6 +140,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
     let done = |r: Result<()>| r.map(|()| 0);
     match command {
         Command::Team(cmd) => done(team::run(&ctx, cmd)),
+        Command::Config => done(config::run(&ctx)),
         Command::Send(args) => done(message::send(&ctx, args)),
         Command::Broadcast(args) => done(message::broadcast(&ctx, args)),
         Command::Inbox(args) => done(message::inbox(&ctx, args)),

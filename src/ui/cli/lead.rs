@@ -92,12 +92,12 @@ pub fn inherited(
 ) -> Result<crate::team::inherit::LeadSettings> {
     let mut lead = ctx.lead_settings()?;
     lead.provider = model.api.provider.map(|p| p.to_string());
-    lead.model = model.model.clone();
+    lead.model = ctx.model(model);
     lead.context_window = model.context_window;
     lead.base_url = model.api.base_url.clone();
     lead.anthropic_version = model.api.anthropic_version.clone();
     lead.rate_limit_wait = model.api.rate_limit_wait;
-    lead.permission_mode = permissions.permission_mode;
+    lead.permission_mode = ctx.permission_mode(permissions.permission_mode);
     lead.allow = permissions.allow.iter().map(ToString::to_string).collect();
     lead.max_turns = Some(permissions.max_turns);
     lead.permission_timeout = Some(permissions.permission_timeout.into());

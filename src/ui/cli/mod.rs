@@ -6,6 +6,7 @@ mod agents;
 mod approvals;
 pub mod args;
 mod completions;
+mod config;
 mod context;
 pub(crate) mod dispatch;
 mod identity;

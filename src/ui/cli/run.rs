@@ -73,6 +73,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         speak.tell(&started);
     }
     follow_speaking(ctx, &team, &window, no_attach, speak)
+        .inspect(|_| crate::team::teardown::close_finished(&ctx.root, &window, args.keep))
 }
 
 /// What an unattached wait prints on stdout: the report as text, the report as JSON

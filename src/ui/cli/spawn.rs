@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     lead.anthropic_version = args.api.anthropic_version.clone();
     lead.rate_limit_wait = args.api.rate_limit_wait;
     lead.model = args.lead_model.clone().filter(|m| !m.is_empty());
-    lead.permission_mode = args.lead_permission_mode;
+    lead.permission_mode = ctx.permission_mode(args.lead_permission_mode);
     lead.allow = args.allow.iter().map(ToString::to_string).collect();
     lead.max_turns = args.max_turns;
     lead.context_window = args.context_window;

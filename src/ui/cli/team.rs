@@ -33,9 +33,10 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::List => {
             let teams = roster::list(&ctx.root)?;
+            let half = teardown::half_made(&ctx.root);
             if ctx.json() {
                 print_json(&teams);
-            } else if teams.is_empty() {
+            } else if teams.is_empty() && half.is_empty() {
                 println!("no teams under {}", ctx.root.path().display());
             } else {
                 for t in teams {
@@ -44,6 +45,11 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
                         t.name,
                         t.members.len(),
                         t.description.map(|d| format!("  {d}")).unwrap_or_default()
+                    );
+                }
+                for t in half {
+                    println!(
+                        "{t}  half-made (no config.json): remove it with `swarm team delete {t}`"
                     );
                 }
             }
@@ -104,22 +110,14 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             }
             Ok(())
         }
+        TeamCommand::Prune => prune(ctx),
         TeamCommand::Delete { team, force } => {
             let team = TeamName::new(&team)?;
             ctx.actor.check_team(&team)?;
-            roster::load(&ctx.root, &team)?;
-            let tmux = ctx.team_tmux(&team)?;
-            let window =
-                TeamWindowOptions::for_team(&ctx.root, &team, ctx.settings.panes_per_window);
-            let ladder = LadderOptions {
-                timeout: std::time::Duration::from_secs(10),
-                ..LadderOptions::new(ctx.settings.dirs.clone())
-            };
-            // The ladder may take a while: if stdout went away meanwhile, go on quietly.
-            let say = |line: &str| {
-                let _ = writeln!(std::io::stdout(), "{line}");
-            };
-            let deleted = teardown::delete(&ctx.root, &team, &tmux, window, &ladder, force, &say)?;
+            if !teardown::is_half_made(&ctx.root, &team) {
+                roster::load(&ctx.root, &team)?;
+            }
+            let deleted = delete(ctx, &team, force)?;
             for line in &deleted.left {
                 eprintln!("swarm: warning: {line}");
             }
@@ -144,6 +142,56 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Deletes `team` through the shutdown ladder (see `team::teardown`), saying its steps.
+fn delete(ctx: &Ctx, team: &TeamName, force: bool) -> Result<teardown::Deleted> {
+    let tmux = ctx.team_tmux(team)?;
+    let window = TeamWindowOptions::for_team(&ctx.root, team, ctx.settings.panes_per_window);
+    let ladder = LadderOptions {
+        timeout: std::time::Duration::from_secs(10),
+        ..LadderOptions::new(ctx.settings.dirs.clone())
+    };
+    // The ladder may take a while: if stdout went away meanwhile, go on quietly.
+    let say = |line: &str| {
+        let _ = writeln!(std::io::stdout(), "{line}");
+    };
+    teardown::delete(&ctx.root, team, &tmux, window, &ladder, force, &say)
+}
+
+/// `swarm team prune`: deletes the finished teams; a team that refuses (running teammates,
+/// unmerged work) is kept and said why.
+fn prune(ctx: &Ctx) -> Result<()> {
+    let mut pruned = Vec::new();
+    let mut kept = Vec::new();
+    for config in roster::list(&ctx.root)? {
+        let team = TeamName::new(&config.name)?;
+        if ctx.actor.check_team(&team).is_err() || !teardown::is_finished(&ctx.root, &team) {
+            continue;
+        }
+        match delete(ctx, &team, false) {
+            Ok(_) => pruned.push(team.to_string()),
+            Err(e) => kept.push((team.to_string(), e.to_string())),
+        }
+    }
+    if ctx.json() {
+        let kept: Vec<_> = kept
+            .iter()
+            .map(|(t, why)| json!({"team": t, "reason": why}))
+            .collect();
+        print_json(&json!({"pruned": pruned, "kept": kept}));
+        return Ok(());
+    }
+    for t in &pruned {
+        println!("deleted finished team {t}");
+    }
+    for (t, why) in &kept {
+        println!("kept finished team {t}: {why}");
+    }
+    if pruned.is_empty() && kept.is_empty() {
+        println!("no finished teams under {}", ctx.root.path().display());
+    }
+    Ok(())
 }
 
 fn print_roster(config: &TeamConfig) {
