@@ -152,6 +152,8 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
             let _ = std::fs::remove_dir_all(&dir);
         }
     } else if !demo.keep {
+        // The job's repository keeps the work, not the queue's scaffolding.
+        crate::team::merge::remove_integration(&launcher.root, &team);
         let _ = roster::delete_files(&launcher.root, &team);
     }
     runtime.block_on(server.shutdown());

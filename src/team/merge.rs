@@ -609,6 +609,40 @@ fn advance_target(project: &Path, wt: &Path, target: &str) -> Result<Option<Stri
     }
 }
 
+/// Removes the team's integration worktree (a checkout of committed work only), and its
+/// branch when the target has all of it; otherwise the branch stays, and the line
+/// returned says so. `None` when the team never merged anything.
+pub fn remove_integration(root: &Root, team: &TeamName) -> Option<String> {
+    let queue = merge_queue::load(root, team).ok()?;
+    let git_dir = queue.git_dir?;
+    let project = project_dir(&git_dir);
+    let wt = integration_path(&git_dir, team);
+    if wt.exists() {
+        let _ = git(
+            &project,
+            &["worktree", "remove", "--force", &wt.to_string_lossy()],
+        );
+        let _ = std::fs::remove_dir_all(&wt);
+        let _ = git(&project, &["worktree", "prune"]);
+    }
+    let branch = integration_branch(team);
+    let head = rev(&project, &format!("refs/heads/{branch}"))?;
+    let landed = queue
+        .target
+        .as_deref()
+        .and_then(|t| rev(&project, &format!("refs/heads/{t}")))
+        .is_some_and(|t| is_ancestor(&project, &head, &t));
+    if landed {
+        let _ = git(&project, &["branch", "-D", &branch]);
+        None
+    } else {
+        Some(format!(
+            "kept branch {branch}: it holds merged work that is not on {} yet (`git merge --ff-only {branch}` there)",
+            queue.target.as_deref().unwrap_or("the target")
+        ))
+    }
+}
+
 /// Removes the kept worktree and branch of each merged entry whose every change is
 /// reachable from the target (through `team::worktree::remove`, as its teammate's stop
 /// would have); a worktree in use, with uncommitted files, or whose work landed as new

@@ -121,6 +121,9 @@ pub fn delete(
             )),
         }
     }
+    if let Some(line) = crate::team::merge::remove_integration(root, team) {
+        deleted.left.push(line);
+    }
     roster::delete_files(root, team)?;
     Ok(deleted)
 }

@@ -167,11 +167,11 @@ fn the_worktrees_demo_lands_every_teammates_branch_with_the_check_green() {
         );
     }
     // The teammates' branches went once their work was on the job's branch.
+    // Nor is the merge queue's integration worktree left behind.
     let branches = git(&job, &["branch", "--list", "swarm/*"]);
-    assert!(
-        !branches.contains("/alice") && !branches.contains("/bob") && !branches.contains("/carol"),
-        "{branches}"
-    );
+    assert!(branches.trim().is_empty(), "{branches}");
+    let worktrees = git(&job, &["worktree", "list"]);
+    assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
     assert!(
         wait_until(Duration::from_secs(10), || our_processes(&env).is_empty()),
         "left running: {:?}",

@@ -170,6 +170,10 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
     merge(&env, &repo, &[]).success();
     assert_eq!(git(&repo, &["rev-parse", "main"]), head);
     assert_eq!(states(&env).len(), 3);
+    // Deleting the team takes the integration worktree and branch: main has it all.
+    env.run(&["team", "delete", "t"]).success();
+    assert_eq!(git(&repo, &["branch", "--list", "swarm/*"]), "");
+    assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
 }
 
 #[test]
@@ -354,6 +358,19 @@ fn a_dirty_user_checkout_is_never_touched_and_the_result_stays_on_the_integratio
         &env.team_name("t"),
         "alice"
     ));
+    // A forced delete keeps the integration branch, which holds what main lacks.
+    let out = env.run(&["team", "delete", "t", "--force"]).success();
+    assert!(
+        out.stdout.contains("kept branch swarm/t/integration")
+            || out.stderr.contains("kept branch swarm/t/integration"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    assert_eq!(
+        git(&repo, &["show", "swarm/t/integration:alice.txt"]),
+        "hi\n"
+    );
 }
 
 #[test]
