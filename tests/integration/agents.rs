@@ -81,6 +81,7 @@ fn agents_list_shows_every_scope_with_precedence_and_reports_a_broken_file() {
 
 #[test]
 fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::with_team("t", &["bob", "carol"]);
     let work = env.dir.path().join("work");
     write(
@@ -216,6 +217,7 @@ fn teammate_argv(env: &TestEnv, name: &str) -> Vec<String> {
 
 #[test]
 fn spawn_resolves_the_model_from_the_definition_and_the_environment() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::with_team("t", &[]);
     let project = env.dir.path().join("proj");
     write(

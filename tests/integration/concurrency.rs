@@ -30,6 +30,7 @@ fn root(env: &TestEnv) -> String {
 
 #[test]
 fn fan_in_8_senders_x_250_messages_all_arrive_once() {
+    let _heavy = crate::harness::heavy();
     let senders: Vec<String> = (0..8).map(|i| format!("s{i}")).collect();
     let mut members: Vec<&str> = senders.iter().map(String::as_str).collect();
     members.push("sink");
@@ -61,6 +62,7 @@ fn fan_in_8_senders_x_250_messages_all_arrive_once() {
 
 #[test]
 fn send_against_acknowledge_delivers_each_message_exactly_once() {
+    let _heavy = crate::harness::heavy();
     let senders: Vec<String> = (0..8).map(|i| format!("s{i}")).collect();
     let mut members: Vec<&str> = senders.iter().map(String::as_str).collect();
     members.push("sink");
@@ -99,6 +101,7 @@ fn send_against_acknowledge_delivers_each_message_exactly_once() {
 
 #[test]
 fn all_to_all_among_six_agents_while_each_reads_its_own() {
+    let _heavy = crate::harness::heavy();
     let agents: Vec<String> = (0..6).map(|i| format!("a{i}")).collect();
     let members: Vec<&str> = agents.iter().map(String::as_str).collect();
     let env = TestEnv::with_team("t", &members);
@@ -154,6 +157,7 @@ fn all_to_all_among_six_agents_while_each_reads_its_own() {
 
 #[test]
 fn kill_9_of_writers_never_corrupts_or_loses_an_acknowledged_send() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::with_team("t", &["w0", "w1", "sink"]);
     let r = root(&env);
     let acked = env.dir.path().join("acked.txt");
@@ -219,6 +223,7 @@ fn kill_9_of_writers_never_corrupts_or_loses_an_acknowledged_send() {
 
 #[test]
 fn a_dead_lock_holder_never_blocks_anyone() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::with_team("t", &["bob"]);
     let r = root(&env);
     let mut holder = env
@@ -252,6 +257,7 @@ fn a_dead_lock_holder_never_blocks_anyone() {
 
 #[test]
 fn a_held_lock_directory_is_kept_fresh() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::with_team("t", &["bob"]);
     let r = root(&env);
     let mut holder = Guarded(Some(
@@ -284,6 +290,7 @@ fn a_held_lock_directory_is_kept_fresh() {
 
 #[test]
 fn claim_race_8_processes_over_200_tasks_each_claimed_once() {
+    let _heavy = crate::harness::heavy();
     let agents: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
     let members: Vec<&str> = agents.iter().map(String::as_str).collect();
     let env = TestEnv::with_team("t", &members);

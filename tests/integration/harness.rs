@@ -536,3 +536,13 @@ pub fn inbox_texts(env: &TestEnv, team: &str, agent: &str) -> Vec<String> {
         .map(|e| e["text"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// Held by each test that starts dozens of processes, so that under `cargo test` (one
+/// process, a thread per test) two of them never share CI's two cores; nextest runs each
+/// test in a process of its own and keeps them apart with its `heavy` test group.
+pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -48,6 +48,7 @@ fn tmux_panes(env: &TestEnv) -> String {
 
 #[test]
 fn the_demo_runs_to_the_end_and_leaves_nothing_behind() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
     let out = run_timeout(
@@ -104,6 +105,7 @@ fn the_demo_runs_to_the_end_and_leaves_nothing_behind() {
 
 #[test]
 fn the_demo_refuses_bad_input_before_starting_anything() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::new();
     let taken = env.dir.path().join("taken");
     std::fs::create_dir_all(&taken).unwrap();
@@ -124,6 +126,7 @@ fn the_demo_refuses_bad_input_before_starting_anything() {
 
 #[test]
 fn the_worktrees_demo_lands_every_teammates_branch_with_the_check_green() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
     let out = run_timeout(
@@ -218,6 +221,7 @@ fn demo_model() -> ScriptedModel {
 
 #[test]
 fn swarm_run_with_the_lead_approving_plans() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
     swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
@@ -277,6 +281,7 @@ fn swarm_run_with_the_lead_approving_plans() {
 
 #[test]
 fn swarm_run_with_a_human_approver_waits_for_swarm_approve() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
     swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();

@@ -19,6 +19,7 @@ fn ppid(pid: i32) -> Option<i32> {
 
 #[test]
 fn eight_teammates_register_each_in_its_own_process_with_no_shell_between() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::with_team("t", &[]);
     let model = idle_model();
     let names: Vec<String> = (0..8).map(|i| format!("mate{i}")).collect();

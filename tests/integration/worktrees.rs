@@ -384,6 +384,7 @@ fn the_leads_agent_tool_spawns_into_a_worktree_whose_committed_work_lands_on_mai
 
 #[test]
 fn the_supervisor_settles_the_worktree_of_a_teammate_that_died() {
+    let _heavy = crate::harness::heavy();
     let env = TestEnv::with_team("t", &[]);
     let repo = env.repo("repo");
     let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
