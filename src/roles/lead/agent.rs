@@ -98,7 +98,8 @@ pub fn system_prompt(o: &LeadAgentOptions) -> String {
     }
     prompt.push_str(
         "Give isolation \"worktree\" to a teammate whose changes should stay apart from the shared checkout: \
-         it works in its own git worktree and branch, which is kept for you to merge if it changed anything.\n",
+         it works in its own git worktree and branch, and what it commits for each task it completes lands on the team's \
+         target through the merge queue, after the project's check; you hear each outcome (see the MergeQueue tool).\n",
     );
     prompt
 }
