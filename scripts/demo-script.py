@@ -107,14 +107,16 @@ rule("bob carries out the plan", agent="bob", tool_result_contains="your plan", 
      reply={"tool_calls": [call("Write", file_path="{{path}}", content="{{content}}\n"), call("TaskGet", taskId="{{id}}")]})
 rule("bob revises", agent="bob", tool_result_contains="rejected your plan", reply={"text": "I will revise my plan."})
 
-# Everyone: write the file, look the task up for its check, run it, report.
+# Everyone: write the file, look the task up for its check, run it, report. The check rule
+# comes first: the task's description (in TaskGet's result) quotes the line the check
+# prints, which the report rule waits for.
 rule("write", user_regex=CLAIMED, no_tool_result=True,
      reply={"text": "On it: {{path}}.", "tool_calls": [call("Write", file_path="{{path}}", content="{{content}}\n"), call("TaskGet", taskId="{{id}}")]})
+rule("check", user_regex=r"(?s)#(?P<id>\d+) \[in_progress\].*?Check: `(?P<check>[^`]+)`",
+     reply={"tool_calls": [call("Bash", command="{{check}}", description="run the task's check")]})
 rule("report", user_regex=r"task #(?P<id>\d+) checked: (?P<path>\S+) is good",
      reply={"tool_calls": [call("TaskUpdate", taskId="{{id}}", status="completed"),
                            call("SendMessage", to=LEAD, summary="task #{{id}} done", message="Task #{{id}} is done: {{path}} is written and its check passes.")]})
-rule("check", user_regex=r"(?s)#(?P<id>\d+) \[in_progress\].*?Check: `(?P<check>[^`]+)`",
-     reply={"tool_calls": [call("Bash", command="{{check}}", description="run the task's check")]})
 rule("done", tool_result_contains="Message sent to team-lead", reply={"text": "Done."})
 rule("mail", user_contains="New message(s) from your team", no_tool_result=True, reply={"text": "Understood."})
 rule("stuck", user_contains="is still not completed", reply={"text": "Its check did not pass; I cannot complete it."})
@@ -160,9 +162,4 @@ rule("lead verifies", agent=LEAD, user_contains="All tasks are completed",
 rule("lead sums up", agent=LEAD, tool_result_contains="reverse.sh",
      reply={"text": "Done: lib/upper.sh, lib/lower.sh and lib/reverse.sh were built in three worktrees and merged one at a time, lint.sh green after each."})
 rule("lead notes mail", agent=LEAD, reply={"text": "Noted."})
-# A task's description holds its check, whose output the report rule waits for: here the
-# check must run first, since it is what commits the work.
-by_name = {r["name"]: r for r in TEAMMATE_RULES}
-order = ["write", "check", "report"]
-teammates = [by_name[n] for n in order] + [r for r in TEAMMATE_RULES if r["name"] not in order]
-write("script-worktrees.json", rules + teammates)
+write("script-worktrees.json", rules + TEAMMATE_RULES)
