@@ -170,7 +170,8 @@ pub fn follow_lead(
                     return Ok(code);
                 }
                 if !s.process_alive() {
-                    return Err(Error::Other(format!(
+                    // A run that failed (exit 7), as the README's table has it.
+                    return Err(Error::Model(format!(
                         "the lead of team '{team}' stopped without finishing; see {}",
                         root.log_path(team, &AgentName::lead()).display()
                     )));
@@ -180,7 +181,7 @@ pub fn follow_lead(
                 let text = pane
                     .and_then(|p| window.tmux().capture_pane(p, None).ok())
                     .unwrap_or_default();
-                return Err(Error::Other(format!(
+                return Err(Error::Model(format!(
                     "the lead of team '{team}' did not start: {}",
                     text.lines()
                         .rev()

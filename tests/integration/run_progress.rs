@@ -368,3 +368,37 @@ fn an_interrupted_run_exits_130() {
     let err = std::fs::read_to_string(err).unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
 }
+
+#[test]
+fn a_lead_that_dies_fails_the_run_with_exit_7() {
+    let env = TestEnv::new();
+    // The lead waits on its first answer while it is killed.
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(Rule::new("slow").delay_ms(60_000))
+            .default_reply(Reply::text("ok")),
+    );
+    let err = env.dir.path().join("run.err");
+    let mut cmd = env.swarm(&["run", "say hello", "--team", "t", "--no-attach"]);
+    cmd.args(scripted(&model))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap());
+    let mut child = Guarded(Some(cmd.spawn().unwrap()));
+    assert!(
+        wait_until(Duration::from_secs(30), || !model.requests().is_empty()),
+        "the lead never asked its model"
+    );
+    let state: Value = serde_json::from_slice(
+        &std::fs::read(env.root.join("teams/t/state/team-lead.json")).unwrap(),
+    )
+    .unwrap();
+    let lead = nix::unistd::Pid::from_raw(state["pid"].as_i64().unwrap() as i32);
+    nix::sys::signal::kill(lead, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let status = child
+        .wait(Duration::from_secs(60))
+        .expect("the run did not notice its lead died");
+    let err = std::fs::read_to_string(err).unwrap();
+    assert_eq!(status.code(), Some(7), "{err}");
+    assert!(err.contains("stopped without finishing"), "{err}");
+}
