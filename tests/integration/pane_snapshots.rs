@@ -263,6 +263,31 @@ fn watch_in_a_pane() {
     settings(&env, Some(pid)).bind(|| insta::assert_snapshot!("watch_pane_120x40", text));
 }
 
+#[test]
+fn watch_has_colour_on_a_terminal_and_none_with_no_color() {
+    let (env, _sleeper) = varied_team();
+    let drawn = |s: &str| s.contains("Members (6)") && s.contains("q quit");
+    for (name, prefix, coloured) in [
+        ("watch-colour", "", true),
+        ("watch-plain", "NO_COLOR=1 ", false),
+    ] {
+        open(&env, name, &format!("{prefix}{}", swarm_cmd("watch t")));
+        assert!(
+            wait_until(WAIT, || drawn(&screen(&env, name, false))),
+            "{}",
+            screen(&env, name, false)
+        );
+        let text = screen(&env, name, true);
+        tmux(&env, &["send-keys", "-t", name, "q"]);
+        // A foreground colour: `ESC[3Nm`, `ESC[38;…m` or `ESC[9Nm`, alone or after other
+        // attributes.
+        let has_colour = regex::Regex::new(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|9[0-7])[;m]")
+            .unwrap()
+            .is_match(&text);
+        assert_eq!(has_colour, coloured, "{name}: {text:?}");
+    }
+}
+
 /// The demo as a person runs it from a tmux pane: its team window opens beside that pane in
 /// the same 120x40 session. Snapshots: the window's panes (who, size, place), the lead's
 /// pane up to "Waiting for bob's plan." (the lead's planning, which nothing else races;
