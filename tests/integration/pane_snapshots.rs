@@ -267,6 +267,9 @@ fn watch_in_a_pane() {
 fn watch_has_colour_on_a_terminal_and_none_with_no_color() {
     let (env, _sleeper) = varied_team();
     let drawn = |s: &str| s.contains("Members (6)") && s.contains("q quit");
+    // A foreground colour: `ESC[3Nm`, `ESC[38;…m` or `ESC[9Nm`, alone or after other
+    // attributes.
+    let colour = regex::Regex::new(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|9[0-7])[;m]").unwrap();
     for (name, prefix, coloured) in [
         ("watch-colour", "", true),
         ("watch-plain", "NO_COLOR=1 ", false),
@@ -279,12 +282,7 @@ fn watch_has_colour_on_a_terminal_and_none_with_no_color() {
         );
         let text = screen(&env, name, true);
         tmux(&env, &["send-keys", "-t", name, "q"]);
-        // A foreground colour: `ESC[3Nm`, `ESC[38;…m` or `ESC[9Nm`, alone or after other
-        // attributes.
-        let has_colour = regex::Regex::new(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|9[0-7])[;m]")
-            .unwrap()
-            .is_match(&text);
-        assert_eq!(has_colour, coloured, "{name}: {text:?}");
+        assert_eq!(colour.is_match(&text), coloured, "{name}: {text:?}");
     }
 }
 
