@@ -4,6 +4,7 @@
 //! the worktrees gone and the report saying so.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -261,9 +262,9 @@ fn bug_check(before: &str) -> String {
     format!("{before}if grep -n BUG *.txt; then exit 1; fi")
 }
 
-/// `swarm run` of team `t` in `repo` with `check`, to its end.
-fn run_team(env: &TestEnv, repo: &Path, model: &ScriptedModel, check: &str) -> crate::harness::Run {
-    let mut cmd = env.swarm(&[
+/// `swarm run` of team `t` in `repo` with `check`.
+fn run_cmd(env: &TestEnv, repo: &Path, model: &ScriptedModel, check: &str) -> Command {
+    env.swarm(&[
         "run",
         "write the notes",
         "--team",
@@ -279,8 +280,15 @@ fn run_team(env: &TestEnv, repo: &Path, model: &ScriptedModel, check: &str) -> c
         "bypassPermissions",
         "--check",
         check,
-    ]);
-    run_timeout(&mut cmd, Duration::from_secs(180))
+    ])
+}
+
+/// `swarm run` of team `t` in `repo` with `check`, to its end.
+fn run_team(env: &TestEnv, repo: &Path, model: &ScriptedModel, check: &str) -> crate::harness::Run {
+    run_timeout(
+        &mut run_cmd(env, repo, model, check),
+        Duration::from_secs(180),
+    )
 }
 
 fn repo_with_identity(env: &TestEnv) -> std::path::PathBuf {
@@ -414,22 +422,50 @@ fn a_red_check_goes_back_to_the_running_teammate_and_its_fix_lands() {
     assert!(told(&model, "team-lead", "handed back to alice as task #3"));
 }
 
-#[test]
-fn a_conflict_goes_back_to_the_teammate_that_landed_second_and_its_resolution_lands() {
-    let env = TestEnv::new();
-    let repo = repo_with_identity(&env);
+/// alice and bob write shared.txt each their way, carol gamma.txt. carol's branch lands
+/// alone: its check holds that run until alice and bob have both completed, so the next
+/// run takes their branches together, in that order: alice's lands, bob's conflicts with
+/// it. bob resolves a conflict as a teammate would: he brings the target in and keeps his
+/// own side. Returns the model and the check.
+fn conflict_team(env: &TestEnv) -> (ScriptedModel, String) {
+    let dir = env.dir.path().display().to_string();
     let model = ScriptedModel::start(
         Script::new()
             .rule(lead_assigns(&[
                 ("alice", "Write shared.txt as alice"),
                 ("bob", "Write shared.txt as bob"),
+                ("carol", "Write gamma.txt"),
             ]))
+            .rule(
+                Rule::new("gamma")
+                    .user_regex(assigned("Write gamma.txt"))
+                    .reply(writes("gamma.txt", "gamma\n")),
+            )
             .rule(
                 Rule::new("the shared file")
                     .user_regex(assigned("Write shared.txt as "))
-                    .reply(writes("shared.txt", "{{agent}}'s line\n")),
+                    .times(2)
+                    .reply(
+                        Reply::tool(
+                            "Write",
+                            json!({"file_path": "shared.txt", "content": "{{agent}}'s line\n"}),
+                        )
+                        .tool_call(
+                            "Bash",
+                            json!({"command": format!(
+                                "n=0; while [ ! -f {dir}/started ] && [ $n -lt 600 ]; do n=$((n+1)); sleep 0.05; done; {COMMIT}"
+                            )}),
+                        )
+                        .tool_call(
+                            "TaskUpdate",
+                            json!({"taskId": "{{id}}", "status": "completed"}),
+                        )
+                        .tool_call(
+                            "Bash",
+                            json!({"command": format!("touch {dir}/{{{{agent}}}}.done")}),
+                        ),
+                    ),
             )
-            // Resolved the way a teammate would: bring the target in, keep its own side.
             .rule(
                 Rule::new("the resolution")
                     .user_regex(assigned("Rebase swarm/t/"))
@@ -447,35 +483,77 @@ fn a_conflict_goes_back_to_the_teammate_that_landed_second_and_its_resolution_la
             .rule(waits_for_its_task())
             .default_reply(Reply::text("ok")),
     );
-    let out = run_team(&env, &repo, &model, "test -f shared.txt");
+    let check = format!(
+        "if [ -f gamma.txt ] && [ ! -f shared.txt ]; then touch {dir}/started; n=0; \
+         while ! {{ [ -f {dir}/alice.done ] && [ -f {dir}/bob.done ]; }} && [ $n -lt 600 ]; do n=$((n+1)); sleep 0.05; done; fi"
+    );
+    (model, check)
+}
+
+#[test]
+fn a_conflict_goes_back_to_the_teammate_that_landed_second_and_its_resolution_lands() {
+    let env = TestEnv::new();
+    let repo = repo_with_identity(&env);
+    let (model, check) = conflict_team(&env);
+    let out = run_team(&env, &repo, &model, &check);
     assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
 
-    // The teammate that landed second got the conflict, as a task of its own.
     let rebase = task(&env, "Rebase swarm/t/");
-    let second = rebase.owner.clone().expect("the hand-back has an owner");
     assert_eq!(
         rebase.subject,
-        format!("Rebase swarm/t/{second} onto main and resolve conflicts in shared.txt")
+        "Rebase swarm/t/bob onto main and resolve conflicts in shared.txt"
     );
+    assert_eq!(rebase.owner.as_deref(), Some("bob"));
     assert_eq!(rebase.status, swarm::store::tasks::Status::Completed);
-    // Its resolution (its own side) is what main has now, with no conflict markers.
+    // His resolution (his own side) is what main has now, with no conflict markers.
     assert_eq!(
         std::fs::read_to_string(repo.join("shared.txt")).unwrap(),
-        format!("{second}'s line\n")
+        "bob's line\n"
     );
     assert!(git(&repo, &["status", "--porcelain"]).trim().is_empty());
+    // Handed back once: what he was told to rebase onto had alice's work.
     let entries = queue(&env);
-    let branch = format!("swarm/t/{second}");
     assert_eq!(
-        settled_states(&entries, &branch),
+        settled_states(&entries, "swarm/t/bob"),
         ["abandoned", "merged"],
         "{entries:#?}"
     );
-    let first = if second == "alice" { "bob" } else { "alice" };
+    for first in ["swarm/t/alice", "swarm/t/carol"] {
+        assert_eq!(settled_states(&entries, first), ["merged"], "{entries:#?}");
+    }
+}
+
+#[test]
+fn a_conflict_is_handed_back_only_once_the_target_has_what_it_conflicts_with() {
+    let env = TestEnv::new();
+    let repo = repo_with_identity(&env);
+    let (model, check) = conflict_team(&env);
+    // The lead dies the moment the queue has handed bob's branch back: what bob is told to
+    // rebase onto is what main is then.
+    let mut cmd = run_cmd(&env, &repo, &model, &check);
+    cmd.env("SWARM_FAULT", "merge.handed_back:kill")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _run = crate::harness::Guarded(Some(cmd.spawn().unwrap()));
+    let (root, team) = (env.store_root(), env.team_name("t"));
+    let lead = swarm::store::names::AgentName::lead();
+    let died = crate::harness::wait_until(Duration::from_secs(120), || {
+        swarm::store::state::read(&root, &team, &lead)
+            .is_some_and(|s| s.pid > 0 && !swarm::util::process::is_alive(s.pid))
+    });
+    assert!(
+        died,
+        "the queue never handed a branch back: {:#?}",
+        queue(&env)
+    );
+    let rebase = task(&env, "Rebase swarm/t/");
+    assert_eq!(rebase.owner.as_deref(), Some("bob"), "{rebase:?}");
     assert_eq!(
-        settled_states(&entries, &format!("swarm/t/{first}")),
-        ["merged"],
-        "{entries:#?}"
+        git(&repo, &["show", "main:shared.txt"]),
+        "alice's line\n",
+        "main when bob was told to rebase onto it: {}",
+        git(&repo, &["log", "--stat", "main"])
     );
 }
 
