@@ -45,6 +45,9 @@ pub struct Options {
     /// Take from a teammate still at work only what it committed for a task it
     /// completed (the lead's runs), not its branch's latest commits (`swarm merge`).
     pub completed_work_only: bool,
+    /// The caller restarts a teammate handed work back that is not running (the lead):
+    /// see [`handback::hand_back`].
+    pub restarts_owners: bool,
 }
 
 /// What a run of the queue came to.
@@ -394,7 +397,7 @@ pub fn run(
     // Handed back only now: a teammate told to rebase onto the target must find there
     // what landed before its branch in this run.
     for (i, done) in held {
-        let fate = match handback::hand_back(root, team, &done, &target)? {
+        let fate = match handback::hand_back(root, team, &done, &target, opts.restarts_owners)? {
             HandBack::Task(id) => format!("#{id}"),
             HandBack::Held(why) => why,
         };

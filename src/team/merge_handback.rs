@@ -15,7 +15,7 @@ use crate::store::merge_queue::{Entry, EntryState};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{Protocol, TaskAssignment};
 use crate::store::tasks::{NewTask, TaskList};
-use crate::store::{layout::Root, roster};
+use crate::store::{layout::Root, roster, state};
 use crate::util::clock;
 use crate::util::error::Result;
 
@@ -34,7 +34,18 @@ pub enum HandBack {
 }
 
 /// Hands `entry` (a conflict or a failed check) back to its teammate, or says why not.
-pub fn hand_back(root: &Root, team: &TeamName, entry: &Entry, target: &str) -> Result<HandBack> {
+///
+/// `restarts`: the caller restarts the teammate if it is not running (the lead does).
+/// Its process's end is then claimed as reported before the task is made, so the lead's
+/// supervisor, noticing it late, does not give the task (which needs its worktree) back
+/// to the team to be taken by another teammate; the restart says it stopped instead.
+pub fn hand_back(
+    root: &Root,
+    team: &TeamName,
+    entry: &Entry,
+    target: &str,
+    restarts: bool,
+) -> Result<HandBack> {
     let tasks = TaskList::new(root, team);
     let rounds = tasks
         .list()?
@@ -58,6 +69,10 @@ pub fn hand_back(root: &Root, team: &TeamName, entry: &Entry, target: &str) -> R
             "{} is no longer in the team",
             entry.agent
         )));
+    }
+    let agent = AgentName::parse_any(&entry.agent)?;
+    if restarts && let Some(gone) = state::read(root, team, &agent).filter(|s| !s.process_alive()) {
+        state::claim_exit_report(root, team, &agent, &gone.pid.to_string())?;
     }
     let (subject, description) = match entry.state {
         EntryState::Conflict => (
@@ -113,7 +128,7 @@ pub fn hand_back(root: &Root, team: &TeamName, entry: &Entry, target: &str) -> R
     mailbox::deliver(
         root,
         team,
-        &AgentName::parse_any(&entry.agent)?,
+        &agent,
         Envelope::new(LEAD, assignment.to_text()),
     )?;
     Ok(HandBack::Task(task.id))
