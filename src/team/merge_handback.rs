@@ -14,7 +14,7 @@ use crate::store::mailbox::{self, Envelope};
 use crate::store::merge_queue::{Entry, EntryState};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{Protocol, TaskAssignment};
-use crate::store::tasks::{NewTask, TaskList};
+use crate::store::tasks::{NewTask, TaskList, TaskPatch};
 use crate::store::{layout::Root, roster, state};
 use crate::util::clock;
 use crate::util::error::Result;
@@ -23,6 +23,8 @@ use crate::util::error::Result;
 pub const MAX_ROUNDS: usize = 2;
 /// The task metadata key naming the branch a hand-back task is for.
 const BRANCH_KEY: &str = "swarmMergeBranch";
+/// The task metadata key that keeps a task out of every claim and list while it is set.
+const HIDDEN_KEY: &str = "_internal";
 
 /// What became of a held entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,19 +107,30 @@ pub fn hand_back(
     };
     let mut metadata = Map::new();
     metadata.insert(BRANCH_KEY.to_owned(), entry.branch.clone().into());
+    // Made hidden, claimed for its owner, then shown: an idle teammate (who would not have
+    // the worktree) must not claim it in between.
+    metadata.insert(HIDDEN_KEY.to_owned(), true.into());
     let task = tasks.create(NewTask {
         subject: subject.clone(),
         description: description.clone(),
         metadata: Some(metadata),
         ..NewTask::default()
     })?;
-    // Claimed for its owner, so nobody else (who would not have its worktree) takes it.
     if let Err(refusal) = tasks.claim(&task.id, &entry.agent, false)? {
         return Ok(HandBack::Held(format!(
             "task #{} could not be given to {}: {refusal:?}",
             task.id, entry.agent
         )));
     }
+    let mut shown = Map::new();
+    shown.insert(HIDDEN_KEY.to_owned(), Value::Null);
+    tasks.update(
+        &task.id,
+        TaskPatch {
+            metadata: Some(shown),
+            ..TaskPatch::default()
+        },
+    )?;
     let assignment = Protocol::TaskAssignment(TaskAssignment {
         task_id: task.id.clone(),
         subject,

@@ -259,7 +259,7 @@ const COMMIT: &str = "git add -A && (git diff --cached --quiet || git commit -q 
 
 /// Fails on any `*.txt` file holding "BUG" (after running `before`).
 fn bug_check(before: &str) -> String {
-    format!("{before}if grep -n BUG *.txt; then exit 1; fi")
+    format!("{before}if grep -Hn BUG *.txt; then exit 1; fi")
 }
 
 /// `swarm run` of team `t` in `repo` with `check`.
