@@ -16,7 +16,9 @@
 //!
 //! Invariants: nothing lands twice (an entry whose head is already reachable from the
 //! integration branch is `merged` without merging again); an interrupted run starts again
-//! from the last integration commit whose check was green (`integration_tip`).
+//! from the last integration commit whose check was green (`integration_tip`); a held
+//! entry is handed back to its teammate only after the target has moved, so the target it
+//! is told to rebase onto has what landed before it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -43,6 +45,9 @@ pub struct Options {
     /// Take from a teammate still at work only what it committed for a task it
     /// completed (the lead's runs), not its branch's latest commits (`swarm merge`).
     pub completed_work_only: bool,
+    /// The caller restarts a teammate handed work back that is not running (the lead):
+    /// see [`handback::hand_back`].
+    pub restarts_owners: bool,
 }
 
 /// What a run of the queue came to.
@@ -376,21 +381,30 @@ pub fn run(
     };
     let strategy = opts.strategy.or(queue.strategy).unwrap_or_default();
     let wt = prepare_integration(team, &git_dir, &queue, &target_ref)?;
+    let mut held = Vec::new();
     for (i, entry) in queue.entries.iter().enumerate() {
         if !entry.state.pending() {
             continue;
         }
-        let mut done = land(root, team, &wt, i, entry, strategy, check.as_deref())?;
+        let done = land(root, team, &wt, i, entry, strategy, check.as_deref())?;
         if done.state.held() {
-            let fate = match handback::hand_back(root, team, &done, &target)? {
-                HandBack::Task(id) => format!("#{id}"),
-                HandBack::Held(why) => why,
-            };
-            done = set_entry(root, team, i, |e| e.handed_back = Some(fate))?;
+            held.push((i, done));
+        } else {
+            on_entry(&done);
         }
-        on_entry(&done);
     }
-    let left_on_integration = advance_target(&project, &wt, &target)?;
+    let advanced = advance_target(&project, &wt, &target);
+    // Handed back only now: a teammate told to rebase onto the target must find there
+    // what landed before its branch in this run.
+    for (i, done) in held {
+        let fate = match handback::hand_back(root, team, &done, &target, opts.restarts_owners)? {
+            HandBack::Task(id) => format!("#{id}"),
+            HandBack::Held(why) => why,
+        };
+        crate::util::fault::point("merge.handed_back");
+        on_entry(&set_entry(root, team, i, |e| e.handed_back = Some(fate))?);
+    }
+    let left_on_integration = advanced?;
     let entries = merge_queue::load(root, team)?.entries;
     let target_commit = rev(&project, &target_ref).unwrap_or_default();
     let removed = tidy(root, team, &project, &target_commit, &entries);

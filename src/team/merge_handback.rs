@@ -14,8 +14,8 @@ use crate::store::mailbox::{self, Envelope};
 use crate::store::merge_queue::{Entry, EntryState};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{Protocol, TaskAssignment};
-use crate::store::tasks::{NewTask, TaskList};
-use crate::store::{layout::Root, roster};
+use crate::store::tasks::{NewTask, TaskList, TaskPatch};
+use crate::store::{layout::Root, roster, state};
 use crate::util::clock;
 use crate::util::error::Result;
 
@@ -23,6 +23,8 @@ use crate::util::error::Result;
 pub const MAX_ROUNDS: usize = 2;
 /// The task metadata key naming the branch a hand-back task is for.
 const BRANCH_KEY: &str = "swarmMergeBranch";
+/// The task metadata key that keeps a task out of every claim and list while it is set.
+const HIDDEN_KEY: &str = "_internal";
 
 /// What became of a held entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +36,18 @@ pub enum HandBack {
 }
 
 /// Hands `entry` (a conflict or a failed check) back to its teammate, or says why not.
-pub fn hand_back(root: &Root, team: &TeamName, entry: &Entry, target: &str) -> Result<HandBack> {
+///
+/// `restarts`: the caller restarts the teammate if it is not running (the lead does).
+/// Its process's end is then claimed as reported before the task is made, so the lead's
+/// supervisor, noticing it late, does not give the task (which needs its worktree) back
+/// to the team to be taken by another teammate; the restart says it stopped instead.
+pub fn hand_back(
+    root: &Root,
+    team: &TeamName,
+    entry: &Entry,
+    target: &str,
+    restarts: bool,
+) -> Result<HandBack> {
     let tasks = TaskList::new(root, team);
     let rounds = tasks
         .list()?
@@ -58,6 +71,10 @@ pub fn hand_back(root: &Root, team: &TeamName, entry: &Entry, target: &str) -> R
             "{} is no longer in the team",
             entry.agent
         )));
+    }
+    let agent = AgentName::parse_any(&entry.agent)?;
+    if restarts && let Some(gone) = state::read(root, team, &agent).filter(|s| !s.process_alive()) {
+        state::claim_exit_report(root, team, &agent, &gone.pid.to_string())?;
     }
     let (subject, description) = match entry.state {
         EntryState::Conflict => (
@@ -90,19 +107,30 @@ pub fn hand_back(root: &Root, team: &TeamName, entry: &Entry, target: &str) -> R
     };
     let mut metadata = Map::new();
     metadata.insert(BRANCH_KEY.to_owned(), entry.branch.clone().into());
+    // Made hidden, claimed for its owner, then shown: an idle teammate (who would not have
+    // the worktree) must not claim it in between.
+    metadata.insert(HIDDEN_KEY.to_owned(), true.into());
     let task = tasks.create(NewTask {
         subject: subject.clone(),
         description: description.clone(),
         metadata: Some(metadata),
         ..NewTask::default()
     })?;
-    // Claimed for its owner, so nobody else (who would not have its worktree) takes it.
     if let Err(refusal) = tasks.claim(&task.id, &entry.agent, false)? {
         return Ok(HandBack::Held(format!(
             "task #{} could not be given to {}: {refusal:?}",
             task.id, entry.agent
         )));
     }
+    let mut shown = Map::new();
+    shown.insert(HIDDEN_KEY.to_owned(), Value::Null);
+    tasks.update(
+        &task.id,
+        TaskPatch {
+            metadata: Some(shown),
+            ..TaskPatch::default()
+        },
+    )?;
     let assignment = Protocol::TaskAssignment(TaskAssignment {
         task_id: task.id.clone(),
         subject,
@@ -113,7 +141,7 @@ pub fn hand_back(root: &Root, team: &TeamName, entry: &Entry, target: &str) -> R
     mailbox::deliver(
         root,
         team,
-        &AgentName::parse_any(&entry.agent)?,
+        &agent,
         Envelope::new(LEAD, assignment.to_text()),
     )?;
     Ok(HandBack::Task(task.id))

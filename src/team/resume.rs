@@ -257,7 +257,17 @@ pub fn respawn_for_merge(launcher: &Launcher, name: &str) -> Result<String> {
         record.state = crate::store::worktrees::RecordState::Active;
         crate::store::worktrees::save(&launcher.root, &launcher.team, &record)?;
     }
-    respawn_one(launcher, m, &mut None, true)
+    // A teammate that crashed during the run left its pane open and dead (`remain-on-exit`,
+    // to show how it ended); its new pane would be refused beside it.
+    let mut window = TeamWindow::find(&launcher.tmux, &launcher.team, launcher.window_options())?;
+    if let Some(w) = &window {
+        for p in w.panes()? {
+            if p.dead && p.agent.as_deref() == Some(name) {
+                w.kill_pane(p.pane)?;
+            }
+        }
+    }
+    respawn_one(launcher, m, &mut window, true)
 }
 
 /// Decides about one teammate and restarts it if it needs it (a finished one only when

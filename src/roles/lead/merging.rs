@@ -146,6 +146,7 @@ fn run_once(launcher: &Launcher) -> Result<Ran> {
         .collect();
     let only_completed = Options {
         completed_work_only: true,
+        restarts_owners: true,
         ..Options::default()
     };
     let outcome = merge::run(root, team, &only_completed, &|_| {})?;

@@ -625,6 +625,7 @@ impl MergeOpts {
             strategy: self.merge_strategy,
             dry_run,
             completed_work_only: false,
+            restarts_owners: false,
         }
     }
 }
