@@ -27,6 +27,9 @@ use crate::util::watcher::{DirWatcher, RESCAN_EVERY};
 
 /// How long a lead may take to write its first state before the run gives up on it.
 const LEAD_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a lead seen gone is given to show the end it recorded before the run calls it
+/// dead without one.
+const LEAD_END_GRACE: Duration = Duration::from_secs(2);
 
 /// What a run starts with. Its launcher's `cwd` is where the team works.
 pub struct Goal<'a> {
@@ -162,12 +165,20 @@ pub fn follow_lead(
                 if let Some(code) = exit_code(s) {
                     return Ok(code);
                 }
-                // It may have written its end, and exited, since the read above.
-                if !s.process_alive()
-                    && let Some(code) =
-                        state::read(root, team, &AgentName::lead()).and_then(|s| exit_code(&s))
-                {
-                    return Ok(code);
+                // It may have written its end, and exited, since the read above: look again
+                // for a little while before calling it dead without an end.
+                if !s.process_alive() {
+                    let deadline = Instant::now() + LEAD_END_GRACE;
+                    loop {
+                        let now = state::read(root, team, &AgentName::lead());
+                        if let Some(code) = now.as_ref().and_then(exit_code) {
+                            return Ok(code);
+                        }
+                        if Instant::now() >= deadline {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
                 }
                 if !s.process_alive() {
                     // A run that failed (exit 7), as the README's table has it.
