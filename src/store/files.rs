@@ -3,8 +3,9 @@
 //! write replaces its file atomically and, unless the root says otherwise or the file is
 //! not worth it, durably; every lock is bounded by the root's timeout; no write, lock or
 //! read here goes through a symlink below the root (see `util::no_symlinks`). (The lead
-//! lock, `store::lead`, is held for a process's life rather than around a write, and is
-//! taken there.)
+//! lock, `store::lead`, and the merge queue's run lock are held for a process's life or a
+//! run rather than around a write, and are taken there, on a file opened by
+//! [`open_lock_file`].)
 
 use std::path::Path;
 
@@ -31,6 +32,19 @@ pub(super) fn write_unsynced(root: &Root, path: &Path, bytes: &[u8]) -> Result<(
 pub(super) fn read(root: &Root, path: &Path) -> Result<Option<Vec<u8>>> {
     check(root, path)?;
     no_symlinks::read(path)
+}
+
+/// Opens (making it if need be) the file an flock held for longer than a write is taken
+/// on.
+pub(super) fn open_lock_file(root: &Root, path: &Path) -> Result<std::fs::File> {
+    check(root, path)?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| crate::util::error::Error::io("open", path, e))
 }
 
 /// Fails naming the symlink, if any component of `path` below the root is one.

@@ -7,7 +7,7 @@ use std::fs::File;
 use crate::store::layout::Root;
 use crate::store::names::TeamName;
 use crate::store::roster;
-use crate::util::error::{Error, IoContext, Result};
+use crate::util::error::{Error, Result};
 
 /// Holds the team's lead lock; the lead is whoever holds it.
 pub struct LeadLock {
@@ -17,13 +17,7 @@ pub struct LeadLock {
 impl LeadLock {
     pub fn acquire(root: &Root, team: &TeamName) -> Result<LeadLock> {
         let path = root.lead_lock_path(team);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .ctx("open", &path)?;
+        let file = crate::store::files::open_lock_file(root, &path)?;
         match file.try_lock() {
             Ok(()) => Ok(LeadLock { _file: file }),
             Err(std::fs::TryLockError::WouldBlock) => {

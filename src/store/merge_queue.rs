@@ -172,13 +172,7 @@ impl RunLock {
     /// Waits for the lock: a run in progress may be running a long check.
     pub fn acquire(root: &Root, team: &TeamName) -> Result<RunLock> {
         let path = root.team_dir(team).join("merge.flock");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .ctx("open", &path)?;
+        let file = files::open_lock_file(root, &path)?;
         file.lock().ctx("lock", &path)?;
         Ok(RunLock { _file: file })
     }

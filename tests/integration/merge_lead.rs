@@ -71,9 +71,7 @@ fn files(dir: &Path) -> Vec<String> {
 #[test]
 fn a_runs_worktree_branches_land_on_the_target_through_the_check_as_tasks_complete() {
     let env = TestEnv::new();
-    let repo = env.repo("job");
-    git(&repo, &["config", "user.name", "swarm test"]);
-    git(&repo, &["config", "user.email", "test@example.com"]);
+    let repo = repo_with_identity(&env);
     let log = env.dir.path().join("checks.log");
     let model = ScriptedModel::start(
         Script::new()
@@ -118,24 +116,7 @@ fn a_runs_worktree_branches_land_on_the_target_through_the_check_as_tasks_comple
             .default_reply(Reply::text("ok")),
     );
     let check = format!("echo checked >> {}; test -f README.md", log.display());
-    let mut cmd = env.swarm(&[
-        "run",
-        "write the task files",
-        "--team",
-        "t",
-        "--no-attach",
-        "--provider",
-        "scripted",
-        "--base-url",
-        &model.url(),
-        "--cwd",
-        &repo.display().to_string(),
-        "--permission-mode",
-        "bypassPermissions",
-        "--check",
-        &check,
-    ]);
-    let out = run_timeout(&mut cmd, Duration::from_secs(180));
+    let out = run_team(&env, &repo, &model, &check);
     assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
 
     // Every task's file is on main, in the user's (clean) checkout, which was fast-forwarded.
@@ -146,21 +127,19 @@ fn a_runs_worktree_branches_land_on_the_target_through_the_check_as_tasks_comple
         out.stdout
     );
     assert!(git(&repo, &["status", "--porcelain"]).trim().is_empty());
-    let queue: Value = serde_json::from_str(
-        &env.run(&["--team", "t", "merge", "--status", "--json"])
-            .success()
-            .stdout,
-    )
-    .unwrap();
-    let entries = queue["entries"].as_array().unwrap();
-    assert!(!entries.is_empty(), "{queue}");
+    let entries = queue(&env);
+    assert!(!entries.is_empty());
     assert!(
         entries.iter().all(|e| e["state"] == "merged"),
-        "every entry merged: {queue}"
+        "every entry merged: {entries:#?}"
     );
     // The check ran once for each merge, in the integration worktree.
     let checks = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(checks.lines().count(), entries.len(), "{checks}\n{queue}");
+    assert_eq!(
+        checks.lines().count(),
+        entries.len(),
+        "{checks}\n{entries:#?}"
+    );
     // The refusal reached alice, and she did not lose her file.
     let refused = model.requests().iter().any(|r| {
         r.agent() == Some("alice")
