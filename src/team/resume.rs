@@ -257,17 +257,7 @@ pub fn respawn_for_merge(launcher: &Launcher, name: &str) -> Result<String> {
         record.state = crate::store::worktrees::RecordState::Active;
         crate::store::worktrees::save(&launcher.root, &launcher.team, &record)?;
     }
-    // A teammate that crashed during the run left its pane open and dead (`remain-on-exit`,
-    // to show how it ended); its new pane would be refused beside it.
-    let mut window = TeamWindow::find(&launcher.tmux, &launcher.team, launcher.window_options())?;
-    if let Some(w) = &window {
-        for p in w.panes()? {
-            if p.dead && p.agent.as_deref() == Some(name) {
-                w.kill_pane(p.pane)?;
-            }
-        }
-    }
-    respawn_one(launcher, m, &mut window, true)
+    respawn_one(launcher, m, &mut None, true)
 }
 
 /// Decides about one teammate and restarts it if it needs it (a finished one only when
@@ -365,6 +355,13 @@ fn respawn_one(
     let w = window
         .as_mut()
         .ok_or_else(|| Error::Other(format!("team '{team}' has no window to restart it in")))?;
+    // A teammate that crashed left its pane open and dead (`remain-on-exit`, to show how it
+    // ended); its new pane would be refused beside it.
+    for p in w.panes()? {
+        if p.dead && p.agent.as_deref() == Some(m.name.as_str()) {
+            w.kill_pane(p.pane)?;
+        }
+    }
     let color = m.color.clone().unwrap_or_else(|| "blue".to_owned());
     let pane = w.add_teammate(&agent, &color, &pane_spec(&cmd))?;
     let pid = match engine {

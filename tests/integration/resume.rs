@@ -291,6 +291,80 @@ fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
 }
 
 #[test]
+fn a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane() {
+    let env = TestEnv::new();
+    let job = job_dir(&env);
+    let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
+    let mut run = start_run(&env, &model, &job);
+    assert!(
+        wait_until(LONG, || both_tasks_held(&env)),
+        "the teammates never took the tasks: {:?}\n{}",
+        task_states(&env),
+        read(&env, "run.err")
+    );
+    let bobs = task_states(&env)
+        .into_iter()
+        .find(|(_, _, owner)| owner.as_deref() == Some("bob"))
+        .map(|(id, _, _)| format!("task-{id}"))
+        .expect("bob holds a task");
+    // The lead goes first, so nobody sees alice die; her pane stays, dead, to show how.
+    let kill = |pid: i32| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap()
+    };
+    kill(lead_pid(&env).expect("the lead wrote its state"));
+    let alice: Value =
+        serde_json::from_slice(&std::fs::read(env.root.join("teams/t/state/alice.json")).unwrap())
+            .unwrap();
+    kill(alice["pid"].as_i64().unwrap() as i32);
+    run.wait(LONG).expect("swarm run did not end with its lead");
+    assert!(wait_until(LONG, || teammate_processes(&env, "alice") == 0));
+
+    let mut resume = start_resume(&env, &job, &["t"]);
+    let log = env.root.join("teams/t/logs/team-lead.log");
+    assert!(
+        wait_until(LONG, || std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("resume: alice:")),
+        "the lead was not restarted\n{}",
+        read(&env, "resume.err")
+    );
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        said.contains("resume: alice: respawned"),
+        "alice was not restarted:\n{said}"
+    );
+    assert_eq!(teammate_processes(&env, "alice"), 1);
+    std::fs::write(job.join("gate"), "").unwrap();
+    let status = resume.wait(LONG).expect("swarm resume did not finish");
+    assert!(
+        status.success(),
+        "{}\n{}",
+        read(&env, "resume.out"),
+        read(&env, "resume.err")
+    );
+    assert!(
+        task_states(&env)
+            .iter()
+            .all(|(_, s, _)| *s == Status::Completed),
+        "{:?}",
+        task_states(&env)
+    );
+    // bob's job once; alice's may be done twice: the SIGKILL orphaned the shell of her
+    // Bash call, which still finishes it when the gate opens (a ladder stop kills the
+    // whole session; a bare kill -9 does not).
+    let done = effects(&job);
+    assert_eq!(done.iter().filter(|e| **e == bobs).count(), 1, "{done:?}");
+    assert!(
+        done.iter().any(|e| *e != bobs),
+        "alice's job was never done: {done:?}"
+    );
+}
+
+#[test]
 fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
     let env = TestEnv::new();
     let job = job_dir(&env);
