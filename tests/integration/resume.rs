@@ -219,24 +219,34 @@ fn both_tasks_held(env: &TestEnv) -> bool {
             .all(|(_, s, o)| *s == Status::InProgress && o.is_some())
 }
 
-#[test]
-fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
-    let env = TestEnv::new();
-    let job = job_dir(&env);
-    let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
-    let mut run = start_run(&env, &model, &job);
+/// Starts the run of `script` and waits until both teammates hold a task.
+fn run_until_both_tasks_held(env: &TestEnv, model: &ScriptedModel, job: &Path) -> Guarded {
+    let run = start_run(env, model, job);
     assert!(
-        wait_until(LONG, || both_tasks_held(&env)),
+        wait_until(LONG, || both_tasks_held(env)),
         "the teammates never took the tasks: {:?}\n{}",
-        task_states(&env),
-        read(&env, "run.err")
+        task_states(env),
+        read(env, "run.err")
     );
-    let pid = lead_pid(&env).expect("the lead wrote its state");
+    run
+}
+
+fn kill9(pid: i32) {
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
+}
+
+#[test]
+fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
+    let env = TestEnv::new();
+    let job = job_dir(&env);
+    let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
+    let mut run = run_until_both_tasks_held(&env, &model, &job);
+    let pid = lead_pid(&env).expect("the lead wrote its state");
+    kill9(pid);
     run.wait(LONG).expect("swarm run did not end with its lead");
 
     let mut resume = start_resume(&env, &job, &["t"]);
@@ -295,31 +305,18 @@ fn a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane() {
     let env = TestEnv::new();
     let job = job_dir(&env);
     let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
-    let mut run = start_run(&env, &model, &job);
-    assert!(
-        wait_until(LONG, || both_tasks_held(&env)),
-        "the teammates never took the tasks: {:?}\n{}",
-        task_states(&env),
-        read(&env, "run.err")
-    );
+    let mut run = run_until_both_tasks_held(&env, &model, &job);
     let bobs = task_states(&env)
         .into_iter()
         .find(|(_, _, owner)| owner.as_deref() == Some("bob"))
         .map(|(id, _, _)| format!("task-{id}"))
         .expect("bob holds a task");
     // The lead goes first, so nobody sees alice die; her pane stays, dead, to show how.
-    let kill = |pid: i32| {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap()
-    };
-    kill(lead_pid(&env).expect("the lead wrote its state"));
+    kill9(lead_pid(&env).expect("the lead wrote its state"));
     let alice: Value =
         serde_json::from_slice(&std::fs::read(env.root.join("teams/t/state/alice.json")).unwrap())
             .unwrap();
-    kill(alice["pid"].as_i64().unwrap() as i32);
+    kill9(alice["pid"].as_i64().unwrap() as i32);
     run.wait(LONG).expect("swarm run did not end with its lead");
     assert!(wait_until(LONG, || teammate_processes(&env, "alice") == 0));
 
