@@ -71,13 +71,14 @@ impl Outcome {
 
 const CHECK_LINES: usize = 40;
 
+fn git_command(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir).args(args).stdin(Stdio::null());
+    cmd
+}
+
 fn git_in(dir: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
+    git_command(dir, args).output()
 }
 
 /// Runs git in `dir`; its trimmed stdout, or an error naming the command.
@@ -96,7 +97,11 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
 
 /// Runs git in `dir`; its stderr when it fails.
 fn try_git(dir: &Path, args: &[&str]) -> std::result::Result<(), String> {
-    match git_in(dir, args) {
+    stderr_if_failed(git_in(dir, args))
+}
+
+fn stderr_if_failed(out: std::io::Result<std::process::Output>) -> std::result::Result<(), String> {
+    match out {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
         Err(e) => Err(format!("failed to run git: {e}")),
@@ -111,24 +116,14 @@ const FALLBACK_EMAIL: &str = "swarm@localhost";
 /// Runs a git command that commits in `dir`, as the project's own identity or, when it
 /// has none (`fallback`), as the merge queue's; its stderr when it fails.
 fn committing(dir: &Path, args: &[&str], fallback: bool) -> std::result::Result<(), String> {
-    if !fallback {
-        return try_git(dir, args);
+    let mut cmd = git_command(dir, args);
+    if fallback {
+        cmd.env("GIT_AUTHOR_NAME", FALLBACK_NAME)
+            .env("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
+            .env("GIT_COMMITTER_NAME", FALLBACK_NAME)
+            .env("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL);
     }
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", FALLBACK_NAME)
-        .env("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
-        .env("GIT_COMMITTER_NAME", FALLBACK_NAME)
-        .env("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
-        .stdin(Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
-        Err(e) => Err(format!("failed to run git: {e}")),
-    }
+    stderr_if_failed(cmd.output())
 }
 
 /// Whether git in `dir` succeeds.
