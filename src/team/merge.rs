@@ -67,6 +67,14 @@ impl Outcome {
     pub fn held(&self) -> usize {
         self.entries.iter().filter(|e| e.state.held()).count()
     }
+
+    /// Where the target is now, and why the integration branch holds more, if it does.
+    pub fn target_lines(&self) -> Vec<String> {
+        let commit = &self.target_commit[..self.target_commit.len().min(12)];
+        let mut lines = vec![format!("{} is at {commit}", self.target)];
+        lines.extend(self.left_on_integration.clone());
+        lines
+    }
 }
 
 const CHECK_LINES: usize = 40;

@@ -49,18 +49,7 @@ fn run_queue(root: &Root, team: &TeamName) -> crate::util::error::Result<String>
     if outcome.target.is_empty() {
         return Ok("Nothing to merge: no teammate works in a worktree.".to_owned());
     }
-    let mut text = lines(&outcome.entries);
-    text.push_str(&format!(
-        "\n{} is at {}",
-        outcome.target,
-        short(&outcome.target_commit)
-    ));
-    if let Some(why) = &outcome.left_on_integration {
-        text.push_str(&format!("\n{why}"));
-    }
-    Ok(text)
-}
-
-fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(12)]
+    let mut text = vec![lines(&outcome.entries)];
+    text.extend(outcome.target_lines());
+    Ok(text.join("\n"))
 }

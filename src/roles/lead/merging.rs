@@ -121,14 +121,7 @@ impl Merging {
         }
         news.lines.extend(restarted);
         if !news.lines.is_empty() {
-            news.lines.push(format!(
-                "{} is at {}.",
-                outcome.target,
-                &outcome.target_commit[..outcome.target_commit.len().min(12)]
-            ));
-            if let Some(why) = &outcome.left_on_integration {
-                news.lines.push(why.clone());
-            }
+            news.lines.extend(outcome.target_lines());
         }
         news
     }
