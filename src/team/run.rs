@@ -2,10 +2,12 @@
 //! window, and the wait for its end.
 //!
 //! The team's files are made before any pane (the roster, the budget, then the goal, which
-//! the lead reads from `goal.md`). The lead is the one who finishes: it writes the report and then
-//! marks itself exited, so a waiter that sees `Exited` finds the report there. A lead that
-//! never writes its state, or whose process is gone before it exits, is a failed run with
-//! the reason said, never a wait without end.
+//! the lead reads from `goal.md`). The lead is the one who finishes: it writes the report and
+//! then marks itself exited, so a waiter that sees `Exited` finds the report there. It
+//! records its end on every way out; its lock, held until its process ends, is the sign of
+//! life: once the lock is free, one fresh read of its state is its last word. A lead that
+//! never writes its state, or is gone without an end, is a failed run with the tail of its
+//! log and pane said, never a wait without end.
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +19,7 @@ use crate::store::layout::Root;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster;
 use crate::store::state::{self, Activity};
-use crate::store::{budget, documents};
+use crate::store::{budget, documents, lead};
 use crate::team::launch::Launcher;
 use crate::team::progress::{self, Event, Snapshot};
 use crate::team::window::TeamWindow;
@@ -27,9 +29,8 @@ use crate::util::watcher::{DirWatcher, RESCAN_EVERY};
 
 /// How long a lead may take to write its first state before the run gives up on it.
 const LEAD_START_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a lead seen gone is given to show the end it recorded before the run calls it
-/// dead without one.
-const LEAD_END_GRACE: Duration = Duration::from_secs(2);
+/// How many lines of a dead lead's log and pane a failed run shows.
+const EVIDENCE_LINES: usize = 15;
 
 /// What a run starts with. Its launcher's `cwd` is where the team works.
 pub struct Goal<'a> {
@@ -149,56 +150,27 @@ pub fn follow_lead(
             }
         };
         loop {
-            let exit_code = |s: &state::AgentState| {
-                (s.activity == Activity::Exited).then(|| {
-                    s.exit
-                        .as_ref()
-                        .map(|e| u8::try_from(e.code).unwrap_or(1))
-                        .unwrap_or(0)
-                })
-            };
             let lead_state = state::read(root, team, &AgentName::lead());
             // After reading the lead's state: a lead seen finished is told with the team
             // as it left it.
             tell(&mut seen);
-            if let Some(s) = &lead_state {
-                if let Some(code) = exit_code(s) {
-                    return Ok(code);
-                }
-                // It may have written its end, and exited, since the read above: look again
-                // for a little while before calling it dead without an end.
-                if !s.process_alive() {
-                    let deadline = Instant::now() + LEAD_END_GRACE;
-                    loop {
-                        let now = state::read(root, team, &AgentName::lead());
-                        if let Some(code) = now.as_ref().and_then(exit_code) {
-                            return Ok(code);
-                        }
-                        if Instant::now() >= deadline {
-                            break;
-                        }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-                if !s.process_alive() {
-                    // A run that failed (exit 7), as the README's table has it.
-                    return Err(Error::Model(format!(
-                        "the lead of team '{team}' stopped without finishing; see {}",
-                        root.log_path(team, &AgentName::lead()).display()
-                    )));
-                }
-            } else if started.elapsed() > LEAD_START_TIMEOUT {
-                let pane = window.lead_pane().ok().flatten();
-                let text = pane
-                    .and_then(|p| window.tmux().capture_pane(p, None).ok())
-                    .unwrap_or_default();
-                return Err(Error::Model(format!(
-                    "the lead of team '{team}' did not start: {}",
-                    text.lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .unwrap_or("no output")
-                )));
+            if let Some(code) = lead_state.as_ref().and_then(exit_code) {
+                return Ok(code);
+            }
+            // Registered (it holds the lock before it writes a state) and now without its
+            // lock: its process is past closing its files, so one fresh read is its last
+            // word.
+            if lead_state.is_some() && !lead::is_running(root, team) {
+                return match state::read(root, team, &AgentName::lead())
+                    .as_ref()
+                    .and_then(exit_code)
+                {
+                    Some(code) => Ok(code),
+                    None => Err(lead_gone(root, team, window, "stopped without finishing")),
+                };
+            }
+            if lead_state.is_none() && started.elapsed() > LEAD_START_TIMEOUT {
+                return Err(lead_gone(root, team, window, "did not start"));
             }
             tokio::select! {
                 _ = changed.notified() => {}
@@ -209,13 +181,55 @@ pub fn follow_lead(
                         return Ok(exit::INTERRUPTED);
                     }
                     note("\nstopping: the lead shuts the team down (Ctrl-C again to stop waiting)");
-                    if let Some(pid) = lead_state.map(|s| s.pid) {
-                        process::signal(pid, Signal::SIGTERM);
+                    if let Some(s) = lead_state.filter(|s| s.process_alive()) {
+                        process::signal(s.pid, Signal::SIGTERM);
                     }
                 }
             }
         }
     })
+}
+
+/// The exit code a lead recorded, once it has exited.
+fn exit_code(s: &state::AgentState) -> Option<u8> {
+    (s.activity == Activity::Exited).then(|| {
+        s.exit
+            .as_ref()
+            .map(|e| u8::try_from(e.code).unwrap_or(1))
+            .unwrap_or(0)
+    })
+}
+
+/// A failed run (exit 7, as the README's table has it) whose lead `what` ("did not
+/// start"), with what it left to say why: the end of its log and of its pane.
+fn lead_gone(root: &Root, team: &TeamName, window: &TeamWindow, what: &str) -> Error {
+    let log = root.log_path(team, &AgentName::lead());
+    let mut text = format!("the lead of team '{team}' {what}; see {}", log.display());
+    let log_tail = std::fs::read_to_string(&log).unwrap_or_default();
+    let pane = window
+        .lead_pane()
+        .ok()
+        .flatten()
+        .and_then(|p| window.tmux().capture_pane(p, None).ok())
+        .unwrap_or_default();
+    for (title, body) in [("its log ends", log_tail), ("its pane shows", pane)] {
+        let lines = last_lines(&body, EVIDENCE_LINES);
+        if !lines.is_empty() {
+            text.push_str(&format!("\n{title}:\n{lines}"));
+        }
+    }
+    Error::Model(text)
+}
+
+/// The last `n` lines of `text` that are not blank, made safe for a terminal.
+fn last_lines(text: &str, n: usize) -> String {
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.drain(..lines.len().saturating_sub(n));
+    lines
+        .iter()
+        .map(|l| format!("  {}", crate::util::text::printable(l)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Why the lead stopped, as it recorded it.

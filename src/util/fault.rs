@@ -3,7 +3,8 @@
 //!
 //! `SWARM_FAULT=<point>:<action>` (read once at start-up by the front end, like every
 //! setting) makes the process act when it reaches `point`: `kill` raises SIGKILL (a crash
-//! nothing can clean up after), `stop` raises SIGSTOP (a holder that hangs mid-write).
+//! nothing can clean up after), `stop` raises SIGSTOP (a holder that hangs mid-write),
+//! `panic` panics (a bug, which the process may catch and record).
 //! `<point>:<action>@N` acts only on the N-th time the point is reached (from 1). Unset,
 //! a point costs one atomic load. Points are named `<module>.<moment>`; the list lives
 //! where each is reached, `grep -rn 'fault::point' src`.
@@ -17,6 +18,7 @@ use crate::util::environment::Environment;
 enum Action {
     Kill,
     Stop,
+    Panic,
 }
 
 #[derive(Debug)]
@@ -35,7 +37,10 @@ pub fn install(env: &Environment) {
     let plan = env.get("SWARM_FAULT").and_then(|spec| {
         let parsed = parse(spec);
         if parsed.is_none() {
-            tracing::warn!(spec, "ignoring SWARM_FAULT: expected <point>:kill|stop[@N]");
+            tracing::warn!(
+                spec,
+                "ignoring SWARM_FAULT: expected <point>:kill|stop|panic[@N]"
+            );
         }
         parsed
     });
@@ -51,6 +56,7 @@ fn parse(spec: &str) -> Option<Plan> {
     let action = match action {
         "kill" => Action::Kill,
         "stop" => Action::Stop,
+        "panic" => Action::Panic,
         _ => return None,
     };
     (!point.is_empty()).then(|| Plan {
@@ -72,6 +78,7 @@ pub fn point(name: &str) {
     let signal = match plan.action {
         Action::Kill => nix::sys::signal::Signal::SIGKILL,
         Action::Stop => nix::sys::signal::Signal::SIGSTOP,
+        Action::Panic => panic!("fault point {name}"),
     };
     let _ = nix::sys::signal::raise(signal);
 }
@@ -89,6 +96,7 @@ mod tests {
         );
         let p = parse("a.b:stop@3").unwrap();
         assert_eq!((p.action, p.nth), (Action::Stop, 3));
+        assert_eq!(parse("a.b:panic").unwrap().action, Action::Panic);
         for bad in ["", "a.b", ":kill", "a.b:pause", "a.b:kill@0", "a.b:kill@x"] {
             assert!(parse(bad).is_none(), "{bad}");
         }

@@ -12,6 +12,7 @@ pub mod environment;
 pub mod error;
 pub mod fault;
 pub mod json;
+pub mod life_lock;
 pub mod lock;
 mod lock_record;
 pub mod no_symlinks;

@@ -192,8 +192,63 @@ impl TestEnv {
     }
 }
 
+impl TestEnv {
+    /// What a failed test leaves to read: the end of every agent's log, and what each pane
+    /// of this test's tmux server shows.
+    pub fn print_evidence(&self) {
+        let logs = std::fs::read_dir(self.root.join("teams"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|team| {
+                std::fs::read_dir(team.path().join("logs"))
+                    .into_iter()
+                    .flatten()
+            })
+            .flatten();
+        for log in logs {
+            let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            eprintln!("--- {} (last 40 lines)", log.path().display());
+            for line in &lines[lines.len().saturating_sub(40)..] {
+                eprintln!("  {line}");
+            }
+        }
+        let tmux = |args: &[&str]| {
+            Command::new("tmux")
+                .args(["-L", &self.tmux_socket, "-f", "/dev/null"])
+                .args(args)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        let panes = tmux(&[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id} #{session_name}:#{window_index} #{pane_title} dead=#{pane_dead} #{pane_dead_status}",
+        ]);
+        for pane in panes.lines() {
+            let id = pane.split(' ').next().unwrap_or_default();
+            eprintln!("--- pane {pane}");
+            let text = tmux(&["capture-pane", "-p", "-t", id, "-S", "-40"]);
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                eprintln!("  {line}");
+            }
+        }
+    }
+}
+
 impl Drop for TestEnv {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.print_evidence();
+            self.dir.disable_cleanup(true);
+            eprintln!(
+                "--- the test's files are kept in {}",
+                self.dir.path().display()
+            );
+        }
         // Kill only our own tmux server, if a test started one.
         let _ = Command::new("tmux")
             .args(["-L", &self.tmux_socket, "kill-server"])

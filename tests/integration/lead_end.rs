@@ -11,6 +11,11 @@ use crate::harness::{Guarded, ScriptedModel, TestEnv};
 /// Runs `swarm run` on a lead that answers every request with `answer`; returns the exit
 /// code, stdout, stderr and how many requests the model got.
 fn run_lead_answering(answer: &str) -> (i32, String, String, usize) {
+    run_lead_with(answer, None)
+}
+
+/// [`run_lead_answering`], with the lead meeting `fault` (`SWARM_FAULT`) if given.
+fn run_lead_with(answer: &str, fault: Option<&str>) -> (i32, String, String, usize) {
     let env = TestEnv::new();
     let model = ScriptedModel::start(Script::new().default_reply(Reply::text(answer)));
     let (out, err) = (env.dir.path().join("out"), env.dir.path().join("err"));
@@ -24,6 +29,9 @@ fn run_lead_answering(answer: &str) -> (i32, String, String, usize) {
         "scripted",
         "--base-url",
     ]);
+    if let Some(fault) = fault {
+        cmd.env("SWARM_FAULT", fault);
+    }
     cmd.arg(model.url())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())
@@ -59,5 +67,32 @@ fn a_lead_that_gives_up_without_a_team_fails_the_run_with_its_reason() {
     assert!(
         err.contains("without a task or a teammate: I cannot read files outside the project."),
         "stderr does not say why: {err}"
+    );
+}
+
+#[test]
+fn a_lead_that_panics_records_its_end_and_the_run_says_why() {
+    let (code, out, err, requests) =
+        run_lead_with("DONE: never said", Some("lead.registered:panic"));
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        err.contains("the lead panicked: fault point lead.registered"),
+        "stderr does not say the lead panicked: {err}"
+    );
+    assert_eq!(requests, 0, "the lead went on after its panic: {out}");
+}
+
+#[test]
+fn a_lead_gone_without_an_end_fails_the_run_with_its_log_and_pane() {
+    let (code, out, err, _) = run_lead_with("DONE: never said", Some("lead.registered:kill"));
+    assert_eq!(code, 7, "{out}\n{err}");
+    assert!(err.contains("stopped without finishing"), "{err}");
+    assert!(
+        err.contains("its log ends:") && err.contains("registered (pid"),
+        "stderr lacks the end of the lead's log: {err}"
+    );
+    assert!(
+        err.contains("its pane shows:") && err.contains("signal 9"),
+        "stderr lacks the lead's pane: {err}"
     );
 }

@@ -88,6 +88,29 @@ pub enum Outcome {
     Budget(String),
 }
 
+impl Outcome {
+    /// The lead's exit code for it, as the README's table has them.
+    pub fn exit_code(&self) -> i32 {
+        use crate::util::error::exit;
+        i32::from(match self {
+            Outcome::Done(_) => exit::SUCCESS,
+            Outcome::Stopped(_) => exit::INTERRUPTED,
+            Outcome::Failed(_) => exit::MODEL,
+            Outcome::Budget(_) => exit::BUDGET,
+        })
+    }
+
+    /// The run's result line.
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Done(result) => result.clone(),
+            Outcome::Stopped(why) => format!("stopped: {why}"),
+            Outcome::Failed(why) => format!("failed: {why}"),
+            Outcome::Budget(why) => format!("the budget ended the run: {why}"),
+        }
+    }
+}
+
 pub fn system_prompt(o: &LeadAgentOptions) -> String {
     let mut prompt = base_prompt(o);
     // The agent types it may name in the Agent tool's subagent_type.

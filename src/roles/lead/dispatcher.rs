@@ -12,7 +12,10 @@
 //! Ctrl-C, SIGTERM or SIGHUP it shuts its teammates down through the ladder, unless it was
 //! started with `--keep-team`, and leaves the team's files for the record.
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
+
+use futures_util::FutureExt;
 
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
@@ -76,12 +79,52 @@ pub fn register(root: &Root, team: &TeamName, pane: Option<&str>) -> Result<Agen
     Ok(state)
 }
 
+/// How the lead ended, as its state file records it last.
+struct End {
+    code: i32,
+    reason: String,
+    clean: bool,
+}
+
 /// Runs the lead until a signal or, with an agent, until its goal is done; returns the
 /// exit code.
+///
+/// Once it holds the lead lock, the lead records its end on every way out (its work
+/// done, an error, a panic, a signal): waiters take the lock's release as the sign that
+/// the record they read is the last one (see `team::run`), so a lead gone without one
+/// truly died without a word.
 pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i32> {
-    let _lock = LeadLock::acquire(&opts.root, &opts.team)?;
-    let mut me = register(&opts.root, &opts.team, opts.pane.as_deref())?;
+    // From here on a signal is an orderly stop, not a death without a record.
     let stop = CancellationToken::new();
+    listen_for_signals(stop.clone())?;
+    let _lock = LeadLock::acquire(&opts.root, &opts.team)?;
+    let mut me = AgentState::new(Activity::Idle);
+    let led = AssertUnwindSafe(lead(&opts, agent, stop, &mut me))
+        .catch_unwind()
+        .await;
+    let end = match led {
+        Ok(Ok(end)) => end,
+        Ok(Err(e)) => End {
+            code: i32::from(e.exit_code()),
+            reason: format!("the lead failed: {e}"),
+            clean: false,
+        },
+        Err(panic) => End {
+            code: i32::from(crate::util::error::exit::FAILURE),
+            reason: format!("the lead panicked: {}", panic_text(panic.as_ref())),
+            clean: false,
+        },
+    };
+    if !end.clean {
+        tracing::error!("{}", end.reason);
+    }
+    record_end(&opts, &mut me, &end)?;
+    Ok(end.code)
+}
+
+/// Cancels `stop` at the first SIGINT, SIGTERM or SIGHUP; later ones are ignored, so the
+/// lead always finishes its shutdown and records its end.
+fn listen_for_signals(stop: CancellationToken) -> Result<()> {
     let listen = |kind| {
         signal(kind).map_err(|e| Error::Other(format!("failed to install a signal handler: {e}")))
     };
@@ -90,15 +133,76 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
         listen(SignalKind::terminate())?,
         listen(SignalKind::hangup())?,
     );
-    let on_signal = stop.clone();
     tokio::spawn(async move {
         tokio::select! {
             _ = int.recv() => {}
             _ = term.recv() => {}
             _ = hup.recv() => {}
         }
-        on_signal.cancel();
+        stop.cancel();
+        // Keep the handlers installed: a second signal must not kill the lead halfway.
+        loop {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
+            }
+        }
     });
+    Ok(())
+}
+
+/// What a panic carried, as text.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
+}
+
+/// Writes the lead's last state: `Exited`, with its code and reason. A failure is said in
+/// the pane and the log, retried once, and returned: a waiter would otherwise take the
+/// lead for dead without a word.
+fn record_end(opts: &LeadOptions, me: &mut AgentState, end: &End) -> Result<()> {
+    me.activity = Activity::Exited;
+    me.current_task = None;
+    me.exit = Some(ExitInfo {
+        code: end.code,
+        reason: end.reason.clone(),
+        released_tasks: Vec::new(),
+        clean: end.clean,
+    });
+    tracing::info!(
+        "recording the lead's end: code {}, {}",
+        end.code,
+        end.reason
+    );
+    let write = || state::write(&opts.root, &opts.team, &AgentName::lead(), me);
+    write().or_else(|e| {
+        let line = format!("failed to record the lead's end (retrying once): {e}");
+        tracing::error!("{line}");
+        say(&line);
+        std::thread::sleep(Duration::from_millis(200));
+        write().inspect_err(|e| {
+            tracing::error!("failed to record the lead's end: {e}");
+            say(&format!("failed to record the lead's end: {e}"));
+        })
+    })
+}
+
+/// The lead's work once it holds the lock: register, resume the teammates, lead (or only
+/// supervise) until done or stopped, shut the team down, land the last merges and write
+/// the report. `me` is the state it keeps up to date for [`record_end`].
+async fn lead(
+    opts: &LeadOptions,
+    agent: Option<LeadAgentOptions>,
+    stop: CancellationToken,
+    me: &mut AgentState,
+) -> Result<End> {
+    *me = register(&opts.root, &opts.team, opts.pane.as_deref())?;
+    tracing::info!("lead of team {} registered (pid {})", opts.team, me.pid);
+    crate::util::fault::point("lead.registered");
     // Before the supervisor's first look, which would report the stopped teammates dead.
     if let Some(launcher) = opts.resume.clone() {
         let respawned = tokio::task::spawn_blocking(move || resume::respawn_teammates(&launcher))
@@ -123,87 +227,88 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
             me.usage = engine.usage;
             me.cost_usd = engine.cost_usd;
             me.model_calls = engine.model_calls;
-            let code = match &outcome {
-                lead_agent::Outcome::Done(_) => 0,
-                lead_agent::Outcome::Stopped(_) => i32::from(crate::util::error::exit::INTERRUPTED),
-                lead_agent::Outcome::Failed(_) => i32::from(crate::util::error::exit::MODEL),
-                lead_agent::Outcome::Budget(_) => i32::from(crate::util::error::exit::BUDGET),
-            };
-            (code, Some(outcome))
+            tracing::info!("the lead agent ended: {}", outcome.describe());
+            (outcome.exit_code(), Some(outcome))
         }
     };
     if !opts.keep_team {
         me.activity = Activity::ShuttingDown;
-        let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
+        write_state(opts, me);
         let opts2 = opts.clone();
         let _ = tokio::task::spawn_blocking(move || stop_team(&opts2)).await;
     }
     stop.cancel();
     let _ = supervisor.await;
-    if matches!(outcome, Some(lead_agent::Outcome::Done(_))) {
-        // The teammates are gone now: land what they committed last, and remove the
-        // worktrees whose work is on the target, before the report lists the queue.
-        let (root, team) = (opts.root.clone(), opts.team.clone());
-        let last = tokio::task::spawn_blocking(move || {
-            crate::team::merge::run(&root, &team, &Default::default(), &|e| {
-                say(&crate::team::merge::describe(e))
-            })
-        })
-        .await;
-        match last {
-            Ok(Ok(o)) => o.removed.iter().for_each(|line| say(line)),
-            Ok(Err(e)) => say(&format!("the merge queue failed: {e}")),
-            Err(e) => say(&format!("the merge queue's run panicked: {e}")),
-        }
-    }
-    if let (Some(a), Some(outcome)) = (agent, outcome) {
-        let result = match &outcome {
-            lead_agent::Outcome::Done(result) => result.clone(),
-            lead_agent::Outcome::Stopped(why) => format!("stopped: {why}"),
-            lead_agent::Outcome::Failed(why) => format!("failed: {why}"),
-            lead_agent::Outcome::Budget(why) => format!("the budget ended the run: {why}"),
-        };
-        // Stopped by a signal it handled is an orderly end too (`swarm status` shows it
-        // exited, as a finished run); only a code of 0 counts as finished for resuming.
-        let clean = code == 0
-            || matches!(
-                outcome,
-                lead_agent::Outcome::Budget(_) | lead_agent::Outcome::Stopped(_)
-            );
-        // The lead's own figures, then the whole team's as it ends.
-        // The report reads everyone's state file, the lead's figures included; `Exited`
-        // comes last, since waiters take it to mean the report is there.
-        me.exit = Some(ExitInfo {
-            code,
-            reason: result.clone(),
-            released_tasks: Vec::new(),
-            clean,
-        });
-        let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
-        let text = report::render(
-            &opts.root,
-            &opts.team,
-            &a.goal,
-            &result,
-            &a.cwd,
-            base.as_deref(),
-        );
-        match documents::write_report(&opts.root, &opts.team, &text) {
-            Ok(path) => say(&format!("\n{text}\n(report written to {})", path.display())),
-            Err(e) => say(&format!("\n{text}\n(failed to write the report: {e})")),
-        }
-    }
-    me.activity = Activity::Exited;
-    if me.exit.is_none() {
-        me.exit = Some(ExitInfo {
+    let (Some(a), Some(outcome)) = (agent, outcome) else {
+        return Ok(End {
             code,
             reason: "the lead stopped".to_owned(),
-            released_tasks: Vec::new(),
             clean: true,
         });
+    };
+    if matches!(outcome, lead_agent::Outcome::Done(_)) {
+        land_last_merges(opts).await;
     }
-    let _ = state::write(&opts.root, &opts.team, &AgentName::lead(), &me);
-    Ok(code)
+    let result = outcome.describe();
+    // Stopped by a signal it handled is an orderly end too (`swarm status` shows it
+    // exited, as a finished run); only a code of 0 counts as finished for resuming.
+    let clean = code == 0
+        || matches!(
+            outcome,
+            lead_agent::Outcome::Budget(_) | lead_agent::Outcome::Stopped(_)
+        );
+    // The report reads everyone's state file, the lead's figures and result included;
+    // `Exited` comes after it (see `record_end`), since waiters take it to mean the report
+    // is there.
+    me.exit = Some(ExitInfo {
+        code,
+        reason: result.clone(),
+        released_tasks: Vec::new(),
+        clean,
+    });
+    write_state(opts, me);
+    let text = report::render(
+        &opts.root,
+        &opts.team,
+        &a.goal,
+        &result,
+        &a.cwd,
+        base.as_deref(),
+    );
+    match documents::write_report(&opts.root, &opts.team, &text) {
+        Ok(path) => say(&format!("\n{text}\n(report written to {})", path.display())),
+        Err(e) => say(&format!("\n{text}\n(failed to write the report: {e})")),
+    }
+    Ok(End {
+        code,
+        reason: result,
+        clean,
+    })
+}
+
+/// Writes the lead's state on the way to its end; a failure is logged (the end record,
+/// which matters, is written after it and retried).
+fn write_state(opts: &LeadOptions, me: &AgentState) {
+    if let Err(e) = state::write(&opts.root, &opts.team, &AgentName::lead(), me) {
+        tracing::warn!("failed to write the lead's state: {e}");
+    }
+}
+
+/// The teammates are gone: land what they committed last, and remove the worktrees whose
+/// work is on the target, before the report lists the queue.
+async fn land_last_merges(opts: &LeadOptions) {
+    let (root, team) = (opts.root.clone(), opts.team.clone());
+    let last = tokio::task::spawn_blocking(move || {
+        crate::team::merge::run(&root, &team, &Default::default(), &|e| {
+            say(&crate::team::merge::describe(e))
+        })
+    })
+    .await;
+    match last {
+        Ok(Ok(o)) => o.removed.iter().for_each(|line| say(line)),
+        Ok(Err(e)) => say(&format!("the merge queue failed: {e}")),
+        Err(e) => say(&format!("the merge queue's run panicked: {e}")),
+    }
 }
 
 /// The reconcile loop, until `stop`: report what ended, redraw the table when asked to.
