@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, Signal};
 use serde_json::{Map, Value, json};
-use swarm::util::{atomic, clock, json as js, lock};
+use swarm_util::{atomic, clock, json as js, lock};
 
 const LIFE: Duration = Duration::from_secs(600);
 const POLL: Duration = Duration::from_millis(100);

@@ -18,12 +18,12 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use swarm::config::settings::Settings;
-use swarm::store::layout::Root;
-use swarm::store::mailbox::{self, Envelope};
-use swarm::store::names::{AgentName, TeamName};
-use swarm::store::tasks::{NewTask, TaskList};
-use swarm::util::environment::Environment;
+use swarm_config::settings::Settings;
+use swarm_store::layout::Root;
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::names::{AgentName, TeamName};
+use swarm_store::tasks::{NewTask, TaskList};
+use swarm_util::environment::Environment;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -86,7 +86,7 @@ fn main() {
         "hold" => {
             let agent = AgentName::parse_any(arg(3)).expect("agent name");
             let _guard =
-                swarm::util::lock::lock(&root.inbox_path(&team, &agent), root.lock_timeout())
+                swarm_util::lock::lock(&root.inbox_path(&team, &agent), root.lock_timeout())
                     .unwrap_or_else(|e| fail(&e));
             writeln!(out, "locked").expect("write");
             out.flush().expect("flush");
@@ -134,12 +134,12 @@ fn main() {
             }
         }
         "reconcile" => {
-            let tmux = swarm::tmux::Tmux::with_socket_name(arg(3));
+            let tmux = swarm_tmux::Tmux::with_socket_name(arg(3));
             let passes: usize = arg(4).parse().expect("passes");
             for _ in 0..passes {
                 let start = Instant::now();
                 let (seen, _) =
-                    swarm::team::supervisor::reconcile(&root, &team, Some(&tmux), &settings.dirs)
+                    swarm_team::supervisor::reconcile(&root, &team, Some(&tmux), &settings.dirs)
                         .unwrap_or_else(|e| fail(&e));
                 let ms = start.elapsed().as_secs_f64() * 1000.0;
                 assert!(seen.tmux_reachable, "tmux server -L {} unreachable", arg(3));
@@ -150,7 +150,7 @@ fn main() {
     }
 }
 
-fn fail(e: &swarm::util::error::Error) -> ! {
+fn fail(e: &swarm_util::error::Error) -> ! {
     eprintln!("swarm-stress: {e}");
     std::process::exit(i32::from(e.exit_code()));
 }

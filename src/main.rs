@@ -1,3 +1,7 @@
+//! The `swarm` command: parses the command line and runs it (see `ui::cli`).
+
+mod ui;
+
 fn main() -> std::process::ExitCode {
-    swarm::ui::cli::main()
+    ui::cli::main()
 }

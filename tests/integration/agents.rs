@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
-use swarm::store::protocol::Protocol;
+use swarm_model_server::{Reply, Rule, Script};
+use swarm_store::protocol::Protocol;
 
 use crate::harness::{ScriptedModel, TestEnv, run, wait_until};
 
@@ -147,7 +147,7 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
             "ExitPlanMode"
         ]
     );
-    let roster = swarm::store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
     assert_eq!(
         roster.member("bob").unwrap().mode.as_deref(),
         Some("acceptEdits")
@@ -165,7 +165,7 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
         &model.url(),
         &["--agent-type", "reviewer", "--permission-mode", "default"],
     );
-    assert!(wait_until(T, || swarm::store::roster::load(
+    assert!(wait_until(T, || swarm_store::roster::load(
         &env.store_root(),
         &env.team_name("t")
     )
@@ -201,7 +201,7 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
 }
 
 fn teammate_argv(env: &TestEnv, name: &str) -> Vec<String> {
-    let roster = || swarm::store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = || swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
     assert!(
         wait_until(T, || roster().member(name).and_then(|m| m.pid).is_some()),
         "{name} never registered"
@@ -283,7 +283,7 @@ fn spawn_resolves_the_model_from_the_definition_and_the_environment() {
         model_flags(&teammate_argv(&env, "d4")),
         ["--model=lead-model"]
     );
-    let roster = swarm::store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
     let d1 = roster.member("d1").unwrap();
     assert_eq!(d1.model.as_deref(), Some("def-model"));
     assert_eq!(d1.prompt.as_deref(), Some("start testing"), "initialPrompt");

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
-use swarm::store::protocol::Protocol;
+use swarm_model_server::{Reply, Rule, Script};
+use swarm_store::protocol::Protocol;
 
 use crate::harness::{Guarded, Run, ScriptedModel, TestEnv, run, wait_until};
 
@@ -55,19 +55,19 @@ fn log(env: &TestEnv, agent: &str) -> String {
 }
 
 fn pid_of(env: &TestEnv, agent: &str) -> i32 {
-    let roster = swarm::store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
     roster.member(agent).unwrap().pid.unwrap()
 }
 
 /// How many answers to `request_id` reached `agent`, read or not.
 fn answers(env: &TestEnv, agent: &str, request_id: &str) -> usize {
     let (root, team) = (env.store_root(), env.team_name("t"));
-    let agent = swarm::store::names::AgentName::new(agent).unwrap();
-    let live = swarm::store::mailbox::read_all(&root, &team, &agent)
+    let agent = swarm_store::names::AgentName::new(agent).unwrap();
+    let live = swarm_store::mailbox::read_all(&root, &team, &agent)
         .unwrap()
         .into_iter()
         .map(|d| d.envelope);
-    let delivered = swarm::store::mailbox::read_delivered(&root, &team, &agent).unwrap();
+    let delivered = swarm_store::mailbox::read_delivered(&root, &team, &agent).unwrap();
     live.chain(delivered)
         .filter(|e| match e.protocol() {
             Some(Protocol::PlanApprovalResponse(r)) => r.request_id == request_id,

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::budget::Spend;
-use swarm::llm::model_server::{RecordedRequest, Reply, Rule, Script};
-use swarm::store::names::AgentName;
-use swarm::store::state::{Activity, AgentState};
-use swarm::store::tasks::Status;
+use swarm_llm::budget::Spend;
+use swarm_model_server::{RecordedRequest, Reply, Rule, Script};
+use swarm_store::names::AgentName;
+use swarm_store::state::{Activity, AgentState};
+use swarm_store::tasks::Status;
 
 use crate::harness::{FAKE_CLAUDE, Guarded, ScriptedModel, TestEnv, run, wait_until};
 
@@ -23,7 +23,7 @@ fn billed(reply: Reply) -> Reply {
 }
 
 fn spent(env: &TestEnv, agent: &str) -> Spend {
-    swarm::store::budget::spent(
+    swarm_store::budget::spent(
         &env.store_root(),
         &env.team_name("t"),
         &AgentName::parse_any(agent).unwrap(),
@@ -31,7 +31,7 @@ fn spent(env: &TestEnv, agent: &str) -> Spend {
 }
 
 fn state(env: &TestEnv, agent: &str) -> Option<AgentState> {
-    swarm::store::state::read(
+    swarm_store::state::read(
         &env.store_root(),
         &env.team_name("t"),
         &AgentName::parse_any(agent).unwrap(),
@@ -221,7 +221,7 @@ fn the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit() {
             .all(|r| !last_message(r).contains("budget"))
     );
     // Agents of an earlier run spent 6500 tokens: with the lead's 2000 that is 85 %.
-    swarm::store::budget::record(
+    swarm_store::budget::record(
         &env.store_root(),
         &env.team_name("t"),
         &AgentName::new("earlier").unwrap(),

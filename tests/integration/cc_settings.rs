@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
+use swarm_model_server::{Reply, Rule, Script};
 
 use crate::harness::{ScriptedModel, TestEnv, run};
 

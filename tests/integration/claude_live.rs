@@ -8,10 +8,10 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::store::names::AgentName;
-use swarm::store::protocol::{Protocol, ShutdownApproved};
-use swarm::store::roster::{self, Member};
-use swarm::store::tasks::Status;
+use swarm_store::names::AgentName;
+use swarm_store::protocol::{Protocol, ShutdownApproved};
+use swarm_store::roster::{self, Member};
+use swarm_store::tasks::Status;
 
 use crate::harness::{Guarded, TestEnv, run_timeout, wait_until};
 
@@ -201,7 +201,7 @@ fn shutdown_in_background(env: &TestEnv, timeout: &str) -> (Guarded, std::path::
 fn shutdown_request(env: &TestEnv) -> Option<String> {
     let mut request = None;
     wait_until(T, || {
-        request = swarm::store::mailbox::read_all(
+        request = swarm_store::mailbox::read_all(
             &env.store_root(),
             &env.team_name("t"),
             &AgentName::new("cc").unwrap(),
@@ -360,7 +360,7 @@ fn permission_round_trip(with_lead: bool) {
     }
     assert!(wait_until(T, pending), "the request never showed");
     env.run(&["--team", "t", "approve", request_id]).success();
-    let inbox = swarm::store::mailbox::read_all(
+    let inbox = swarm_store::mailbox::read_all(
         &env.store_root(),
         &env.team_name("t"),
         &AgentName::new("cc").unwrap(),

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::Script;
+use swarm_model_server::Script;
 
 use crate::harness::{ScriptedModel, TestEnv, run, wait_until};
 
@@ -123,6 +123,6 @@ fn a_real_claude_code_teammate_talks_takes_a_task_and_shuts_down() {
         shutdown.stdout
     );
     assert!(lead_heard("shutdown_approved"));
-    let roster = swarm::store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
     assert!(roster.member("reviewer").is_none());
 }

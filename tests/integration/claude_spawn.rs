@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
+use swarm_model_server::{Reply, Rule, Script};
 
 use crate::harness::{Guarded, ScriptedModel, TestEnv, run, wait_until};
 use crate::team_tmux::{T, panes};

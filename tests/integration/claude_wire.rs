@@ -6,10 +6,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use swarm::store::mailbox::{self, Envelope};
-use swarm::store::protocol::{
-    self, PermissionGrant, PermissionResponse, Protocol, ShutdownRequest,
-};
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::protocol::{self, PermissionGrant, PermissionResponse, Protocol, ShutdownRequest};
 
 use crate::harness::{FAKE_CLAUDE, Guarded, TestEnv, wait_until};
 
@@ -107,7 +105,7 @@ fn message_round_trip_and_shutdown_handshake() {
         request_id: request_id.clone(),
         from: "team-lead".into(),
         reason: Some("done".into()),
-        timestamp: swarm::util::clock::now_iso(),
+        timestamp: swarm_util::clock::now_iso(),
     });
     let (root, team) = (env.store_root(), env.team_name("t"));
     mailbox::send(
@@ -281,7 +279,7 @@ fn a_claude_code_teammates_result_wakes_the_lead_agent() {
     // carl joins as a Claude Code teammate (as `spawn --engine claude` records it).
     let root = env.store_root();
     env.run(&["--team", "t", "team", "add", "carl"]).success();
-    swarm::store::roster::update_member(&root, &env.team_name("t"), "carl", |m| {
+    swarm_store::roster::update_member(&root, &env.team_name("t"), "carl", |m| {
         m.engine = Some("claude".into());
         m.backend_type = Some("tmux".into());
     })

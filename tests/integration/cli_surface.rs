@@ -7,9 +7,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
-use swarm::store::names::AgentName;
-use swarm::store::protocol::Protocol;
+use swarm_model_server::{Reply, Rule, Script};
+use swarm_store::names::AgentName;
+use swarm_store::protocol::Protocol;
 
 use crate::harness::{COMMAND_TIMEOUT, Run, ScriptedModel, TestEnv, run, wait_timeout, wait_until};
 
@@ -262,7 +262,7 @@ fn a_run_stopped_with_ctrl_c_shows_its_lead_exited() {
     .unwrap();
     assert!(run.wait(COMMAND_TIMEOUT).is_some(), "the run did not stop");
     let lead =
-        || swarm::store::state::read(&env.store_root(), &env.team_name("t"), &AgentName::lead());
+        || swarm_store::state::read(&env.store_root(), &env.team_name("t"), &AgentName::lead());
     assert!(wait_until(WAIT, || lead().is_some_and(|s| s.exit.is_some())));
     let status: Value = serde_json::from_str(
         &env.run(&["--json", "--team", "t", "status"])

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::agent::transcript;
-use swarm::llm::model_server::{Fault, RecordedRequest, Reply, Rule, Script};
-use swarm::store::names::AgentName;
-use swarm::store::protocol::Protocol;
+use swarm_agent::transcript;
+use swarm_model_server::{Fault, RecordedRequest, Reply, Rule, Script};
+use swarm_store::names::AgentName;
+use swarm_store::protocol::Protocol;
 
 use crate::harness::{ScriptedModel, TestEnv};
 
@@ -326,7 +326,7 @@ fn when_the_summary_request_fails_the_oldest_turns_are_dropped_and_work_goes_on(
     let list = env.task_list("t");
     assert_eq!(
         list.get("1").unwrap().status,
-        swarm::store::tasks::Status::Completed
+        swarm_store::tasks::Status::Completed
     );
 }
 
@@ -394,37 +394,37 @@ fn a_teammate_starts_its_next_task_from_a_digest_not_the_earlier_turns() {
 }
 
 struct QuietHost {
-    ctx: swarm::agent::tools::ToolContext,
+    ctx: swarm_agent::tools::ToolContext,
 }
 
-impl swarm::agent::engine::Host for QuietHost {
-    fn ctx(&self) -> &swarm::agent::tools::ToolContext {
+impl swarm_agent::engine::Host for QuietHost {
+    fn ctx(&self) -> &swarm_agent::tools::ToolContext {
         &self.ctx
     }
     async fn authorize(
         &mut self,
-        _: swarm::config::tools::ToolName,
+        _: swarm_config::tools::ToolName,
         _: &Value,
         _: &str,
         _: &str,
-    ) -> swarm::agent::engine::Authorization {
-        swarm::agent::engine::Authorization::Deny("test".into())
+    ) -> swarm_agent::engine::Authorization {
+        swarm_agent::engine::Authorization::Deny("test".into())
     }
-    async fn exit_plan_mode(&mut self, _: &str) -> swarm::agent::tools::ToolOutcome {
-        swarm::agent::tools::ToolOutcome::err("no plans here")
+    async fn exit_plan_mode(&mut self, _: &str) -> swarm_agent::tools::ToolOutcome {
+        swarm_agent::tools::ToolOutcome::err("no plans here")
     }
     async fn interject(&mut self) -> Option<String> {
         None
     }
     fn committed(&mut self) {}
-    fn event(&mut self, _: swarm::agent::engine::Event) {}
+    fn event(&mut self, _: swarm_agent::engine::Event) {}
 }
 
 #[test]
 fn a_restored_engine_answers_calls_whose_results_were_lost_and_its_transcript_stays_valid() {
-    use swarm::agent::engine::Engine;
-    use swarm::agent::transcript::{Transcript, response_record};
-    use swarm::llm::{ContentBlock, Usage};
+    use swarm_agent::engine::Engine;
+    use swarm_agent::transcript::{Transcript, response_record};
+    use swarm_llm::{ContentBlock, Usage};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("transcripts/solo.jsonl");
     // As a crash leaves it: a response asking for a tool, and no result recorded.
@@ -449,23 +449,23 @@ fn a_restored_engine_answers_calls_whose_results_were_lost_and_its_transcript_st
     drop(t);
     let model = ScriptedModel::start(Script::new().default_reply(Reply::text("Resumed fine.")));
     let run = |prompt: &str| {
-        let client: std::sync::Arc<dyn swarm::llm::LlmClient> = std::sync::Arc::from(
-            swarm::llm::build_client(&swarm::llm::LlmConfig::scripted(&model.url()).unwrap())
+        let client: std::sync::Arc<dyn swarm_llm::LlmClient> = std::sync::Arc::from(
+            swarm_llm::build_client(&swarm_llm::LlmConfig::scripted(&model.url()).unwrap())
                 .unwrap(),
         );
         let mut engine = Engine::new(
             client,
             "scripted".into(),
             "You are a test.".into(),
-            swarm::config::tools::ToolName::SOLO.to_vec(),
+            swarm_config::tools::ToolName::SOLO.to_vec(),
         );
         engine.restore(transcript::restore(&path).unwrap().unwrap());
         engine.transcript = Some(Transcript::open(&path).unwrap());
         let mut host = QuietHost {
-            ctx: swarm::agent::tools::ToolContext::new(
+            ctx: swarm_agent::tools::ToolContext::new(
                 dir.path().to_path_buf(),
                 AgentName::new("solo").unwrap(),
-                swarm::config::permissions::PermissionMode::Default,
+                swarm_config::permissions::PermissionMode::Default,
             ),
         };
         model

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use swarm::store::tasks::{NewTask, TaskList};
+use swarm_store::tasks::{NewTask, TaskList};
 
 use crate::harness::{Guarded, TestEnv, inbox_texts, run, wait_timeout, wait_until};
 

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use swarm::agent::engine::{Authorization, Engine, Event, Finish, Host};
-use swarm::agent::tools::{ToolContext, ToolOutcome};
-use swarm::config::permissions::PermissionMode;
-use swarm::config::tools::ToolName;
-use swarm::llm::model_server::{Raw, Reply, Rule, Script};
-use swarm::llm::{self, LlmConfig};
-use swarm::store::names::AgentName;
+use swarm_agent::engine::{Authorization, Engine, Event, Finish, Host};
+use swarm_agent::tools::{ToolContext, ToolOutcome};
+use swarm_config::permissions::PermissionMode;
+use swarm_config::tools::ToolName;
+use swarm_llm::{self as llm, LlmConfig};
+use swarm_model_server::{Raw, Reply, Rule, Script};
+use swarm_store::names::AgentName;
 
 use crate::harness::ScriptedModel;
 

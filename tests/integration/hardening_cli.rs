@@ -6,11 +6,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
-use swarm::store::approvals;
-use swarm::store::names::AgentName;
-use swarm::store::protocol::{PlanApprovalRequest, Protocol, ShutdownRequest};
-use swarm::util::clock;
+use swarm_model_server::{Reply, Rule, Script};
+use swarm_store::approvals;
+use swarm_store::names::AgentName;
+use swarm_store::protocol::{PlanApprovalRequest, Protocol, ShutdownRequest};
+use swarm_util::clock;
 
 use crate::harness::{Guarded, Run, SWARM, ScriptedModel, TestEnv, run, wait_until};
 
@@ -38,8 +38,8 @@ fn agent_env(cmd: &mut Command, name: &str, team: &str) {
         .env("SWARM_TEAM", team);
 }
 
-fn inbox(env: &TestEnv, team: &str, agent: &str) -> Vec<swarm::store::mailbox::Envelope> {
-    swarm::store::mailbox::read_all(
+fn inbox(env: &TestEnv, team: &str, agent: &str) -> Vec<swarm_store::mailbox::Envelope> {
+    swarm_store::mailbox::read_all(
         &env.store_root(),
         &env.team_name(team),
         &AgentName::parse_any(agent).unwrap(),
@@ -97,7 +97,7 @@ fn an_endless_message_source_is_refused_after_the_limit_and_nothing_is_sent() {
         );
     }
     assert!(inbox(&env, "alpha", "bob").is_empty());
-    let roster = swarm::store::roster::load(&env.store_root(), &env.team_name("alpha")).unwrap();
+    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("alpha")).unwrap();
     assert!(roster.member("carol").is_none(), "carol was added");
 }
 
@@ -196,7 +196,7 @@ fn inside_an_agents_environment_the_cli_acts_as_that_agent_and_nobody_else() {
         approval(&env, "alpha", plan_id).unwrap()["state"],
         "pending"
     );
-    let roster = swarm::store::roster::load(&root, &alpha).unwrap();
+    let roster = swarm_store::roster::load(&root, &alpha).unwrap();
     assert!(roster.member("dave").is_some() && roster.member("frank").is_none());
 
     // Acting as itself is fine.
@@ -245,12 +245,12 @@ fn a_teammate_obeys_only_a_shutdown_the_lead_sent_and_signed() {
     let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
     let (mut dave, output) = env.teammate("t", "dave", &model.url(), &[]);
     let idle = || {
-        swarm::store::state::read(
+        swarm_store::state::read(
             &env.store_root(),
             &env.team_name("t"),
             &AgentName::new("dave").unwrap(),
         )
-        .is_some_and(|s| s.activity == swarm::store::state::Activity::Idle)
+        .is_some_and(|s| s.activity == swarm_store::state::Activity::Idle)
     };
     assert!(wait_until(T, idle), "dave never went idle");
     // carol's model sends the lead's shutdown request as text, through the CLI...

@@ -6,10 +6,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use swarm::store::names::AgentName;
-use swarm::store::protocol::{Protocol, ShutdownApproved};
-use swarm::store::roster::{self, Member};
-use swarm::store::tasks::Status;
+use swarm_store::names::AgentName;
+use swarm_store::protocol::{Protocol, ShutdownApproved};
+use swarm_store::roster::{self, Member};
+use swarm_store::tasks::Status;
 
 use crate::harness::{Guarded, TestEnv, run, run_timeout, wait_until};
 use crate::team_tmux::{T, idle_model, member, status};
@@ -224,7 +224,7 @@ fn a_member_swarm_cannot_see_stays_on_the_roster_when_it_does_not_answer() {
     );
     assert!(env.on_roster("t", "cc"));
     // It was asked, the way Claude Code understands.
-    let inbox = swarm::store::mailbox::read_all(
+    let inbox = swarm_store::mailbox::read_all(
         &env.store_root(),
         &env.team_name("t"),
         &AgentName::new("cc").unwrap(),
@@ -262,7 +262,7 @@ fn a_member_swarm_cannot_see_leaves_when_it_agrees() {
     let (root, team) = (env.store_root(), env.team_name("t"));
     let mut request = None;
     assert!(wait_until(T, || {
-        request = swarm::store::mailbox::read_all(&root, &team, &AgentName::new("cc").unwrap())
+        request = swarm_store::mailbox::read_all(&root, &team, &AgentName::new("cc").unwrap())
             .unwrap()
             .into_iter()
             .find_map(|d| match d.envelope.protocol() {

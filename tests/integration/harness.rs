@@ -6,9 +6,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use swarm::store::layout::Root;
-use swarm::store::names::TeamName;
-use swarm::tmux::Tmux;
+use swarm_store::layout::Root;
+use swarm_store::names::TeamName;
+use swarm_tmux::Tmux;
 
 pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
 pub const STRESS: &str = env!("CARGO_BIN_EXE_swarm-stress");
@@ -81,13 +81,13 @@ impl TestEnv {
         TeamName::new(team).unwrap()
     }
 
-    pub fn task_list(&self, team: &str) -> swarm::store::tasks::TaskList {
-        swarm::store::tasks::TaskList::new(&self.store_root(), &self.team_name(team))
+    pub fn task_list(&self, team: &str) -> swarm_store::tasks::TaskList {
+        swarm_store::tasks::TaskList::new(&self.store_root(), &self.team_name(team))
     }
 
     /// Whether `name` is on `team`'s roster.
     pub fn on_roster(&self, team: &str, name: &str) -> bool {
-        swarm::store::roster::load(&self.store_root(), &self.team_name(team))
+        swarm_store::roster::load(&self.store_root(), &self.team_name(team))
             .unwrap()
             .member(name)
             .is_some()
@@ -345,7 +345,7 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// A scripted model server running in this test process, on its own runtime thread.
 pub struct ScriptedModel {
-    pub server: Option<swarm::llm::model_server::ModelServer>,
+    pub server: Option<swarm_model_server::ModelServer>,
     pub runtime: tokio::runtime::Runtime,
 }
 
@@ -353,7 +353,7 @@ impl ScriptedModel {
     /// A model whose lead creates one task at its first turn (so its run does not end for
     /// want of a team) and answers everything else with "ok".
     pub fn lead_with_one_task(subject: &str) -> ScriptedModel {
-        use swarm::llm::model_server::{Reply, Rule, Script};
+        use swarm_model_server::{Reply, Rule, Script};
         ScriptedModel::start(
             Script::new()
                 .rule(
@@ -369,15 +369,15 @@ impl ScriptedModel {
         )
     }
 
-    pub fn start(script: swarm::llm::model_server::Script) -> ScriptedModel {
-        swarm::llm::install_crypto_provider();
+    pub fn start(script: swarm_model_server::Script) -> ScriptedModel {
+        swarm_llm::install_crypto_provider();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
         let server = runtime
-            .block_on(swarm::llm::model_server::ModelServer::start_local(script))
+            .block_on(swarm_model_server::ModelServer::start_local(script))
             .expect("start the scripted model server");
         ScriptedModel {
             server: Some(server),
@@ -389,7 +389,7 @@ impl ScriptedModel {
         self.server.as_ref().unwrap().url()
     }
 
-    pub fn requests(&self) -> Vec<swarm::llm::model_server::RecordedRequest> {
+    pub fn requests(&self) -> Vec<swarm_model_server::RecordedRequest> {
         self.server.as_ref().unwrap().requests()
     }
 }
@@ -495,10 +495,10 @@ impl TestEnv {
     }
 
     /// The lead's inbox, parsed.
-    pub fn lead_inbox(&self, team: &str) -> Vec<swarm::store::mailbox::Envelope> {
+    pub fn lead_inbox(&self, team: &str) -> Vec<swarm_store::mailbox::Envelope> {
         let root = self.store_root();
         let team = self.team_name(team);
-        swarm::store::mailbox::read_all(&root, &team, &swarm::store::names::AgentName::lead())
+        swarm_store::mailbox::read_all(&root, &team, &swarm_store::names::AgentName::lead())
             .unwrap()
             .into_iter()
             .map(|d| d.envelope)
@@ -510,8 +510,8 @@ impl TestEnv {
         &self,
         team: &str,
         timeout: Duration,
-        mut pred: impl FnMut(&swarm::store::protocol::Protocol) -> bool,
-    ) -> Option<swarm::store::protocol::Protocol> {
+        mut pred: impl FnMut(&swarm_store::protocol::Protocol) -> bool,
+    ) -> Option<swarm_store::protocol::Protocol> {
         let mut found = None;
         wait_until(timeout, || {
             found = self
@@ -528,11 +528,11 @@ impl TestEnv {
     pub fn deliver(&self, team: &str, from: &str, to: &str, text: String) {
         let root = self.store_root();
         let team = self.team_name(team);
-        swarm::store::mailbox::deliver(
+        swarm_store::mailbox::deliver(
             &root,
             &team,
-            &swarm::store::names::AgentName::parse_any(to).unwrap(),
-            swarm::store::mailbox::Envelope::new(from, text),
+            &swarm_store::names::AgentName::parse_any(to).unwrap(),
+            swarm_store::mailbox::Envelope::new(from, text),
         )
         .unwrap();
     }

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
-use swarm::store::protocol::{Protocol, ShutdownRequest};
-use swarm::store::tasks::{Status, TaskList};
+use swarm_model_server::{Reply, Rule, Script};
+use swarm_store::protocol::{Protocol, ShutdownRequest};
+use swarm_store::tasks::{Status, TaskList};
 
 use crate::harness::{ScriptedModel, TestEnv, wait_until};
 
@@ -294,7 +294,7 @@ fn subagent_start_and_stop_run_matched_hooks_and_never_block() {
             request_id: "shutdown-1@bob".into(),
             from: "team-lead".into(),
             reason: None,
-            timestamp: swarm::util::clock::now_iso(),
+            timestamp: swarm_util::clock::now_iso(),
         })
         .to_text(),
     );

@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use swarm::llm::model_server::{Reply, Script};
+use swarm_model_server::{Reply, Script};
 
 use crate::harness::{Guarded, ScriptedModel, TestEnv};
 

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
-use swarm::store::protocol::Protocol;
+use swarm_model_server::{Reply, Rule, Script};
+use swarm_store::protocol::Protocol;
 
 use crate::harness::{ScriptedModel, TestEnv};
 

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Fault, ModelServer, Raw, Reply, Rule, Script};
-use swarm::llm::{
+use swarm_llm::{
     ContentBlock, LlmClient, LlmConfig, LlmError, LlmFlags, Message, Provider, Request, Response,
     Role, StopReason, StreamEvent, ToolSpec, build_client,
 };
+use swarm_model_server::{Fault, ModelServer, Raw, Reply, Rule, Script};
 use tokio_util::sync::CancellationToken;
 
 /// Far above any scenario's own numbers; only a hang reaches it.
@@ -224,7 +224,7 @@ async fn e1_plain_reply_as_one_json_document() {
 
     // And the server's own non-streaming mode, as a plain HTTP client sees it.
     let server = serve(Script::new().default_reply(Reply::text("plain"))).await;
-    swarm::llm::install_crypto_provider();
+    swarm_llm::install_crypto_provider();
     let body: Value = reqwest::Client::new()
         .post(format!("{}/v1/messages", server.url()))
         .json(
@@ -288,7 +288,7 @@ async fn e5_hostile_chunking_crlf_pings_and_an_unknown_event() {
 
     // The pieces do reach an HTTP client one by one.
     use futures_util::StreamExt;
-    swarm::llm::install_crypto_provider();
+    swarm_llm::install_crypto_provider();
     let mut body = reqwest::Client::new()
         .post(format!("{}/v1/messages", server.url()))
         .json(&json!({"stream": true, "messages": []}))

@@ -4,10 +4,10 @@
 //! Helpers are in `llm.rs`.
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{ModelServer, Raw, Reply, Rule, Script};
-use swarm::llm::{
+use swarm_llm::{
     ContentBlock, LlmClient, LlmConfig, LlmFlags, Message, Provider, Role, StopReason, build_client,
 };
+use swarm_model_server::{ModelServer, Raw, Reply, Rule, Script};
 
 use crate::llm::{complete, reply_with_a_tool, request, serve, text_of, tool_uses};
 

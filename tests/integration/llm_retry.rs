@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use swarm::llm::model_server::{Fault, ModelServer, Raw, Reply, Rule, Script};
-use swarm::llm::{LlmError, StreamEvent};
+use swarm_llm::{LlmError, StreamEvent};
+use swarm_model_server::{Fault, ModelServer, Raw, Reply, Rule, Script};
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::{
@@ -104,8 +104,8 @@ async fn e11_rate_limit_wait_exhausted_keeps_the_message_and_request_id() {
             "model API error 529 overloaded_error: Overloaded{HINT} (request-id req_scripted_000002)"
         )
     );
-    let e: swarm::util::error::Error = err.clone().into();
-    assert_eq!(e.exit_code(), swarm::util::error::exit::MODEL);
+    let e: swarm_util::error::Error = err.clone().into();
+    assert_eq!(e.exit_code(), swarm_util::error::exit::MODEL);
 }
 
 #[tokio::test]

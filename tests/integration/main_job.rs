@@ -19,7 +19,7 @@ fn our_processes(env: &TestEnv) -> Vec<(i32, String)> {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()))
         })
-        .filter(|pid| swarm::util::process::is_alive(*pid))
+        .filter(|pid| swarm_util::process::is_alive(*pid))
         .map(|pid| {
             (
                 pid,
@@ -190,7 +190,7 @@ fn run_with(
 ) -> std::process::Child {
     let mut cmd = env.swarm(&[
         "run",
-        swarm::demo::job::GOAL,
+        swarm_demo::job::GOAL,
         "--team",
         "t",
         "--no-attach",
@@ -205,7 +205,7 @@ fn run_with(
             "--permission-mode",
             "acceptEdits",
         ])
-        .args(swarm::demo::job::ALLOW.iter().flat_map(|r| ["--allow", r]))
+        .args(swarm_demo::job::ALLOW.iter().flat_map(|r| ["--allow", r]))
         .args(extra)
         .stdout(std::fs::File::create(env.dir.path().join("run.out")).unwrap())
         .stderr(std::fs::File::create(env.dir.path().join("run.err")).unwrap());
@@ -214,8 +214,7 @@ fn run_with(
 
 fn demo_model() -> ScriptedModel {
     ScriptedModel::start(
-        swarm::llm::model_server::Script::from_json(swarm::demo::job::Job::Toolkit.script())
-            .unwrap(),
+        swarm_model_server::Script::from_json(swarm_demo::job::Job::Toolkit.script()).unwrap(),
     )
 }
 
@@ -224,7 +223,7 @@ fn swarm_run_with_the_lead_approving_plans() {
     let _heavy = crate::harness::heavy();
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
+    swarm_demo::job::make_job(&job, swarm_demo::job::Job::Toolkit).unwrap();
     let model = demo_model();
     let mut run = crate::harness::Guarded(Some(run_with(&env, &model, &job, &[])));
     let status = run
@@ -257,7 +256,7 @@ fn swarm_run_with_the_lead_approving_plans() {
             .all(|a| a["state"] == "approved" && a["resolvedBy"] == "team-lead"),
         "{approvals}"
     );
-    assert!(swarm::demo::job::run_check(&job).unwrap().0);
+    assert!(swarm_demo::job::run_check(&job).unwrap().0);
     // The broadcast reached every teammate, and the lead heard them go idle.
     let delivered = |agent: &str| {
         std::fs::read_to_string(
@@ -284,7 +283,7 @@ fn swarm_run_with_a_human_approver_waits_for_swarm_approve() {
     let _heavy = crate::harness::heavy();
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
+    swarm_demo::job::make_job(&job, swarm_demo::job::Job::Toolkit).unwrap();
     let model = demo_model();
     let mut run =
         crate::harness::Guarded(Some(run_with(&env, &model, &job, &["--approver", "human"])));
@@ -349,6 +348,6 @@ fn swarm_run_with_a_human_approver_waits_for_swarm_approve() {
     let out = std::fs::read_to_string(env.dir.path().join("run.out")).unwrap();
     assert!(status.success(), "{out}");
     assert!(out.contains("Result: done"), "{out}");
-    assert!(swarm::demo::job::run_check(&job).unwrap().0);
+    assert!(swarm_demo::job::run_check(&job).unwrap().0);
     env.run(&["team", "delete", "t"]).success();
 }

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
+use swarm_model_server::{Reply, Rule, Script};
 
 use crate::harness::{ScriptedModel, TestEnv, git, run_timeout};
 
@@ -303,7 +303,7 @@ fn settled_states(entries: &[Value], branch: &str) -> Vec<String> {
 }
 
 /// The task whose subject starts with `prefix`.
-fn task(env: &TestEnv, prefix: &str) -> swarm::store::tasks::Task {
+fn task(env: &TestEnv, prefix: &str) -> swarm_store::tasks::Task {
     let tasks = env.task_list("t").list().unwrap();
     tasks
         .iter()
@@ -381,11 +381,7 @@ fn a_red_check_goes_back_to_the_running_teammate_and_its_fix_lands() {
     // alice was given the hand-back as a task of hers, and did it.
     let fix = task(&env, "Make the check pass on swarm/t/alice");
     assert_eq!(fix.owner.as_deref(), Some("alice"), "{fix:?}");
-    assert_eq!(
-        fix.status,
-        swarm::store::tasks::Status::Completed,
-        "{fix:?}"
-    );
+    assert_eq!(fix.status, swarm_store::tasks::Status::Completed, "{fix:?}");
     assert!(
         fix.description.contains("alpha.txt:1:BUG"),
         "{}",
@@ -483,7 +479,7 @@ fn a_conflict_goes_back_to_the_teammate_that_landed_second_and_its_resolution_la
         "Rebase swarm/t/bob onto main and resolve conflicts in shared.txt"
     );
     assert_eq!(rebase.owner.as_deref(), Some("bob"));
-    assert_eq!(rebase.status, swarm::store::tasks::Status::Completed);
+    assert_eq!(rebase.status, swarm_store::tasks::Status::Completed);
     // His resolution (his own side) is what main has now, with no conflict markers.
     assert_eq!(
         std::fs::read_to_string(repo.join("shared.txt")).unwrap(),
@@ -516,10 +512,10 @@ fn a_conflict_is_handed_back_only_once_the_target_has_what_it_conflicts_with() {
         .stderr(Stdio::null());
     let _run = crate::harness::Guarded(Some(cmd.spawn().unwrap()));
     let (root, team) = (env.store_root(), env.team_name("t"));
-    let lead = swarm::store::names::AgentName::lead();
+    let lead = swarm_store::names::AgentName::lead();
     let died = crate::harness::wait_until(Duration::from_secs(120), || {
-        swarm::store::state::read(&root, &team, &lead)
-            .is_some_and(|s| s.pid > 0 && !swarm::util::process::is_alive(s.pid))
+        swarm_store::state::read(&root, &team, &lead)
+            .is_some_and(|s| s.pid > 0 && !swarm_util::process::is_alive(s.pid))
     });
     assert!(
         died,
@@ -607,17 +603,13 @@ fn a_teammate_that_stopped_is_restarted_for_its_hand_back_and_its_fix_lands() {
         .trim()
         .parse()
         .unwrap();
-    let alice = swarm::store::names::AgentName::new("alice").unwrap();
-    let now = swarm::store::state::read(&env.store_root(), &env.team_name("t"), &alice)
+    let alice = swarm_store::names::AgentName::new("alice").unwrap();
+    let now = swarm_store::state::read(&env.store_root(), &env.team_name("t"), &alice)
         .expect("alice's state");
     assert_ne!(now.pid, killed, "alice was not restarted");
     let fix = task(&env, "Make the check pass on swarm/t/alice");
     assert_eq!(fix.owner.as_deref(), Some("alice"), "{fix:?}");
-    assert_eq!(
-        fix.status,
-        swarm::store::tasks::Status::Completed,
-        "{fix:?}"
-    );
+    assert_eq!(fix.status, swarm_store::tasks::Status::Completed, "{fix:?}");
     // Her fix landed, and main never held the bug.
     assert_eq!(
         std::fs::read_to_string(repo.join("alpha.txt")).unwrap(),

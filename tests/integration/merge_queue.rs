@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use swarm::store::worktrees::{self, Record, RecordState};
+use swarm_store::worktrees::{self, Record, RecordState};
 
 use crate::harness::{Run, TestEnv, git, run};
 
@@ -114,7 +114,7 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
     // bob's finished task is named in his merge.
     let tasks = env.task_list("t");
     let task = tasks
-        .create(swarm::store::tasks::NewTask {
+        .create(swarm_store::tasks::NewTask {
             subject: "bob's part".into(),
             ..Default::default()
         })
@@ -122,9 +122,9 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
     tasks
         .update(
             &task.id,
-            swarm::store::tasks::TaskPatch {
+            swarm_store::tasks::TaskPatch {
                 owner: Some(Some("bob".into())),
-                status: Some(swarm::store::tasks::Status::Completed),
+                status: Some(swarm_store::tasks::Status::Completed),
                 ..Default::default()
             },
         )
@@ -262,7 +262,7 @@ fn a_conflict_is_handed_back_to_its_teammate_and_lands_once_resolved() {
     );
     let task = env.task_list("t").get("1").unwrap();
     assert_eq!(task.owner.as_deref(), Some("bob"), "{task:?}");
-    assert_eq!(task.status, swarm::store::tasks::Status::InProgress);
+    assert_eq!(task.status, swarm_store::tasks::Status::InProgress);
     assert!(
         task.subject
             .contains("Rebase swarm/t/bob onto main and resolve conflicts in README.md"),

@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use serde_json::json;
-use swarm::llm::model_server::{ModelServer, Outcome, Reply, Rule, Script};
-use swarm::llm::{LlmConfig, LlmError, build_client};
+use swarm_llm::{LlmConfig, LlmError, build_client};
+use swarm_model_server::{ModelServer, Outcome, Reply, Rule, Script};
 
 use crate::harness::{ScriptedModel, TestEnv, run, wait_timeout};
 use crate::llm::{HANG, complete, request, scripted, serve, text_of, tool_uses};
@@ -84,7 +84,7 @@ async fn the_server_refuses_non_loopback_addresses() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("loopback"), "{err}");
-    assert_eq!(err.exit_code(), swarm::util::error::exit::USAGE);
+    assert_eq!(err.exit_code(), swarm_util::error::exit::USAGE);
 }
 
 #[test]

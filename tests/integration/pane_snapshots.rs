@@ -7,9 +7,9 @@
 use std::process::Output;
 use std::time::Duration;
 
-use swarm::store::names::AgentName;
-use swarm::store::state::{self, Activity, AgentState, ExitInfo};
-use swarm::util::clock;
+use swarm_store::names::AgentName;
+use swarm_store::state::{self, Activity, AgentState, ExitInfo};
+use swarm_util::clock;
 
 use crate::harness::{Guarded, SWARM, TestEnv, wait_until};
 
@@ -102,7 +102,7 @@ fn varied_team() -> (TestEnv, Guarded) {
     let write = |name: &str, activity: Activity, change: &dyn Fn(&mut AgentState)| {
         let mut s = AgentState::new(activity);
         s.pid = pid;
-        s.start_ticks = swarm::util::process::start_ticks(pid);
+        s.start_ticks = swarm_util::process::start_ticks(pid);
         s.last_activity_ms = quiet;
         change(&mut s);
         state::write(&root, &team, &AgentName::parse_any(name).unwrap(), &s).unwrap();

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use swarm::llm::model_server::{Fault, Outcome, Reply, Rule, Script};
+use swarm_model_server::{Fault, Outcome, Reply, Rule, Script};
 
 use crate::harness::{Guarded, ScriptedModel, TestEnv, run_timeout};
 
@@ -18,7 +18,7 @@ const IN_FLIGHT: Duration = Duration::from_secs(1);
 fn demo_run(env: &TestEnv, model: &ScriptedModel, job: &std::path::Path) -> std::process::Child {
     let mut cmd = env.swarm(&[
         "run",
-        swarm::demo::job::GOAL,
+        swarm_demo::job::GOAL,
         "--team",
         "t",
         "--no-attach",
@@ -29,7 +29,7 @@ fn demo_run(env: &TestEnv, model: &ScriptedModel, job: &std::path::Path) -> std:
     cmd.arg(model.url())
         .args(["--cwd", &job.display().to_string()])
         .args(["--permission-mode", "acceptEdits"])
-        .args(swarm::demo::job::ALLOW.iter().flat_map(|r| ["--allow", r]))
+        .args(swarm_demo::job::ALLOW.iter().flat_map(|r| ["--allow", r]))
         .stdout(std::fs::File::create(env.dir.path().join("run.out")).unwrap())
         .stderr(std::fs::File::create(env.dir.path().join("run.err")).unwrap());
     cmd.spawn().unwrap()
@@ -39,10 +39,10 @@ fn demo_run(env: &TestEnv, model: &ScriptedModel, job: &std::path::Path) -> std:
 fn a_429_storm_across_three_teammates_waits_once_for_the_shared_moment() {
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
+    swarm_demo::job::make_job(&job, swarm_demo::job::Job::Toolkit).unwrap();
     // The demo's job, with the first three teammate requests after a TaskGet answered
     // 429: by then all three teammates are at work.
-    let mut script = Script::from_json(swarm::demo::job::Job::Toolkit.script()).unwrap();
+    let mut script = Script::from_json(swarm_demo::job::Job::Toolkit.script()).unwrap();
     script.rules.insert(
         0,
         Rule::new("storm")
@@ -84,7 +84,7 @@ fn a_429_storm_across_three_teammates_waits_once_for_the_shared_moment() {
     let err = std::fs::read_to_string(env.dir.path().join("run.err")).unwrap();
     assert!(status.success(), "{status:?}\n{out}\n{err}");
     assert!(out.contains("Result: done"), "{out}");
-    assert!(swarm::demo::job::run_check(&job).unwrap().0);
+    assert!(swarm_demo::job::run_check(&job).unwrap().0);
 
     let requests = model.requests();
     let limited: Vec<Instant> = requests

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Reply, Rule, Script};
-use swarm::store::tasks::Status;
+use swarm_model_server::{Reply, Rule, Script};
+use swarm_store::tasks::Status;
 
 use crate::harness::{Guarded, ScriptedModel, TestEnv, run_timeout, wait_until};
 
@@ -135,10 +135,10 @@ fn lead_log(env: &TestEnv) -> String {
 }
 
 fn lead_pid(env: &TestEnv) -> Option<i32> {
-    swarm::store::state::read(
+    swarm_store::state::read(
         &env.store_root(),
         &env.team_name("t"),
-        &swarm::store::names::AgentName::lead(),
+        &swarm_store::names::AgentName::lead(),
     )
     .map(|s| s.pid)
 }
@@ -200,7 +200,7 @@ fn teammate_processes(env: &TestEnv, agent: &str) -> usize {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| swarm::util::process::is_alive(*pid))
+        .filter(|pid| swarm_util::process::is_alive(*pid))
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()))
@@ -470,7 +470,7 @@ fn resume_refuses_a_running_team_and_an_unknown_one() {
     let out = env.run(&["resume", "t"]).failure(4);
     assert!(out.stderr.contains("nothing to resume"), "{}", out.stderr);
     let _lock =
-        swarm::store::lead::LeadLock::acquire(&env.store_root(), &env.team_name("t")).unwrap();
+        swarm_store::lead::LeadLock::acquire(&env.store_root(), &env.team_name("t")).unwrap();
     let out = env.run(&["resume", "t"]).failure(4);
     assert!(
         out.stderr.contains("is running") && out.stderr.contains("swarm attach t"),

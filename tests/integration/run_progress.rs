@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use swarm::llm::model_server::{Fault, Reply, Rule, Script};
+use swarm_model_server::{Fault, Reply, Rule, Script};
 
 use crate::harness::{Guarded, ScriptedModel, TestEnv, run, run_timeout, wait_until};
 
@@ -24,7 +24,7 @@ fn run_team(
         env.dir.path().join("run.out"),
         env.dir.path().join("run.err"),
     );
-    let mut cmd = env.swarm(&["run", swarm::demo::job::GOAL, "--team", "t", "--no-attach"]);
+    let mut cmd = env.swarm(&["run", swarm_demo::job::GOAL, "--team", "t", "--no-attach"]);
     cmd.args(model_args)
         .args(extra)
         .stdin(Stdio::null())
@@ -58,19 +58,19 @@ fn scripted(model: &ScriptedModel) -> Vec<String> {
 fn an_unattached_run_tells_its_progress_on_stderr_and_streams_events_on_stdout() {
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    swarm::demo::job::make_job(&job, swarm::demo::job::Job::Toolkit).unwrap();
+    swarm_demo::job::make_job(&job, swarm_demo::job::Job::Toolkit).unwrap();
     let model =
-        ScriptedModel::start(Script::from_json(swarm::demo::job::Job::Toolkit.script()).unwrap());
+        ScriptedModel::start(Script::from_json(swarm_demo::job::Job::Toolkit.script()).unwrap());
     let (out, err) = (
         env.dir.path().join("run.out"),
         env.dir.path().join("run.err"),
     );
     // A person approves plans: bob's waits for the test, so its telling is sure to be seen.
-    let mut cmd = env.swarm(&["run", swarm::demo::job::GOAL, "--team", "t", "--events"]);
+    let mut cmd = env.swarm(&["run", swarm_demo::job::GOAL, "--team", "t", "--events"]);
     cmd.args(scripted(&model))
         .args(["--approver", "human", "--permission-mode", "acceptEdits"])
         .args(["--cwd", &job.display().to_string()])
-        .args(swarm::demo::job::ALLOW.iter().flat_map(|r| ["--allow", r]))
+        .args(swarm_demo::job::ALLOW.iter().flat_map(|r| ["--allow", r]))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap());

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use swarm::llm::model_server::{Reply, Script};
-use swarm::store::names::{AgentName, TeamName};
+use swarm_model_server::{Reply, Script};
+use swarm_store::names::{AgentName, TeamName};
 
 use crate::harness::{Guarded, SWARM, ScriptedModel, TestEnv, run_timeout, wait_until};
 
@@ -204,14 +204,14 @@ fn a_failed_demo_cleans_up_after_itself() {
     assert!(
         wait_until(Duration::from_secs(60), || {
             lead = team_dirs(&env).first().and_then(|t| {
-                swarm::store::state::read(&root, &TeamName::new(t).ok()?, &AgentName::lead())
+                swarm_store::state::read(&root, &TeamName::new(t).ok()?, &AgentName::lead())
             });
             lead.is_some()
         }),
         "the demo's lead never started"
     );
     assert!(!scratch_dirs(&env).is_empty());
-    swarm::util::process::signal(lead.unwrap().pid, nix::sys::signal::Signal::SIGKILL);
+    swarm_util::process::signal(lead.unwrap().pid, nix::sys::signal::Signal::SIGKILL);
     let status = demo
         .wait(Duration::from_secs(90))
         .expect("the failed demo did not end");

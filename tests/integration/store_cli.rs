@@ -3,9 +3,9 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
-use swarm::store::mailbox::{self, Envelope};
-use swarm::store::names::AgentName;
-use swarm::store::protocol::{Protocol, ShutdownRequest};
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::names::AgentName;
+use swarm_store::protocol::{Protocol, ShutdownRequest};
 
 use crate::harness::{Run, TestEnv, run_timeout};
 
@@ -62,10 +62,10 @@ fn golden_roster_inbox_and_task_are_byte_identical() {
     ])
     .success();
     let request = Protocol::ShutdownRequest(ShutdownRequest {
-        request_id: swarm::store::protocol::shutdown_request_id("bob"),
+        request_id: swarm_store::protocol::shutdown_request_id("bob"),
         from: "team-lead".into(),
         reason: Some("done".into()),
-        timestamp: swarm::util::clock::now_iso(),
+        timestamp: swarm_util::clock::now_iso(),
     });
     let root = env.store_root();
     let team = env.team_name("alpha");
@@ -223,7 +223,7 @@ fn bad_names_are_refused_and_create_nothing() {
     env.run(&["team", "create", "al_pha"]).failure(2);
     assert_eq!(env.tree(), before, "a refused name created files");
     // NUL cannot pass through argv; the library refuses it too.
-    assert!(swarm::store::names::AgentName::new("a\0b").is_err());
+    assert!(swarm_store::names::AgentName::new("a\0b").is_err());
 }
 
 #[test]

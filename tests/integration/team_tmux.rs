@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm::llm::model_server::{Fault, Reply, Rule, Script};
-use swarm::store::protocol::Protocol;
-use swarm::store::tasks::{Status, TaskList};
+use swarm_model_server::{Fault, Reply, Rule, Script};
+use swarm_store::protocol::Protocol;
+use swarm_store::tasks::{Status, TaskList};
 
 use crate::harness::{Run, ScriptedModel, TestEnv, run, wait_until};
 
@@ -246,11 +246,11 @@ fn the_ladder_stops_a_teammate_that_will_not_stop_and_leaves_nothing() {
         .unwrap() as i32;
     // "working" comes before the command starts; the trap is set once `sleep` runs.
     assert!(
-        wait_until(T, || swarm::util::process::session_members(pid)
+        wait_until(T, || swarm_util::process::session_members(pid)
             .into_iter()
             .any(|p| cmdline(p).first().is_some_and(|c| c.ends_with("sleep")))),
         "bob's command should be running: {:?}",
-        swarm::util::process::session_members(pid)
+        swarm_util::process::session_members(pid)
     );
     let ladder = env
         .swarm(&["--team", "t", "shutdown", "bob", "--timeout", "3s"])
@@ -273,9 +273,9 @@ fn the_ladder_stops_a_teammate_that_will_not_stop_and_leaves_nothing() {
     let out = String::from_utf8_lossy(&out.stdout);
     assert!(out.contains("SIGTERM"), "{out}");
     assert!(
-        swarm::util::process::session_members(pid).is_empty(),
+        swarm_util::process::session_members(pid).is_empty(),
         "left behind: {:?}",
-        swarm::util::process::session_members(pid)
+        swarm_util::process::session_members(pid)
     );
     assert!(
         !panes(&env).iter().any(|p| p.1 == "bob"),
@@ -435,8 +435,8 @@ fn a_lead_that_is_stopped_takes_its_team_down_with_it() {
     )
     .unwrap();
     assert!(
-        wait_until(T, || !swarm::util::process::is_alive(lead)
-            && mates.iter().all(|p| !swarm::util::process::is_alive(*p))),
+        wait_until(T, || !swarm_util::process::is_alive(lead)
+            && mates.iter().all(|p| !swarm_util::process::is_alive(*p))),
         "still running after the lead stopped: {}",
         status(&env)
     );
@@ -467,7 +467,7 @@ fn a_spawn_into_a_team_whose_lead_stopped_starts_the_lead_again() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert!(wait_until(T, || !swarm::util::process::is_alive(first)));
+    assert!(wait_until(T, || !swarm_util::process::is_alive(first)));
     // Its pane stays (remain-on-exit), so the window is still found.
     assert!(panes(&env).iter().any(|p| p.1 == "team-lead"));
     spawn(&env, &model, "carol", &[]).success();
@@ -505,7 +505,7 @@ fn closing_the_leads_pane_takes_its_team_down_with_it() {
     assert!(
         wait_until(T, || pids
             .iter()
-            .all(|p| !swarm::util::process::is_alive(*p))),
+            .all(|p| !swarm_util::process::is_alive(*p))),
         "still running after the lead's pane was closed: {}",
         status(&env)
     );

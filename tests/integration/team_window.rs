@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use swarm::store::roster::{PALETTE, tmux_colour};
-use swarm::team::window::{Placement, TeamWindow};
-use swarm::tmux::{
+use swarm_store::roster::{PALETTE, tmux_colour};
+use swarm_team::window::{Placement, TeamWindow};
+use swarm_tmux::{
     Direction, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, TEAM_OPTION, Tmux,
 };
-use swarm::util::error::exit;
+use swarm_util::error::exit;
 
 use crate::harness::{TestEnv, wait_until};
 use crate::tmux::{WAIT, agent, alive, keeper, opts, pane, python3, sleeper, team};
@@ -344,20 +344,20 @@ fn secrets_reach_the_pane_but_no_command_line() {
         ["python3", "-c", "import os,sys; open(sys.argv[1],'w').write(os.environ.get('SWARM_TEST_KEY','<unset>'))", &out.display().to_string()],
     )
     .secret_env("SWARM_TEST_KEY", secret);
-    let team = swarm::store::names::TeamName::new("sec").unwrap();
-    let opts = swarm::team::window::TeamWindowOptions::new(env.dir.path().join("tmux.flock"));
+    let team = swarm_store::names::TeamName::new("sec").unwrap();
+    let opts = swarm_team::window::TeamWindowOptions::new(env.dir.path().join("tmux.flock"));
     let lead = PaneSpec::new(env.dir.path(), ["sleep", "600"]);
-    let mut tw = swarm::team::window::TeamWindow::open(
+    let mut tw = swarm_team::window::TeamWindow::open(
         &tmux,
         &team,
         &lead,
-        swarm::team::window::Placement::Detached,
+        swarm_team::window::Placement::Detached,
         opts,
     )
     .unwrap();
     let pane = tw
         .add_teammate(
-            &swarm::store::names::AgentName::new("bob").unwrap(),
+            &swarm_store::names::AgentName::new("bob").unwrap(),
             "blue",
             &spec,
         )
@@ -384,7 +384,7 @@ fn secrets_reach_the_pane_but_no_command_line() {
     let bad = PaneSpec::new(env.dir.path(), ["sleep", "1"]).secret_env("K", "line\nbreak");
     assert!(
         tw.add_teammate(
-            &swarm::store::names::AgentName::new("carol").unwrap(),
+            &swarm_store::names::AgentName::new("carol").unwrap(),
             "green",
             &bad
         )

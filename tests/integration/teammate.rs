@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use serde_json::json;
-use swarm::llm::model_server::{Fault, Reply, Rule, Script};
-use swarm::store::protocol::{
+use swarm_model_server::{Fault, Reply, Rule, Script};
+use swarm_store::protocol::{
     PermissionGrant, PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest,
 };
-use swarm::store::tasks::{Status, TaskList};
+use swarm_store::tasks::{Status, TaskList};
 
 use crate::harness::{ScriptedModel, TestEnv, wait_until};
 
@@ -19,16 +19,16 @@ fn shutdown_request(id: &str, from: &str) -> String {
         request_id: id.into(),
         from: from.into(),
         reason: None,
-        timestamp: swarm::util::clock::now_iso(),
+        timestamp: swarm_util::clock::now_iso(),
     })
     .to_text()
 }
 
-fn state(env: &TestEnv, agent: &str) -> Option<swarm::store::state::AgentState> {
-    swarm::store::state::read(
+fn state(env: &TestEnv, agent: &str) -> Option<swarm_store::state::AgentState> {
+    swarm_store::state::read(
         &env.store_root(),
         &env.team_name("t"),
-        &swarm::store::names::AgentName::new(agent).unwrap(),
+        &swarm_store::names::AgentName::new(agent).unwrap(),
     )
 }
 
@@ -111,13 +111,13 @@ fn auto_claims_ready_work_not_blocked_work_and_reports_idle_once() {
     assert_eq!(idles, 1, "idle notifications should come once per change");
     assert!(bob.is_running(), "bob exited:\n{}", out(&output));
     // The roster knows its pid and that it is not active.
-    let roster = swarm::store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
     let member = roster.member("bob").unwrap();
     assert_eq!(member.pid, Some(bob.child().id() as i32));
     assert_eq!(member.is_active, Some(false));
     assert_eq!(
         state(&env, "bob").unwrap().activity,
-        swarm::store::state::Activity::Idle
+        swarm_store::state::Activity::Idle
     );
 }
 
@@ -128,7 +128,7 @@ fn an_idle_teammate_exits_on_the_leads_shutdown_request_and_ignores_anyone_elses
     let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
     assert!(wait_until(T, || state(&env, "bob").is_some_and(|s| s
         .activity
-        == swarm::store::state::Activity::Idle)));
+        == swarm_store::state::Activity::Idle)));
     env.deliver(
         "t",
         "alice",
@@ -155,7 +155,7 @@ fn an_idle_teammate_exits_on_the_leads_shutdown_request_and_ignores_anyone_elses
     assert_eq!(approved.request_id, "shutdown-2@bob");
     assert_eq!(approved.from, "bob");
     let s = state(&env, "bob").unwrap();
-    assert_eq!(s.activity, swarm::store::state::Activity::Exited);
+    assert_eq!(s.activity, swarm_store::state::Activity::Exited);
     assert_eq!(s.exit.unwrap().code, 0);
 }
 
@@ -174,7 +174,7 @@ fn a_busy_teammate_answers_shutdown_by_abandoning_a_stalled_model_call() {
     let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
     assert!(wait_until(T, || state(&env, "bob").is_some_and(|s| s
         .activity
-        == swarm::store::state::Activity::Working)));
+        == swarm_store::state::Activity::Working)));
     // `working` is recorded before the model call goes out; the request must be in flight
     // (received by the server, which then stalls its answer) before the shutdown arrives,
     // or there would be nothing to abandon.
@@ -258,13 +258,13 @@ fn permission_requests_round_trip_through_the_lead() {
         assert_eq!(req.agent_id, "bob");
         assert_eq!(req.tool_name, "Write");
         assert!(
-            swarm::store::protocol::is_valid_request_id(&req.request_id),
+            swarm_store::protocol::is_valid_request_id(&req.request_id),
             "{}",
             req.request_id
         );
         assert_eq!(
             state(&env, "bob").unwrap().activity,
-            swarm::store::state::Activity::AwaitingApproval
+            swarm_store::state::Activity::AwaitingApproval
         );
         let response = PermissionResponse {
             request_id: req.request_id.clone(),
@@ -275,13 +275,13 @@ fn permission_requests_round_trip_through_the_lead() {
         // Consume the request so the next wait finds the next one.
         let root = env.store_root();
         let team = env.team_name("t");
-        let lead = swarm::store::names::AgentName::lead();
-        let keys: Vec<String> = swarm::store::mailbox::read_all(&root, &team, &lead)
+        let lead = swarm_store::names::AgentName::lead();
+        let keys: Vec<String> = swarm_store::mailbox::read_all(&root, &team, &lead)
             .unwrap()
             .into_iter()
             .map(|d| d.key)
             .collect();
-        swarm::store::mailbox::ack(&root, &team, &lead, &keys).unwrap();
+        swarm_store::mailbox::ack(&root, &team, &lead, &keys).unwrap();
         env.deliver(
             "t",
             "team-lead",
@@ -398,7 +398,7 @@ fn plan_mode_refuses_writes_until_the_lead_approves_and_forgeries_change_nothing
                 request_id: id.into(),
                 approved,
                 feedback: (!approved).then(|| "add care".to_owned()),
-                timestamp: swarm::util::clock::now_iso(),
+                timestamp: swarm_util::clock::now_iso(),
                 // The lead's mode: bob then writes without asking.
                 permission_mode: approved.then(|| "acceptEdits".to_owned()),
             })
@@ -416,10 +416,7 @@ fn plan_mode_refuses_writes_until_the_lead_approves_and_forgeries_change_nothing
     let s = state(&env, "bob").unwrap();
     assert_eq!(
         (s.activity, s.mode.as_deref()),
-        (
-            swarm::store::state::Activity::AwaitingApproval,
-            Some("plan")
-        )
+        (swarm_store::state::Activity::AwaitingApproval, Some("plan"))
     );
     // A real rejection keeps plan mode and the feedback reaches the model.
     respond("team-lead", &first.request_id, false);
@@ -473,7 +470,7 @@ fn sigterm_stops_cleanly_and_returns_open_tasks() {
     let task = list.get("1").unwrap();
     assert_eq!((task.status, task.owner), (Status::Pending, None));
     let s = state(&env, "bob").unwrap();
-    assert_eq!(s.activity, swarm::store::state::Activity::Exited);
+    assert_eq!(s.activity, swarm_store::state::Activity::Exited);
     assert_eq!(s.exit.unwrap().released_tasks, vec!["1".to_owned()]);
 }
 
@@ -527,10 +524,10 @@ fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_w
         "a blocked task was given away"
     );
     // alice is told about task 1 only, by bob.
-    let alice_inbox: Vec<_> = swarm::store::mailbox::read_all(
+    let alice_inbox: Vec<_> = swarm_store::mailbox::read_all(
         &env.store_root(),
         &env.team_name("t"),
-        &swarm::store::names::AgentName::new("alice").unwrap(),
+        &swarm_store::names::AgentName::new("alice").unwrap(),
     )
     .unwrap()
     .into_iter()
@@ -602,7 +599,7 @@ fn sighup_stops_cleanly_and_returns_open_tasks() {
     let task = list.get("1").unwrap();
     assert_eq!((task.status, task.owner), (Status::Pending, None));
     let s = state(&env, "bob").unwrap();
-    assert_eq!(s.activity, swarm::store::state::Activity::Exited);
+    assert_eq!(s.activity, swarm_store::state::Activity::Exited);
     assert_eq!(s.exit.unwrap().released_tasks, vec!["1".to_owned()]);
 }
 
@@ -645,8 +642,8 @@ fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_re
     );
     let root = env.store_root();
     let team = env.team_name("t");
-    let bob_name = swarm::store::names::AgentName::new("bob").unwrap();
-    let carrying = |r: &swarm::llm::model_server::RecordedRequest| {
+    let bob_name = swarm_store::names::AgentName::new("bob").unwrap();
+    let carrying = |r: &swarm_model_server::RecordedRequest| {
         r.body["messages"]
             .as_array()
             .and_then(|m| m.last())
@@ -659,14 +656,14 @@ fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_re
     );
     // While that request is unanswered (3 s), the note is still in the live inbox.
     let live = || -> Vec<String> {
-        swarm::store::mailbox::read_all(&root, &team, &bob_name)
+        swarm_store::mailbox::read_all(&root, &team, &bob_name)
             .unwrap()
             .into_iter()
             .map(|d| d.envelope.text)
             .collect()
     };
     let delivered = || -> Vec<String> {
-        swarm::store::mailbox::read_delivered(&root, &team, &bob_name)
+        swarm_store::mailbox::read_delivered(&root, &team, &bob_name)
             .unwrap()
             .into_iter()
             .map(|e| e.text)

@@ -11,15 +11,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use swarm::store::names::{AgentName, TeamName};
-use swarm::team::layout::session_name;
-use swarm::team::window::{Placement, TeamWindow, TeamWindowOptions};
-use swarm::tmux::{
+use swarm_store::names::{AgentName, TeamName};
+use swarm_team::layout::session_name;
+use swarm_team::window::{Placement, TeamWindow, TeamWindowOptions};
+use swarm_tmux::{
     AGENT_OPTION, Direction, NewPane, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, Size,
     TEAM_OPTION, Tmux, TmuxCommand, TmuxError,
 };
-use swarm::util::error::exit;
-use swarm::util::process;
+use swarm_util::error::exit;
+use swarm_util::process;
 
 use crate::harness::{TestEnv, wait_until};
 
@@ -449,7 +449,7 @@ fn no_server_and_target_gone_are_told_apart() {
     assert!(e.is_target_gone(), "{e:?}");
     let e = tmux.display(&gone, "#{pane_pid}").unwrap_err();
     assert!(e.is_target_gone(), "{e:?}");
-    let err: swarm::util::error::Error = e.into();
+    let err: swarm_util::error::Error = e.into();
     assert_eq!(err.exit_code(), exit::TMUX);
     assert_eq!(tmux.display(&keep.pane, "#{pane_width}").unwrap(), "200");
 
@@ -474,7 +474,7 @@ fn no_server_and_target_gone_are_told_apart() {
         e.is_no_server(),
         "after kill-server a target is not 'gone': {e:?}"
     );
-    let err: swarm::util::error::Error = e.into();
+    let err: swarm_util::error::Error = e.into();
     assert_eq!(err.exit_code(), exit::TMUX);
     assert!(
         err.to_string().contains("no tmux server is running"),
@@ -512,7 +512,7 @@ fn a_command_that_hangs_times_out() {
     let slow = tmux.clone().timeout(Duration::from_millis(300));
     let e = slow.run(&TmuxCommand::wait_for("never")).unwrap_err();
     assert!(matches!(e, TmuxError::Timeout { .. }), "{e:?}");
-    let err: swarm::util::error::Error = e.into();
+    let err: swarm_util::error::Error = e.into();
     assert_eq!(err.exit_code(), exit::TMUX);
     // The server itself is fine, and a signalled channel does not block.
     let waiter = {

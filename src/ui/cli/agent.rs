@@ -1,12 +1,12 @@
 //! `swarm agent -p` and `swarm teammate`: running an agent in this process.
 
-use crate::roles::solo::{self, SoloOptions};
-use crate::roles::teammate::options::{self, Given};
-use crate::roles::teammate::{self, TeammateOptions};
-use crate::store::names::{AgentName, TeamName, agent_id};
 use crate::ui::cli::args::{AgentArgs, TeammateArgs};
 use crate::ui::cli::context::{Ctx, working_dir};
-use crate::util::error::{Error, Result};
+use swarm_roles::solo::{self, SoloOptions};
+use swarm_roles::teammate::options::{self, Given};
+use swarm_roles::teammate::{self, TeammateOptions};
+use swarm_store::names::{AgentName, TeamName, agent_id};
+use swarm_util::error::{Error, Result};
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()

@@ -2,11 +2,11 @@
 
 use serde_json::{Value, json};
 
-use crate::config::agents::{Catalog, Definition};
 use crate::ui::cli::args::AgentsCommand;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
-use crate::util::error::{Error, Result};
+use swarm_config::agents::{Catalog, Definition};
+use swarm_util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, cmd: AgentsCommand) -> Result<()> {
     match cmd {
@@ -40,8 +40,8 @@ fn entry(d: &Definition, status: &str) -> Value {
         "permissionMode": d.permission_mode.map(|m| m.as_str()),
         "maxTurns": d.max_turns,
         "isolation": d.isolation.map(|i| match i {
-            crate::config::agents::Isolation::Worktree => "worktree",
-            crate::config::agents::Isolation::None => "none",
+            swarm_config::agents::Isolation::Worktree => "worktree",
+            swarm_config::agents::Isolation::None => "none",
         }),
         "color": d.color,
     })

@@ -2,15 +2,15 @@
 //! by a person (recorded as `human`) or by the lead agent through its Bash tool (recorded
 //! as `team-lead`); teammates may only look (see `identity`).
 
-use crate::config::permissions::PermissionMode;
-use crate::store::approvals;
-use crate::store::names::TeamName;
-use crate::team::{status, supervisor};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
-use crate::util::clock;
-use crate::util::error::Result;
-use crate::util::text::printable;
+use swarm_config::permissions::PermissionMode;
+use swarm_store::approvals;
+use swarm_store::names::TeamName;
+use swarm_team::{status, supervisor};
+use swarm_util::clock;
+use swarm_util::error::Result;
+use swarm_util::text::printable;
 
 /// Records what teammates asked the lead that nobody recorded yet (a Claude Code
 /// teammate records nothing itself, and no `swarm lead` may be running to do it).

@@ -4,14 +4,14 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::agents::Isolation;
-use crate::config::permissions::{AllowRule, Approver, PermissionMode};
-use crate::config::tools::ToolName;
-use crate::llm::Provider;
-use crate::llm::budget::Limits;
-use crate::store::roster;
-use crate::team::inherit::Engine;
-use crate::util::error::Error;
+use swarm_config::agents::Isolation;
+use swarm_config::permissions::{AllowRule, Approver, PermissionMode};
+use swarm_config::tools::ToolName;
+use swarm_llm::Provider;
+use swarm_llm::budget::Limits;
+use swarm_store::roster;
+use swarm_team::inherit::Engine;
+use swarm_util::error::Error;
 
 /// Run teams of AI coding agents side by side in tmux.
 ///
@@ -614,12 +614,12 @@ pub struct MergeOpts {
     pub into: Option<String>,
     /// How a branch lands: merge, rebase or squash [default: the team's, else merge]
     #[arg(long, value_name = "S")]
-    pub merge_strategy: Option<crate::team::merge::Strategy>,
+    pub merge_strategy: Option<swarm_team::merge::Strategy>,
 }
 
 impl MergeOpts {
-    pub fn options(&self, dry_run: bool) -> crate::team::merge::Options {
-        crate::team::merge::Options {
+    pub fn options(&self, dry_run: bool) -> swarm_team::merge::Options {
+        swarm_team::merge::Options {
             into: self.into.clone(),
             check: self.check.clone(),
             strategy: self.merge_strategy,
@@ -754,7 +754,7 @@ pub struct DemoArgs {
     pub keep: bool,
     /// The job: toolkit (the shared checkout, a plan approval) or worktrees (a worktree per teammate, landed by the merge queue with a check)
     #[arg(long, default_value = "toolkit", value_name = "JOB")]
-    pub job: crate::demo::job::Job,
+    pub job: swarm_demo::job::Job,
 }
 
 /// A dollar amount above zero.

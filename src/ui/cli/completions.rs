@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::ui::cli::args::Cli;
-use crate::util::error::{Error, Result};
+use swarm_util::error::{Error, Result};
 
 pub fn completions(shell: Shell) -> Result<()> {
     let mut out = Vec::new();

@@ -3,11 +3,11 @@
 
 use serde_json::{Value, json};
 
-use crate::config::claude_settings::Sourced;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
-use crate::util::environment::is_secret;
-use crate::util::error::Result;
+use swarm_config::claude_settings::Sourced;
+use swarm_util::environment::is_secret;
+use swarm_util::error::Result;
 
 /// One resolved value and where it came from.
 struct Line {

@@ -3,23 +3,23 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::claude_settings::ClaudeSettings;
-use crate::config::permissions::{AllowRule, PermissionMode};
-use crate::config::project::UserDirs;
-use crate::config::settings::Settings;
-use crate::llm::{LlmConfig, LlmFlags};
-use crate::store::layout::Root;
-use crate::store::names::TeamName;
-use crate::store::roster;
-use crate::team::inherit::Engine;
-use crate::team::inherit::LeadSettings;
-use crate::team::launch::Launcher;
-use crate::team::window;
-use crate::tmux::{Caller, Tmux};
 use crate::ui::cli::args::{EngineOpts, GlobalOpts, ModelOpts};
 use crate::ui::cli::identity::Actor;
-use crate::util::environment::Environment;
-use crate::util::error::{Error, Result};
+use swarm_config::claude_settings::ClaudeSettings;
+use swarm_config::permissions::{AllowRule, PermissionMode};
+use swarm_config::project::UserDirs;
+use swarm_config::settings::Settings;
+use swarm_llm::{LlmConfig, LlmFlags};
+use swarm_store::layout::Root;
+use swarm_store::names::TeamName;
+use swarm_store::roster;
+use swarm_team::inherit::Engine;
+use swarm_team::inherit::LeadSettings;
+use swarm_team::launch::Launcher;
+use swarm_team::window;
+use swarm_tmux::{Caller, Tmux};
+use swarm_util::environment::Environment;
+use swarm_util::error::{Error, Result};
 
 pub struct Ctx {
     pub root: Root,

@@ -7,16 +7,16 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::store::layout::Root;
-use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
     agent, agents, approvals, completions, config, lead, merge, message, model_server, resume, run,
     shutdown, spawn, status, task, team, watch,
 };
-use crate::util::environment::Environment;
-use crate::util::error::{Result, exit};
+use swarm_store::layout::Root;
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_util::environment::Environment;
+use swarm_util::error::{Result, exit};
 
 /// The whole program: `main.rs` calls this and nothing else.
 pub fn main() -> ExitCode {
@@ -42,7 +42,7 @@ pub fn main() -> ExitCode {
     let file = log_file(&cli, &env);
     let logs_to_file = file.is_some();
     init_logging(file);
-    crate::util::fault::install(&env);
+    swarm_util::fault::install(&env);
     let code = match run(cli, env) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -55,7 +55,7 @@ pub fn main() -> ExitCode {
         }
     };
     // Whatever noticed a death (`swarm status` too) ran its stop hooks; let them finish.
-    crate::team::supervisor::wait_for_stop_hooks();
+    swarm_team::supervisor::wait_for_stop_hooks();
     code
 }
 
@@ -66,11 +66,11 @@ fn our_value_error(e: &clap::Error) -> Option<String> {
         return None;
     }
     let source = std::error::Error::source(e)?;
-    if let Some(ours) = source.downcast_ref::<crate::util::error::Error>() {
+    if let Some(ours) = source.downcast_ref::<swarm_util::error::Error>() {
         return Some(ours.to_string());
     }
     source
-        .downcast_ref::<crate::llm::LlmError>()
+        .downcast_ref::<swarm_llm::LlmError>()
         .map(ToString::to_string)
 }
 
@@ -151,7 +151,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Merge(args) => merge::run(&ctx, args),
         Command::Attach { team } => {
             // A team that does not exist is said to be missing, not to have no window.
-            crate::store::roster::load(&ctx.root, &ctx.team_or(team.as_deref())?)?;
+            swarm_store::roster::load(&ctx.root, &ctx.team_or(team.as_deref())?)?;
             done(status::attach(&ctx, team))
         }
         Command::Lead(args) => lead::run(&ctx, args),
@@ -186,7 +186,7 @@ fn log_file(cli: &Cli, env: &Environment) -> Option<std::fs::File> {
     let root = Root::resolve(cli.global.root.as_deref(), env).ok()?;
     let team = TeamName::new(&team).ok()?;
     let agent = AgentName::parse_any(&agent).ok()?;
-    crate::store::documents::open_log(&root, &team, &agent).ok()
+    swarm_store::documents::open_log(&root, &team, &agent).ok()
 }
 
 /// Warnings go to stderr (or a teammate's log file); `SWARM_LOG` (an env-filter, e.g.

@@ -17,10 +17,10 @@
 //! the CLI. It is not a sandbox: a process that clears its environment, or writes the
 //! team's files itself, is not stopped here.
 
-use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::ui::cli::args::{Command, TaskCommand, TeamCommand};
-use crate::util::environment::Environment;
-use crate::util::error::{Error, Result};
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_util::environment::Environment;
+use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Actor {

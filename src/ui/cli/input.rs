@@ -7,7 +7,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::util::error::{Error, Result};
+use swarm_util::error::{Error, Result};
 
 /// Where the text comes from.
 #[derive(Debug, Clone, Copy)]

@@ -4,15 +4,15 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use crate::roles::lead::agent::LeadAgentOptions;
-use crate::roles::lead::dispatcher::{self, LeadOptions};
-use crate::store::{mailbox, roster};
-use crate::team::shutdown::LadderOptions;
-use crate::team::tools::LeadPowers;
 use crate::ui::cli::args::{LeadArgs, ModelOpts, PermissionOpts};
 use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
-use crate::util::error::{Error, Result};
+use swarm_roles::lead::agent::LeadAgentOptions;
+use swarm_roles::lead::dispatcher::{self, LeadOptions};
+use swarm_store::{mailbox, roster};
+use swarm_team::shutdown::LadderOptions;
+use swarm_team::tools::LeadPowers;
+use swarm_util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
     let team = ctx.team()?;
@@ -89,7 +89,7 @@ pub fn inherited(
     ctx: &Ctx,
     model: &ModelOpts,
     permissions: &PermissionOpts,
-) -> Result<crate::team::inherit::LeadSettings> {
+) -> Result<swarm_team::inherit::LeadSettings> {
     let mut lead = ctx.lead_settings()?;
     lead.provider = model.api.provider.map(|p| p.to_string());
     lead.model = ctx.model(model);

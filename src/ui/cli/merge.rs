@@ -1,15 +1,15 @@
 //! `swarm merge`: run the team's merge queue by hand, or list it (`--status`).
 
-use crate::store::merge_queue;
-use crate::team::merge;
 use crate::ui::cli::args::MergeArgs;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
-use crate::util::error::{Error, Result};
+use swarm_store::merge_queue;
+use swarm_team::merge;
+use swarm_util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
     let team = ctx.team_or(args.team.as_deref())?;
-    crate::store::roster::load(&ctx.root, &team)?;
+    swarm_store::roster::load(&ctx.root, &team)?;
     if args.status {
         let queue = merge_queue::load(&ctx.root, &team)?;
         if ctx.json() {

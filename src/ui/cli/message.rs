@@ -4,15 +4,15 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::store::mailbox::{self, Delivery, Envelope};
-use crate::store::names::AgentName;
-use crate::store::roster;
 use crate::ui::cli::args::{BroadcastArgs, InboxArgs, MessageBody, SendArgs};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::output::{message_line, print_json};
-use crate::util::error::{Error, Result};
-use crate::util::watcher::{FileWaiter, RESCAN_EVERY};
+use swarm_store::mailbox::{self, Delivery, Envelope};
+use swarm_store::names::AgentName;
+use swarm_store::roster;
+use swarm_util::error::{Error, Result};
+use swarm_util::watcher::{FileWaiter, RESCAN_EVERY};
 
 pub fn send(ctx: &Ctx, args: SendArgs) -> Result<()> {
     deliver(ctx, &args.to, args.body)

@@ -10,10 +10,10 @@ use std::net::SocketAddr;
 
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::llm::model_server::{ModelServer, Script};
 use crate::ui::cli::args::ModelServerArgs;
 use crate::ui::cli::input::{Limit, Source, read_text};
-use crate::util::error::{Error, Result};
+use swarm_model_server::{ModelServer, Script};
+use swarm_util::error::{Error, Result};
 
 /// The script format, for `swarm model-server --help` (the full reference is the doc
 /// comment of `llm::model_server::script`, which this follows).

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use crate::store::mailbox::Envelope;
-use crate::store::tasks::Task;
-use crate::util::text::printable;
+use swarm_store::mailbox::Envelope;
+use swarm_store::tasks::Task;
+use swarm_util::text::printable;
 
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
     println!(

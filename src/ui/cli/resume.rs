@@ -1,16 +1,16 @@
 //! `swarm resume`: a team whose lead stopped before the end, brought back (see
-//! [`crate::team::resume`]), and `swarm run`'s offer to do that instead of starting anew.
+//! [`swarm_team::resume`]), and `swarm run`'s offer to do that instead of starting anew.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use crate::store::names::TeamName;
-use crate::store::roster;
-use crate::team::resume;
 use crate::ui::cli::args::ResumeArgs;
 use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::run::follow;
-use crate::util::error::{Error, Result};
+use swarm_store::names::TeamName;
+use swarm_store::roster;
+use swarm_team::resume;
+use swarm_util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
     let team = match args.team.as_deref().or(ctx.global.team.as_deref()) {
@@ -24,7 +24,7 @@ fn resume_team(ctx: &Ctx, team: &TeamName, no_attach: bool) -> Result<u8> {
     resume::check_resumable(&ctx.root, team)?;
     let config = roster::load(&ctx.root, team)?;
     let cwd = config
-        .member(crate::store::names::LEAD)
+        .member(swarm_store::names::LEAD)
         .map(|l| std::path::PathBuf::from(&l.cwd))
         .filter(|d| d.is_dir())
         .map_or_else(|| working_dir(None), Ok)?;

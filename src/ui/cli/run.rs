@@ -5,18 +5,18 @@ use std::io::{IsTerminal, Write};
 
 use serde_json::json;
 
-use crate::demo::run::{self as demo_run, Demo};
-use crate::llm::budget::Limits;
-use crate::llm::{Usage, estimate_cost_usd};
-use crate::store::names::TeamName;
-use crate::team::progress::Event;
-use crate::team::run::{self as team_run, Goal};
 use crate::ui::cli::args::{DemoArgs, RunArgs};
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::lead::inherited;
 use crate::ui::cli::output::print_json;
-use crate::util::clock;
-use crate::util::error::{Error, Result};
+use swarm_demo::run::{self as demo_run, Demo};
+use swarm_llm::budget::Limits;
+use swarm_llm::{Usage, estimate_cost_usd};
+use swarm_store::names::TeamName;
+use swarm_team::progress::Event;
+use swarm_team::run::{self as team_run, Goal};
+use swarm_util::clock;
+use swarm_util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     if args.goal.trim().is_empty() {
@@ -73,7 +73,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
         speak.tell(&started);
     }
     follow_speaking(ctx, &team, &window, no_attach, speak)
-        .inspect(|_| crate::team::teardown::close_finished(&ctx.root, &window, args.keep))
+        .inspect(|_| swarm_team::teardown::close_finished(&ctx.root, &window, args.keep))
 }
 
 /// What an unattached wait prints on stdout: the report as text, the report as JSON
@@ -109,7 +109,7 @@ fn attaches(no_attach: bool) -> bool {
 pub fn follow(
     ctx: &Ctx,
     team: &TeamName,
-    window: &crate::team::window::TeamWindow,
+    window: &swarm_team::window::TeamWindow,
     no_attach: bool,
 ) -> Result<u8> {
     follow_speaking(ctx, team, window, no_attach, Speak::Text)
@@ -118,7 +118,7 @@ pub fn follow(
 fn follow_speaking(
     ctx: &Ctx,
     team: &TeamName,
-    window: &crate::team::window::TeamWindow,
+    window: &swarm_team::window::TeamWindow,
     no_attach: bool,
     speak: Speak,
 ) -> Result<u8> {

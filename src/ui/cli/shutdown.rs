@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use crate::store::names::LEAD;
-use crate::store::roster;
-use crate::team::shutdown::{self, LadderOptions, Outcome};
 use crate::ui::cli::args::ShutdownArgs;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
-use crate::util::error::{Error, Result};
+use swarm_store::names::LEAD;
+use swarm_store::roster;
+use swarm_team::shutdown::{self, LadderOptions, Outcome};
+use swarm_util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: ShutdownArgs) -> Result<()> {
     let team = ctx.team()?;

@@ -4,15 +4,15 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::store::mailbox;
-use crate::store::names::AgentName;
-use crate::team::launch::SpawnRequest;
 use crate::ui::cli::args::SpawnArgs;
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::message::MESSAGE;
 use crate::ui::cli::output::print_json;
-use crate::util::error::Result;
+use swarm_store::mailbox;
+use swarm_store::names::AgentName;
+use swarm_team::launch::SpawnRequest;
+use swarm_util::error::Result;
 
 pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<()> {
     let team = ctx.team()?;

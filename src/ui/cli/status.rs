@@ -3,14 +3,14 @@
 
 use std::io::IsTerminal;
 
-use crate::team::status;
-use crate::team::supervisor;
-use crate::team::window::{TeamWindow, TeamWindowOptions};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::ui::cli::style;
-use crate::util::clock;
-use crate::util::error::{Error, Result};
+use swarm_team::status;
+use swarm_team::supervisor;
+use swarm_team::window::{TeamWindow, TeamWindowOptions};
+use swarm_util::clock;
+use swarm_util::error::{Error, Result};
 
 pub fn status(ctx: &Ctx) -> Result<()> {
     let team = ctx.team()?;

@@ -5,7 +5,7 @@
 
 use std::io::IsTerminal;
 
-pub use crate::util::table::Look;
+pub use swarm_util::table::Look;
 
 /// The look of text printed to stdout now.
 pub fn stdout() -> Look {

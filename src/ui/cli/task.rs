@@ -2,21 +2,21 @@
 
 use serde_json::json;
 
-use crate::config::hooks::{Hooks, Runner};
-use crate::config::permissions::PermissionMode;
-use crate::store::names::LEAD;
-use crate::store::roster::{self, TeamConfig};
-use crate::store::tasks::leases;
-use crate::store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
-use crate::team::task_events::{self, Created, one_line};
 use crate::ui::cli::args::TaskCommand;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::identity::Actor;
 use crate::ui::cli::output::{print_json, task_detail, task_line};
 use crate::ui::cli::style;
-use crate::util::error::{Error, Result, exit};
-use crate::util::table::{self, Align, Cell, Look, Table};
-use crate::util::text::printable;
+use swarm_config::hooks::{Hooks, Runner};
+use swarm_config::permissions::PermissionMode;
+use swarm_store::names::LEAD;
+use swarm_store::roster::{self, TeamConfig};
+use swarm_store::tasks::leases;
+use swarm_store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
+use swarm_team::task_events::{self, Created, one_line};
+use swarm_util::error::{Error, Result, exit};
+use swarm_util::table::{self, Align, Cell, Look, Table};
+use swarm_util::text::printable;
 
 /// Runs one task command; its exit code is 0, or [`exit::NO_READY_TASK`] when `next` finds
 /// nothing to claim.

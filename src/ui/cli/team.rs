@@ -4,15 +4,15 @@ use std::io::Write;
 
 use serde_json::json;
 
-use crate::store::names::{AgentName, TeamName};
-use crate::store::roster::{self, NewMember, TeamConfig};
-use crate::team::shutdown::LadderOptions;
-use crate::team::teardown;
-use crate::team::window::TeamWindowOptions;
 use crate::ui::cli::args::TeamCommand;
 use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::output::print_json;
-use crate::util::error::Result;
+use swarm_store::names::{AgentName, TeamName};
+use swarm_store::roster::{self, NewMember, TeamConfig};
+use swarm_team::shutdown::LadderOptions;
+use swarm_team::teardown;
+use swarm_team::window::TeamWindowOptions;
+use swarm_util::error::Result;
 
 pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
     match cmd {

@@ -5,11 +5,11 @@ use std::io::IsTerminal;
 
 use clap::Args;
 
-use crate::store::layout::Root;
-use crate::store::names::TeamName;
 use crate::ui::cli::context::Ctx;
 use crate::ui::dashboard::{self, App, Jumper, Source};
-use crate::util::error::{Error, Result};
+use swarm_store::layout::Root;
+use swarm_store::names::TeamName;
+use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {

@@ -23,16 +23,16 @@ use std::time::{Duration, Instant};
 use ratatui::Frame;
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 
-use crate::store::approvals::{self, Decision, Kind};
-use crate::store::layout::Root;
-use crate::store::names::TeamName;
-use crate::team::status::MemberStatus;
-use crate::tmux::{Caller, PaneId, Tmux};
 use crate::ui::dashboard::model::{Snapshot, Source};
 use crate::ui::dashboard::ui::{Action, UiState};
 use crate::ui::dashboard::view;
-use crate::util::error::{Error, Result};
-use crate::util::watcher::{self as watch, DirWatcher};
+use swarm_store::approvals::{self, Decision, Kind};
+use swarm_store::layout::Root;
+use swarm_store::names::TeamName;
+use swarm_team::status::MemberStatus;
+use swarm_tmux::{Caller, PaneId, Tmux};
+use swarm_util::error::{Error, Result};
+use swarm_util::watcher::{self as watch, DirWatcher};
 
 /// How long a burst of file events may go on before the dashboard reloads.
 pub const SETTLE: Duration = Duration::from_millis(50);
@@ -75,16 +75,14 @@ impl App {
         self
     }
 
+    #[cfg(test)]
     pub fn snapshot(&self) -> &Snapshot {
         &self.snap
     }
 
+    #[cfg(test)]
     pub fn ui(&self) -> &UiState {
         &self.ui
-    }
-
-    pub fn ui_mut(&mut self) -> &mut UiState {
-        &mut self.ui
     }
 
     /// Takes a new snapshot. If the team cannot be read, the last one stays on screen with
@@ -96,7 +94,7 @@ impl App {
                 self.ui.keep_feed_position(&old, &self.snap);
             }
             Err(e) => {
-                self.snap.now_ms = crate::util::clock::now_ms();
+                self.snap.now_ms = swarm_util::clock::now_ms();
                 self.snap.problems = vec![format!("the team: {e}")];
             }
         }

@@ -18,12 +18,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::store::layout::Root;
-use crate::store::mailbox::{self, Envelope};
-use crate::store::names::{AgentName, TeamName};
-use crate::store::protocol::Protocol;
-use crate::util::clock;
-use crate::util::error::Result;
+use swarm_store::layout::Root;
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::names::{AgentName, TeamName};
+use swarm_store::protocol::Protocol;
+use swarm_util::clock;
+use swarm_util::error::Result;
 
 /// At most this many entries are kept per delivered log, and shown in the feed.
 pub const MAX_ENTRIES: usize = 1000;
@@ -252,7 +252,7 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::protocol::{IdleNotification, ShutdownRequest};
+    use swarm_store::protocol::{IdleNotification, ShutdownRequest};
 
     fn env_at(from: &str, text: &str, ms: i64) -> Envelope {
         let mut e = Envelope::new(from, text);
@@ -330,7 +330,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let team = TeamName::new("t").unwrap();
-        crate::store::roster::create(&root, &team, None, dir.path()).unwrap();
+        swarm_store::roster::create(&root, &team, None, dir.path()).unwrap();
         let worker = AgentName::parse_any("worker").unwrap();
         mailbox::deliver(&root, &team, &worker, env_at("team-lead", "hello", 5)).unwrap();
         let mut reader = FeedReader::new();

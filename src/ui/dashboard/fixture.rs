@@ -5,18 +5,18 @@
 use jiff::tz::TimeZone;
 use serde_json::json;
 
-use crate::llm::Usage;
-use crate::store::approvals::{Approval, Kind, State};
-use crate::store::mailbox::Envelope;
-use crate::store::protocol::{
+use crate::ui::dashboard::feed::{self, FeedEntry};
+use crate::ui::dashboard::model::{Snapshot, board_order};
+use swarm_llm::Usage;
+use swarm_store::approvals::{Approval, Kind, State};
+use swarm_store::mailbox::Envelope;
+use swarm_store::protocol::{
     IdleNotification, PermissionRequest, PlanApprovalRequest, Protocol, ShutdownApproved,
     ShutdownRequest, TaskAssignment, TeammateTerminated,
 };
-use crate::store::tasks::Task;
-use crate::team::status::MemberStatus;
-use crate::ui::dashboard::feed::{self, FeedEntry};
-use crate::ui::dashboard::model::{Snapshot, board_order};
-use crate::util::clock;
+use swarm_store::tasks::Task;
+use swarm_team::status::MemberStatus;
+use swarm_util::clock;
 
 /// 2026-02-12T05:22:25Z.
 pub const NOW: i64 = 1_770_873_745_000;

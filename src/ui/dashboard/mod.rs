@@ -15,9 +15,10 @@ mod panel_members;
 mod panel_tasks;
 mod style;
 
-pub use app::{App, Flow, Jumper, run};
+pub use app::{App, Jumper, run};
 pub use model::Source;
-pub use ui::Panel;
 
 #[cfg(test)]
 mod fixture;
+#[cfg(test)]
+mod keys_test;

@@ -10,15 +10,15 @@
 
 use jiff::tz::TimeZone;
 
-use crate::store::approvals::{self, Approval};
-use crate::store::layout::Root;
-use crate::store::names::TeamName;
-use crate::store::tasks::{Status, Task, TaskList};
-use crate::team::status::{self, MemberStatus};
-use crate::tmux::Tmux;
 use crate::ui::dashboard::feed::{FeedEntry, FeedReader};
-use crate::util::clock;
-use crate::util::error::Result;
+use swarm_store::approvals::{self, Approval};
+use swarm_store::layout::Root;
+use swarm_store::names::TeamName;
+use swarm_store::tasks::{Status, Task, TaskList};
+use swarm_team::status::{self, MemberStatus};
+use swarm_tmux::Tmux;
+use swarm_util::clock;
+use swarm_util::error::Result;
 
 /// The team at one moment.
 #[derive(Debug, Clone)]
@@ -69,6 +69,7 @@ impl TaskState {
 
 impl Snapshot {
     /// A snapshot with nothing in it yet.
+    #[cfg(test)]
     pub fn empty(team: &str) -> Snapshot {
         Snapshot {
             team: team.to_owned(),
@@ -187,12 +188,6 @@ impl Source {
         self.tmux.as_ref()
     }
 
-    /// Shows clock times in `tz` instead of the system's zone.
-    pub fn with_time_zone(mut self, tz: TimeZone) -> Source {
-        self.tz = tz;
-        self
-    }
-
     /// Looks at the team now. Fails only if the team itself cannot be read (no roster);
     /// a part that cannot be read is left empty and named in `problems`.
     pub fn load(&mut self) -> Result<Snapshot> {
@@ -200,7 +195,7 @@ impl Source {
         let mut problems = Vec::new();
         // A Claude Code teammate records nothing itself: its requests are recorded here
         // too, so the `a`/`r` keys answer them with no `swarm lead` running.
-        if let Err(e) = crate::team::supervisor::record_requests(&self.root, &self.team, &seen) {
+        if let Err(e) = swarm_team::supervisor::record_requests(&self.root, &self.team, &seen) {
             problems.push(format!("requests: {e}"));
         }
         let tasks = TaskList::new(&self.root, &self.team)
@@ -222,7 +217,7 @@ impl Source {
             Vec::new()
         });
         let budget = seen.budget.as_ref().map(|b| b.describe());
-        let merge_queue = crate::store::merge_queue::load(&self.root, &self.team)
+        let merge_queue = swarm_store::merge_queue::load(&self.root, &self.team)
             .ok()
             .and_then(|q| merge_queue_line(&q));
         Ok(Snapshot {
@@ -243,8 +238,8 @@ impl Source {
 }
 
 /// The queue's entries counted by state, in the order they happen.
-fn merge_queue_line(queue: &crate::store::merge_queue::Queue) -> Option<String> {
-    use crate::store::merge_queue::EntryState::*;
+fn merge_queue_line(queue: &swarm_store::merge_queue::Queue) -> Option<String> {
+    use swarm_store::merge_queue::EntryState::*;
     let counts: Vec<String> = [Queued, Merging, Checking, Merged, Conflict, CheckFailed]
         .into_iter()
         .filter_map(|state| {
@@ -261,7 +256,7 @@ mod tests {
 
     #[test]
     fn the_merge_queue_is_counted_by_state_in_the_order_things_happen() {
-        use crate::store::merge_queue::{Entry, EntryState, Queue};
+        use swarm_store::merge_queue::{Entry, EntryState, Queue};
         let entry = |state| Entry {
             agent: "a".into(),
             branch: "b".into(),

@@ -14,10 +14,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row};
 
-use crate::store::approvals::{Approval, Kind};
-use crate::team::status;
 use crate::ui::dashboard::model::Snapshot;
 use crate::ui::dashboard::style::{Ctx, DIM, palette};
+use swarm_store::approvals::{Approval, Kind};
+use swarm_team::status;
 
 pub(super) fn draw_approvals(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let snap = ctx.snap;

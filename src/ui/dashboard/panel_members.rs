@@ -15,10 +15,10 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row};
 
-use crate::team::status::{self, MemberStatus};
 use crate::ui::dashboard::model::Snapshot;
 use crate::ui::dashboard::style::{Ctx, DIM, palette, state_style};
-use crate::util::table::fit;
+use swarm_team::status::{self, MemberStatus};
+use swarm_util::table::fit;
 
 pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let snap = ctx.snap;

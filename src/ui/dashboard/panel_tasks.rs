@@ -15,10 +15,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row};
 
-use crate::store::tasks::Task;
 use crate::ui::dashboard::model::{Snapshot, TaskState};
 use crate::ui::dashboard::style::{Ctx, DIM, palette};
-use crate::util::table::fit;
+use swarm_store::tasks::Task;
+use swarm_util::table::fit;
 
 pub(super) fn draw_tasks(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let snap = ctx.snap;

@@ -9,8 +9,8 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::store::approvals::{Approval, Kind};
 use crate::ui::dashboard::model::Snapshot;
+use swarm_store::approvals::{Approval, Kind};
 
 /// The panels, in Tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -447,7 +447,7 @@ impl UiState {
             title: format!(
                 "{kind} request from {}, {} [{}]",
                 a.agent,
-                crate::team::status::ago(a.created_ms, snap.now_ms),
+                swarm_team::status::ago(a.created_ms, snap.now_ms),
                 a.request_id
             ),
             body,
@@ -588,7 +588,7 @@ mod tests {
         for i in 0..2 {
             let mut e = FeedEntry::new(
                 "bob",
-                &crate::store::mailbox::Envelope::new("alice", "more"),
+                &swarm_store::mailbox::Envelope::new("alice", "more"),
                 true,
             );
             e.key = format!("new-{i}");

@@ -28,9 +28,6 @@ use crate::ui::dashboard::panel_tasks::draw_tasks;
 use crate::ui::dashboard::style::{BOLD, Ctx, DIM, state_style};
 use crate::ui::dashboard::ui::{Mode, Panel, UiState};
 
-// Defined beside the panels that use it; still public here, where it always was.
-pub use crate::ui::dashboard::style::palette;
-
 /// The smallest (width, height) that gets the boxed three-row layout.
 pub const WIDE_MIN: (u16, u16) = (100, 30);
 

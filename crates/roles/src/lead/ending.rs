@@ -1,0 +1,141 @@
+//! How a lead agent's run comes to an end, apart from a signal: every task completed, no
+//! team at all (the lead answered the goal itself, or gave up), or a stall, which names
+//! what it waits for so that nobody has to guess.
+
+use crate::lead::agent::{LeadAgentOptions, Outcome};
+use swarm_store::names::LEAD;
+use swarm_store::tasks::{Status, TaskList};
+use swarm_team::status;
+
+/// How a lead's final text says that the goal needed no team and is met.
+pub(super) const DONE_MARK: &str = "DONE:";
+
+/// When a turn ended with no task and no teammate, the run is over: done if the lead said
+/// so (see [`DONE_MARK`]), failed otherwise, with its words as the reason.
+pub(super) fn without_a_team(
+    o: &LeadAgentOptions,
+    tasks: &TaskList,
+    last: &str,
+) -> Option<Outcome> {
+    let has_tasks = tasks
+        .list()
+        .map_or(true, |t| t.iter().any(|t| !t.is_internal()));
+    let has_teammates = swarm_store::roster::load(&o.root, &o.team)
+        .map_or(true, |r| r.members.iter().any(|m| m.name != LEAD));
+    if has_tasks || has_teammates {
+        return None;
+    }
+    let text = last.trim();
+    let unmarked = text.trim_start_matches(['*', '#', '_', ' ']);
+    Some(
+        match unmarked
+            .get(..DONE_MARK.len())
+            .filter(|head| head.eq_ignore_ascii_case(DONE_MARK))
+        {
+            Some(_) => Outcome::Done(format!("done: {}", unmarked[DONE_MARK.len()..].trim())),
+            None if text.is_empty() => Outcome::Failed(
+                "the lead ended its turn without a task, a teammate or a word".to_owned(),
+            ),
+            None => Outcome::Failed(format!(
+                "the lead ended its turn without a task or a teammate: {text}"
+            )),
+        },
+    )
+}
+
+/// What a quiet team is waiting for: each open task, and what holds it.
+pub(super) fn waiting_for(tasks: &TaskList, seen: &status::TeamStatus) -> String {
+    let Ok(list) = tasks.list() else {
+        return "the task list, which cannot be read".to_owned();
+    };
+    let open: Vec<String> = list
+        .iter()
+        .filter(|t| !t.is_internal() && t.status != Status::Completed)
+        .map(|t| {
+            let blockers: Vec<&str> = t
+                .blocked_by
+                .iter()
+                .filter(|b| {
+                    list.iter()
+                        .any(|x| &x.id == *b && x.status != Status::Completed)
+                })
+                .map(String::as_str)
+                .collect();
+            let why = match (&t.owner, blockers.is_empty()) {
+                (_, false) => format!("blocked by #{}", blockers.join(", #")),
+                (Some(owner), true) => match seen.member(owner) {
+                    Some(m) if m.alive => {
+                        format!("{} by {owner}, who is {}", t.status.as_str(), m.state)
+                    }
+                    _ => format!("owned by {owner}, who is gone"),
+                },
+                (None, true) => "unclaimed".to_owned(),
+            };
+            format!("#{} ({why})", t.id)
+        })
+        .collect();
+    if open.is_empty() {
+        "nothing: every task is completed".to_owned()
+    } else {
+        format!("task {}", open.join(", "))
+    }
+}
+
+/// True when the list has tasks and every one is completed.
+pub(super) fn all_done(tasks: &TaskList) -> bool {
+    tasks.list().is_ok_and(|t| {
+        !t.is_empty()
+            && t.iter()
+                .filter(|t| !t.is_internal())
+                .all(|t| t.status == Status::Completed)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use swarm_store::layout::Root;
+    use swarm_store::names::TeamName;
+    use swarm_store::tasks::{NewTask, TaskPatch};
+
+    #[test]
+    fn a_stall_names_each_open_task_and_what_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        let tasks = TaskList::new(&root, &team);
+        let new = |subject: &str, blocked_by: Vec<String>| NewTask {
+            subject: subject.into(),
+            description: String::new(),
+            active_form: None,
+            blocked_by,
+            metadata: None,
+        };
+        tasks.create(new("build", vec![])).unwrap();
+        tasks.create(new("test", vec!["1".into()])).unwrap();
+        tasks.create(new("docs", vec![])).unwrap();
+        tasks
+            .update(
+                "1",
+                TaskPatch {
+                    owner: Some(Some("bob".into())),
+                    status: Some(Status::InProgress),
+                    ..TaskPatch::default()
+                },
+            )
+            .unwrap();
+        let seen = status::TeamStatus {
+            team: "t".into(),
+            description: None,
+            tmux_reachable: true,
+            members: Vec::new(),
+            tasks: Default::default(),
+            leases: Vec::new(),
+            budget: None,
+        };
+        assert_eq!(
+            waiting_for(&tasks, &seen),
+            "task #1 (owned by bob, who is gone), #2 (blocked by #1), #3 (unclaimed)"
+        );
+    }
+}

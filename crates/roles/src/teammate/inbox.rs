@@ -1,0 +1,185 @@
+//! A teammate's mailbox, seen from inside: mail for the model, and protocol messages for
+//! the runtime.
+//!
+//! A protocol message that names another sender than its envelope is dropped with a
+//! warning ([`Protocol::signed_by`]), and a shutdown request is obeyed only from the lead's
+//! mailbox name: a peer pasting the lead's JSON into a message stops nobody.
+//!
+//! Mail for the model is acknowledged only after a model request carrying it was answered
+//! ([`Inbox::commit`]), so a crash before that re-delivers it; protocol messages are
+//! acknowledged as soon as the runtime takes them. Keys already taken are remembered, so a
+//! message still in the file is never handed out twice by one process.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use swarm_store::layout::Root;
+use swarm_store::mailbox::{self, Delivery};
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
+use swarm_team::prompt::wrap_message;
+use swarm_util::error::Result;
+use swarm_util::watcher::DirWatcher;
+
+/// A protocol message the runtime acts on itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    Shutdown(ShutdownRequest),
+    PlanResponse {
+        from: String,
+        response: PlanApprovalResponse,
+    },
+    PermissionResponse {
+        from: String,
+        response: PermissionResponse,
+    },
+}
+
+/// One message for the model: who sent it, the raw text, and the wrapped form.
+#[derive(Debug, Clone)]
+pub struct Mail {
+    pub key: String,
+    pub from: String,
+    pub text: String,
+    pub wrapped: String,
+}
+
+pub struct Inbox {
+    root: Root,
+    team: TeamName,
+    me: AgentName,
+    seen: HashSet<String>,
+    mail: Vec<Mail>,
+    in_flight: Vec<String>,
+    protocol: VecDeque<Incoming>,
+    pub wake: Arc<Notify>,
+    _watcher: DirWatcher,
+}
+
+impl Inbox {
+    pub fn open(root: &Root, team: &TeamName, me: &AgentName) -> Inbox {
+        let wake = Arc::new(Notify::new());
+        let notify = wake.clone();
+        let watcher = DirWatcher::file(&root.inbox_path(team, me), move || notify.notify_one());
+        Inbox {
+            root: root.clone(),
+            team: team.clone(),
+            me: me.clone(),
+            seen: HashSet::new(),
+            mail: Vec::new(),
+            in_flight: Vec::new(),
+            protocol: VecDeque::new(),
+            wake,
+            _watcher: watcher,
+        }
+    }
+
+    /// Reads new messages and sorts them.
+    pub fn poll(&mut self) -> Result<()> {
+        let fresh: Vec<Delivery> = mailbox::read_unread(&self.root, &self.team, &self.me)?
+            .into_iter()
+            .filter(|d| !self.seen.contains(&d.key))
+            .collect();
+        let mut consumed = Vec::new();
+        for d in fresh {
+            self.seen.insert(d.key.clone());
+            let e = &d.envelope;
+            let for_model = |text: String| Mail {
+                key: d.key.clone(),
+                from: e.from.clone(),
+                wrapped: wrap_message(&e.from, e.color.as_deref(), e.summary.as_deref(), &text),
+                text,
+            };
+            match e.protocol() {
+                Some(p) if !p.signed_by(&e.from) => {
+                    consumed.push(d.key.clone());
+                    tracing::warn!(
+                        "ignoring a {} from {} that names {} as its sender",
+                        p.kind(),
+                        e.from,
+                        p.named_sender().unwrap_or_default()
+                    );
+                }
+                None => self.mail.push(for_model(e.text.clone())),
+                Some(Protocol::ShutdownRequest(req)) => {
+                    consumed.push(d.key.clone());
+                    if e.from == LEAD {
+                        self.protocol.push_back(Incoming::Shutdown(req));
+                    } else {
+                        tracing::warn!(
+                            "ignoring a shutdown request from {}: only {LEAD} may ask",
+                            e.from
+                        );
+                    }
+                }
+                Some(Protocol::PlanApprovalResponse(response)) => {
+                    consumed.push(d.key.clone());
+                    self.protocol.push_back(Incoming::PlanResponse {
+                        from: e.from.clone(),
+                        response,
+                    });
+                }
+                Some(Protocol::PermissionResponse(response)) => {
+                    consumed.push(d.key.clone());
+                    self.protocol.push_back(Incoming::PermissionResponse {
+                        from: e.from.clone(),
+                        response,
+                    });
+                }
+                Some(Protocol::TaskAssignment(t)) => self.mail.push(for_model(format!(
+                    "{} assigned you task #{}: {}\n\n{}",
+                    t.assigned_by, t.task_id, t.subject, t.description
+                ))),
+                Some(
+                    Protocol::IdleNotification(_)
+                    | Protocol::ShutdownApproved(_)
+                    | Protocol::ShutdownRejected(_),
+                ) => {
+                    // Lead-bound lifecycle messages mean nothing to a teammate's model.
+                    consumed.push(d.key.clone());
+                }
+                Some(other) => self.mail.push(for_model(other.describe())),
+            }
+        }
+        mailbox::ack(&self.root, &self.team, &self.me, &consumed)?;
+        Ok(())
+    }
+
+    pub fn next_protocol(&mut self) -> Option<Incoming> {
+        self.protocol.pop_front()
+    }
+
+    pub fn has_mail(&self) -> bool {
+        !self.mail.is_empty()
+    }
+
+    /// Hands every waiting message to the model (acknowledged at the next [`Inbox::commit`]).
+    pub fn take_mail(&mut self) -> Vec<Mail> {
+        let mail = std::mem::take(&mut self.mail);
+        self.in_flight.extend(mail.iter().map(|m| m.key.clone()));
+        mail
+    }
+
+    /// The keys of the mail taken and not yet acknowledged.
+    pub fn in_flight(&self) -> &[String] {
+        &self.in_flight
+    }
+
+    /// The model has seen everything taken so far: acknowledge it.
+    pub fn commit(&mut self) -> Result<()> {
+        if self.in_flight.is_empty() {
+            return Ok(());
+        }
+        let keys = std::mem::take(&mut self.in_flight);
+        mailbox::ack(&self.root, &self.team, &self.me, &keys)?;
+        Ok(())
+    }
+
+    /// Waits until the inbox may have changed, at most `timeout`.
+    pub async fn changed(&self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.wake.notified()).await;
+    }
+}

@@ -1,0 +1,471 @@
+//! `swarm teammate`: an agent that lives in a team, from start to exit.
+//!
+//! It registers its pid (and pane) in the roster, installs its signal handlers before
+//! anything can block, runs the work loop (see [`super::work`]), and on exit (approved
+//! shutdown, SIGTERM, SIGHUP, SIGINT) expires its pending requests, returns its open tasks
+//! to pending, marks itself inactive and records why it stopped; only then does it send
+//! its `shutdown_approved`, since the lead may close the pane the moment it arrives. A
+//! teammate whose budget (its own or the team's) is spent stops the same way, with exit
+//! code 9 (see [`swarm_llm::budget`]).
+//!
+//! Resumed (`--resume`, by a resumed lead), it restores its conversation from its
+//! transcript first and continues the task it held (see [`super::work`]).
+//!
+//! Hooks (see [`swarm_config::hooks`]): `SubagentStart` once registered, `SubagentStop`
+//! once it has recorded its exit.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use crate::teammate::inbox::Inbox;
+use crate::teammate::options::TeammateOptions;
+use swarm_agent::compaction::DoneTask;
+use swarm_agent::display::Display;
+use swarm_agent::engine::Engine;
+use swarm_agent::prompt::PromptInputs;
+use swarm_agent::tools::ToolContext;
+use swarm_agent::transcript::Transcript;
+use swarm_config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
+use swarm_config::permissions::PermissionMode;
+use swarm_llm::budget::BudgetedClient;
+use swarm_llm::{self as llm};
+use swarm_store::approvals;
+use swarm_store::budget::FileLedger;
+use swarm_store::layout::Root;
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::protocol::{Protocol, ShutdownApproved};
+use swarm_store::roster;
+use swarm_store::state::{self, Activity, AgentState, ExitInfo};
+use swarm_store::tasks::TaskList;
+use swarm_team::prompt::{self};
+use swarm_team::tools::TeamTools;
+use swarm_util::clock;
+use swarm_util::error::{Error, Result};
+
+/// Runs the teammate until it is told to stop; returns the process exit code.
+pub async fn run(opts: TeammateOptions) -> Result<i32> {
+    swarm_util::fault::point("teammate.start");
+    let config = roster::load(&opts.root, &opts.team)?;
+    if config.member(opts.name.as_str()).is_none() {
+        return Err(Error::not_found(format!(
+            "teammate '{}' is not in team '{}'s roster; start teammates with `swarm spawn {}`",
+            opts.name, opts.team, opts.name
+        )));
+    }
+    llm::install_crypto_provider();
+    let mut llm_config = opts.llm.clone();
+    // One 429 makes the whole team wait, together.
+    llm_config.rate_limit_file = Some(opts.root.rate_limit_path(&opts.team));
+    let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
+    let client: Arc<dyn llm::LlmClient> = Arc::new(BudgetedClient::new(
+        inner,
+        opts.budget,
+        FileLedger::new(&opts.root, &opts.team, &opts.name),
+    ));
+    // Plan mode beats everything else when a plan is required, unless resumed: then the
+    // mode is the one it had, which an approved plan may have changed.
+    let mode = if opts.plan_mode_required && !opts.resumed {
+        PermissionMode::Plan
+    } else {
+        opts.mode
+    };
+    let mut ctx = ToolContext::new(opts.cwd.clone(), opts.name.clone(), mode);
+    ctx.allow = opts.allow.clone();
+    ctx.env = opts.env.clone();
+    let hooks = Arc::new(HookRunner {
+        hooks: opts.hooks.clone(),
+        session_id: uuid::Uuid::new_v4().to_string(),
+        cwd: opts.cwd.clone(),
+        team: opts.team.to_string(),
+        agent: opts.name.to_string(),
+        // As the roster has it: a teammate started without a type is general-purpose.
+        agent_type: Some(
+            opts.agent_type
+                .clone()
+                .unwrap_or_else(|| "general-purpose".to_owned()),
+        ),
+    });
+    let mut tools = TeamTools::new(opts.root.clone(), opts.team.clone());
+    tools.hooks = Some(hooks.clone());
+    tools.pane = opts.pane.clone();
+    let tools = Arc::new(tools);
+    ctx.tool_set = Some(tools.clone());
+    let system = prompt::teammate(
+        &PromptInputs {
+            agent: &opts.name,
+            cwd: &opts.cwd,
+            mode,
+            plan_mode_required: opts.plan_mode_required,
+            custom: opts.custom_instructions.as_deref(),
+        },
+        &opts.root,
+        &opts.team,
+    );
+    let mut engine = Engine::new(
+        client.clone(),
+        opts.llm.model.clone(),
+        system,
+        opts.tools.clone(),
+    );
+    engine.max_turns = opts.max_turns;
+    engine.timings = opts.timings.clone();
+    if let Some(n) = opts.context_window {
+        engine.context_window = n;
+    }
+    let path = opts.root.transcript_path(&opts.team, &opts.name);
+    let restored = opts.resumed
+        && crate::resume::restore_conversation(
+            &opts.root,
+            &opts.team,
+            &opts.name,
+            &path,
+            &mut engine,
+        )?;
+    let mut transcript = Transcript::open(&path)?;
+    if !restored {
+        transcript.mark_fresh_start()?;
+    }
+    engine.transcript = Some(transcript);
+
+    let mut state = AgentState::new(Activity::Starting);
+    state.model = Some(opts.llm.model.clone());
+    state.mode = Some(mode.to_string());
+    let inbox = Inbox::open(&opts.root, &opts.team, &opts.name);
+    let mut rt = Runtime {
+        hooks,
+        tools,
+        display: Display::new(opts.color.as_deref()),
+        tasks: TaskList::new(&opts.root, &opts.team),
+        opts,
+        ctx,
+        inbox,
+        state,
+        model_cancel: Arc::new(Mutex::new(CancellationToken::new())),
+        active: None,
+        report: Report::default(),
+        idle_sent: false,
+        backoff_until: None,
+        pending_approval: None,
+        caught: Arc::new(Mutex::new(None)),
+        done_tasks: Vec::new(),
+        first_instructions: None,
+    };
+    rt.watch_signals();
+    rt.register()?;
+    rt.display.status(&format!(
+        "{}@{} · {} · mode {} · {}",
+        rt.opts.name,
+        rt.opts.team,
+        client.describe(),
+        mode,
+        rt.opts.cwd.display()
+    ));
+    rt.watch_for_shutdown();
+    rt.fire(HookEvent::SubagentStart, Map::new()).await;
+    let code = rt.main_loop(&mut engine).await;
+    let (code, reason, clean) = match code {
+        Ok(Stop::Approved) => (0, "shutdown approved".to_owned(), true),
+        Ok(Stop::Budget(why)) => (
+            i32::from(swarm_util::error::exit::BUDGET),
+            format!("budget exhausted: {why}"),
+            true,
+        ),
+        Ok(Stop::Signalled) => {
+            let signal = rt.caught.lock().unwrap().unwrap_or("a signal");
+            (
+                swarm_util::error::exit::INTERRUPTED as i32,
+                format!("stopped by {signal}"),
+                false,
+            )
+        }
+        Err(e) => (i32::from(e.exit_code()), e.to_string(), false),
+    };
+    rt.finish(code, &reason, clean, &engine);
+    // After the bookkeeping, so a slow hook cut short by the ladder loses nothing.
+    let mut stop = Map::new();
+    stop.insert("stop_hook_active".into(), Value::Bool(false));
+    stop.insert("reason".into(), Value::String(reason.clone()));
+    rt.fire(HookEvent::SubagentStop, stop).await;
+    Ok(code)
+}
+
+/// Records why a teammate stopped before its work began (no key for its model, a project
+/// it cannot read) in its state file, where `swarm status` and the lead's report of its
+/// death find it; its log has the error too, as every pane process's fatal error. Nothing
+/// is written for a name the roster lacks, nor over the state of a live namesake.
+pub fn record_start_failure(root: &Root, team: &TeamName, name: &AgentName, error: &Error) {
+    let member = roster::load(root, team).is_ok_and(|c| c.member(name.as_str()).is_some());
+    let previous = state::read(root, team, name);
+    let me = std::process::id() as i32;
+    let namesake = previous
+        .as_ref()
+        .is_some_and(|s| s.pid != me && s.activity != Activity::Exited && s.process_alive());
+    if !member || namesake {
+        return;
+    }
+    let mut s = AgentState::new(Activity::Exited);
+    if let Some(p) = previous {
+        // A resumed teammate keeps what it had spent.
+        (s.usage, s.cost_usd, s.model_calls, s.model) =
+            (p.usage, p.cost_usd, p.model_calls, p.model);
+    }
+    let reason = error.to_string();
+    s.detail = Some(reason.clone());
+    s.exit = Some(ExitInfo {
+        code: i32::from(error.exit_code()),
+        reason,
+        released_tasks: Vec::new(),
+        clean: false,
+    });
+    if let Err(e) = state::write(root, team, name, &s) {
+        tracing::warn!("failed to record why {name} could not start: {e}");
+    }
+}
+
+pub(super) enum Stop {
+    Approved,
+    Signalled,
+    /// A model call was refused: its budget, or the team's, is spent.
+    Budget(String),
+}
+
+/// What the next idle notification reports.
+#[derive(Default)]
+pub(super) struct Report {
+    pub(super) completed_task: Option<(String, &'static str)>,
+    pub(super) result: Option<String>,
+    pub(super) failure: Option<String>,
+}
+
+pub(super) struct Runtime {
+    pub(super) opts: TeammateOptions,
+    pub(super) ctx: ToolContext,
+    /// The user's hooks, for this teammate's events.
+    pub(super) hooks: Arc<HookRunner>,
+    /// Its team tools (which remember its last message to a peer).
+    pub(super) tools: Arc<TeamTools>,
+    pub(super) inbox: Inbox,
+    pub(super) tasks: TaskList,
+    pub(super) display: Display,
+    pub(super) state: AgentState,
+    pub(super) model_cancel: Arc<Mutex<CancellationToken>>,
+    pub(super) active: Option<bool>,
+    pub(super) report: Report,
+    pub(super) idle_sent: bool,
+    pub(super) backoff_until: Option<Instant>,
+    /// The request id of an approved shutdown, answered by `finish`.
+    pub(super) pending_approval: Option<String>,
+    /// The signal that stopped it, if one did.
+    pub(super) caught: Arc<Mutex<Option<&'static str>>>,
+    /// Its earlier tasks, for the digest it starts each new task from.
+    pub(super) done_tasks: Vec<DoneTask>,
+    /// The text of its first piece of work when that was not a task (its spawn prompt).
+    pub(super) first_instructions: Option<String>,
+}
+impl Runtime {
+    /// Runs `event`'s hooks off the async thread (they may take up to their timeout).
+    pub(super) async fn fire(&self, event: HookEvent, extra: Map<String, Value>) -> HookOutcome {
+        let runner = self.hooks.clone();
+        if runner
+            .hooks
+            .commands(event, runner.agent_type.as_deref())
+            .is_empty()
+        {
+            return HookOutcome::default();
+        }
+        let mode = self.ctx.mode();
+        tokio::task::spawn_blocking(move || runner.fire(event, mode, extra))
+            .await
+            .unwrap_or_default()
+    }
+
+    pub(super) fn register(&mut self) -> Result<()> {
+        let pid = std::process::id() as i32;
+        let pane = self.opts.pane.clone();
+        let mode = self.ctx.mode().to_string();
+        let cwd = self.opts.cwd.display().to_string();
+        roster::update_member(
+            &self.opts.root,
+            &self.opts.team,
+            self.opts.name.as_str(),
+            |m| {
+                m.pid = Some(pid);
+                m.is_active = Some(false);
+                m.mode = Some(mode);
+                // Where it really works (the supervisor runs its SubagentStop hook there
+                // if it dies).
+                m.cwd = cwd;
+                if let Some(p) = pane {
+                    m.tmux_pane_id = p;
+                    m.backend_type = Some("tmux".to_owned());
+                }
+            },
+        )?;
+        self.active = Some(false);
+        self.set_activity(Activity::Idle, None);
+        Ok(())
+    }
+
+    pub(super) fn set_activity(&mut self, activity: Activity, detail: Option<String>) {
+        self.state.activity = activity;
+        self.state.detail = detail;
+        self.touch();
+    }
+
+    pub(super) fn touch(&mut self) {
+        self.state.last_activity_ms = clock::now_ms();
+        self.state.mode = Some(self.ctx.mode().to_string());
+        if let Err(e) = state::write(
+            &self.opts.root,
+            &self.opts.team,
+            &self.opts.name,
+            &self.state,
+        ) {
+            tracing::warn!("failed to write the state file: {e}");
+        }
+    }
+
+    /// Claude Code's `isActive` in the roster, written only when it changes.
+    pub(super) fn set_active(&mut self, active: bool) {
+        if self.active == Some(active) {
+            return;
+        }
+        self.active = Some(active);
+        let r = roster::update_member(
+            &self.opts.root,
+            &self.opts.team,
+            self.opts.name.as_str(),
+            |m| {
+                m.is_active = Some(active);
+            },
+        );
+        if let Err(e) = r {
+            tracing::warn!("failed to update the roster: {e}");
+        }
+    }
+
+    /// Installs the handlers now (a signal before the first await must not kill the
+    /// process outright), and cancels everything when one arrives.
+    pub(super) fn watch_signals(&self) {
+        let cancel = self.ctx.cancel.clone();
+        let model = self.model_cancel.clone();
+        let caught = self.caught.clone();
+        let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::warn!("failed to install signal handlers");
+            return;
+        };
+        tokio::spawn(async move {
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = hup.recv() => "SIGHUP (its pane or tmux server went away)",
+                _ = int.recv() => "SIGINT",
+            };
+            *caught.lock().unwrap() = Some(name);
+            cancel.cancel();
+            model.lock().unwrap().cancel();
+        });
+    }
+
+    /// Cancels a model request in flight when the lead asks this teammate to shut down, so
+    /// the answer does not wait for a long generation. (The request itself is handled by
+    /// the main loop, which also acknowledges it.)
+    pub(super) fn watch_for_shutdown(&self) {
+        let (root, team, me) = (
+            self.opts.root.clone(),
+            self.opts.team.clone(),
+            self.opts.name.clone(),
+        );
+        let model = self.model_cancel.clone();
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let notify = wake.clone();
+        let watcher =
+            swarm_util::watcher::DirWatcher::file(&root.inbox_path(&team, &me), move || {
+                notify.notify_one()
+            });
+        tokio::spawn(async move {
+            let _watcher = watcher;
+            loop {
+                let _ =
+                    tokio::time::timeout(swarm_util::watcher::RESCAN_EVERY, wake.notified()).await;
+                let asked = mailbox::read_unread(&root, &team, &me).is_ok_and(|mail| {
+                    mail.iter().any(|d| {
+                        d.envelope.from == LEAD
+                            && d.envelope.protocol().is_some_and(|p| {
+                                matches!(p, Protocol::ShutdownRequest(_)) && p.signed_by(LEAD)
+                            })
+                    })
+                });
+                if asked {
+                    model.lock().unwrap().cancel();
+                }
+            }
+        });
+    }
+
+    pub(super) fn send_to_lead(&mut self, message: &Protocol) -> Result<()> {
+        let envelope = Envelope::new(self.opts.name.as_str(), message.to_text())
+            .with_color(self.opts.color.clone());
+        mailbox::deliver(
+            &self.opts.root,
+            &self.opts.team,
+            &AgentName::lead(),
+            envelope,
+        )?;
+        Ok(())
+    }
+
+    pub(super) fn finish(&mut self, code: i32, reason: &str, clean: bool, engine: &Engine) {
+        let me = self.opts.name.to_string();
+        if let Err(e) = approvals::expire_all(
+            &self.opts.root,
+            &self.opts.team,
+            &me,
+            &format!("{me} stopped: {reason}"),
+        ) {
+            tracing::warn!("failed to expire this agent's pending requests: {e}");
+        }
+        let released: Vec<String> = self
+            .tasks
+            .release(&me)
+            .map(|tasks| tasks.into_iter().map(|t| t.id).collect())
+            .unwrap_or_default();
+        self.active = None;
+        let _ = roster::update_member(&self.opts.root, &self.opts.team, &me, |m| {
+            m.is_active = Some(false)
+        });
+        self.state.usage = engine.usage;
+        self.state.cost_usd = engine.cost_usd;
+        self.state.model_calls = engine.model_calls;
+        self.state.current_task = None;
+        self.state.exit = Some(ExitInfo {
+            code,
+            reason: reason.to_owned(),
+            released_tasks: released.clone(),
+            clean,
+        });
+        self.set_activity(Activity::Exited, Some(reason.to_owned()));
+        if let Some(request_id) = self.pending_approval.take() {
+            let pane = self.opts.pane.clone();
+            let approved = Protocol::ShutdownApproved(ShutdownApproved {
+                request_id,
+                from: me,
+                timestamp: clock::now_iso(),
+                backend_type: pane.as_ref().map(|_| "tmux".to_owned()),
+                pane_id: pane,
+            });
+            if let Err(e) = self.send_to_lead(&approved) {
+                tracing::warn!("failed to send shutdown_approved: {e}");
+            }
+        }
+        self.display.status(&format!("exiting ({reason})"));
+    }
+}

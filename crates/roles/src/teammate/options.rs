@@ -1,0 +1,115 @@
+//! What a teammate is started with: its identity, model, permissions, tools and hooks,
+//! from its command line and, where the command line is silent, its agent definition.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use swarm_config::agents::Catalog;
+use swarm_config::hooks::{self, Hooks};
+use swarm_config::permissions::{AllowRule, PermissionMode};
+use swarm_config::project::UserDirs;
+use swarm_config::tools::ToolName;
+use swarm_llm::LlmConfig;
+use swarm_llm::budget::Limits;
+use swarm_store::layout::Root;
+use swarm_store::names::{AgentName, TeamName};
+use swarm_util::error::Result;
+
+#[derive(Debug, Clone)]
+pub struct TeammateOptions {
+    pub root: Root,
+    pub team: TeamName,
+    pub name: AgentName,
+    pub color: Option<String>,
+    pub plan_mode_required: bool,
+    pub agent_type: Option<String>,
+    pub custom_instructions: Option<String>,
+    pub llm: LlmConfig,
+    pub mode: PermissionMode,
+    pub allow: Vec<AllowRule>,
+    /// What the teammate's commands get on top of this process's environment.
+    pub env: std::collections::BTreeMap<String, String>,
+    pub max_turns: u32,
+    pub permission_timeout: Duration,
+    pub cwd: PathBuf,
+    /// How often an idle teammate looks for ready tasks without being woken.
+    pub idle_poll: Duration,
+    /// The model's tools (its agent definition may restrict them).
+    pub tools: Vec<ToolName>,
+    pub hooks: Hooks,
+    /// Its own tmux pane (`$TMUX_PANE`), recorded in the roster and its `shutdown_approved`.
+    pub pane: Option<String>,
+    /// Where each model turn appends its timings, for `scripts/bench`.
+    pub timings: Option<PathBuf>,
+    /// Its own budget (`swarm spawn --budget-usd/--budget-tokens`); the team's applies too.
+    pub budget: Limits,
+    /// Restarted by a resumed lead: restore the conversation, continue the task it holds.
+    pub resumed: bool,
+    /// `--context-window`: overrides the model's window from the table.
+    pub context_window: Option<u64>,
+}
+
+/// Which settings the command line gave (a flag or its environment twin), so that an
+/// agent definition fills in only the others.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given {
+    pub mode: bool,
+    pub max_turns: bool,
+}
+
+/// What the teammate's project adds to its command line.
+#[derive(Debug, Clone)]
+pub struct FromProject {
+    pub tools: Vec<ToolName>,
+    pub custom_instructions: Option<String>,
+    pub mode: PermissionMode,
+    pub max_turns: u32,
+    pub hooks: Hooks,
+}
+
+/// Reads what the teammate's project says: the agent definition `agent_type` names (its
+/// tools, its instructions, and unless the command line gave them, its permission mode
+/// and turn limit; an unknown type is an error listing the known ones) and the hooks.
+/// Problems with the files are reported on stderr and do not stop the teammate.
+pub fn from_project(
+    project: &Path,
+    dirs: &UserDirs,
+    agent_type: Option<&str>,
+    mode: PermissionMode,
+    max_turns: u32,
+    given: Given,
+) -> Result<FromProject> {
+    let mut out = FromProject {
+        tools: ToolName::ALL.to_vec(),
+        custom_instructions: None,
+        mode,
+        max_turns,
+        hooks: Hooks::default(),
+    };
+    if let Some(t) = agent_type {
+        let catalog = Catalog::load(project, dirs);
+        catalog.warn_invalid();
+        let def = catalog.get(t)?;
+        let (set, unknown) = def.tool_set(&out.tools);
+        if !unknown.is_empty() {
+            eprintln!(
+                "swarm: warning: agent type '{t}' ({}) names tools swarm does not have: {}",
+                def.source,
+                unknown.join(", ")
+            );
+        }
+        out.tools = set;
+        out.custom_instructions = def.instructions().map(str::to_owned);
+        if let (Some(m), false) = (def.permission_mode, given.mode) {
+            out.mode = m;
+        }
+        if let (Some(n), false) = (def.max_turns, given.max_turns) {
+            out.max_turns = n;
+        }
+    }
+    out.hooks = Hooks::load(project, dirs);
+    for problem in &out.hooks.problems {
+        hooks::report(problem);
+    }
+    Ok(out)
+}

@@ -1,0 +1,136 @@
+//! Reading an inbox and acknowledging what was read: acknowledged entries go to the
+//! delivered log first, then leave the live inbox, under its lock. A reader without the
+//! lock sees a whole array; a corrupt inbox is moved aside, never emptied.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::files;
+use crate::layout::Root;
+use crate::mailbox::delivered::{append_delivered, truncate_delivered};
+use crate::mailbox::envelope::{Delivery, Envelope};
+use crate::mailbox::send::{commit_spool, spool_has_mail};
+use crate::names::{AgentName, TeamName};
+use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::{clock, json, lock};
+
+/// Every unread message in `agent`'s inbox, oldest first. Takes no lock unless the inbox
+/// is corrupt and has to be moved aside.
+pub fn read_unread(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Delivery>> {
+    Ok(read_all(root, team, agent)?
+        .into_iter()
+        .filter(|d| !d.envelope.is_read())
+        .collect())
+}
+
+/// Every entry in the live inbox (unread, and entries a Claude Code 2.1.88 reader marked
+/// read), oldest first.
+pub fn read_all(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Delivery>> {
+    let path = root.inbox_path(team, agent);
+    let spool = root.spool_dir(team, agent);
+    if spool_has_mail(&spool) {
+        // Left by a sender that died before its message was committed.
+        let guard = lock_inbox(root, &path)?;
+        commit_spool(root, &spool, &path, &guard)?;
+    }
+    let entries = match read_entries(root, &path)? {
+        Some(e) => e,
+        None => {
+            let _guard = lock_inbox(root, &path)?;
+            load_locked(root, &path)?
+        }
+    };
+    Ok(entries
+        .into_iter()
+        .filter_map(|v| match serde_json::from_value::<Envelope>(v) {
+            Ok(envelope) => Some(Delivery {
+                key: envelope.key(),
+                envelope,
+            }),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "skipping an inbox entry that is not a message: {e}");
+                None
+            }
+        })
+        .collect())
+}
+
+/// Acknowledges delivered messages: appends them to the delivered log, then removes them
+/// from the live inbox. Keys not in the inbox are ignored. Returns how many were removed.
+pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> Result<usize> {
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let keys: HashSet<&str> = keys.iter().map(String::as_str).collect();
+    let path = root.inbox_path(team, agent);
+    let guard = lock_inbox(root, &path)?;
+    commit_spool(root, &root.spool_dir(team, agent), &path, &guard)?;
+    let entries = load_locked(root, &path)?;
+    let (done, keep): (Vec<Value>, Vec<Value>) = entries.into_iter().partition(|v| {
+        serde_json::from_value::<Envelope>(v.clone()).is_ok_and(|e| keys.contains(e.key().as_str()))
+    });
+    if done.is_empty() {
+        return Ok(0);
+    }
+    let log = root.delivered_log_path(team, agent);
+    let logged_from = append_delivered(root, &log, &done)?;
+    if let Err(e) = files::write(root, &path, &json::to_pretty(&keep)) {
+        truncate_delivered(&log, logged_from);
+        return Err(e);
+    }
+    Ok(done.len())
+}
+
+/// Removes `agent`'s inbox, when the member it was made for never started (a spawn that
+/// failed after delivering the first instructions). A missing inbox is fine.
+pub fn remove_inbox(root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
+    let path = root.inbox_path(team, agent);
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &path, e)),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn lock_inbox(root: &Root, path: &Path) -> Result<lock::Locked> {
+    if let Some(dir) = path.parent()
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(dir).ctx("create directory", dir)?;
+    }
+    files::lock(root, path)
+}
+
+/// Reads the array without a lock: `Ok(None)` if the file is corrupt.
+fn read_entries(root: &Root, path: &Path) -> Result<Option<Vec<Value>>> {
+    Ok(match files::read(root, path)? {
+        Some(bytes) => parse_entries(&bytes),
+        None => Some(Vec::new()),
+    })
+}
+
+pub(super) fn parse_entries(bytes: &[u8]) -> Option<Vec<Value>> {
+    json::parse::<Vec<Value>>(bytes).ok()
+}
+
+/// Reads the array while holding the lock, moving a corrupt file aside.
+pub(super) fn load_locked(root: &Root, path: &Path) -> Result<Vec<Value>> {
+    if let Some(entries) = read_entries(root, path)? {
+        return Ok(entries);
+    }
+    let aside = quarantine_path(path);
+    std::fs::rename(path, &aside).ctx("move corrupt inbox aside", path)?;
+    tracing::warn!(
+        "inbox {} was not a JSON array; moved it aside to {} and started a new one",
+        path.display(),
+        aside.display()
+    );
+    Ok(Vec::new())
+}
+
+pub(super) fn quarantine_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(format!(".corrupt-{}", clock::compact_stamp()));
+    PathBuf::from(p)
+}

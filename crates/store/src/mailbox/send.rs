@@ -1,0 +1,350 @@
+//! Sending: a message goes to the recipient's spool first, and is committed into the
+//! inbox by whichever sender holds the inbox lock next, with every other message waiting
+//! there. A sender therefore never starves behind the lock, and a crash leaves a whole
+//! spool file that the next commit (or read) picks up.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::files;
+use crate::layout::Root;
+use crate::mailbox::envelope::{Envelope, Sent, check_text};
+use crate::mailbox::inbox::{load_locked, parse_entries, quarantine_path};
+use crate::names::{AgentName, TeamName};
+use crate::roster;
+use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::{json, lock, no_symlinks};
+
+/// Sends `envelope` to `to`: a member's name, or `*` for every member but the sender.
+/// Recipients are checked against the roster first; nothing is written if any is unknown.
+pub fn send(root: &Root, team: &TeamName, to: &str, envelope: Envelope) -> Result<Vec<Sent>> {
+    check_text(&envelope.text)?;
+    let config = roster::load(root, team)?;
+    config.require(&envelope.from).map_err(|_| {
+        Error::not_found(format!(
+            "sender '{}' is not a member of team '{team}'; pass --from with a member's name",
+            envelope.from
+        ))
+    })?;
+    let recipients: Vec<AgentName> = if to == "*" {
+        config
+            .members
+            .iter()
+            .filter(|m| !m.name.eq_ignore_ascii_case(&envelope.from))
+            .filter_map(|m| AgentName::parse_any(&m.name).ok())
+            .collect()
+    } else {
+        config.require(to)?;
+        vec![AgentName::parse_any(to)?]
+    };
+    let mut sent = Vec::with_capacity(recipients.len());
+    for recipient in recipients {
+        let mut copy = envelope.clone();
+        if !sent.is_empty() {
+            copy.msg_id = Some(uuid::Uuid::now_v7().to_string());
+        }
+        sent.push(Sent {
+            to: recipient.to_string(),
+            msg_id: deliver(root, team, &recipient, copy)?,
+        });
+    }
+    Ok(sent)
+}
+
+/// Appends `envelope` to `to`'s inbox without consulting the roster. For callers that
+/// already resolved the recipient (the runtime answering a request, the lead's supervisor).
+///
+/// The message is first written to the recipient's spool (`teams/<team>/spool/<agent>/`),
+/// then committed into the inbox by whichever sender holds the inbox lock next, together
+/// with every other message waiting there: under contention one rewrite carries many
+/// messages, and a sender never starves behind the lock, because its message only needs
+/// *someone* to commit it. Returns once the message is in the inbox (durably).
+///
+/// The result tells the truth: `Ok` means the message is in the inbox, once; an error means
+/// it is not and never will be (a sender that gives up settles its message's fate first).
+pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope) -> Result<String> {
+    check_text(&envelope.text)?;
+    let key = envelope.key();
+    let spool = root.spool_dir(team, to);
+    files::check(root, &spool)?;
+    if !spool.is_dir() {
+        std::fs::create_dir_all(&spool).ctx("create directory", &spool)?;
+    }
+    let inbox = root.inbox_path(team, to);
+    files::check(root, &inbox)?;
+    let queued = spool.join(format!("{}.json", uuid::Uuid::now_v7()));
+    // A crash before the commit leaves a whole spool file, which the next commit picks up;
+    // power-loss durability comes from the commit's fsyncs, so none are needed here.
+    files::write_unsynced(root, &queued, json::to_compact(&envelope).as_bytes())?;
+    let mine = Spooled {
+        claimed: claimed_name(&queued),
+        queued,
+        key,
+    };
+    match wait_for_commit(root, &spool, &inbox, &mine) {
+        Ok(()) => Ok(mine.key),
+        Err(failed) => match settle(root, &inbox, &mine, failed.1) {
+            Ok(true) => Ok(mine.key),
+            Ok(false) => Err(failed.0),
+            Err(unsettled) => {
+                tracing::warn!(path = %mine.queued.display(), "could not withdraw a message after a failed send: {unsettled}");
+                Err(failed.0)
+            }
+        },
+    }
+}
+
+/// One sender's message in the spool: under its own name until a committer claims it.
+struct Spooled {
+    queued: PathBuf,
+    claimed: PathBuf,
+    key: String,
+}
+
+/// Commits the spool whenever the inbox lock is free, until someone has committed our
+/// message. A failure comes back with the lock, when we hold it.
+fn wait_for_commit(
+    root: &Root,
+    spool: &Path,
+    inbox: &Path,
+    mine: &Spooled,
+) -> std::result::Result<(), Box<(Error, Option<lock::Locked>)>> {
+    let started = Instant::now();
+    let deadline = started + root.lock_timeout();
+    let mut backoff = lock::Backoff::new();
+    loop {
+        match files::try_lock(root, inbox) {
+            Ok(Some(guard)) => {
+                if let Err(e) = commit_spool(root, spool, inbox, &guard) {
+                    return Err(Box::new((e, Some(guard))));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return Err(Box::new((e, None))),
+        }
+        if !mine.queued.exists() && !mine.claimed.exists() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let waited = started.elapsed();
+            let path = inbox.to_path_buf();
+            return Err(Box::new((Error::LockTimeout { path, waited }, None)));
+        }
+        backoff.sleep(deadline);
+    }
+}
+
+/// After a failed send: withdraws the message unless it is already in the inbox, and says
+/// whether it is. Unclaimed, withdrawing it is atomic against a committer's claim; claimed,
+/// only the inbox lock makes its state stand still (a committer that died or failed leaves
+/// its claims for the next).
+fn settle(root: &Root, inbox: &Path, mine: &Spooled, guard: Option<lock::Locked>) -> Result<bool> {
+    if withdraw(&mine.queued)? {
+        return Ok(false);
+    }
+    let _guard = match guard {
+        Some(g) => g,
+        None => files::lock(root, inbox).map_err(|e| match e {
+            // Claimed, and whoever claimed it holds the inbox lock on and on (stopped?): it
+            // may still commit it. Saying so beats a plain failure a caller would retry.
+            Error::LockTimeout { path, waited } => Error::SendInDoubt { path, waited },
+            other => other,
+        })?,
+    };
+    if withdraw(&mine.queued)? {
+        return Ok(false);
+    }
+    if !mine.claimed.exists() {
+        return Ok(true);
+    }
+    // Claimed by a committer that died: before or after its write reached the inbox?
+    let delivered = files::read(root, inbox)?
+        .and_then(|b| parse_entries(&b))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| serde_json::from_value::<Envelope>(v).ok())
+        .any(|e| e.key() == mine.key);
+    withdraw(&mine.claimed)?;
+    Ok(delivered)
+}
+
+/// Removes a spool file; false if it was not there.
+fn withdraw(path: &Path) -> Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("remove", path, e)),
+    }
+}
+
+fn claimed_name(queued: &Path) -> PathBuf {
+    let mut p = queued.as_os_str().to_owned();
+    p.push(".claimed");
+    PathBuf::from(p)
+}
+
+/// Moves every spooled message into the inbox in one atomic rewrite. Caller holds the lock.
+///
+/// Spool files are claimed by renaming them to `*.claimed` first, so a sender that gives up
+/// can withdraw its file only if no committer has it. A claim is never given back: a spool
+/// file only ever goes queued → claimed → gone, which is what lets a sender that sees
+/// neither name know its message was committed. Claimed files left by a committer that
+/// died or failed (a full disk) are committed by the next one, skipping any `msg_id` the
+/// inbox already holds, unless their sender withdrew them first (see `settle`).
+pub(super) fn commit_spool(
+    root: &Root,
+    spool: &Path,
+    inbox: &Path,
+    _guard: &lock::Locked,
+) -> Result<usize> {
+    files::check(root, spool)?;
+    let Ok(entries) = std::fs::read_dir(spool) else {
+        return Ok(0);
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    if names.is_empty() {
+        return Ok(0);
+    }
+    names.sort();
+    let mut recovering = false;
+    let mut claimed = Vec::new();
+    for name in names {
+        let path = spool.join(&name);
+        if name.ends_with(".json.claimed") {
+            recovering = true;
+            claimed.push(path);
+        } else if name.ends_with(".json") {
+            let target = claimed_name(&path);
+            if std::fs::rename(&path, &target).is_ok() {
+                claimed.push(target);
+            }
+        }
+    }
+    claimed.sort();
+    let mut fresh = Vec::with_capacity(claimed.len());
+    for path in &claimed {
+        match no_symlinks::read(path).map(|b| b.map(|b| json::parse::<Value>(&b))) {
+            Ok(Some(Ok(v))) if v.is_object() => fresh.push(v),
+            Ok(None) => {}
+            // Not a message: moved aside (a symlink is moved, never followed).
+            Ok(Some(_)) | Err(Error::Symlink { .. }) => {
+                let aside = quarantine_path(path);
+                tracing::warn!(
+                    "spooled message {} does not parse; moved it to {}",
+                    path.display(),
+                    aside.display()
+                );
+                let _ = std::fs::rename(path, aside);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let existing = files::read(root, inbox)?.unwrap_or_else(|| b"[]".to_vec());
+    if recovering {
+        let present: HashSet<String> = parse_entries(&existing)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| v.get("msg_id").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        fresh.retain(|v| {
+            v.get("msg_id")
+                .and_then(Value::as_str)
+                .is_none_or(|id| !present.contains(id))
+        });
+    }
+    let bytes = match append_entries(&existing, &fresh) {
+        Some(bytes) => bytes,
+        None => {
+            let mut entries = load_locked(root, inbox)?;
+            entries.extend(fresh.iter().cloned());
+            json::to_pretty(&entries)
+        }
+    };
+    files::write(root, inbox, &bytes)?;
+    for path in &claimed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(fresh.len())
+}
+
+/// The inbox array with `new` appended, spliced in as text so existing entries are neither
+/// parsed into values nor re-serialised. The result is byte-identical to pretty-printing the
+/// whole array when the file is in that form. `None` if `existing` is not a JSON array.
+fn append_entries(existing: &[u8], new: &[Value]) -> Option<Vec<u8>> {
+    if serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(existing).is_err() {
+        return None;
+    }
+    let end = existing.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    let body_end = existing[..end]
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())?;
+    let mut out = Vec::with_capacity(existing.len() + new.len() * 256);
+    let empty = existing[body_end] == b'[';
+    out.extend_from_slice(&existing[..=body_end]);
+    for (i, entry) in new.iter().enumerate() {
+        out.extend_from_slice(if empty && i == 0 { b"\n" } else { b",\n" });
+        for (j, line) in json::to_pretty(entry).split(|&b| b == b'\n').enumerate() {
+            if j > 0 {
+                out.push(b'\n');
+            }
+            out.extend_from_slice(b"  ");
+            out.extend_from_slice(line);
+        }
+    }
+    out.extend_from_slice(if empty && new.is_empty() {
+        b"]"
+    } else {
+        b"\n]"
+    });
+    Some(out)
+}
+
+pub(super) fn spool_has_mail(spool: &Path) -> bool {
+    std::fs::read_dir(spool).is_ok_and(|mut d| {
+        d.any(|e| {
+            e.is_ok_and(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                !name.starts_with('.')
+                    && (name.ends_with(".json") || name.ends_with(".json.claimed"))
+            })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn textual_append_matches_full_serialisation() {
+        let a = json!({"from": "a", "text": "x\ny", "n": [1, {"k": []}]});
+        let b = json!({"from": "b", "text": "", "o": {}});
+        let mut all: Vec<Value> = Vec::new();
+        let mut bytes = b"[]".to_vec();
+        for v in [&a, &b, &a] {
+            bytes = append_entries(&bytes, std::slice::from_ref(v)).unwrap();
+            all.push(v.clone());
+            assert_eq!(
+                String::from_utf8(bytes.clone()).unwrap(),
+                String::from_utf8(json::to_pretty(&all)).unwrap()
+            );
+        }
+        let two = append_entries(b"[]", &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(two, json::to_pretty(&vec![a.clone(), b.clone()]));
+        // Whatever formatting others used is kept, and the result still parses.
+        let compact = append_entries(br#"[{"from":"c"}]  "#, std::slice::from_ref(&b)).unwrap();
+        let parsed: Vec<Value> = serde_json::from_slice(&compact).unwrap();
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(append_entries(b"[", std::slice::from_ref(&a)), None);
+        assert_eq!(append_entries(b"{}", &[a]), None);
+    }
+}

@@ -1,0 +1,227 @@
+//! The dependency graph between tasks: `blockedBy` edges (`A.blockedBy ∋ B`: A waits for B)
+//! and their mirror, `blocks`. `graph` reads it from the list, `check_edge` vets an edge
+//! before `update` adds it, [`Mirror`] derives `blocks` from `blockedBy` and
+//! `read_repaired` mends the files whose `blocks` disagree, and `dedup` and `push_unique`
+//! keep id lists free of repeats.
+//!
+//! Invariants:
+//! - dependencies refer to existing tasks, never to the task itself, and never form a
+//!   cycle: `update` checks each new edge against the graph plus the edges it accepted
+//!   before it (`create` only needs its blockers to exist: nothing depends on a new task);
+//! - `blockedBy` is the truth and `blocks` its mirror: it is the side every claimer reads
+//!   (swarm's and Claude Code's), and a writer writes it first, so a writer killed between
+//!   the two sides of an edge leaves either nothing or a `blockedBy` whose mirror is
+//!   missing, never a task that should wait but may start;
+//! - the two sides agree on disk after the next swarm command that reads the whole list:
+//!   `list`, and every mutation but `create` (`read_repaired`, under the list lock), rewrite
+//!   each task whose `blocks` disagrees with the `blockedBy`s naming it; an entry naming a
+//!   task that is not there (deleted, or unreadable) is left alone;
+//! - an edge is added once: `dedup` drops repeats and a leading `#` from the ids a caller
+//!   gives, and `push_unique` never adds an id a list already holds.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crate::tasks::list::TaskList;
+use crate::tasks::model::Task;
+use swarm_util::error::{Error, Result};
+use swarm_util::lock;
+
+impl TaskList {
+    /// Refuses `task blockedBy blocker` if it is a self-dependency, names a missing task,
+    /// or closes a cycle.
+    pub(super) fn check_edge(
+        &self,
+        graph: &HashMap<String, Vec<String>>,
+        task: &str,
+        blocker: &str,
+    ) -> Result<()> {
+        if task == blocker {
+            return Err(Error::usage(format!(
+                "task #{task} cannot depend on itself"
+            )));
+        }
+        if !graph.contains_key(blocker) {
+            return Err(missing_dependency(blocker));
+        }
+        if !graph.contains_key(task) {
+            return Err(missing_dependency(task));
+        }
+        // A cycle exists if `task` is already (transitively) a blocker of `blocker`.
+        let mut stack = vec![blocker.to_owned()];
+        let mut seen = BTreeSet::new();
+        while let Some(t) = stack.pop() {
+            if t == task {
+                return Err(Error::usage(format!(
+                    "making task #{task} depend on #{blocker} would create a dependency cycle"
+                )));
+            }
+            if seen.insert(t.clone()) {
+                stack.extend(graph.get(&t).cloned().unwrap_or_default());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every task, read under `guard` (which holds at least the list's flock), with the
+    /// files whose `blocks` disagree with the `blockedBy`s naming them mended first. The
+    /// mending is best effort (a full disk, a per-task lock Claude Code keeps): what it
+    /// cannot write is logged, and the tasks returned are mirrored either way.
+    pub(super) fn read_repaired(&self, guard: &mut lock::Locked) -> Result<Vec<Task>> {
+        let tasks = self.read_all()?;
+        let mirror = Mirror::of(&tasks);
+        if mirror.agrees(&tasks) {
+            return Ok(tasks);
+        }
+        if let Err(e) = self.mend(guard, &tasks, &mirror) {
+            tracing::warn!("could not mend the dependencies of the task list: {e}");
+        }
+        Ok(mirror.apply(tasks))
+    }
+
+    fn mend(&self, guard: &mut lock::Locked, tasks: &[Task], mirror: &Mirror) -> Result<()> {
+        // Claude Code's list lock too: `next` holds only the flock, and this rewrites tasks.
+        let anchor = self.list_anchor()?;
+        let had_list = guard.holds_dir(&anchor);
+        guard.also_lock_dir(&anchor)?;
+        for task in tasks.iter().filter(|t| mirror.blocks(t).is_some()) {
+            let path = self.task_path(&task.id);
+            let had_task = guard.holds_dir(&path);
+            if let Some(mut fresh) = self.lock_task(guard, &task.id)?
+                && let Some(blocks) = mirror.blocks(&fresh)
+            {
+                tracing::warn!(
+                    task = %fresh.id,
+                    "mending a dependency written on one side only (a writer died between the two)"
+                );
+                fresh.blocks = blocks;
+                self.write_task(guard, &fresh)?;
+            }
+            if !had_task {
+                guard.unlock_dir(&path)?;
+            }
+        }
+        if !had_list {
+            guard.unlock_dir(&anchor)?;
+        }
+        Ok(())
+    }
+}
+
+/// id → blockedBy, for every task.
+pub(super) fn graph(tasks: &[Task]) -> HashMap<String, Vec<String>> {
+    tasks
+        .iter()
+        .map(|t| (t.id.clone(), t.blocked_by.clone()))
+        .collect()
+}
+
+/// `blocks` as the `blockedBy` of every task says it should be.
+pub(super) struct Mirror {
+    /// blocker → the tasks waiting for it, in list order.
+    waiting: HashMap<String, Vec<String>>,
+    known: HashSet<String>,
+}
+
+impl Mirror {
+    pub(super) fn of(tasks: &[Task]) -> Mirror {
+        let mut waiting: HashMap<String, Vec<String>> = HashMap::new();
+        for t in tasks {
+            for b in &t.blocked_by {
+                push_unique(waiting.entry(b.clone()).or_default(), &t.id);
+            }
+        }
+        Mirror {
+            waiting,
+            known: tasks.iter().map(|t| t.id.clone()).collect(),
+        }
+    }
+
+    /// The `blocks` `task` should have, if it has others: the entries it has that a
+    /// `blockedBy` confirms (or that name a task not in the list), then the missing ones.
+    pub(super) fn blocks(&self, task: &Task) -> Option<Vec<String>> {
+        let should = self.waiting.get(&task.id).map(Vec::as_slice).unwrap_or(&[]);
+        let mut blocks = Vec::new();
+        for b in &task.blocks {
+            if !self.known.contains(b) || should.contains(b) {
+                push_unique(&mut blocks, b);
+            }
+        }
+        for w in should {
+            push_unique(&mut blocks, w);
+        }
+        (blocks != task.blocks).then_some(blocks)
+    }
+
+    pub(super) fn agrees(&self, tasks: &[Task]) -> bool {
+        tasks.iter().all(|t| self.blocks(t).is_none())
+    }
+
+    pub(super) fn apply(&self, mut tasks: Vec<Task>) -> Vec<Task> {
+        for t in &mut tasks {
+            if let Some(blocks) = self.blocks(t) {
+                t.blocks = blocks;
+            }
+        }
+        tasks
+    }
+}
+
+pub(super) fn missing_dependency(id: &str) -> Error {
+    Error::not_found(format!(
+        "dependency task #{id} does not exist; see `swarm task list`"
+    ))
+}
+
+pub(super) fn dedup(ids: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for id in ids {
+        let id = id.trim_start_matches('#').to_owned();
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
+}
+
+pub(super) fn push_unique(v: &mut Vec<String>, id: &str) {
+    if !v.iter().any(|x| x == id) {
+        v.push(id.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::model::Status;
+
+    fn task(id: &str, blocks: &[&str], blocked_by: &[&str]) -> Task {
+        Task {
+            id: id.into(),
+            subject: id.into(),
+            description: String::new(),
+            active_form: None,
+            status: Status::Pending,
+            blocks: blocks.iter().map(|s| s.to_string()).collect(),
+            blocked_by: blocked_by.iter().map(|s| s.to_string()).collect(),
+            metadata: None,
+            owner: None,
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn blocks_follow_blocked_by_and_keep_entries_naming_missing_tasks() {
+        // 1 lacks its mirror of 2's blockedBy, claims to block 3 (not so) and 9 (gone).
+        let tasks = vec![
+            task("1", &["3", "9"], &[]),
+            task("2", &[], &["1"]),
+            task("3", &[], &[]),
+        ];
+        let mirror = Mirror::of(&tasks);
+        assert!(!mirror.agrees(&tasks));
+        assert_eq!(mirror.blocks(&tasks[0]), Some(vec!["9".into(), "2".into()]));
+        assert_eq!(mirror.blocks(&tasks[1]), None);
+        let mended = mirror.apply(tasks);
+        assert!(Mirror::of(&mended).agrees(&mended));
+    }
+}

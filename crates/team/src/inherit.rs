@@ -1,0 +1,766 @@
+//! What a teammate inherits from its lead: one pure function from the lead's settings and
+//! environment to the teammate's argv and environment.
+//!
+//! Rules, in order:
+//! - identity: `--agent-id <name>@<team> --agent-name --team-name --agent-color`, also
+//!   exported as `SWARM_AGENT_ID`, `SWARM_AGENT_NAME`, `SWARM_TEAM`;
+//! - model ([`resolve_model`]), first that applies: `SWARM_SUBAGENT_MODEL` (else
+//!   `CLAUDE_CODE_SUBAGENT_MODEL`) in the lead's environment, the spawn's `--model`, the
+//!   agent definition's `model`, the lead's model. `inherit` on any rung means the lead's
+//!   model. With none of them, no `--model` at all, so the teammate uses the provider's
+//!   default: a model the user did not choose is never forced. Provider, base URL,
+//!   `anthropic-version` and how long to wait out rate limits are the lead's;
+//! - permission mode: plan when a plan is required (plan mode beats bypass), else the
+//!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
+//!   rules, the turn limit, the context window (`--context-window`) and how long to wait
+//!   for a permission answer are the lead's;
+//! - budget: the spawn's own (`--budget-usd`, `--budget-tokens`), never the lead's; the
+//!   team's budget reaches every agent through the team's `budget.json`;
+//! - root and tmux server are the lead's, so the team stays on one disk and one server;
+//! - environment: an allow-list copied from the lead (provider keys and URLs, proxies, CA
+//!   bundles, `SWARM_*`, `CLAUDE_CONFIG_DIR`, and `PATH`, `HOME`, `LANG`, `LC_ALL`, `USER`
+//!   so commands run as they would for the lead). Anything that looks like a credential
+//!   ([`is_secret`]: a name with KEY, TOKEN, SECRET, PASSWORD or AUTH, or a proxy URL)
+//!   goes to `secret_env`, which never reaches a command line; it is the only way a
+//!   credential reaches a teammate, since tmux itself is never given one (see
+//!   [`swarm_tmux::Tmux::hide_env`]).
+//!
+//! Every valued flag is written `--flag=value`, so a value starting with `-` is still a
+//! value.
+//!
+//! A Claude Code teammate (`--engine claude`, [`claude_command`]) gets the command line
+//! Claude Code's own lead gives a pane teammate: the client's argv (identity, parent
+//! session, plan mode, agent type, permission flag, model by the same chain), and
+//! `CLAUDECODE=1 CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1`, `CLAUDE_CONFIG_DIR` when the team's
+//! root is not `~/.claude`, and the same allow-list. Its credentials are whatever the client
+//! already uses (its own login, or `ANTHROPIC_API_KEY` through `secret_env`), never argv.
+//! As root with bypass, `IS_SANDBOX=1`, without which the client refuses
+//! `--dangerously-skip-permissions`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use swarm_config::permissions::PermissionMode;
+use swarm_llm::budget::Limits;
+use swarm_store::names::{AgentName, TeamName, agent_id};
+use swarm_util::environment::is_secret;
+
+/// The lead's side of the inheritance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeadSettings {
+    /// The swarm binary teammates run (the lead's own, by absolute path).
+    pub exe: PathBuf,
+    pub root: PathBuf,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub anthropic_version: Option<String>,
+    /// Seconds one model call may wait out rate limits; `None` leaves the default.
+    pub rate_limit_wait: Option<u64>,
+    pub permission_mode: PermissionMode,
+    pub allow: Vec<String>,
+    pub max_turns: Option<u32>,
+    /// `--context-window`, passed on as it was given.
+    pub context_window: Option<u64>,
+    pub permission_timeout: Option<Duration>,
+    pub tmux_socket: Option<String>,
+    pub session_id: Option<String>,
+    /// What runs the teammates this lead spawns unless a spawn says otherwise.
+    pub engine: Engine,
+    /// The Claude Code client, resolved at the edge; needed only by `Engine::Claude`.
+    pub claude_bin: Option<PathBuf>,
+}
+
+/// What runs a teammate: swarm's own agent loop, or a Claude Code process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    #[default]
+    Swarm,
+    Claude,
+}
+
+impl Engine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Swarm => "swarm",
+            Engine::Claude => "claude",
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = swarm_util::error::Error;
+    fn from_str(s: &str) -> Result<Engine, Self::Err> {
+        match s {
+            "swarm" => Ok(Engine::Swarm),
+            "claude" => Ok(Engine::Claude),
+            other => Err(swarm_util::error::Error::usage(format!(
+                "unknown engine '{other}'; use swarm or claude"
+            ))),
+        }
+    }
+}
+
+impl LeadSettings {
+    /// A lead's settings with nothing chosen yet: the provider's defaults, permission mode
+    /// `default`, no allow rules, the teammates' own turn limit and permission timeout.
+    pub fn new(exe: PathBuf, root: PathBuf, tmux_socket: Option<String>) -> LeadSettings {
+        LeadSettings {
+            exe,
+            root,
+            provider: None,
+            model: None,
+            base_url: None,
+            anthropic_version: None,
+            rate_limit_wait: None,
+            permission_mode: PermissionMode::Default,
+            allow: Vec::new(),
+            max_turns: None,
+            context_window: None,
+            permission_timeout: None,
+            tmux_socket,
+            session_id: None,
+            engine: Engine::Swarm,
+            claude_bin: None,
+        }
+    }
+}
+
+/// `--permission-timeout=...`, as the flag reads it back.
+pub fn permission_timeout_flag(timeout: Duration) -> String {
+    format!(
+        "--permission-timeout={}",
+        humantime::format_duration(timeout)
+    )
+}
+
+/// One teammate to start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpawnSpec {
+    pub team: TeamName,
+    pub name: AgentName,
+    pub color: String,
+    pub agent_type: Option<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<PermissionMode>,
+    pub plan_mode_required: bool,
+    pub cwd: PathBuf,
+    /// The agent definition's `model`, if it names one.
+    pub definition_model: Option<String>,
+    /// The agent definition's `permissionMode`, if it names one.
+    pub definition_permission_mode: Option<PermissionMode>,
+    /// Its own budget, given to a swarm teammate as `--budget-usd`/`--budget-tokens`.
+    pub budget: Limits,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeammateCommand {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub secret_env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+const PASSED: [&str; 25] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_VERSION",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "CLAUDE_CONFIG_DIR",
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "USER",
+];
+
+/// Set per teammate, never copied from the lead.
+const IDENTITY: [&str; 3] = ["SWARM_AGENT_ID", "SWARM_AGENT_NAME", "SWARM_TEAM"];
+
+/// Environment variables that choose every teammate's model, in order.
+pub const SUBAGENT_MODEL_VARS: [&str; 2] = ["SWARM_SUBAGENT_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"];
+
+/// The teammate's model (see the module comment); `None` leaves it to the provider.
+pub fn resolve_model(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+) -> Option<String> {
+    let chosen = |m: Option<&String>| m.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
+    let from_env = SUBAGENT_MODEL_VARS.iter().find_map(|k| chosen(env.get(*k)));
+    let rungs = [
+        from_env,
+        chosen(spawn.model.as_ref()),
+        chosen(spawn.definition_model.as_ref()),
+    ];
+    match rungs.into_iter().flatten().next() {
+        Some(m) if m == "inherit" => lead.model.clone(),
+        Some(m) => Some(m),
+        None => lead.model.clone(),
+    }
+}
+
+/// The teammate's command line and environment.
+pub fn teammate_command(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+) -> TeammateCommand {
+    let mut argv = vec![
+        lead.exe.display().to_string(),
+        format!("--root={}", lead.root.display()),
+        "teammate".to_owned(),
+        format!("--agent-id={}", agent_id(&spawn.name, &spawn.team)),
+        format!("--agent-name={}", spawn.name),
+        format!("--team-name={}", spawn.team),
+        format!("--agent-color={}", spawn.color),
+    ];
+    if let Some(sid) = &lead.session_id {
+        argv.push(format!("--parent-session-id={sid}"));
+    }
+    if spawn.plan_mode_required {
+        argv.push("--plan-mode-required".to_owned());
+    }
+    if let Some(t) = &spawn.agent_type {
+        argv.push(format!("--agent-type={t}"));
+    }
+    argv.push(format!("--cwd={}", spawn.cwd.display()));
+    if let Some(p) = &lead.provider {
+        argv.push(format!("--provider={p}"));
+    }
+    if let Some(m) = resolve_model(lead, env, spawn) {
+        argv.push(format!("--model={m}"));
+    }
+    if let Some(u) = &lead.base_url {
+        argv.push(format!("--base-url={u}"));
+    }
+    if let Some(v) = &lead.anthropic_version {
+        argv.push(format!("--anthropic-version={v}"));
+    }
+    if let Some(s) = lead.rate_limit_wait {
+        argv.push(format!("--rate-limit-wait={s}"));
+    }
+    let mode = if spawn.plan_mode_required {
+        PermissionMode::Plan
+    } else {
+        spawn
+            .permission_mode
+            .or(spawn.definition_permission_mode)
+            .unwrap_or(lead.permission_mode)
+    };
+    argv.push(format!("--permission-mode={mode}"));
+    for rule in &lead.allow {
+        argv.push(format!("--allow={rule}"));
+    }
+    if let Some(n) = lead.max_turns {
+        argv.push(format!("--max-turns={n}"));
+    }
+    if let Some(n) = lead.context_window {
+        argv.push(format!("--context-window={n}"));
+    }
+    if let Some(t) = lead.permission_timeout {
+        argv.push(permission_timeout_flag(t));
+    }
+    if let Some(usd) = spawn.budget.usd {
+        argv.push(format!("--budget-usd={usd}"));
+    }
+    if let Some(n) = spawn.budget.tokens {
+        argv.push(format!("--budget-tokens={n}"));
+    }
+
+    let (plain, secret) = environment(lead, env);
+    with_identity(argv, plain, secret, spawn)
+}
+
+/// Where a Claude Code teammate starts, besides what [`SpawnSpec`] says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaudeSpawn {
+    pub bin: PathBuf,
+    /// The lead's session id, for `--parent-session-id`.
+    pub session_id: String,
+    /// `~/.claude`, the client's own default root, if there is a home.
+    pub default_root: Option<PathBuf>,
+    /// This process runs as root.
+    pub as_root: bool,
+}
+
+/// A Claude Code teammate's command (see the module comment).
+pub fn claude_command(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+    claude: &ClaudeSpawn,
+) -> TeammateCommand {
+    let mut argv = vec![claude.bin.display().to_string()];
+    flag(&mut argv, "agent-id", &agent_id(&spawn.name, &spawn.team));
+    flag(&mut argv, "agent-name", spawn.name.as_str());
+    flag(&mut argv, "team-name", spawn.team.as_str());
+    flag(&mut argv, "agent-color", &spawn.color);
+    flag(&mut argv, "parent-session-id", &claude.session_id);
+    if spawn.plan_mode_required {
+        argv.push("--plan-mode-required".to_owned());
+    }
+    if let Some(t) = &spawn.agent_type {
+        flag(&mut argv, "agent-type", t);
+    }
+    let mode = spawn
+        .permission_mode
+        .or(spawn.definition_permission_mode)
+        .unwrap_or(lead.permission_mode);
+    let bypass = !spawn.plan_mode_required && mode == PermissionMode::BypassPermissions;
+    // A required plan is the client's own business: Claude Code's lead gives it no mode.
+    if bypass {
+        argv.push("--dangerously-skip-permissions".to_owned());
+    } else if !spawn.plan_mode_required {
+        flag(&mut argv, "permission-mode", mode.as_str());
+    }
+    if let Some(m) = resolve_model(lead, env, spawn) {
+        flag(&mut argv, "model", &m);
+    }
+
+    let (mut plain, secret) = environment(lead, env);
+    // Claude Code's own settings variables: what the user set for the client reaches it.
+    for (k, v) in env {
+        if is_claude_setting(k) && !v.is_empty() && !is_secret(k) {
+            plain.insert(k.clone(), v.clone());
+        }
+    }
+    plain.insert("CLAUDECODE".to_owned(), "1".to_owned());
+    plain.insert(
+        "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".to_owned(),
+        "1".to_owned(),
+    );
+    if claude.default_root.as_deref() == Some(lead.root.as_path()) {
+        plain.remove("CLAUDE_CONFIG_DIR");
+    } else {
+        plain.insert(
+            "CLAUDE_CONFIG_DIR".to_owned(),
+            lead.root.display().to_string(),
+        );
+    }
+    if bypass && claude.as_root {
+        plain.insert("IS_SANDBOX".to_owned(), "1".to_owned());
+    }
+    // The client talks to Anthropic's API: swarm's own base URL, when it names one, is where.
+    if let Some(u) = &lead.base_url
+        && lead.provider.as_deref() != Some("openai")
+    {
+        plain.insert("ANTHROPIC_BASE_URL".to_owned(), u.clone());
+    }
+    with_identity(argv, plain, secret, spawn)
+}
+
+/// The command, with the teammate's identity added to its environment (so a `swarm`
+/// command it runs acts as that teammate).
+fn with_identity(
+    argv: Vec<String>,
+    mut plain: BTreeMap<String, String>,
+    secret: BTreeMap<String, String>,
+    spawn: &SpawnSpec,
+) -> TeammateCommand {
+    plain.insert(
+        "SWARM_AGENT_ID".to_owned(),
+        agent_id(&spawn.name, &spawn.team),
+    );
+    plain.insert("SWARM_AGENT_NAME".to_owned(), spawn.name.to_string());
+    plain.insert("SWARM_TEAM".to_owned(), spawn.team.to_string());
+    TeammateCommand {
+        argv,
+        env: plain.into_iter().collect(),
+        secret_env: secret.into_iter().collect(),
+        cwd: spawn.cwd.clone(),
+    }
+}
+
+/// Variables Claude Code reads as settings (`CLAUDE_CODE_*`, `DISABLE_*` such as
+/// `DISABLE_AUTOUPDATER`, and a few more), passed to a Claude Code teammate.
+fn is_claude_setting(name: &str) -> bool {
+    name.starts_with("CLAUDE_CODE_")
+        || name.starts_with("DISABLE_")
+        || matches!(
+            name,
+            "ENABLE_TOOL_SEARCH"
+                | "MAX_THINKING_TOKENS"
+                | "BASH_DEFAULT_TIMEOUT_MS"
+                | "BASH_MAX_TIMEOUT_MS"
+                | "MCP_TIMEOUT"
+        )
+}
+
+/// As Claude Code writes a valued flag: `--flag value`, unless the value could be read as
+/// a flag or is a URL.
+fn flag(argv: &mut Vec<String>, name: &str, value: &str) {
+    if value.starts_with('-') || value.contains("://") {
+        argv.push(format!("--{name}={value}"));
+    } else {
+        argv.push(format!("--{name}"));
+        argv.push(value.to_owned());
+    }
+}
+
+/// The environment a process started for the lead gets: the allow-list, split into plain
+/// and secret, plus the lead's root and tmux server. No identity: callers add it.
+pub fn environment(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let mut plain = BTreeMap::new();
+    let mut secret = BTreeMap::new();
+    for (k, v) in env {
+        let passed = PASSED.contains(&k.as_str())
+            || (k.starts_with("SWARM_") && !IDENTITY.contains(&k.as_str()));
+        if !passed || v.is_empty() {
+            continue;
+        }
+        if is_secret(k) {
+            secret.insert(k.clone(), v.clone());
+        } else {
+            plain.insert(k.clone(), v.clone());
+        }
+    }
+    plain.insert("SWARM_ROOT".to_owned(), lead.root.display().to_string());
+    match &lead.tmux_socket {
+        Some(s) => {
+            plain.insert("SWARM_TMUX_SOCKET".to_owned(), s.clone());
+        }
+        None => {
+            plain.remove("SWARM_TMUX_SOCKET");
+        }
+    }
+    (plain, secret)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lead() -> LeadSettings {
+        LeadSettings {
+            exe: "/opt/swarm/bin/swarm".into(),
+            root: "/home/u/.claude".into(),
+            provider: Some("anthropic".into()),
+            model: Some("claude-sonnet-4-5".into()),
+            base_url: None,
+            anthropic_version: Some("2023-06-01".into()),
+            rate_limit_wait: Some(120),
+            permission_mode: PermissionMode::BypassPermissions,
+            allow: vec!["Bash(cargo test:*)".into()],
+            max_turns: Some(50),
+            context_window: Some(64_000),
+            permission_timeout: Some(Duration::from_secs(90)),
+            tmux_socket: Some("swarm-x".into()),
+            session_id: Some("11111111-2222-3333-4444-555555555555".into()),
+            engine: Engine::Swarm,
+            claude_bin: None,
+        }
+    }
+
+    fn spawn() -> SpawnSpec {
+        SpawnSpec {
+            team: TeamName::new("alpha").unwrap(),
+            name: AgentName::new("bob").unwrap(),
+            color: "blue".into(),
+            agent_type: None,
+            model: None,
+            permission_mode: None,
+            plan_mode_required: false,
+            cwd: "/work/repo".into(),
+            definition_model: None,
+            definition_permission_mode: None,
+            budget: Limits::default(),
+        }
+    }
+
+    fn env() -> BTreeMap<String, String> {
+        [
+            ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+            ("ANTHROPIC_VERSION", "2023-06-01"),
+            ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
+            ("PATH", "/usr/bin:/bin"),
+            ("SWARM_LOG", "debug"),
+            ("SWARM_AGENT_NAME", "team-lead"),
+            ("SWARM_TMUX_SOCKET", "ignored-lead-value"),
+            ("AWS_SECRET_ACCESS_KEY", "not on the list"),
+            ("EDITOR", "vim"),
+            ("CLAUDE_CONFIG_DIR", "/cfg"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+    }
+
+    #[test]
+    fn golden_teammate_command() {
+        let cmd = teammate_command(&lead(), &env(), &spawn());
+        assert_eq!(
+            cmd.argv,
+            [
+                "/opt/swarm/bin/swarm",
+                "--root=/home/u/.claude",
+                "teammate",
+                "--agent-id=bob@alpha",
+                "--agent-name=bob",
+                "--team-name=alpha",
+                "--agent-color=blue",
+                "--parent-session-id=11111111-2222-3333-4444-555555555555",
+                "--cwd=/work/repo",
+                "--provider=anthropic",
+                "--model=claude-sonnet-4-5",
+                "--anthropic-version=2023-06-01",
+                "--rate-limit-wait=120",
+                "--permission-mode=bypassPermissions",
+                "--allow=Bash(cargo test:*)",
+                "--max-turns=50",
+                "--context-window=64000",
+                "--permission-timeout=1m 30s",
+            ]
+        );
+        let env: Vec<(&str, &str)> = cmd
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                ("ANTHROPIC_VERSION", "2023-06-01"),
+                ("CLAUDE_CONFIG_DIR", "/cfg"),
+                ("PATH", "/usr/bin:/bin"),
+                ("SWARM_AGENT_ID", "bob@alpha"),
+                ("SWARM_AGENT_NAME", "bob"),
+                ("SWARM_LOG", "debug"),
+                ("SWARM_ROOT", "/home/u/.claude"),
+                ("SWARM_TEAM", "alpha"),
+                ("SWARM_TMUX_SOCKET", "swarm-x"),
+            ]
+        );
+        let secrets: Vec<&str> = cmd.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(secrets, ["ANTHROPIC_API_KEY", "HTTPS_PROXY"]);
+        assert!(
+            !cmd.argv.iter().any(|a| a.contains("sk-ant")),
+            "a key reached argv"
+        );
+    }
+
+    #[test]
+    fn a_spawns_budget_reaches_the_teammates_command_line() {
+        let mut s = spawn();
+        s.budget = Limits {
+            usd: Some(2.5),
+            tokens: Some(40_000),
+        };
+        let argv = teammate_command(&lead(), &env(), &s).argv;
+        assert_eq!(
+            argv[argv.len() - 2..],
+            ["--budget-usd=2.5", "--budget-tokens=40000"]
+        );
+        let argv = teammate_command(&lead(), &env(), &spawn()).argv;
+        assert!(!argv.iter().any(|a| a.starts_with("--budget")), "{argv:?}");
+    }
+
+    #[test]
+    fn plan_mode_beats_bypass_and_spawn_settings_beat_the_leads() {
+        let mut s = spawn();
+        s.plan_mode_required = true;
+        s.permission_mode = Some(PermissionMode::AcceptEdits);
+        let cmd = teammate_command(&lead(), &env(), &s);
+        assert!(cmd.argv.contains(&"--plan-mode-required".to_owned()));
+        assert!(cmd.argv.contains(&"--permission-mode=plan".to_owned()));
+        assert!(!cmd.argv.iter().any(|a| a.contains("bypass")));
+        let mut s = spawn();
+        s.permission_mode = Some(PermissionMode::AcceptEdits);
+        s.model = Some("-odd-model".into());
+        let cmd = teammate_command(&lead(), &env(), &s);
+        assert!(
+            cmd.argv
+                .contains(&"--permission-mode=acceptEdits".to_owned())
+        );
+        assert!(cmd.argv.contains(&"--model=-odd-model".to_owned()));
+    }
+
+    #[test]
+    fn no_model_is_forced() {
+        let mut l = lead();
+        l.model = None;
+        l.anthropic_version = None;
+        let cmd = teammate_command(&l, &env(), &spawn());
+        assert!(
+            !cmd.argv
+                .iter()
+                .any(|a| a.starts_with("--model") || a.starts_with("--anthropic-version")),
+            "{:?}",
+            cmd.argv
+        );
+    }
+
+    fn model_of(lead: &LeadSettings, env: &BTreeMap<String, String>, s: &SpawnSpec) -> Vec<String> {
+        teammate_command(lead, env, s)
+            .argv
+            .into_iter()
+            .filter(|a| a.starts_with("--model"))
+            .collect()
+    }
+
+    #[test]
+    fn golden_model_resolution_rung_by_rung() {
+        let lead = lead();
+        let mut env = env();
+        let mut s = spawn();
+        // 4. the lead's model, when nothing else chooses.
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        // 3. the definition's model beats the lead's.
+        s.definition_model = Some("claude-haiku-4-5".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-haiku-4-5"]);
+        // 2. the spawn's model beats the definition's.
+        s.model = Some("claude-opus-4-1".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-opus-4-1"]);
+        // 1. CLAUDE_CODE_SUBAGENT_MODEL beats them all, and SWARM_SUBAGENT_MODEL beats it.
+        env.insert("CLAUDE_CODE_SUBAGENT_MODEL".into(), "cc-model".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=cc-model"]);
+        env.insert("SWARM_SUBAGENT_MODEL".into(), "swarm-model".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=swarm-model"]);
+        // An empty variable chooses nothing.
+        env.insert("SWARM_SUBAGENT_MODEL".into(), " ".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=cc-model"]);
+        // `inherit` on any rung is the lead's model.
+        env.insert("SWARM_SUBAGENT_MODEL".into(), "inherit".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        let env = super::tests::env();
+        s.model = None;
+        s.definition_model = Some("inherit".into());
+        assert_eq!(model_of(&lead, &env, &s), ["--model=claude-sonnet-4-5"]);
+        // ...and with no lead model, `inherit` forces nothing.
+        let mut bare = lead.clone();
+        bare.model = None;
+        assert!(model_of(&bare, &env, &s).is_empty());
+        s.definition_model = None;
+        assert!(model_of(&bare, &env, &s).is_empty());
+        s.definition_model = Some("only-the-definition".into());
+        assert_eq!(model_of(&bare, &env, &s), ["--model=only-the-definition"]);
+    }
+
+    #[test]
+    fn definition_permission_mode_sits_between_the_spawns_and_the_leads() {
+        let mode = |s: &SpawnSpec| {
+            teammate_command(&lead(), &env(), s)
+                .argv
+                .into_iter()
+                .find(|a| a.starts_with("--permission-mode="))
+                .unwrap()
+        };
+        let mut s = spawn();
+        assert_eq!(mode(&s), "--permission-mode=bypassPermissions");
+        s.definition_permission_mode = Some(PermissionMode::AcceptEdits);
+        assert_eq!(mode(&s), "--permission-mode=acceptEdits");
+        s.permission_mode = Some(PermissionMode::Default);
+        assert_eq!(mode(&s), "--permission-mode=default");
+        s.plan_mode_required = true;
+        assert_eq!(mode(&s), "--permission-mode=plan");
+    }
+
+    fn claude() -> ClaudeSpawn {
+        ClaudeSpawn {
+            bin: "/usr/local/bin/claude".into(),
+            session_id: "sid-1".into(),
+            default_root: Some("/home/u/.claude".into()),
+            as_root: true,
+        }
+    }
+
+    #[test]
+    fn golden_claude_command() {
+        let mut s = spawn();
+        s.agent_type = Some("reviewer".into());
+        let mut l = lead();
+        l.root = "/srv/team-root".into();
+        l.base_url = Some("http://127.0.0.1:9/".into());
+        let cmd = claude_command(&l, &env(), &s, &claude());
+        assert_eq!(
+            cmd.argv,
+            [
+                "/usr/local/bin/claude",
+                "--agent-id",
+                "bob@alpha",
+                "--agent-name",
+                "bob",
+                "--team-name",
+                "alpha",
+                "--agent-color",
+                "blue",
+                "--parent-session-id",
+                "sid-1",
+                "--agent-type",
+                "reviewer",
+                "--dangerously-skip-permissions",
+                "--model",
+                "claude-sonnet-4-5",
+            ]
+        );
+        let get = |k: &str| {
+            cmd.env
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("CLAUDECODE"), Some("1"));
+        assert_eq!(get("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"), Some("1"));
+        assert_eq!(get("CLAUDE_CONFIG_DIR"), Some("/srv/team-root"));
+        assert_eq!(get("IS_SANDBOX"), Some("1"));
+        assert_eq!(get("ANTHROPIC_BASE_URL"), Some("http://127.0.0.1:9/"));
+        let secrets: Vec<&str> = cmd.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(secrets, ["ANTHROPIC_API_KEY", "HTTPS_PROXY"]);
+        assert!(!cmd.argv.iter().any(|a| a.contains("sk-ant")));
+
+        // The default root needs no CLAUDE_CONFIG_DIR (and the lead's is not passed on);
+        // no bypass, no IS_SANDBOX; a plan is the client's own, with no mode flag.
+        let mut l = lead();
+        l.root = "/home/u/.claude".into();
+        s.plan_mode_required = true;
+        s.model = Some("-odd".into());
+        let cmd = claude_command(&l, &env(), &s, &claude());
+        assert!(
+            !cmd.env
+                .iter()
+                .any(|(k, _)| k == "CLAUDE_CONFIG_DIR" || k == "IS_SANDBOX")
+        );
+        assert!(cmd.argv.contains(&"--plan-mode-required".to_owned()));
+        assert!(cmd.argv.contains(&"--model=-odd".to_owned()));
+        assert!(
+            !cmd.argv
+                .iter()
+                .any(|a| a.contains("permission") && a != "--plan-mode-required"),
+            "{:?}",
+            cmd.argv
+        );
+        s.plan_mode_required = false;
+        s.permission_mode = Some(PermissionMode::Default);
+        let cmd = claude_command(&l, &env(), &s, &claude());
+        assert!(
+            cmd.argv
+                .windows(2)
+                .any(|w| w == ["--permission-mode", "default"])
+        );
+    }
+}

@@ -1,0 +1,574 @@
+//! Starting a teammate in its own pane.
+//!
+//! Order matters: the agent definition named by `--agent-type` is applied (model,
+//! isolation, colour, initial prompt, permission mode; an unknown type is refused), the
+//! roster entry is reserved (so the name is taken), the teammate's git worktree is made
+//! when it is isolated (see [`crate::worktree`]), the first instructions are written to
+//! its inbox, then the pane is made running the teammate directly (argv, no shell, no
+//! keystrokes), and the roster gets the pane id. If anything fails after the reservation,
+//! the reservation, the worktree and the inbox go again. The team window, and the lead
+//! process in its first pane, are opened by the first spawn. Every pane's command is kept
+//! as a launch record, for `swarm resume` (see [`crate::resume`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
+use crate::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
+use crate::worktree;
+use swarm_config::agents::{Catalog, Definition, Isolation};
+use swarm_config::project::{PROJECT_DIR_ENV, UserDirs};
+use swarm_llm::budget::Limits;
+use swarm_llm::config::{LlmConfig, LlmFlags, Provider};
+use swarm_store::layout::Root;
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::roster::{self, NewMember};
+use swarm_store::worktrees::Record;
+use swarm_tmux::{Caller, PaneId, PaneSpec, Tmux, TmuxCommand};
+use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct SpawnRequest {
+    pub name: AgentName,
+    pub prompt: Option<String>,
+    pub agent_type: Option<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<swarm_config::permissions::PermissionMode>,
+    pub plan_mode_required: bool,
+    pub cwd: PathBuf,
+    pub color: Option<String>,
+    /// `None`: the agent definition's, else none.
+    pub isolation: Option<Isolation>,
+    /// `None`: the lead's.
+    pub engine: Option<Engine>,
+    /// Its own budget (swarm teammates only).
+    pub budget: Limits,
+}
+
+#[derive(Debug, Clone)]
+pub struct Spawned {
+    pub name: String,
+    pub pane: String,
+    pub color: String,
+    /// The team window (and its lead) was opened by this spawn.
+    pub opened_window: bool,
+    /// The teammate's own worktree, when it is isolated.
+    pub worktree: Option<Record>,
+    /// The model it was given, if any was.
+    pub model: Option<String>,
+}
+
+/// A spawn request that passed [`Launcher::check`].
+struct Checked {
+    prepared: Prepared,
+    config: roster::TeamConfig,
+    color: String,
+    worktree: Option<worktree::Plan>,
+}
+
+/// What a spawn would do (see [`Launcher::dry_run`]).
+#[derive(Debug, Clone)]
+pub struct DryRun {
+    /// The tmux commands, one invocation a line, as a shell would take them; secrets
+    /// never appear in them.
+    pub tmux: Vec<String>,
+    pub command: TeammateCommand,
+    pub worktree: Option<worktree::Plan>,
+}
+
+/// A spawn request with its agent definition applied.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub req: SpawnRequest,
+    pub definition: Option<Definition>,
+}
+
+/// How the teammates of one team are started: where (the team's tmux server, and whether
+/// the caller sits inside it) and with what (the settings and environment a lead passes
+/// on, the user's configuration). One value serves `swarm spawn`, `swarm run` and the lead
+/// agent's Agent tool alike.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    pub root: Root,
+    pub team: TeamName,
+    pub tmux: Tmux,
+    /// Where the process starting teammates sits in tmux (a first window opens beside it).
+    pub caller: Caller,
+    pub lead: LeadSettings,
+    /// The lead's environment, which teammates inherit from (see [`inherit`]).
+    pub env: BTreeMap<String, String>,
+    pub dirs: UserDirs,
+    /// Where a lead started by this launcher works.
+    pub cwd: PathBuf,
+    /// `SWARM_PANES_PER_WINDOW`, if set.
+    pub panes_per_window: Option<usize>,
+}
+
+impl Launcher {
+    pub fn window_options(&self) -> TeamWindowOptions {
+        TeamWindowOptions::for_team(&self.root, &self.team, self.panes_per_window)
+    }
+
+    /// Applies the agent definition `req.agent_type` names (from the project of `req.cwd`
+    /// and the user's): its initial prompt when no prompt was given, its colour and
+    /// isolation when none were. An unknown type is an error listing the known ones;
+    /// invalid definition files are reported on stderr and skipped.
+    fn prepare(&self, req: &SpawnRequest) -> Result<Prepared> {
+        let mut req = req.clone();
+        let definition = match &req.agent_type {
+            Some(t) => {
+                let catalog = Catalog::load(&req.cwd, &self.dirs);
+                catalog.warn_invalid();
+                Some(catalog.get(t)?.clone())
+            }
+            None => None,
+        };
+        if let Some(d) = &definition {
+            if req.prompt.as_deref().is_none_or(|p| p.trim().is_empty())
+                && d.initial_prompt.is_some()
+            {
+                req.prompt = d.initial_prompt.clone();
+            }
+            if req.color.is_none() {
+                req.color = d.color.clone();
+            }
+            if req.isolation.is_none() {
+                req.isolation = d.isolation;
+            }
+        }
+        Ok(Prepared { req, definition })
+    }
+
+    /// The teammate's command for a prepared request: from the lead's settings and
+    /// environment, and naming the project it was spawned for, which a teammate in a
+    /// worktree would not find by walking up from its own directory.
+    fn teammate_command(
+        &self,
+        prepared: &Prepared,
+        color: &str,
+        project: &Path,
+    ) -> Result<TeammateCommand> {
+        let config = roster::load(&self.root, &self.team)?;
+        let mut settings = self.lead.clone();
+        settings.session_id = config.lead_session_id.clone();
+        let spec = spec(&self.team, prepared, color);
+        let mut cmd = match self.engine(&prepared.req) {
+            Engine::Swarm => inherit::teammate_command(&settings, &self.env, &spec),
+            Engine::Claude => {
+                let claude = ClaudeSpawn {
+                    bin: self.claude_bin()?.to_path_buf(),
+                    // A dry run shows one; the spawn writes one first (see `session_id`).
+                    session_id: settings
+                        .session_id
+                        .clone()
+                        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+                    default_root: self.dirs.home.as_ref().map(|h| h.join(".claude")),
+                    as_root: nix::unistd::geteuid().is_root(),
+                };
+                inherit::claude_command(&settings, &self.env, &spec, &claude)
+            }
+        };
+        cmd.env.retain(|(k, _)| k != PROJECT_DIR_ENV);
+        cmd.env
+            .push((PROJECT_DIR_ENV.to_owned(), project.display().to_string()));
+        Ok(cmd)
+    }
+
+    /// What runs the teammate `req` asks for.
+    pub fn engine(&self, req: &SpawnRequest) -> Engine {
+        req.engine.unwrap_or(self.lead.engine)
+    }
+
+    /// The Claude Code client; resolved at the edge, so missing here only when the edge
+    /// did not expect a Claude Code teammate.
+    fn claude_bin(&self) -> Result<&Path> {
+        self.lead.claude_bin.as_deref().ok_or_else(|| {
+            Error::usage(
+                "no Claude Code client to start: give its path with --claude-bin PATH or SWARM_CLAUDE_BIN",
+            )
+        })
+    }
+
+    /// The lead's session id, which a Claude Code teammate is started with: the roster's,
+    /// made now if the roster has none (a team Claude Code did not create).
+    fn session_id(&self) -> Result<()> {
+        roster::update(&self.root, &self.team, |c| {
+            if c.lead_session_id.is_none() {
+                c.lead_session_id = Some(uuid::Uuid::new_v4().to_string());
+            }
+            Ok(())
+        })
+    }
+
+    /// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
+    /// supervise in turn.
+    pub fn lead_command(&self, extra: &[String]) -> TeammateCommand {
+        let lead = &self.lead;
+        let team = &self.team;
+        let mut argv = vec![
+            lead.exe.display().to_string(),
+            format!("--root={}", lead.root.display()),
+            "lead".to_owned(),
+            format!("--team={team}"),
+        ];
+        if let Some(p) = &lead.provider {
+            argv.push(format!("--provider={p}"));
+        }
+        if let Some(m) = &lead.model {
+            argv.push(format!("--model={m}"));
+        }
+        if let Some(u) = &lead.base_url {
+            argv.push(format!("--base-url={u}"));
+        }
+        if let Some(v) = &lead.anthropic_version {
+            argv.push(format!("--anthropic-version={v}"));
+        }
+        argv.push(format!("--permission-mode={}", lead.permission_mode));
+        for rule in &lead.allow {
+            argv.push(format!("--allow={rule}"));
+        }
+        if let Some(n) = lead.max_turns {
+            argv.push(format!("--max-turns={n}"));
+        }
+        if let Some(n) = lead.context_window {
+            argv.push(format!("--context-window={n}"));
+        }
+        if let Some(t) = lead.permission_timeout {
+            argv.push(inherit::permission_timeout_flag(t));
+        }
+        if lead.engine == Engine::Claude {
+            argv.push(format!("--engine={}", lead.engine));
+            if let Some(bin) = &lead.claude_bin {
+                argv.push(format!("--claude-bin={}", bin.display()));
+            }
+        }
+        argv.extend(extra.iter().cloned());
+        let (mut env, secret_env) = inherit::environment(lead, &self.env);
+        env.insert("SWARM_AGENT_ID".to_owned(), format!("{LEAD}@{team}"));
+        env.insert("SWARM_AGENT_NAME".to_owned(), LEAD.to_owned());
+        env.insert("SWARM_TEAM".to_owned(), team.to_string());
+        TeammateCommand {
+            argv,
+            env: env.into_iter().collect(),
+            secret_env: secret_env.into_iter().collect(),
+            cwd: self.cwd.clone(),
+        }
+    }
+
+    /// Opens the team's window with the lead in its first pane, unless it is open already.
+    /// Returns the window and whether this call opened it.
+    pub fn ensure_window(&self, lead: &TeammateCommand) -> Result<(TeamWindow, bool)> {
+        if let Some(w) = TeamWindow::find(&self.tmux, &self.team, self.window_options())? {
+            return Ok((w, false));
+        }
+        let placement = Placement::for_caller(&self.tmux, &self.caller)?;
+        let window = TeamWindow::open(
+            &self.tmux,
+            &self.team,
+            &pane_spec(lead),
+            placement,
+            self.window_options(),
+        )?;
+        team_window::record_server(&self.root, &window)?;
+        crate::resume::save_launch(&self.root, &self.team, LEAD, lead, self.lead.engine)?;
+        let pane = window
+            .lead_pane()?
+            .map(|p| p.to_string())
+            .unwrap_or_default();
+        roster::update_member(&self.root, &self.team, LEAD, |m| {
+            m.tmux_pane_id = pane;
+            m.backend_type = Some("tmux".to_owned());
+        })?;
+        Ok((window, true))
+    }
+
+    /// The lead's pane, when the lead has stopped in it (a crash, or Ctrl-C in its pane,
+    /// which `remain-on-exit` keeps open) and must start again: a teammate spawned into a
+    /// team nobody supervises would go unwatched, its death unreported.
+    fn stopped_lead(&self, window: &TeamWindow) -> Result<Option<PaneId>> {
+        if swarm_store::lead::is_running(&self.root, &self.team) {
+            return Ok(None);
+        }
+        Ok(window
+            .panes()?
+            .into_iter()
+            .find(|p| p.agent.as_deref() == Some(LEAD) && p.dead)
+            .map(|p| p.pane))
+    }
+
+    /// Everything a spawn checks before it makes anything, so that a refusal leaves
+    /// nothing behind and a dry run refuses what the spawn would: the working directory,
+    /// the agent definition, a free name, and the worktree if one is asked for.
+    fn check(&self, req: &SpawnRequest) -> Result<Checked> {
+        check_cwd(&req.cwd)?;
+        if self.engine(req) == Engine::Claude {
+            self.claude_bin()?;
+            if !req.budget.is_none() {
+                return Err(Error::usage(
+                    "a budget applies to swarm teammates only (Claude Code keeps its own accounts): drop --budget-usd/--budget-tokens or use --engine swarm",
+                ));
+            }
+        } else {
+            self.check_model(&req.name)?;
+        }
+        let prepared = self.prepare(req)?;
+        let config = roster::load(&self.root, &self.team)?;
+        check_name_free(&config, &self.team, &req.name)?;
+        let color = prepared
+            .req
+            .color
+            .clone()
+            .unwrap_or_else(|| config.next_color().to_owned());
+        let worktree = match prepared.req.isolation {
+            Some(Isolation::Worktree) => Some(worktree::plan(&self.team, &req.name, &req.cwd)?),
+            _ => None,
+        };
+        Ok(Checked {
+            prepared,
+            config,
+            color,
+            worktree,
+        })
+    }
+
+    /// A swarm teammate resolves its model from the flags and environment it is started
+    /// with, as `swarm agent` does; one that could not (no key, a bad provider or URL)
+    /// would only die in its pane, so the spawn is refused here with the reason.
+    fn check_model(&self, name: &AgentName) -> Result<()> {
+        let (plain, secret) = inherit::environment(&self.lead, &self.env);
+        let given =
+            |flag: &Option<String>, var: &str| flag.clone().or_else(|| plain.get(var).cloned());
+        let provider = given(&self.lead.provider, "SWARM_PROVIDER")
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| p.parse::<Provider>())
+            .transpose();
+        let checked = provider.and_then(|provider| {
+            let flags = LlmFlags {
+                provider,
+                base_url: given(&self.lead.base_url, "SWARM_BASE_URL"),
+                anthropic_version: self.lead.anthropic_version.clone(),
+                ..LlmFlags::default()
+            };
+            LlmConfig::resolve(&flags, |var| {
+                secret.get(var).or_else(|| plain.get(var)).cloned()
+            })
+        });
+        checked
+            .map(|_| ())
+            .map_err(|e| Error::usage(format!("cannot spawn {name}: {e}")))
+    }
+
+    /// What [`Launcher::spawn`] would do, with nothing created: the teammate's command,
+    /// its worktree, and the tmux commands the spawn runs, from the very code that runs
+    /// them (see [`TeamWindow::plan_teammate`]). Refuses what the real spawn would refuse.
+    pub fn dry_run(&self, req: &SpawnRequest) -> Result<DryRun> {
+        let Checked {
+            mut prepared,
+            color,
+            worktree,
+            ..
+        } = self.check(req)?;
+        if let Some(plan) = &worktree {
+            prepared.req.cwd = plan.cwd.clone();
+        }
+        let project = self.dirs.project_dir(&req.cwd);
+        let command = self.teammate_command(&prepared, &color, &project)?;
+        let spec = pane_spec(&command);
+        let lead = pane_spec(&self.lead_command(&[]));
+        let tmux = match TeamWindow::find(&self.tmux, &self.team, self.window_options())? {
+            Some(mut window) => {
+                let mut lines = Vec::new();
+                if let Some(pane) = self.stopped_lead(&window)? {
+                    let restart = TmuxCommand::respawn_pane(pane, &lead)?;
+                    lines.push(self.tmux.command_line(&[restart]));
+                }
+                lines.extend(window.plan_teammate(&req.name, &color, &spec)?);
+                lines
+            }
+            None => TeamWindow::plan_open(
+                &self.tmux,
+                &self.team,
+                &lead,
+                Placement::for_caller(&self.tmux, &self.caller)?,
+                self.window_options(),
+                &req.name,
+                &color,
+                &spec,
+            )?,
+        };
+        Ok(DryRun {
+            tmux,
+            command,
+            worktree,
+        })
+    }
+
+    /// Spawns one teammate.
+    pub fn spawn(&self, req: &SpawnRequest) -> Result<Spawned> {
+        let (root, team) = (&self.root, &self.team);
+        let Checked {
+            mut prepared,
+            config,
+            color,
+            worktree: plan,
+        } = self.check(req)?;
+        let engine = self.engine(req);
+        if engine == Engine::Claude {
+            self.session_id()?;
+        }
+        let model = inherit::resolve_model(&self.lead, &self.env, &spec(team, &prepared, &color));
+        let member = roster::add_member(
+            root,
+            team,
+            NewMember {
+                name: req.name.clone(),
+                color: Some(color.clone()),
+                agent_type: prepared.req.agent_type.clone(),
+                model: model.clone(),
+                prompt: prepared.req.prompt.clone(),
+                plan_mode_required: req.plan_mode_required,
+                cwd: req.cwd.display().to_string(),
+            },
+        )?;
+        // A teammate in a worktree still reads the project's agent definitions and hooks,
+        // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
+        let project = self.dirs.project_dir(&req.cwd);
+        let mut made: Option<Record> = None;
+        let started = (|| -> Result<Spawned> {
+            if let Some(plan) = &plan {
+                let record = worktree::create(root, team, plan)?;
+                let cwd = worktree::working_dir(plan);
+                roster::update_member(root, team, req.name.as_str(), |m| {
+                    m.cwd = cwd.display().to_string();
+                    m.worktree_path = Some(record.path.display().to_string());
+                    m.extra
+                        .insert("worktreeBranch".into(), record.branch.clone().into());
+                    m.extra
+                        .insert("worktreeBaseCommit".into(), record.base.clone().into());
+                })?;
+                prepared.req.cwd = cwd;
+                made = Some(record);
+            }
+            let cmd = self.teammate_command(&prepared, &color, &project)?;
+            crate::resume::save_launch(root, team, req.name.as_str(), &cmd, engine)?;
+            if let Some(prompt) = prepared
+                .req
+                .prompt
+                .as_deref()
+                .filter(|p| !p.trim().is_empty())
+            {
+                let lead_color = config.member(LEAD).and_then(|m| m.color.clone());
+                mailbox::deliver(
+                    root,
+                    team,
+                    &req.name,
+                    Envelope::new(LEAD, prompt).with_color(lead_color),
+                )?;
+            }
+            let lead_cmd = self.lead_command(&[]);
+            let (mut window, opened) = self.ensure_window(&lead_cmd)?;
+            if !opened && let Some(pane) = self.stopped_lead(&window)? {
+                window.tmux().respawn_pane(pane, &pane_spec(&lead_cmd))?;
+            }
+            let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
+            // A Claude Code process never writes swarm's pid; its pane's process is it.
+            let pid = match engine {
+                Engine::Swarm => None,
+                Engine::Claude => window
+                    .tmux()
+                    .display(&pane, "#{pane_pid}")?
+                    .trim()
+                    .parse::<i32>()
+                    .ok(),
+            };
+            roster::update_member(root, team, req.name.as_str(), |m| {
+                m.tmux_pane_id = pane.to_string();
+                m.backend_type = Some("tmux".to_owned());
+                m.engine = Some(engine.to_string());
+                // No `isActive` yet: the client writes it at its first turn, and until it
+                // does, a client that never gets there is looked at for a first-run dialog.
+                if engine == Engine::Claude {
+                    m.pid = pid;
+                }
+            })?;
+            Ok(Spawned {
+                name: member.name.clone(),
+                pane: pane.to_string(),
+                color: color.clone(),
+                opened_window: opened,
+                worktree: made.clone(),
+                model: model.clone(),
+            })
+        })();
+        if started.is_err() {
+            let _ = roster::remove_member(root, team, req.name.as_str());
+            let _ = mailbox::remove_inbox(root, team, &req.name);
+            if let Some(record) = &made
+                && let Err(e) = worktree::remove(root, team, record)
+            {
+                tracing::warn!("failed to remove the worktree of a failed spawn: {e}");
+            }
+        }
+        started
+    }
+}
+
+fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
+    let req = &prepared.req;
+    let def = prepared.definition.as_ref();
+    SpawnSpec {
+        team: team.clone(),
+        name: req.name.clone(),
+        color: color.to_owned(),
+        agent_type: req.agent_type.clone(),
+        model: req.model.clone(),
+        permission_mode: req.permission_mode,
+        plan_mode_required: req.plan_mode_required,
+        cwd: req.cwd.clone(),
+        definition_model: def.and_then(|d| d.model.clone()),
+        definition_permission_mode: def.and_then(|d| d.permission_mode),
+        budget: req.budget,
+    }
+}
+
+pub(crate) fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
+    PaneSpec {
+        cwd: cmd.cwd.clone(),
+        env: cmd.env.clone(),
+        argv: cmd.argv.clone(),
+        secret_env: cmd.secret_env.clone(),
+    }
+}
+
+/// Names are unique within a team, ignoring case: `Bob` and `bob` would be one name to
+/// the person reading the panes.
+fn check_name_free(config: &roster::TeamConfig, team: &TeamName, name: &AgentName) -> Result<()> {
+    match config
+        .members
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(name.as_str()))
+    {
+        Some(existing) => Err(Error::conflict(format!(
+            "team '{team}' already has a member named '{}'; names are unique within a team, pick another (or shut that one down first)",
+            existing.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn check_cwd(cwd: &Path) -> Result<()> {
+    if !cwd.is_absolute() {
+        return Err(Error::usage(format!(
+            "--cwd {} must be an absolute path",
+            cwd.display()
+        )));
+    }
+    if !cwd.is_dir() {
+        return Err(Error::not_found(format!(
+            "working directory {} does not exist",
+            cwd.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! The lead's MergeQueue tool: the team's merge queue ([`crate::merge`]) as the lead
+//! agent sees and drives it: list it, run it now, or retry a held branch.
+
+use serde_json::Value;
+
+use crate::merge::{self, Options};
+use swarm_agent::tools::ToolOutcome;
+use swarm_store::layout::Root;
+use swarm_store::merge_queue;
+use swarm_store::names::TeamName;
+
+pub fn run(root: &Root, team: &TeamName, input: &Value) -> ToolOutcome {
+    let action = input.get("action").and_then(Value::as_str).unwrap_or("");
+    let result = match action {
+        "status" => merge_queue::load(root, team).map(|q| {
+            if q.entries.is_empty() {
+                "The merge queue is empty.".to_owned()
+            } else {
+                lines(&q.entries)
+            }
+        }),
+        "run" => run_queue(root, team),
+        "retry" => match input.get("branch").and_then(Value::as_str) {
+            Some(branch) => merge::retry(root, team, branch).and_then(|_| run_queue(root, team)),
+            None => return ToolOutcome::err("retry needs the branch to retry"),
+        },
+        other => {
+            return ToolOutcome::err(format!(
+                "unknown action {other:?}; use status, run or retry"
+            ));
+        }
+    };
+    match result {
+        Ok(text) => ToolOutcome::ok(text),
+        Err(e) => ToolOutcome::err(e.to_string()),
+    }
+}
+
+fn lines(entries: &[merge_queue::Entry]) -> String {
+    entries
+        .iter()
+        .map(merge::describe)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn run_queue(root: &Root, team: &TeamName) -> swarm_util::error::Result<String> {
+    let outcome = merge::run(root, team, &Options::default(), &|_| {})?;
+    if outcome.target.is_empty() {
+        return Ok("Nothing to merge: no teammate works in a worktree.".to_owned());
+    }
+    let mut text = vec![lines(&outcome.entries)];
+    text.extend(outcome.target_lines());
+    Ok(text.join("\n"))
+}

@@ -1,0 +1,474 @@
+//! Bringing a team back after its lead crashed, its tmux server died or the machine
+//! rebooted (`swarm resume`).
+//!
+//! Every pane swarm starts leaves a launch record (see [`swarm_store::launch_record`]).
+//! `swarm resume` starts the lead again from its record with `--resume`, in a new team
+//! window or in the lead's dead pane ([`resume_lead`]); the resumed lead, before it
+//! supervises anything, starts again every teammate of the roster that had not finished
+//! ([`respawn_teammates`]): its own record with `--resume`, so it restores its
+//! conversation, in the permission mode it had last (an approved plan's mode stays
+//! approved), in its worktree if that is still there, else in the project (said so). A
+//! request it was waiting on when it stopped was expired then; resumed, it asks again if it
+//! still needs the answer.
+//! A teammate still alive is adopted: left as it is. One that finished (its approved
+//! shutdown, a clean exit) stays finished.
+//!
+//! Work in flight stays with its owner: the tasks a respawned teammate held (in progress,
+//! or returned to pending when it or a lead noticed its death) are claimed for it again
+//! before it starts, if nobody took them meanwhile, and its old process is marked as
+//! reported, so the resumed lead's supervisor does not report it dead and hand its tasks
+//! out. Mail it had not acknowledged stays in its inbox and is read once, except a
+//! shutdown request from the lead that stopped, which is acknowledged here: the team
+//! resumes, nobody asked it to stop now.
+//!
+//! A team is unfinished when its lead has a launch record and did not end cleanly (it
+//! never wrote its end, or ended by a signal or a failure), and its lead is not running.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::inherit::{Engine, TeammateCommand};
+use crate::launch::{Launcher, pane_spec};
+use crate::window::{self as team_window, Placement, TeamWindow};
+use swarm_store::documents;
+use swarm_store::launch_record::{self, LaunchRecord};
+use swarm_store::layout::Root;
+use swarm_store::lead;
+use swarm_store::mailbox;
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::protocol::Protocol;
+use swarm_store::roster;
+use swarm_store::state::{self, Activity};
+use swarm_store::tasks::{Status, TaskList};
+use swarm_util::error::{Error, Result};
+
+/// The flag a resumed `swarm lead` or `swarm teammate` is started with.
+pub const RESUME_FLAG: &str = "--resume";
+
+/// Keeps how `agent`'s pane was started (its secrets by name only).
+pub fn save_launch(
+    root: &Root,
+    team: &TeamName,
+    agent: &str,
+    cmd: &TeammateCommand,
+    engine: Engine,
+) -> Result<()> {
+    let record = LaunchRecord {
+        argv: cmd
+            .argv
+            .iter()
+            .filter(|a| *a != RESUME_FLAG)
+            .cloned()
+            .collect(),
+        env: cmd.env.clone(),
+        secret_names: cmd.secret_env.iter().map(|(k, _)| k.clone()).collect(),
+        cwd: cmd.cwd.clone(),
+        engine: Some(engine.to_string()),
+    };
+    launch_record::save(root, team, agent, &record)
+}
+
+/// The command a record describes, its secrets taken from `env` (the restarting
+/// process's environment); a secret that is not there any more is left out.
+fn command_from(record: LaunchRecord, env: &BTreeMap<String, String>) -> TeammateCommand {
+    let secret_env = record
+        .secret_names
+        .iter()
+        .filter_map(|k| env.get(k).map(|v| (k.clone(), v.clone())))
+        .collect();
+    TeammateCommand {
+        argv: record.argv,
+        env: record.env,
+        secret_env,
+        cwd: record.cwd,
+    }
+}
+
+/// Where a team stands, for `swarm resume` and `swarm run`'s offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Its lead runs now.
+    Running,
+    /// Its lead ended cleanly, or it was never started as a team with a lead.
+    Finished,
+    /// Its lead stopped before the end: it can be resumed.
+    Unfinished,
+}
+
+pub fn standing(root: &Root, team: &TeamName) -> Standing {
+    if lead::is_running(root, team) {
+        return Standing::Running;
+    }
+    if !matches!(launch_record::read(root, team, LEAD), Ok(Some(_))) {
+        return Standing::Finished;
+    }
+    match state::read(root, team, &AgentName::lead()) {
+        Some(s) if s.activity == Activity::Exited => {
+            if s.exit.is_some_and(|e| e.clean && e.code == 0) {
+                Standing::Finished
+            } else {
+                Standing::Unfinished
+            }
+        }
+        // It never wrote its end: it was killed, or the machine went down.
+        _ => Standing::Unfinished,
+    }
+}
+
+/// The unfinished teams whose lead worked in `project`, by name.
+pub fn unfinished_in(root: &Root, project: &Path) -> Vec<String> {
+    let same = |dir: &str| {
+        let dir = PathBuf::from(dir);
+        dir == project || dir.canonicalize().is_ok_and(|d| d == project)
+    };
+    roster::list(root)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| c.member(LEAD).is_some_and(|l| same(&l.cwd)))
+        .filter_map(|c| TeamName::new(&c.name).ok())
+        .filter(|t| standing(root, t) == Standing::Unfinished)
+        .map(|t| t.to_string())
+        .collect()
+}
+
+/// Whether the team's lead works on a goal (`swarm run`), rather than only supervising
+/// the teammates `swarm spawn` started.
+pub fn has_goal(root: &Root, team: &TeamName) -> bool {
+    matches!(launch_record::read(root, team, LEAD), Ok(Some(r)) if r.argv.iter().any(|a| a.starts_with("--goal-file=")))
+}
+
+/// Refuses a team that cannot be resumed, saying why and what to do instead.
+pub fn check_resumable(root: &Root, team: &TeamName) -> Result<()> {
+    if !root.roster_path(team).exists() {
+        return Err(Error::not_found(format!(
+            "no team '{team}' under {}; `swarm status` lists teams",
+            root.path().display()
+        )));
+    }
+    match standing(root, team) {
+        Standing::Running => Err(Error::conflict(format!(
+            "team '{team}' is running: its lead is alive; attach to it with `swarm attach {team}`"
+        ))),
+        Standing::Finished => Err(Error::conflict(format!(
+            "team '{team}' has nothing to resume: its lead finished (or it was never started by `swarm run` or `swarm spawn`); start new work with `swarm run`"
+        ))),
+        Standing::Unfinished => Ok(()),
+    }
+}
+
+/// Starts the team's lead again from its launch record with `--resume`: in its own pane if
+/// the team window is still there with the lead's pane dead, else in a new team window.
+/// The lead's old state and report go first, so whoever waits for the new lead does not
+/// take the old one's end for its.
+pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
+    let (root, team) = (&launcher.root, &launcher.team);
+    check_resumable(root, team)?;
+    let record = launch_record::read(root, team, LEAD)?
+        .ok_or_else(|| Error::not_found(format!("team '{team}' has no launch record")))?;
+    let mut cmd = command_from(record, &launcher.env);
+    cmd.argv.push(RESUME_FLAG.to_owned());
+    if !cmd.cwd.is_dir() {
+        return Err(Error::not_found(format!(
+            "team '{team}' worked in {}, which is gone; restore that directory to resume it",
+            cmd.cwd.display()
+        )));
+    }
+    state::remove(root, team, &AgentName::lead())?;
+    documents::remove_report(root, team)?;
+    let spec = pane_spec(&cmd);
+    if let Some(window) = TeamWindow::find(&launcher.tmux, team, launcher.window_options())? {
+        let lead_pane = window
+            .panes()?
+            .into_iter()
+            .find(|p| p.agent.as_deref() == Some(LEAD));
+        return match lead_pane {
+            Some(p) if p.dead => {
+                window.tmux().respawn_pane(p.pane, &spec)?;
+                Ok(window)
+            }
+            Some(_) => Err(Error::conflict(format!(
+                "team '{team}''s lead pane is still running; attach to it with `swarm attach {team}`"
+            ))),
+            None => Err(Error::conflict(format!(
+                "team '{team}''s window has no lead pane any more; shut its teammates down with `swarm --team {team} shutdown --all`, then resume it"
+            ))),
+        };
+    }
+    let placement = Placement::for_caller(&launcher.tmux, &launcher.caller)?;
+    let window = TeamWindow::open(
+        &launcher.tmux,
+        team,
+        &spec,
+        placement,
+        launcher.window_options(),
+    )?;
+    team_window::record_server(root, &window)?;
+    let pane = window
+        .lead_pane()?
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    roster::update_member(root, team, LEAD, |m| {
+        m.tmux_pane_id = pane;
+        m.backend_type = Some("tmux".to_owned());
+    })?;
+    Ok(window)
+}
+
+/// What became of one teammate when its lead resumed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resumed {
+    pub name: String,
+    /// In words: adopted, respawned (and how), finished, or why it was not started.
+    pub how: String,
+}
+
+/// Called by a resumed lead before it supervises: respawns every teammate that had not
+/// finished and is not alive, adopts the living (see the module comment).
+pub fn respawn_teammates(launcher: &Launcher) -> Result<Vec<Resumed>> {
+    let config = roster::load(&launcher.root, &launcher.team)?;
+    let mut window = None;
+    Ok(config
+        .members
+        .iter()
+        .filter(|m| m.name != LEAD)
+        .map(|m| Resumed {
+            name: m.name.clone(),
+            // One that fails to start must not keep the others stopped.
+            how: respawn_one(launcher, m, &mut window, false)
+                .unwrap_or_else(|e| format!("not restarted: {e}")),
+        })
+        .collect())
+}
+
+/// Restarts `name`, stopped, with its conversation and in its worktree, to work on a task
+/// the merge queue handed back to it (see `team::merge_handback`); a finished teammate
+/// too. Says what it did; a living one is left alone.
+pub fn respawn_for_merge(launcher: &Launcher, name: &str) -> Result<String> {
+    let config = roster::load(&launcher.root, &launcher.team)?;
+    let m = config
+        .member(name)
+        .ok_or_else(|| Error::usage(format!("{name} is not in team '{}'", launcher.team)))?;
+    // Its worktree was settled (kept) when it stopped; in use again, it is settled again
+    // when it stops again.
+    if let Ok(Some(mut record)) = swarm_store::worktrees::read(&launcher.root, &launcher.team, name)
+        && record.state == swarm_store::worktrees::RecordState::Kept
+    {
+        record.state = swarm_store::worktrees::RecordState::Active;
+        swarm_store::worktrees::save(&launcher.root, &launcher.team, &record)?;
+    }
+    respawn_one(launcher, m, &mut None, true)
+}
+
+/// Decides about one teammate and restarts it if it needs it (a finished one only when
+/// `even_finished`); says what it did.
+fn respawn_one(
+    launcher: &Launcher,
+    m: &roster::Member,
+    window: &mut Option<TeamWindow>,
+    even_finished: bool,
+) -> Result<String> {
+    let (root, team) = (&launcher.root, &launcher.team);
+    let agent = AgentName::parse_any(&m.name)?;
+    let st = state::read(root, team, &agent);
+    if let Some(s) = &st {
+        if !even_finished
+            && s.activity == Activity::Exited
+            && s.exit.as_ref().is_some_and(|e| e.clean)
+        {
+            return Ok("finished: not restarted".to_owned());
+        }
+        if s.activity != Activity::Exited && s.process_alive() {
+            return Ok(format!("adopted: still running (pid {})", s.pid));
+        }
+    } else if let Some(pid) = m.pid.filter(|p| swarm_util::process::is_alive(*p)) {
+        return Ok(format!("adopted: still running (pid {pid})"));
+    }
+    let Some(record) = launch_record::read(root, team, &m.name)? else {
+        return Ok("not restarted: swarm did not start it (no launch record)".to_owned());
+    };
+    let engine = record
+        .engine
+        .as_deref()
+        .and_then(|e| e.parse::<Engine>().ok())
+        .unwrap_or_default();
+    let mut cmd = command_from(record, &launcher.env);
+    let mut how = Vec::new();
+    if !cmd.cwd.is_dir() {
+        how.push(format!(
+            "its directory {} is gone, so it works in {} instead",
+            cmd.cwd.display(),
+            launcher.cwd.display()
+        ));
+        for a in cmd.argv.iter_mut().filter(|a| a.starts_with("--cwd=")) {
+            *a = format!("--cwd={}", launcher.cwd.display());
+        }
+        cmd.cwd = launcher.cwd.clone();
+    }
+    match engine {
+        Engine::Swarm => {
+            // The mode it had last, which an approved plan may have changed.
+            let mode = st.as_ref().and_then(|s| s.mode.clone()).or(m.mode.clone());
+            if let Some(mode) = mode {
+                for a in cmd
+                    .argv
+                    .iter_mut()
+                    .filter(|a| a.starts_with("--permission-mode="))
+                {
+                    *a = format!("--permission-mode={mode}");
+                }
+            }
+            cmd.argv.push(RESUME_FLAG.to_owned());
+            how.insert(0, "respawned with its conversation".to_owned());
+        }
+        Engine::Claude => match claude_session(m) {
+            Some(sid) => {
+                cmd.argv.push(RESUME_FLAG.to_owned());
+                cmd.argv.push(sid.clone());
+                how.insert(0, format!("respawned with `claude --resume {sid}`"));
+            }
+            None => how.insert(
+                0,
+                "respawned fresh: its Claude Code session id is not known".to_owned(),
+            ),
+        },
+    }
+    // Its old process must not be reported dead by the lead's supervisor, which
+    // would hand out the tasks it is about to continue.
+    if let Some(pid) = st.as_ref().map(|s| s.pid).or(m.pid) {
+        state::claim_exit_report(root, team, &agent, &pid.to_string())?;
+    }
+    let released = st
+        .as_ref()
+        .and_then(|s| s.exit.as_ref())
+        .map(|e| e.released_tasks.clone())
+        .unwrap_or_default();
+    let kept = reclaim(root, team, &m.name, &released);
+    if !kept.is_empty() {
+        how.push(format!("keeps task(s) #{}", kept.join(", #")));
+    }
+    drop_stale_requests(root, team, &agent);
+    state::remove(root, team, &agent)?;
+    if window.is_none() {
+        *window = TeamWindow::find(&launcher.tmux, team, launcher.window_options())?;
+    }
+    let w = window
+        .as_mut()
+        .ok_or_else(|| Error::Other(format!("team '{team}' has no window to restart it in")))?;
+    // A teammate that crashed left its pane open and dead (`remain-on-exit`, to show how it
+    // ended); its new pane would be refused beside it.
+    for p in w.panes()? {
+        if p.dead && p.agent.as_deref() == Some(m.name.as_str()) {
+            w.kill_pane(p.pane)?;
+        }
+    }
+    let color = m.color.clone().unwrap_or_else(|| "blue".to_owned());
+    let pane = w.add_teammate(&agent, &color, &pane_spec(&cmd))?;
+    let pid = match engine {
+        Engine::Swarm => None,
+        Engine::Claude => w
+            .tmux()
+            .display(&pane, "#{pane_pid}")?
+            .trim()
+            .parse::<i32>()
+            .ok(),
+    };
+    roster::update_member(root, team, &m.name, |member| {
+        member.tmux_pane_id = pane.to_string();
+        member.backend_type = Some("tmux".to_owned());
+        member.pid = pid;
+        member.is_active = None;
+        member.extra.remove(crate::status::SHUTDOWN_STEP);
+    })?;
+    Ok(how.join("; "))
+}
+
+/// A Claude Code teammate's own session id, when the roster has it.
+fn claude_session(m: &roster::Member) -> Option<String> {
+    m.extra
+        .get("sessionId")
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// Gives `name` back the tasks it held: those still in progress under its name, and those
+/// returned to pending when it stopped that nobody has taken since. Returns their ids.
+fn reclaim(root: &Root, team: &TeamName, name: &str, released: &[String]) -> Vec<String> {
+    let list = TaskList::new(root, team);
+    let mut ids: Vec<String> = list
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.status == Status::InProgress && t.owned_by(name))
+        .map(|t| t.id)
+        .collect();
+    for id in released {
+        let free = list.get(id).is_ok_and(|t| {
+            t.status == Status::Pending && t.owner.as_deref().is_none_or(str::is_empty)
+        });
+        if free && matches!(list.claim(id, name, false), Ok(Ok(_))) {
+            ids.push(id.clone());
+        }
+    }
+    ids.sort_by_key(|id| id.parse::<u64>().unwrap_or(u64::MAX));
+    ids.dedup();
+    ids
+}
+
+/// Acknowledges the shutdown requests a stopped lead left in `agent`'s inbox, and the
+/// lead's own notes that `agent` was terminated: the team resumes, so neither holds.
+fn drop_stale_requests(root: &Root, team: &TeamName, agent: &AgentName) {
+    let stale = |agent_inbox: &AgentName, pred: &dyn Fn(&Protocol) -> bool| {
+        let keys: Vec<String> = mailbox::read_unread(root, team, agent_inbox)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|d| d.envelope.protocol().is_some_and(|p| pred(&p)))
+            .map(|d| d.key)
+            .collect();
+        if let Err(e) = mailbox::ack(root, team, agent_inbox, &keys) {
+            tracing::warn!("failed to drop stale mail of {agent_inbox}: {e}");
+        }
+    };
+    stale(agent, &|p| {
+        matches!(p, Protocol::ShutdownRequest(_)) && p.signed_by(LEAD)
+    });
+    stale(
+        &AgentName::lead(),
+        &|p| matches!(p, Protocol::TeammateTerminated(t) if t.agent.as_deref() == Some(agent.as_str())),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_record_keeps_secret_names_only_and_refills_them_from_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        let cmd = TeammateCommand {
+            argv: vec!["swarm".into(), "teammate".into(), RESUME_FLAG.into()],
+            env: vec![("PATH".into(), "/bin".into())],
+            secret_env: vec![("ANTHROPIC_API_KEY".into(), "sk-old".into())],
+            cwd: dir.path().to_path_buf(),
+        };
+        save_launch(&root, &team, "bob", &cmd, Engine::Swarm).unwrap();
+        let text = std::fs::read_to_string(root.launch_record_path(&team, "bob")).unwrap();
+        assert!(!text.contains("sk-old"), "{text}");
+        let record = launch_record::read(&root, &team, "bob").unwrap().unwrap();
+        assert_eq!(record.argv, ["swarm", "teammate"]);
+        let env = BTreeMap::from([("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]);
+        let again = command_from(record, &env);
+        assert_eq!(
+            again.secret_env,
+            [("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]
+        );
+        assert_eq!(again.env, cmd.env);
+        assert!(
+            launch_record::read(&root, &team, "carol")
+                .unwrap()
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! A run: a team made for a goal, its lead agent started in the first pane of the team
+//! window, and the wait for its end.
+//!
+//! The team's files are made before any pane (the roster, the budget, then the goal, which
+//! the lead reads from `goal.md`). The lead is the one who finishes: it writes the report and
+//! then marks itself exited, so a waiter that sees `Exited` finds the report there. It
+//! records its end on every way out; its lock, held until its process ends, is the sign of
+//! life: once the lock is free, one fresh read of its state is its last word. A lead that
+//! never writes its state, or is gone without an end, is a failed run with the tail of its
+//! log and pane said, never a wait without end.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::launch::Launcher;
+use crate::progress::{self, Event, Snapshot};
+use crate::window::TeamWindow;
+use swarm_config::permissions::Approver;
+use swarm_llm::budget::Limits;
+use swarm_store::layout::Root;
+use swarm_store::names::{AgentName, TeamName};
+use swarm_store::roster;
+use swarm_store::state::{self, Activity};
+use swarm_store::{budget, documents, lead};
+use swarm_util::error::{Error, Result, exit};
+use swarm_util::process;
+use swarm_util::watcher::{DirWatcher, RESCAN_EVERY};
+
+/// How long a lead may take to write its first state before the run gives up on it.
+const LEAD_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many lines of a dead lead's log and pane a failed run shows.
+const EVIDENCE_LINES: usize = 15;
+
+/// What a run starts with. Its launcher's `cwd` is where the team works.
+pub struct Goal<'a> {
+    pub text: &'a str,
+    pub approver: Approver,
+    /// The most teammates the lead may spawn.
+    pub teammates: usize,
+    /// What the whole team may spend (every agent keeps to it; see `llm::budget`).
+    pub budget: Limits,
+    /// How teammates' worktree branches land (the team's merge queue settings).
+    pub merge: crate::merge::Options,
+}
+
+/// Creates the team and opens its window with the lead agent in the first pane.
+pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
+    let (root, team) = (&launcher.root, &launcher.team);
+    let description: String = goal
+        .text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(120)
+        .collect();
+    roster::create(root, team, Some(description), &launcher.cwd)?;
+    budget::write_limits(root, team, &goal.budget)?;
+    crate::merge::configure(root, team, &goal.merge)?;
+    let goal_file = documents::write_goal(root, team, goal.text)?;
+    let extra = [
+        format!("--goal-file={}", goal_file.display()),
+        format!("--approver={}", goal.approver.as_str()),
+        format!("--teammates={}", goal.teammates),
+        format!("--cwd={}", launcher.cwd.display()),
+    ];
+    let lead = launcher.lead_command(&extra);
+    let (window, _) = launcher.ensure_window(&lead)?;
+    Ok(window)
+}
+
+/// A new team's name, from the first words of its goal and a random suffix.
+pub fn team_from_goal(goal: &str) -> Result<TeamName> {
+    let words: Vec<String> = goal
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(3)
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
+    let stem = if words.is_empty() {
+        "run".to_owned()
+    } else {
+        words.join("-")
+    };
+    let stem: String = stem.chars().take(40).collect();
+    TeamName::new(&format!("{stem}-{:04x}", fastrand::u16(..)))
+}
+
+/// Whether the lead is still at work (it started and has not exited).
+pub fn lead_is_working(root: &Root, team: &TeamName) -> bool {
+    state::read(root, team, &AgentName::lead()).is_some_and(|s| s.activity != Activity::Exited)
+}
+
+/// Waits until the team's lead has finished; returns its exit code. Ctrl-C asks the lead
+/// to stop (it shuts the team down first) and says so through `note`; a second one stops
+/// waiting.
+pub fn wait_for_lead(
+    root: &Root,
+    team: &TeamName,
+    window: &TeamWindow,
+    note: &dyn Fn(&str),
+) -> Result<u8> {
+    follow_lead(root, team, window, note, None)
+}
+
+/// [`wait_for_lead`], telling `progress` of every change to the team as it sees it (see
+/// [`crate::progress`]): woken by the files that change, and looking again at least
+/// every [`RESCAN_EVERY`].
+pub fn follow_lead(
+    root: &Root,
+    team: &TeamName,
+    window: &TeamWindow,
+    note: &dyn Fn(&str),
+    progress: Option<&dyn Fn(&Event)>,
+) -> Result<u8> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+    runtime.block_on(async {
+        let started = Instant::now();
+        let mut interrupts = 0;
+        // Woken when the lead writes its state (with progress to tell, when anyone writes
+        // theirs, or the roster or a task changes); the rescan notices a lead that died.
+        let changed = std::sync::Arc::new(tokio::sync::Notify::new());
+        let wake = |changed: &std::sync::Arc<tokio::sync::Notify>| {
+            let notify = changed.clone();
+            move || notify.notify_one()
+        };
+        let _watchers = match progress {
+            None => vec![DirWatcher::file(
+                &root.state_path(team, &AgentName::lead()),
+                wake(&changed),
+            )],
+            Some(_) => vec![
+                DirWatcher::new(&root.state_dir(team), |_| true, wake(&changed)),
+                DirWatcher::new(&root.tasks_dir(team), |_| true, wake(&changed)),
+                DirWatcher::file(&root.roster_path(team), wake(&changed)),
+            ],
+        };
+        let mut seen: Option<Snapshot> = None;
+        let tell = |seen: &mut Option<Snapshot>| {
+            let Some(progress) = progress else { return };
+            if let Some(now) = progress::look(root, team, Some(window.tmux())) {
+                for event in progress::changes(seen.as_ref(), &now) {
+                    progress(&event);
+                }
+                *seen = Some(now);
+            }
+        };
+        loop {
+            let lead_state = state::read(root, team, &AgentName::lead());
+            // After reading the lead's state: a lead seen finished is told with the team
+            // as it left it.
+            tell(&mut seen);
+            if let Some(code) = lead_state.as_ref().and_then(exit_code) {
+                return Ok(code);
+            }
+            // Registered (it holds the lock before it writes a state) and now without its
+            // lock: its process is past closing its files, so one fresh read is its last
+            // word.
+            if lead_state.is_some() && !lead::is_running(root, team) {
+                return match state::read(root, team, &AgentName::lead())
+                    .as_ref()
+                    .and_then(exit_code)
+                {
+                    Some(code) => Ok(code),
+                    None => Err(lead_gone(root, team, window, "stopped without finishing")),
+                };
+            }
+            if lead_state.is_none() && started.elapsed() > LEAD_START_TIMEOUT {
+                return Err(lead_gone(root, team, window, "did not start"));
+            }
+            tokio::select! {
+                _ = changed.notified() => {}
+                _ = tokio::time::sleep(RESCAN_EVERY) => {}
+                _ = tokio::signal::ctrl_c() => {
+                    interrupts += 1;
+                    if interrupts > 1 {
+                        return Ok(exit::INTERRUPTED);
+                    }
+                    note("\nstopping: the lead shuts the team down (Ctrl-C again to stop waiting)");
+                    if let Some(s) = lead_state.filter(|s| s.process_alive()) {
+                        process::signal(s.pid, Signal::SIGTERM);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The exit code a lead recorded, once it has exited.
+fn exit_code(s: &state::AgentState) -> Option<u8> {
+    (s.activity == Activity::Exited).then(|| {
+        s.exit
+            .as_ref()
+            .map(|e| u8::try_from(e.code).unwrap_or(1))
+            .unwrap_or(0)
+    })
+}
+
+/// A failed run (exit 7, as the README's table has it) whose lead `what` ("did not
+/// start"), with what it left to say why: the end of its log and of its pane.
+fn lead_gone(root: &Root, team: &TeamName, window: &TeamWindow, what: &str) -> Error {
+    let log = root.log_path(team, &AgentName::lead());
+    let mut text = format!("the lead of team '{team}' {what}; see {}", log.display());
+    let log_tail = std::fs::read_to_string(&log).unwrap_or_default();
+    let pane = window
+        .lead_pane()
+        .ok()
+        .flatten()
+        .and_then(|p| window.tmux().capture_pane(p, None).ok())
+        .unwrap_or_default();
+    for (title, body) in [("its log ends", log_tail), ("its pane shows", pane)] {
+        let lines = last_lines(&body, EVIDENCE_LINES);
+        if !lines.is_empty() {
+            text.push_str(&format!("\n{title}:\n{lines}"));
+        }
+    }
+    Error::Model(text)
+}
+
+/// The last `n` lines of `text` that are not blank, made safe for a terminal.
+fn last_lines(text: &str, n: usize) -> String {
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.drain(..lines.len().saturating_sub(n));
+    lines
+        .iter()
+        .map(|l| format!("  {}", swarm_util::text::printable(l)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Why the lead stopped, as it recorded it.
+pub fn lead_exit_reason(root: &Root, team: &TeamName) -> Option<String> {
+    state::read(root, team, &AgentName::lead())
+        .and_then(|s| s.exit)
+        .map(|e| swarm_util::text::printable(&e.reason).into_owned())
+}
+
+/// The run's report, or a line saying why there is none.
+pub fn report(root: &Root, team: &TeamName) -> String {
+    documents::read_report(root, team)
+        .unwrap_or_else(|| "(no report: the lead did not finish its work)".to_owned())
+}

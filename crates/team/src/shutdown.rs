@@ -1,0 +1,488 @@
+//! The shutdown ladder: ask, wait, then insist, and verify nothing is left.
+//!
+//! `shutdown_request` → wait for the teammate to exit (it approves and exits by itself) up
+//! to the timeout → SIGTERM to every process of its session → 5 s → SIGKILL → `kill-pane`
+//! (only a pane tagged with this team) → verify the process and the pane are gone. A
+//! rejection stops the ladder unless forced. Afterwards the member leaves the roster, its
+//! open tasks return to pending and the lead is told (once; see [`crate::supervisor`]),
+//! and its git worktree, if it had one, is removed when unchanged and kept otherwise (see
+//! [`crate::worktree`]).
+//!
+//! Signals only reach the process the teammate's state file names (pid and start time), so
+//! a reused pid is never hit; the session is the teammate's own (tmux makes each pane a
+//! session leader), which also holds what its Bash tool started.
+//!
+//! A member swarm did not start (a Claude Code teammate) is watched through the pane the
+//! roster names: that pane's process is what the ladder asks, signals and waits for, and
+//! a pane that is gone from the team's tmux server means its process is gone too.
+//!
+//! A member swarm cannot see (no pid and no pane at all) is taken off at once only when
+//! nothing says it ever ran, as after `swarm team add`. One the roster says may
+//! run (a pane id, a backend, an `isActive`, as a Claude Code teammate writes them) is
+//! asked, and leaves when it agrees; without an answer it stays on the roster and the
+//! ladder fails, since swarm has nothing to signal and no way to tell it stopped.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::status::{self, MemberStatus};
+use crate::supervisor;
+use crate::window::{TeamWindow, TeamWindowOptions};
+use swarm_config::project::UserDirs;
+use swarm_store::layout::Root;
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::protocol::{self, Protocol, ShutdownRequest};
+use swarm_store::roster;
+use swarm_tmux::Tmux;
+use swarm_util::error::{Error, Result};
+use swarm_util::{clock, process};
+
+#[derive(Debug, Clone)]
+pub struct LadderOptions {
+    /// How long to wait for the teammate to agree and exit.
+    pub timeout: Duration,
+    /// Skip the request: terminate at once.
+    pub force: bool,
+    /// Between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Where the user's hooks are, for a stopped teammate's `SubagentStop`.
+    pub dirs: UserDirs,
+}
+
+impl LadderOptions {
+    /// Ask, wait up to 30 s, then insist with 5 s between SIGTERM and SIGKILL.
+    pub fn new(dirs: UserDirs) -> LadderOptions {
+        LadderOptions {
+            timeout: Duration::from_secs(30),
+            force: false,
+            grace: Duration::from_secs(5),
+            dirs,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It agreed and exited by itself.
+    Approved,
+    /// It stopped on SIGTERM.
+    Terminated,
+    /// It needed SIGKILL.
+    Killed,
+    /// It was not running.
+    NotRunning,
+    /// It said no (and the ladder was not forced).
+    Rejected(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub name: String,
+    pub outcome: Outcome,
+    pub steps: Vec<String>,
+}
+
+/// Runs the ladder for one teammate. `progress` hears each step as it happens.
+pub fn shut_down(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    name: &str,
+    opts: &LadderOptions,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Report> {
+    if name == LEAD {
+        return Err(Error::usage(
+            "the lead is not shut down with the ladder; stop it in its pane (Ctrl-C)",
+        ));
+    }
+    let mut report = Report {
+        name: name.to_owned(),
+        outcome: Outcome::NotRunning,
+        steps: Vec::new(),
+    };
+    let mut step = |s: String| {
+        progress(&format!("{name}: {s}"));
+        // Gone from the roster after the last step; nothing to record then.
+        let _ = roster::update_member(root, team, name, |m| {
+            m.extra
+                .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
+        });
+        report.steps.push(s);
+    };
+    let observe = || -> Result<MemberStatus> {
+        let st = status::observe(root, team, tmux)?;
+        st.member(name).cloned().ok_or_else(|| {
+            Error::not_found(format!(
+                "no member named '{name}' in team '{team}'; see `swarm status`"
+            ))
+        })
+    };
+    let first = observe()?;
+    if first.pid.is_none() && first.pane_record.is_none() {
+        let config = roster::load(root, team)?;
+        if first.state == "dead" {
+            // Its pane is gone from a server that answers: so is its process.
+            step(format!(
+                "not running ({})",
+                first.detail.as_deref().unwrap_or("process gone")
+            ));
+        } else if config.require(name)?.may_run_unseen() {
+            report.outcome = shut_down_unseen(root, team, name, opts, &mut step)?;
+            return Ok(report);
+        } else {
+            step("never started".to_owned());
+        }
+    }
+    let target = first.pid.filter(|_| first.alive).map(Target::of);
+    let alive = |m: &MemberStatus| m.alive;
+    if first.alive && !opts.force {
+        let request_id = ask(root, team, name)?;
+        step(format!("asked to shut down ({request_id})"));
+        let deadline = Instant::now() + opts.timeout;
+        loop {
+            if !alive(&observe()?) {
+                report.outcome = Outcome::Approved;
+                step("agreed and exited".to_owned());
+                break;
+            }
+            if let Some(Err(reason)) = answer(root, team, &request_id) {
+                step(format!("refused: {reason}"));
+                // It goes on working: no longer being shut down.
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
+                report.outcome = Outcome::Rejected(reason);
+                return Ok(report);
+            }
+            if Instant::now() >= deadline {
+                step(format!("no exit within {} s", opts.timeout.as_secs()));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    if report.outcome != Outcome::Approved && alive(&observe()?) {
+        let target = target.unwrap_or(Target::Nothing);
+        let n = target.signal(Signal::SIGTERM);
+        step(format!("SIGTERM to {target} ({n} process(es))"));
+        report.outcome = Outcome::Terminated;
+        if !target.wait_gone(opts.grace) {
+            let n = target.signal(Signal::SIGKILL);
+            step(format!(
+                "still running after {} s: SIGKILL ({n} process(es))",
+                opts.grace.as_secs()
+            ));
+            report.outcome = Outcome::Killed;
+            target.wait_gone(Duration::from_secs(5));
+        }
+    } else if let Some(target) = target
+        && !target.wait_gone(Duration::from_secs(2))
+    {
+        // Whatever its Bash tool left behind goes with it.
+        target.signal(Signal::SIGKILL);
+    }
+    if let Some(tmux) = tmux {
+        close_pane(root, team, tmux, name, &mut step)?;
+        close_dead_pane(tmux, &observe()?, &mut step);
+    }
+    // A teammate that was still starting when the ladder began has a process only now:
+    // give it the moment kill-pane's SIGHUP takes, then insist.
+    let mut last = observe()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while last.alive && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        last = observe()?;
+    }
+    if let (true, Some(pid)) = (last.alive, last.pid) {
+        let late = Target::of(pid);
+        let n = late.signal(Signal::SIGKILL);
+        step(format!(
+            "started late and still running: SIGKILL ({n} process(es))"
+        ));
+        late.wait_gone(Duration::from_secs(5));
+        last = observe()?;
+    }
+    if last.alive || target.is_some_and(|t| !t.gone()) {
+        return Err(Error::Other(format!(
+            "{name} is still running after SIGKILL (pid {}); check it by hand",
+            last.pid.unwrap_or_default()
+        )));
+    }
+    if last.pane_alive == Some(true) {
+        return Err(Error::Tmux(format!(
+            "{name}'s pane is still open after kill-pane"
+        )));
+    }
+    if let Some(r) = supervisor::report_exit(root, team, &last, &opts.dirs)? {
+        released(&mut step, &r.released);
+        if let Some(line) = r.worktree {
+            step(line);
+        }
+    }
+    leave(root, team, name, step)?;
+    Ok(report)
+}
+
+/// The last steps for a member that is gone: its worktree settled (usually done by the
+/// exit report already; this catches one that never registered), then off the roster,
+/// which returns whatever tasks it still held.
+fn leave(root: &Root, team: &TeamName, name: &str, mut step: impl FnMut(String)) -> Result<()> {
+    if let Some(line) = crate::worktree::settle(root, team, name) {
+        step(line);
+    }
+    let removed = roster::remove_member(root, team, name)?;
+    let ids: Vec<String> = removed.released.into_iter().map(|t| t.id).collect();
+    released(&mut step, &ids);
+    step("removed from the roster".to_owned());
+    Ok(())
+}
+
+fn released(step: &mut impl FnMut(String), ids: &[String]) {
+    if !ids.is_empty() {
+        step(format!("returned task(s) #{} to pending", ids.join(", #")));
+    }
+}
+
+/// The ladder for a member swarm cannot watch: ask, and take it off
+/// only on its word (a Claude Code teammate approves and exits). Without an answer, or
+/// forced, it stays: nothing here can stop it or tell whether it did.
+fn shut_down_unseen(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    opts: &LadderOptions,
+    mut step: impl FnMut(String),
+) -> Result<Outcome> {
+    let unseen = |why: &str| {
+        Error::conflict(format!(
+            "cannot tell whether {name} is still running: swarm has no process or pane of it to watch{why}; it stays on the roster: stop it where it runs, then take it off with `swarm team remove {name}`"
+        ))
+    };
+    if opts.force {
+        return Err(unseen(" or stop (--force does not ask it)"));
+    }
+    let request_id = ask(root, team, name)?;
+    step(format!(
+        "asked to shut down ({request_id}); swarm cannot see its process, so only its answer counts"
+    ));
+    let deadline = Instant::now() + opts.timeout;
+    loop {
+        match answer(root, team, &request_id) {
+            Some(Ok(())) => break,
+            Some(Err(reason)) => {
+                step(format!("refused: {reason}"));
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
+                return Ok(Outcome::Rejected(reason));
+            }
+            None if Instant::now() >= deadline => {
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
+                return Err(unseen(&format!(
+                    ", and it did not answer the shutdown request within {} s",
+                    opts.timeout.as_secs()
+                )));
+            }
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    step("agreed to shut down".to_owned());
+    leave(root, team, name, &mut step)?;
+    Ok(Outcome::Approved)
+}
+
+/// Sends `name` a `shutdown_request` from the lead; returns its id.
+fn ask(root: &Root, team: &TeamName, name: &str) -> Result<String> {
+    let request_id = protocol::shutdown_request_id(name);
+    let request = Protocol::ShutdownRequest(ShutdownRequest {
+        request_id: request_id.clone(),
+        from: LEAD.to_owned(),
+        reason: Some("the lead is shutting the team down".to_owned()),
+        timestamp: clock::now_iso(),
+    });
+    mailbox::deliver(
+        root,
+        team,
+        &AgentName::parse_any(name)?,
+        Envelope::new(LEAD, request.to_text()),
+    )?;
+    Ok(request_id)
+}
+
+/// Kills the teammate's pane if it is tagged with this team and still there.
+fn close_pane(
+    root: &Root,
+    team: &TeamName,
+    tmux: &Tmux,
+    name: &str,
+    step: &mut dyn FnMut(String),
+) -> Result<()> {
+    let opts = TeamWindowOptions::for_team(root, team, None);
+    let Some(window) = TeamWindow::find(tmux, team, opts)? else {
+        return Ok(());
+    };
+    for pane in window.panes()? {
+        if pane.agent.as_deref() == Some(name) {
+            window.kill_pane(pane.pane)?;
+            step(format!("closed pane {}", pane.pane));
+        }
+    }
+    Ok(())
+}
+
+/// Closes the pane the roster names for a member swarm did not start (Claude Code's),
+/// once `remain-on-exit` kept it after its process ended: it is not tagged as ours, so
+/// nothing else would, and a dead pane runs nothing.
+fn close_dead_pane(tmux: &Tmux, m: &MemberStatus, step: &mut dyn FnMut(String)) {
+    if let Some(p) = m
+        .pane_record
+        .as_ref()
+        .filter(|p| p.dead && p.agent.is_none())
+        && tmux.kill_pane(p.pane).is_ok()
+    {
+        step(format!("closed pane {}", p.pane));
+    }
+}
+
+/// What the ladder signals: the teammate's whole session when it leads one (as every pane
+/// process does), else its process group when it leads that, else the process alone, so
+/// a teammate started some other way never takes its parent's session down with it.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Session(i32),
+    Group(i32),
+    Process(i32),
+    Nothing,
+}
+
+impl Target {
+    fn of(pid: i32) -> Target {
+        if process::session_of(pid) == Some(pid) {
+            Target::Session(pid)
+        } else if process::pgid_of(pid) == Some(pid) {
+            Target::Group(pid)
+        } else {
+            Target::Process(pid)
+        }
+    }
+
+    fn signal(self, signal: Signal) -> usize {
+        match self {
+            Target::Session(sid) => process::signal_session(sid, signal),
+            Target::Group(pgid) => usize::from(process::signal_group(pgid, signal)),
+            Target::Process(pid) => usize::from(process::signal(pid, signal)),
+            Target::Nothing => 0,
+        }
+    }
+
+    fn gone(self) -> bool {
+        match self {
+            Target::Session(sid) => process::session_members(sid).is_empty(),
+            Target::Group(pid) | Target::Process(pid) => !process::is_alive(pid),
+            Target::Nothing => true,
+        }
+    }
+
+    fn wait_gone(self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.gone() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Session(s) => write!(f, "session {s}"),
+            Target::Group(g) => write!(f, "process group {g}"),
+            Target::Process(p) => write!(f, "pid {p}"),
+            Target::Nothing => f.write_str("nothing"),
+        }
+    }
+}
+
+/// The answer to `request_id`, if one arrived: approved, or rejected with a reason.
+fn answer(root: &Root, team: &TeamName, request_id: &str) -> Option<Result<(), String>> {
+    mailbox::read_all(root, team, &AgentName::lead())
+        .ok()?
+        .into_iter()
+        .find_map(|d| match d.envelope.protocol() {
+            Some(Protocol::ShutdownApproved(a)) if a.request_id == request_id => Some(Ok(())),
+            Some(Protocol::ShutdownRejected(r)) if r.request_id == request_id => {
+                Some(Err(r.reason))
+            }
+            _ => None,
+        })
+}
+
+/// Runs the ladder on every teammate of `team` that is alive, telling `say` what it does.
+/// Nothing is done when the team's tmux server is gone: every pane went with it, each
+/// teammate got SIGHUP and records its own end, and the person should find them on the
+/// roster, marked dead, with their tasks released, rather than taken off it.
+pub fn stop_team(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    opts: &LadderOptions,
+    say: &(dyn Fn(&str) + Sync),
+) -> Vec<Result<Report>> {
+    let Ok(seen) = status::observe(root, team, tmux) else {
+        return Vec::new();
+    };
+    if tmux.is_some() && !seen.tmux_reachable {
+        return Vec::new();
+    }
+    let names: Vec<String> = seen
+        .members
+        .iter()
+        .filter(|m| m.name != LEAD && (m.alive || m.pane_alive == Some(true)))
+        .map(|m| m.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    say(&format!(
+        "\nshutting down {} teammate(s): {}",
+        names.len(),
+        names.join(", ")
+    ));
+    shut_down_all(root, team, tmux, &names, opts, &|line| {
+        say(&format!("  {line}"))
+    })
+}
+
+/// Runs the ladder for several teammates at once; each result in input order.
+pub fn shut_down_all(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    names: &[String],
+    opts: &LadderOptions,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Vec<Result<Report>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|n| s.spawn(move || shut_down(root, team, tmux, n, opts, progress)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Other("the shutdown ladder panicked".into())))
+            })
+            .collect()
+    })
+}

@@ -1,0 +1,704 @@
+//! The team as it is right now: every member's process, pane, activity, task and usage,
+//! from one read of the roster, each agent's state file, one batched tmux query and a pid
+//! check per agent.
+//!
+//! Liveness is decided in this order of trust: the process (pid, and its start time so a
+//! reused pid is not mistaken for the agent), then the pane, then what the agent last
+//! wrote about itself. Nothing here writes; [`crate::supervisor`] acts on what it shows.
+//!
+//! A member swarm did not start (a Claude Code teammate) has no state file: its process is
+//! the first process of the pane its roster entry names, its activity Claude Code's
+//! `isActive`, and one that never began a turn has its pane read for a first-run dialog
+//! (see [`crate::dialogs`]).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::dialogs;
+use swarm_llm::Usage;
+use swarm_llm::budget::{Limits, Spend};
+use swarm_store::budget;
+use swarm_store::layout::Root;
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::roster::{self, Member, TeamConfig};
+use swarm_store::state::{self, Activity, AgentState};
+use swarm_store::tasks::leases::{self, Overlap};
+use swarm_store::tasks::{Status, TaskList};
+use swarm_tmux::{PaneRecord, Tmux};
+use swarm_util::error::Result;
+use swarm_util::table::{self, Align, Cell, Look, Table};
+use swarm_util::text::printable;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberStatus {
+    pub name: String,
+    pub agent_id: String,
+    pub color: Option<String>,
+    pub agent_type: Option<String>,
+    pub model: Option<String>,
+    /// What runs it: `swarm`, `claude`, or `unknown` for a member that joined by itself
+    /// and has no state file of swarm's.
+    pub engine: String,
+    pub pid: Option<i32>,
+    pub pane: Option<String>,
+    /// The agent's process is running.
+    pub alive: bool,
+    /// The pane exists and its process has not exited; `None` when tmux could not be asked.
+    pub pane_alive: Option<bool>,
+    /// starting, idle, working, awaiting-approval, shutting-down, exited, dead, not-started,
+    /// or blocked (a Claude Code teammate at a first-run dialog, named in `detail`).
+    pub state: String,
+    /// Why a member is dead or exited, or what it waits for.
+    pub detail: Option<String>,
+    pub current_task: Option<String>,
+    pub last_activity_ms: Option<i64>,
+    pub mode: Option<String>,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub model_calls: u64,
+    pub exit_code: Option<i32>,
+    /// Its conversation (`agent::transcript`), when a swarm-engine agent has recorded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<std::path::PathBuf>,
+    /// Epoch milliseconds until which a live agent waits for its provider's rate limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limited_until: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit_reason: Option<String>,
+    /// A dead member's last error: the last one its log holds, else why it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The dead pane's exit status or signal, as tmux saw it.
+    #[serde(skip)]
+    pub pane_record: Option<PaneRecord>,
+    #[serde(skip)]
+    pub state_file: Option<AgentState>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCounts {
+    pub pending: usize,
+    pub in_progress: usize,
+    pub completed: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamStatus {
+    pub team: String,
+    pub description: Option<String>,
+    /// False when tmux could not be asked (no server); pane facts are then unknown.
+    pub tmux_reachable: bool,
+    pub members: Vec<MemberStatus>,
+    pub tasks: TaskCounts,
+    /// Files two or more open tasks name (advisory leases that overlap); left out when
+    /// none, as `budget` is.
+    #[serde(rename = "overlappingLeases", skip_serializing_if = "Vec::is_empty")]
+    pub leases: Vec<Overlap>,
+    /// The team's budget and what it has spent, when a run gave it one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetStatus {
+    pub limits: Limits,
+    pub spent: Spend,
+}
+
+impl BudgetStatus {
+    /// "budget: 4200 tokens of 6000 (70 %)", for people.
+    pub fn describe(&self) -> String {
+        match self.limits.most_spent(&self.spent) {
+            Some((share, what)) => format!("budget: {what} ({:.0} %)", share * 100.0),
+            None => "budget: none".to_owned(),
+        }
+    }
+}
+
+impl TeamStatus {
+    pub fn member(&self, name: &str) -> Option<&MemberStatus> {
+        self.members.iter().find(|m| m.name == name)
+    }
+}
+
+/// Looks at the team. `tmux` is the server the team's panes live on, if any.
+pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<TeamStatus> {
+    let config = roster::load(root, team)?;
+    let panes = match tmux.map(|t| t.list_panes()) {
+        Some(Ok(panes)) => Some(panes),
+        Some(Err(e)) if e.is_absent() => None,
+        Some(Err(e)) => return Err(e.into()),
+        None => None,
+    };
+    let by_agent: HashMap<&str, &PaneRecord> = panes
+        .iter()
+        .flatten()
+        .filter(|p| p.belongs_to(team.as_str()))
+        .filter_map(|p| p.agent.as_deref().map(|a| (a, p)))
+        .collect();
+    let by_id: HashMap<String, &PaneRecord> = panes
+        .iter()
+        .flatten()
+        .map(|p| (p.pane.to_string(), p))
+        .collect();
+    let tasks = TaskList::new(root, team).list().unwrap_or_default();
+    let mut counts = TaskCounts::default();
+    for t in &tasks {
+        match t.status {
+            Status::Pending => counts.pending += 1,
+            Status::InProgress => counts.in_progress += 1,
+            Status::Completed => counts.completed += 1,
+        }
+    }
+    let members = config
+        .members
+        .iter()
+        .map(|m| {
+            let state = AgentName::parse_any(&m.name)
+                .ok()
+                .and_then(|a| state::read(root, team, &a));
+            // A pane Claude Code (or its lead) made is found by the id the roster gives,
+            // unless swarm tagged it for someone else.
+            let pane = by_agent
+                .get(m.name.as_str())
+                .or_else(|| {
+                    watched_pane(m)
+                        .and_then(|id| by_id.get(id))
+                        .filter(|p| p.agent.is_none() || p.agent.as_deref() == Some(&m.name))
+                })
+                .copied()
+                .cloned();
+            let current = state
+                .as_ref()
+                .and_then(|s| s.current_task.clone())
+                .or_else(|| {
+                    tasks
+                        .iter()
+                        .find(|t| t.status == Status::InProgress && t.owned_by(&m.name))
+                        .map(|t| t.id.clone())
+                });
+            let mut st = member_status(
+                &config,
+                m,
+                state,
+                pane,
+                panes.is_some() && tmux.is_some(),
+                current,
+            );
+            st.transcript = AgentName::parse_any(&m.name)
+                .ok()
+                .map(|a| root.transcript_path(team, &a))
+                .filter(|p| p.is_file());
+            st.last_error = last_error(root, team, &st);
+            if let Some(d) = tmux.and_then(|t| blocking_dialog(t, m, &st)) {
+                st.state = "blocked".to_owned();
+                st.detail = Some(d.describe());
+            }
+            st
+        })
+        .collect();
+    Ok(TeamStatus {
+        team: config.name.clone(),
+        description: config.description.clone(),
+        tmux_reachable: panes.is_some(),
+        members,
+        tasks: counts,
+        leases: leases::overlaps(&tasks),
+        budget: Some(budget::limits(root, team))
+            .filter(|l| !l.is_none())
+            .map(|limits| BudgetStatus {
+                limits,
+                spent: budget::team_spent(root, team),
+            }),
+    })
+}
+
+/// The roster field where the shutdown ladder records its last step, so a teammate that
+/// ignores the request still shows as being shut down, and how far that got.
+pub const SHUTDOWN_STEP: &str = "swarmShutdownStep";
+
+fn member_status(
+    _config: &TeamConfig,
+    m: &Member,
+    state: Option<AgentState>,
+    pane: Option<PaneRecord>,
+    tmux_known: bool,
+    current_task: Option<String>,
+) -> MemberStatus {
+    // Without a state file or a recorded pid, the process is the pane's own (Claude Code
+    // runs as the pane's first process); a dead pane's pid may be reused, so not then.
+    let pane_pid = pane
+        .as_ref()
+        .filter(|p| !p.dead && p.agent.is_none() && state.is_none() && watched_pane(m).is_some())
+        .map(|p| p.pid);
+    let pid = state.as_ref().map(|s| s.pid).or(m.pid).or(pane_pid);
+    let alive = match &state {
+        Some(s) => s.process_alive() && s.activity != Activity::Exited,
+        None => pid.is_some_and(swarm_util::process::is_alive),
+    };
+    let engine = m
+        .engine
+        .clone()
+        .or_else(|| state.as_ref().map(|_| "swarm".to_owned()))
+        .unwrap_or_else(|| "unknown".to_owned());
+    let pane_alive = if tmux_known {
+        Some(pane.as_ref().is_some_and(|p| !p.dead))
+    } else {
+        None
+    };
+    let ladder_step = m.extra.get(SHUTDOWN_STEP).and_then(|v| v.as_str());
+    let (label, detail) = if let (true, Some(step)) = (alive, ladder_step) {
+        ("shutting-down".to_owned(), Some(step.to_owned()))
+    } else if alive {
+        let s = state.as_ref();
+        // Claude Code keeps no state file; it says whether it is in a turn.
+        let claimed = match m.is_active {
+            Some(true) => "working",
+            Some(false) => "idle",
+            None => "running",
+        };
+        (
+            s.map(|s| s.activity.as_str()).unwrap_or(claimed).to_owned(),
+            s.and_then(|s| s.detail.clone()),
+        )
+    } else if let Some(s) = state.as_ref().filter(|s| s.activity == Activity::Exited) {
+        let clean = s.exit.as_ref().is_none_or(|e| e.clean);
+        (
+            if clean { "exited" } else { "dead" }.to_owned(),
+            s.exit
+                .as_ref()
+                .map(|e| e.reason.clone())
+                .or_else(|| s.detail.clone()),
+        )
+    } else if pid.is_none() {
+        match pane.as_ref() {
+            Some(p) if !p.dead => ("starting".to_owned(), None),
+            Some(p) => ("dead".to_owned(), Some(pane_death(p))),
+            // Its pane was made before the roster named it: a pane that is not there
+            // any more on a server that answers closed with its process.
+            None if tmux_known && m.name != LEAD && joined_itself(m) => {
+                ("dead".to_owned(), Some("its pane was closed".to_owned()))
+            }
+            None => ("not-started".to_owned(), None),
+        }
+    } else {
+        let why = match (&pane, tmux_known) {
+            (_, false) => "process gone; tmux server unreachable".to_owned(),
+            (None, true) => "process gone; its pane was closed".to_owned(),
+            (Some(p), true) if p.dead => pane_death(p),
+            (Some(_), true) => "process gone".to_owned(),
+        };
+        ("dead".to_owned(), Some(why))
+    };
+    let rate_limited_until = state
+        .as_ref()
+        .filter(|_| alive)
+        .and_then(|s| s.rate_limited_until(swarm_util::clock::now_ms()));
+    let detail = match rate_limited_until {
+        Some(until) if ladder_step.is_none() => Some(waiting_for_rate_limit(until)),
+        _ => detail,
+    };
+    let exit_code = state
+        .as_ref()
+        .and_then(|s| s.exit.as_ref().map(|e| e.code))
+        .or_else(|| {
+            pane.as_ref()
+                .filter(|p| p.dead)
+                .and_then(|p| p.dead_status.or(p.dead_signal.map(|s| 128 + s)))
+        });
+    MemberStatus {
+        name: m.name.clone(),
+        agent_id: m.agent_id.clone(),
+        color: m.color.clone(),
+        agent_type: m.agent_type.clone(),
+        model: state
+            .as_ref()
+            .and_then(|s| s.model.clone())
+            .or_else(|| m.model.clone()),
+        engine,
+        pid,
+        pane: pane
+            .as_ref()
+            .map(|p| p.pane.to_string())
+            .or_else(|| Some(m.tmux_pane_id.clone()).filter(|p| p.starts_with('%'))),
+        alive,
+        pane_alive,
+        state: label,
+        detail,
+        current_task: if alive { current_task } else { None },
+        last_activity_ms: state.as_ref().map(|s| s.last_activity_ms),
+        mode: state
+            .as_ref()
+            .and_then(|s| s.mode.clone())
+            .or_else(|| m.mode.clone()),
+        usage: state.as_ref().map(|s| s.usage).unwrap_or_default(),
+        cost_usd: state.as_ref().map(|s| s.cost_usd).unwrap_or(0.0),
+        model_calls: state.as_ref().map(|s| s.model_calls).unwrap_or(0),
+        exit_code,
+        transcript: None,
+        rate_limited_until,
+        rate_limit_reason: rate_limited_until
+            .and(state.as_ref())
+            .and_then(|s| s.rate_limit_reason.clone()),
+        last_error: None,
+        pane_record: pane,
+        state_file: state,
+    }
+}
+
+/// A dead member's last error, in its own words when its log has them.
+fn last_error(root: &Root, team: &TeamName, m: &MemberStatus) -> Option<String> {
+    if m.state != "dead" {
+        return None;
+    }
+    AgentName::parse_any(&m.name)
+        .ok()
+        .and_then(|a| swarm_store::documents::last_log_error(root, team, &a))
+        .or_else(|| {
+            let exit = m.state_file.as_ref()?.exit.as_ref()?;
+            (!exit.clean).then(|| exit.reason.clone())
+        })
+}
+
+/// The tmux pane the roster names for a member swarm did not start itself (a Claude Code
+/// teammate): liveness comes from that pane when there is no state file to trust.
+pub fn watched_pane(m: &Member) -> Option<&str> {
+    let tmux_backend = m.backend_type.as_deref().is_none_or(|b| b == "tmux");
+    Some(m.tmux_pane_id.as_str()).filter(|p| {
+        tmux_backend
+            && m.engine.as_deref() != Some("swarm")
+            && p.len() > 1
+            && p.starts_with('%')
+            && p[1..].bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// The first-run dialog a Claude Code teammate that never began a turn waits at, read
+/// from its pane once it had time to begin one.
+fn blocking_dialog(tmux: &Tmux, m: &Member, st: &MemberStatus) -> Option<dialogs::Dialog> {
+    let claude = m.engine.as_deref() == Some("claude") || watched_pane(m).is_some();
+    let pane = st.pane_record.as_ref()?;
+    if !claude
+        || !st.alive
+        || st.state_file.is_some()
+        || m.is_active.is_some()
+        || swarm_util::clock::now_ms() - m.joined_at < dialogs::BOUND_MS
+    {
+        return None;
+    }
+    dialogs::recognise(&tmux.capture_pane(pane.pane, None).ok()?)
+}
+
+/// A member Claude Code runs, by swarm's record or by the `isActive` only Claude Code
+/// writes before it registers, in a pane the roster names.
+fn joined_itself(m: &Member) -> bool {
+    watched_pane(m).is_some() && (m.engine.as_deref() == Some("claude") || m.is_active.is_some())
+}
+
+fn pane_death(p: &PaneRecord) -> String {
+    match (p.dead_signal, p.dead_status) {
+        (Some(sig), _) => format!("killed by signal {sig}"),
+        (None, Some(code)) => format!("exited with status {code}"),
+        _ => "its process exited".to_owned(),
+    }
+}
+
+/// What a member waiting for the rate limit shows.
+pub fn waiting_for_rate_limit(until_ms: i64) -> String {
+    format!(
+        "waiting for rate limit until {}",
+        swarm_util::clock::local_hms(until_ms)
+    )
+}
+
+/// The member waits for its provider's rate limit (and is not being shut down): what a
+/// person should see before what it was doing.
+fn waits_for_rate_limit(m: &MemberStatus) -> Option<i64> {
+    m.rate_limited_until.filter(|_| m.state != "shutting-down")
+}
+
+/// The state column.
+fn state_cell(m: &MemberStatus) -> String {
+    match waits_for_rate_limit(m) {
+        Some(_) => "waiting for rate limit".to_owned(),
+        None => m.state.clone(),
+    }
+}
+
+/// The detail column: why a member is dead, exited or blocked, what it waits for, or until
+/// when the provider limits it and why.
+fn detail_cell(m: &MemberStatus) -> String {
+    let detail = match waits_for_rate_limit(m) {
+        Some(until) => match &m.rate_limit_reason {
+            Some(why) => format!("until {} · {why}", swarm_util::clock::local_hms(until)),
+            None => format!("until {}", swarm_util::clock::local_hms(until)),
+        },
+        None => m.detail.clone().unwrap_or_default(),
+    };
+    // A dead member's last error, unless its detail says it already.
+    let detail = match m
+        .last_error
+        .as_ref()
+        .filter(|e| !detail.contains(e.as_str()))
+    {
+        Some(e) if detail.is_empty() => format!("last error: {e}"),
+        Some(e) => format!("{detail} · last error: {e}"),
+        None => detail,
+    };
+    printable(&detail).into_owned()
+}
+
+/// The colour of a state: busy green, waiting yellow, gone wrong red, at rest dim.
+fn state_colour(m: &MemberStatus) -> Option<table::Sgr> {
+    if m.rate_limited_until.is_some() {
+        return Some(table::YELLOW);
+    }
+    Some(match m.state.as_str() {
+        "working" | "running" => table::GREEN,
+        "awaiting-approval" | "shutting-down" | "blocked" => table::YELLOW,
+        "starting" => table::CYAN,
+        "dead" => table::BOLD_RED,
+        "idle" | "exited" | "not-started" => table::DIM,
+        _ => return None,
+    })
+}
+
+/// "3s ago", "2m ago": for people.
+pub fn ago(ms: i64, now_ms: i64) -> String {
+    let secs = ((now_ms - ms).max(0) / 1000) as u64;
+    match secs {
+        0 => "now".to_owned(),
+        s if s < 60 => format!("{s}s ago"),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s => format!("{}h ago", s / 3600),
+    }
+}
+
+/// Tokens as people read them: 950, 12.3k, 4.1M.
+pub fn tokens(n: u64) -> String {
+    match n {
+        n if n < 1000 => n.to_string(),
+        n if n < 1_000_000 => format!("{:.1}k", n as f64 / 1000.0),
+        n => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+/// A text table of the team for a terminal `width` columns wide, without colour (the
+/// lead's pane and the lead's model read it): see [`render`].
+pub fn render_for_width(status: &TeamStatus, now_ms: i64, width: usize) -> String {
+    render(
+        status,
+        now_ms,
+        Look {
+            colour: false,
+            width: Some(width),
+        },
+    )
+}
+
+/// A text table of the team, for `swarm status` and the lead's pane. Columns are as wide as
+/// their content; on a terminal too narrow for all of them the less telling ones are left
+/// out (engine, pane, cost, pid, tokens, then activity and task) and the detail is cut to
+/// fit.
+pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
+    let wide = look.width.is_none_or(|w| w >= 100);
+    let mut out = if wide {
+        format!(
+            "team {}  ·  tasks: {} pending, {} in progress, {} completed{}\n",
+            status.team,
+            status.tasks.pending,
+            status.tasks.in_progress,
+            status.tasks.completed,
+            if status.tmux_reachable {
+                ""
+            } else {
+                "  ·  tmux: no server"
+            }
+        )
+    } else {
+        let line = format!(
+            "team {} · tasks {}/{}/{} (pending/active/done){}",
+            status.team,
+            status.tasks.pending,
+            status.tasks.in_progress,
+            status.tasks.completed,
+            if status.tmux_reachable {
+                ""
+            } else {
+                " · no tmux"
+            }
+        );
+        format!("{}\n", table::fit(&line, look.width.unwrap_or(usize::MAX)))
+    };
+    if let Some(b) = &status.budget {
+        out.push_str(&format!("  {}\n", b.describe()));
+    }
+    for o in &status.leases {
+        out.push_str(&format!("  overlapping lease: {}\n", o.describe()));
+    }
+    let dash = || "-".to_owned();
+    let columns: &[(&str, Align)] = &[
+        ("MEMBER", Align::Left),
+        ("ENGINE", Align::Left),
+        ("STATE", Align::Left),
+        ("PID", Align::Left),
+        ("PANE", Align::Left),
+        ("TASK", Align::Left),
+        ("ACTIVE", Align::Left),
+        ("TOKENS in/out", Align::Right),
+        ("COST", Align::Right),
+        ("DETAIL", Align::Left),
+    ];
+    // What a narrow terminal (the lead's pane) can do without goes first.
+    let mut t = Table::new(columns)
+        .free(9)
+        .droppable(&[1, 4, 8, 3, 7, 6, 5]);
+    for m in &status.members {
+        let name = Cell::painted(m.name.clone(), table::palette(m.color.as_deref()));
+        let state = Cell::painted(state_cell(m), state_colour(m));
+        let task = Cell::new(
+            m.current_task
+                .as_ref()
+                .map(|t| format!("#{t}"))
+                .unwrap_or_else(dash),
+        );
+        let active = Cell::new(
+            m.last_activity_ms
+                .map(|ms| ago(ms, now_ms))
+                .unwrap_or_else(dash),
+        );
+        let detail = Cell::painted(detail_cell(m), Some(table::DIM));
+        let tokens_used = if m.model_calls > 0 {
+            format!(
+                "{}/{}",
+                tokens(
+                    m.usage.input_tokens
+                        + m.usage.cache_read_input_tokens
+                        + m.usage.cache_creation_input_tokens
+                ),
+                tokens(m.usage.output_tokens)
+            )
+        } else {
+            dash()
+        };
+        t.row(vec![
+            name,
+            Cell::new(m.engine.clone()),
+            state,
+            Cell::new(m.pid.map(|p| p.to_string()).unwrap_or_else(dash)),
+            Cell::new(m.pane.clone().unwrap_or_else(dash)),
+            task,
+            active,
+            Cell::new(tokens_used),
+            Cell::new(if m.cost_usd > 0.0 {
+                format!("${:.3}", m.cost_usd)
+            } else {
+                dash()
+            }),
+            detail,
+        ]);
+    }
+    out.push_str(&t.render(look));
+    out
+}
+
+/// The lead's member is named like this everywhere.
+pub fn is_lead(m: &MemberStatus) -> bool {
+    m.name == LEAD
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(name: &str, state: &str, detail: Option<&str>) -> MemberStatus {
+        MemberStatus {
+            name: name.to_owned(),
+            agent_id: format!("{name}@t"),
+            color: Some("blue".to_owned()),
+            agent_type: None,
+            model: None,
+            engine: "swarm".to_owned(),
+            pid: Some(4242),
+            pane: Some("%3".to_owned()),
+            alive: true,
+            pane_alive: Some(true),
+            state: state.to_owned(),
+            detail: detail.map(str::to_owned),
+            current_task: Some("12".to_owned()),
+            last_activity_ms: Some(0),
+            mode: None,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            model_calls: 0,
+            exit_code: None,
+            transcript: None,
+            rate_limited_until: None,
+            rate_limit_reason: None,
+            last_error: None,
+            pane_record: None,
+            state_file: None,
+        }
+    }
+
+    fn team() -> TeamStatus {
+        TeamStatus {
+            team: "t".to_owned(),
+            description: None,
+            tmux_reachable: true,
+            members: vec![
+                member(LEAD, "working", None),
+                member(
+                    "a-teammate-with-a-long-name",
+                    "shutting-down",
+                    Some("asked to shut down"),
+                ),
+                member(
+                    "dave",
+                    "dead",
+                    Some("killed by signal 9 while it was writing a file"),
+                ),
+            ],
+            tasks: TaskCounts::default(),
+            leases: Vec::new(),
+            budget: None,
+        }
+    }
+
+    /// The lead's pane is about a third of a window: the table keeps the member, its
+    /// state and the start of why, and never runs past the pane.
+    #[test]
+    fn a_narrow_pane_keeps_name_state_and_detail_within_its_width() {
+        let out = render_for_width(&team(), 7_200_000, 60);
+        assert!(out.lines().all(|l| l.chars().count() <= 60), "{out}");
+        assert!(!out.contains('\x1b'), "{out:?}");
+        assert_eq!(
+            out,
+            "team t · tasks 0/0/0 (pending/active/done)\n  \
+             MEMBER                       STATE          DETAIL\n  \
+             team-lead                    working\n  \
+             a-teammate-with-a-long-name  shutting-down  asked to shut…\n  \
+             dave                         dead           killed by sig…\n"
+        );
+    }
+
+    #[test]
+    fn colour_follows_the_look() {
+        let coloured = render(
+            &team(),
+            0,
+            Look {
+                colour: true,
+                width: None,
+            },
+        );
+        assert!(coloured.contains("\x1b[34mdave\x1b[0m"), "{coloured:?}");
+        assert!(coloured.contains("\x1b[1;31mdead\x1b[0m"), "{coloured:?}");
+        assert!(!render(&team(), 0, Look::PLAIN).contains('\x1b'));
+    }
+}

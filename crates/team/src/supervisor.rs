@@ -1,0 +1,375 @@
+//! Acting on deaths: when a teammate's process is gone, its open tasks go back to pending,
+//! its pending approval requests expire, the roster stops calling it active, and the lead
+//! is told, with a `teammate_terminated` message naming the tasks released.
+//!
+//! A teammate that worked in its own git worktree has it settled here too: removed when
+//! unchanged, kept (and the lead told where) when not; see [`crate::worktree`].
+//!
+//! A task whose owner is not on the roster any more goes back to pending too: the owner
+//! left by a path that did not release it (a crash while being removed, or a Claude Code
+//! lead taking it off), and nobody else would.
+//!
+//! Each pass also records the plan and permission requests in the lead's inbox (a Claude
+//! Code teammate records none itself), so a person can answer them, and tells the lead
+//! once about a teammate stuck at a first-run dialog.
+//!
+//! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
+//! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
+//! caller reports. A restarted lead therefore never repeats a report, and two observers never
+//! both send one.
+
+use std::path::Path;
+
+use crate::status::{self, MemberStatus, TeamStatus};
+use swarm_config::hooks::{Event as HookEvent, Hooks, Runner};
+use swarm_config::project::UserDirs;
+use swarm_store::approvals;
+use swarm_store::layout::Root;
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::protocol::{Protocol, TeammateTerminated};
+use swarm_store::roster;
+use swarm_store::state::{self, Activity, ExitInfo};
+use swarm_store::tasks::TaskList;
+use swarm_tmux::Tmux;
+use swarm_util::error::Result;
+
+/// A death that was reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reported {
+    pub name: String,
+    pub reason: String,
+    pub released: Vec<String>,
+    /// What became of its worktree, if it had one.
+    pub worktree: Option<String>,
+}
+
+/// One supervision pass: look at the team, report what ended. Returns the status seen.
+pub fn reconcile(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    dirs: &UserDirs,
+) -> Result<(TeamStatus, Vec<Reported>)> {
+    let seen = status::observe(root, team, tmux)?;
+    if let Err(e) = record_requests(root, team, &seen) {
+        tracing::warn!("failed to record the teammates' requests: {e}");
+    }
+    tell_blocked(root, team, &seen);
+    let mut reported = report_exits(root, team, &seen, dirs);
+    match release_orphans(root, team) {
+        Ok(orphans) => reported.extend(orphans),
+        Err(e) => tracing::warn!("failed to return the tasks of members who left: {e}"),
+    }
+    Ok((seen, reported))
+}
+
+/// Records every plan and permission request in the lead's inbox from a member of the
+/// team, so a person can answer a teammate that records nothing itself (Claude Code) as
+/// well as swarm's own (recording again is a no-op). The inbox is only read: whoever
+/// reads the lead's mail still gets the request.
+pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
+    for d in mailbox::read_all(root, team, &AgentName::lead())? {
+        let Some(p) = d.envelope.protocol() else {
+            continue;
+        };
+        if !p.signed_by(&d.envelope.from) || seen.member(&d.envelope.from).is_none() {
+            continue;
+        }
+        let record = match &p {
+            Protocol::PermissionRequest(r) => approvals::from_permission(r),
+            Protocol::PlanApprovalRequest(r) => approvals::from_plan(r, None),
+            _ => continue,
+        };
+        // Its process is gone: nobody would read the answer.
+        if seen
+            .member(&record.agent)
+            .is_some_and(|m| matches!(m.state.as_str(), "dead" | "exited"))
+        {
+            continue;
+        }
+        // Most were recorded long ago: a read, not a lock, says so.
+        if approvals::get(root, team, &record.request_id).is_ok() {
+            continue;
+        }
+        // One bad request (an id that names no file) must not hide the others.
+        if let Err(e) = approvals::record(root, team, &record) {
+            tracing::warn!("failed to record {}: {e}", record.request_id);
+        }
+    }
+    Ok(())
+}
+
+/// Tells the lead, once per process, which teammate waits at a first-run dialog and how
+/// to clear it: nothing else would, and the teammate itself cannot.
+fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
+    for m in seen.members.iter().filter(|m| m.state == "blocked") {
+        let Ok(agent) = AgentName::parse_any(&m.name) else {
+            continue;
+        };
+        let instance = format!("{}-dialog", m.pid.unwrap_or_default());
+        if !state::claim_exit_report(root, team, &agent, &instance).unwrap_or(false) {
+            continue;
+        }
+        let why = m.detail.as_deref().unwrap_or("blocked by a dialog");
+        let text = format!(
+            "{} has not started: {why}. It reads no messages until that is done.",
+            m.name
+        );
+        let mut envelope = Envelope::new("system", text.clone());
+        envelope.summary = Some(format!("{} is blocked", m.name));
+        match mailbox::deliver(root, team, &AgentName::lead(), envelope) {
+            Ok(_) => tracing::info!("{text}"),
+            Err(e) => tracing::warn!("failed to tell the lead that {} is blocked: {e}", m.name),
+        }
+    }
+}
+
+/// Returns to pending every open task whose owner is not on the roster. The roster is read
+/// after the tasks, so an owner that joined meanwhile is found there.
+fn release_orphans(root: &Root, team: &TeamName) -> Result<Vec<Reported>> {
+    let list = TaskList::new(root, team);
+    let mut owners: Vec<String> = list
+        .list()?
+        .into_iter()
+        .filter(|t| t.is_open())
+        .filter_map(|t| t.owner)
+        .filter(|o| !o.is_empty())
+        .collect();
+    owners.sort();
+    owners.dedup();
+    if owners.is_empty() {
+        return Ok(Vec::new());
+    }
+    let config = roster::load(root, team)?;
+    let mut reported = Vec::new();
+    for owner in owners {
+        let name = owner.split('@').next().unwrap_or(&owner);
+        if config.member(name).is_some() {
+            continue;
+        }
+        let released: Vec<String> = list.release(&owner)?.into_iter().map(|t| t.id).collect();
+        if released.is_empty() {
+            continue;
+        }
+        tracing::info!(
+            "{name} is not on the roster any more: returned task(s) #{} to pending",
+            released.join(", #")
+        );
+        reported.push(Reported {
+            name: name.to_owned(),
+            reason: "left the roster".to_owned(),
+            released,
+            worktree: None,
+        });
+    }
+    Ok(reported)
+}
+
+/// Reports every teammate in `status` whose process has ended and was not reported yet.
+fn report_exits(
+    root: &Root,
+    team: &TeamName,
+    status: &TeamStatus,
+    dirs: &UserDirs,
+) -> Vec<Reported> {
+    status
+        .members
+        .iter()
+        .filter(|m| {
+            m.name != LEAD
+                && !m.alive
+                // With no pid it died before it registered: only its dead pane tells.
+                && (m.pid.is_some() || m.pane_alive == Some(false))
+                && matches!(m.state.as_str(), "dead" | "exited")
+        })
+        .filter_map(|m| match report_exit(root, team, m, dirs) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("failed to report that {} stopped: {e}", m.name);
+                None
+            }
+        })
+        .collect()
+}
+
+/// Reports one stopped teammate, unless someone already did.
+pub fn report_exit(
+    root: &Root,
+    team: &TeamName,
+    m: &MemberStatus,
+    dirs: &UserDirs,
+) -> Result<Option<Reported>> {
+    let Ok(agent) = AgentName::parse_any(&m.name) else {
+        return Ok(None);
+    };
+    // One report per process: its pid, or before it registered, its pane.
+    let instance = match (m.pid, &m.pane) {
+        (Some(pid), _) => pid.to_string(),
+        (None, Some(pane)) => format!("pane{}", pane.trim_start_matches('%')),
+        (None, None) => return Ok(None),
+    };
+    if !state::claim_exit_report(root, team, &agent, &instance)? {
+        return Ok(None);
+    }
+    let mut released: Vec<String> = m
+        .state_file
+        .as_ref()
+        .and_then(|s| s.exit.as_ref())
+        .map(|e| e.released_tasks.clone())
+        .unwrap_or_default();
+    let list = TaskList::new(root, team);
+    let mut subjects = Vec::new();
+    for t in list.release(&m.name)? {
+        released.push(t.id.clone());
+    }
+    for id in &released {
+        if let Ok(t) = list.get(id) {
+            subjects.push(format!("#{} \"{}\"", t.id, t.subject));
+        } else {
+            subjects.push(format!("#{id}"));
+        }
+    }
+    let clean = m.state == "exited";
+    let reason = m
+        .detail
+        .clone()
+        .unwrap_or_else(|| "process gone".to_owned());
+    // Nobody waits for their answers any more; one that exited cleanly expired its own.
+    if let Err(e) = approvals::expire_all(
+        root,
+        team,
+        &m.name,
+        &format!("{} stopped: {reason}", m.name),
+    ) {
+        tracing::warn!("failed to expire {}'s pending requests: {e}", m.name);
+    }
+    // The agent could not record its end itself (nor run its SubagentStop hook): do it
+    // for it. Read before the worktree is settled below: it names the project.
+    let finished_itself = m
+        .state_file
+        .as_ref()
+        .is_some_and(|s| s.activity == Activity::Exited);
+    if !finished_itself {
+        fire_subagent_stop(root, team, m, &reason, dirs);
+    }
+    if let Some(mut s) = m
+        .state_file
+        .clone()
+        .filter(|s| s.activity != Activity::Exited)
+    {
+        s.activity = Activity::Exited;
+        s.current_task = None;
+        s.detail = Some(reason.clone());
+        s.exit = Some(ExitInfo {
+            code: m.exit_code.unwrap_or(-1),
+            reason: reason.clone(),
+            released_tasks: released.clone(),
+            clean: false,
+        });
+        let _ = state::write(root, team, &agent, &s);
+    }
+    let _ = roster::update_member(root, team, &m.name, |member| member.is_active = Some(false));
+    let mut message = if clean {
+        format!("{} has shut down ({reason}).", m.name)
+    } else {
+        format!("{} was terminated ({reason}).", m.name)
+    };
+    if released.is_empty() {
+        message.push_str(" It held no open tasks.");
+    } else {
+        message.push_str(&format!(
+            " {} task(s) were unassigned: {}. Use TaskList to see them and give them to someone else.",
+            released.len(),
+            subjects.join(", ")
+        ));
+    }
+    let note = Protocol::TeammateTerminated(TeammateTerminated {
+        message: message.clone(),
+        agent: Some(m.name.clone()),
+        released_task_ids: released.clone(),
+    });
+    let mut envelope = Envelope::new("system", note.to_text());
+    envelope.summary = Some(format!("{} stopped", m.name));
+    mailbox::deliver(root, team, &AgentName::lead(), envelope)?;
+    tracing::info!("{message}");
+    let worktree = crate::worktree::settle(root, team, &m.name);
+    if let Some(line) = &worktree {
+        tracing::info!("{}: {line}", m.name);
+    }
+    Ok(Some(Reported {
+        name: m.name.clone(),
+        reason,
+        released,
+        worktree,
+    }))
+}
+
+/// Runs the SubagentStop hooks of a teammate that died without running them, from the
+/// project it was spawned for, on a thread of its own: a hook may take up to its timeout,
+/// and the reconcile loop must not wait for it.
+fn fire_subagent_stop(
+    root: &Root,
+    team: &TeamName,
+    m: &MemberStatus,
+    reason: &str,
+    dirs: &UserDirs,
+) {
+    let Ok(config) = roster::load(root, team) else {
+        return;
+    };
+    let Some(member) = config.member(&m.name) else {
+        return;
+    };
+    let cwd = std::path::PathBuf::from(&member.cwd);
+    let project = match swarm_store::worktrees::read(root, team, &m.name) {
+        // `git_dir` is `<repo>/.git`.
+        Ok(Some(w)) => w.git_dir.parent().map(Path::to_path_buf),
+        _ => None,
+    }
+    .unwrap_or_else(|| dirs.project_dir(&cwd));
+    let hooks = Hooks::load(&project, dirs);
+    if hooks
+        .commands(HookEvent::SubagentStop, member.agent_type.as_deref())
+        .is_empty()
+    {
+        return;
+    }
+    let runner = Runner {
+        hooks,
+        // The teammate's own session id died with it.
+        session_id: config.lead_session_id.clone().unwrap_or_default(),
+        cwd,
+        team: team.to_string(),
+        agent: m.name.clone(),
+        agent_type: member.agent_type.clone(),
+    };
+    let mode = m
+        .mode
+        .as_deref()
+        .and_then(|mode| mode.parse().ok())
+        .unwrap_or(swarm_config::permissions::PermissionMode::Default);
+    let mut extra = serde_json::Map::new();
+    extra.insert("stop_hook_active".into(), false.into());
+    extra.insert("reason".into(), reason.into());
+    let spawned = std::thread::Builder::new()
+        .name("swarm-subagent-stop".into())
+        // Problems are reported by the run itself.
+        .spawn(move || drop(runner.fire(HookEvent::SubagentStop, mode, extra)));
+    if let Ok(handle) = spawned {
+        let mut running = STOP_HOOKS.lock().unwrap();
+        running.retain(|h| !h.is_finished());
+        running.push(handle);
+    }
+}
+
+static STOP_HOOKS: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Waits for the stop hooks this process started (each ends by its timeout at the latest).
+pub fn wait_for_stop_hooks() {
+    let handles = std::mem::take(&mut *STOP_HOOKS.lock().unwrap());
+    for h in handles {
+        let _ = h.join();
+    }
+}

@@ -1,0 +1,200 @@
+//! Deleting a team. Refused while teammates run, or while a worktree of the team holds
+//! work that deleting it would lose, unless forced; then the teammates are stopped through
+//! the shutdown ladder, the window is closed, the lead is given time to go with its pane,
+//! the worktrees are removed (saying what a forced delete discarded) and the team's files
+//! go last. A half-made team (a folder without its roster, left by a run that failed while
+//! it was being made) goes with its tagged panes. A finished team (its lead exited) can go
+//! by itself, and a finished run's window with it.
+
+use std::time::{Duration, Instant};
+
+use crate::shutdown::{self, LadderOptions};
+use crate::status;
+use crate::window::{TeamWindow, TeamWindowOptions};
+use crate::worktree;
+use swarm_store::layout::Root;
+use swarm_store::names::{LEAD, TeamName};
+use swarm_store::roster;
+use swarm_store::state::{self, Activity};
+use swarm_store::worktrees;
+use swarm_tmux::Tmux;
+use swarm_util::error::{Error, Result};
+use swarm_util::process;
+
+/// How long the lead is given to end with its pane before its files go.
+const LEAD_GONE_WITHIN: Duration = Duration::from_secs(10);
+
+/// A worktree the delete took with it.
+#[derive(Debug, Clone)]
+pub struct RemovedWorktree {
+    pub path: std::path::PathBuf,
+    pub branch: String,
+    /// What unmerged work a forced delete discarded.
+    pub discarded: Option<String>,
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, Default)]
+pub struct Deleted {
+    pub removed: Vec<RemovedWorktree>,
+    /// Worktrees it could not remove, one line each: the user's to tidy.
+    pub left: Vec<String>,
+}
+
+/// Deletes `team` (see the module comment). `say` hears the ladder's steps.
+pub fn delete(
+    root: &Root,
+    team: &TeamName,
+    tmux: &Tmux,
+    window: TeamWindowOptions,
+    ladder: &LadderOptions,
+    force: bool,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Deleted> {
+    if is_half_made(root, team) {
+        if let Some(window) = TeamWindow::find(tmux, team, window)? {
+            window.close()?;
+        }
+        roster::delete_files(root, team)?;
+        return Ok(Deleted::default());
+    }
+    roster::load(root, team)?;
+    let seen = status::observe(root, team, Some(tmux))?;
+    let alive: Vec<String> = seen
+        .members
+        .iter()
+        .filter(|m| m.name != LEAD && (m.alive || m.pane_alive == Some(true)))
+        .map(|m| {
+            format!(
+                "{} ({}{})",
+                m.name,
+                m.state,
+                m.pid.map(|p| format!(", pid {p}")).unwrap_or_default()
+            )
+        })
+        .collect();
+    if !alive.is_empty() && !force {
+        return Err(Error::conflict(format!(
+            "team '{team}' still has running teammates: {}; shut them down with `swarm shutdown --all`, or pass --force",
+            alive.join(", ")
+        )));
+    }
+    if !force {
+        refuse_unmerged(root, team)?;
+    }
+    for result in shutdown::stop_team(root, team, Some(tmux), ladder, say) {
+        result?;
+    }
+    if let Some(window) = TeamWindow::find(tmux, team, window)? {
+        window.close()?;
+    }
+    // The lead goes with its pane; let it finish before its files go.
+    if let Some(lead) = seen.member(LEAD).filter(|m| m.alive).and_then(|m| m.pid) {
+        let deadline = Instant::now() + LEAD_GONE_WITHIN;
+        while process::is_alive(lead) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    // Settled by the ladder above; what is left is kept work (or a teammate that died
+    // unseen). Check again: the ladder may just have kept some.
+    if !force {
+        refuse_unmerged(root, team)?;
+    }
+    let mut deleted = Deleted::default();
+    for record in worktrees::all(root, team)? {
+        // Only a forced delete gets here with unmerged work: say what it throws away.
+        let discarded = worktree::changes(&record)
+            .ok()
+            .filter(|c| c.unmerged())
+            .map(|c| c.describe());
+        match worktree::remove(root, team, &record) {
+            Ok(()) => deleted.removed.push(RemovedWorktree {
+                path: record.path,
+                branch: record.branch,
+                discarded,
+            }),
+            // The team goes anyway.
+            Err(e) => deleted.left.push(format!(
+                "{e}; remove worktree {} and branch {} by hand",
+                record.path.display(),
+                record.branch
+            )),
+        }
+    }
+    if let Some(line) = crate::merge::remove_integration(root, team) {
+        deleted.left.push(line);
+    }
+    roster::delete_files(root, team)?;
+    Ok(deleted)
+}
+
+/// Whether `team` has a folder but no roster (`teams/<team>/config.json`).
+pub fn is_half_made(root: &Root, team: &TeamName) -> bool {
+    root.team_dir(team).is_dir() && !root.roster_path(team).exists()
+}
+
+/// The half-made teams under `root`, by name.
+pub fn half_made(root: &Root) -> Vec<TeamName> {
+    let Ok(entries) = std::fs::read_dir(root.teams_dir()) else {
+        return Vec::new();
+    };
+    let mut teams: Vec<TeamName> = entries
+        .flatten()
+        .filter_map(|e| TeamName::new(&e.file_name().to_string_lossy()).ok())
+        .filter(|t| is_half_made(root, t))
+        .collect();
+    teams.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    teams
+}
+
+/// Whether `team`'s lead has finished (it recorded its exit). A lead that died without
+/// saying so is not finished: its team is there to be resumed.
+pub fn is_finished(root: &Root, team: &TeamName) -> bool {
+    state::read(root, team, &swarm_store::names::AgentName::lead())
+        .is_some_and(|s| s.activity == Activity::Exited)
+}
+
+/// Closes a finished run's window (its lead's dead pane, and whatever else of the team is
+/// left), so that runs do not leave a session each behind; `keep` leaves it to look at.
+/// Quiet: the run's outcome is already decided and said.
+pub fn close_finished(root: &Root, window: &TeamWindow, keep: bool) {
+    if keep || !is_finished(root, window.team()) {
+        return;
+    }
+    if let Err(e) = window.close() {
+        tracing::warn!(
+            "failed to close the window of team '{}': {e}",
+            window.team()
+        );
+    }
+}
+
+/// Refuses when a worktree of the team holds work that deleting it would lose.
+fn refuse_unmerged(root: &Root, team: &TeamName) -> Result<()> {
+    let mut held = Vec::new();
+    for record in worktrees::all(root, team)? {
+        match worktree::changes(&record) {
+            Ok(c) if c.unmerged() => held.push(format!(
+                "{} at {} ({})",
+                record.branch,
+                record.path.display(),
+                c.describe()
+            )),
+            Ok(_) => {}
+            // Its repository is gone: nothing is left to lose.
+            Err(_) if !record.git_dir.exists() => {}
+            Err(e) => held.push(format!(
+                "{} at {} ({e})",
+                record.branch,
+                record.path.display()
+            )),
+        }
+    }
+    if held.is_empty() {
+        return Ok(());
+    }
+    Err(Error::conflict(format!(
+        "team '{team}' has worktree(s) with unmerged work: {}; merge or keep that work (git merge <branch>), or pass --force to delete it with the team",
+        held.join("; ")
+    )))
+}

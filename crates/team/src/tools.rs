@@ -1,0 +1,776 @@
+//! The team tools the agents call: SendMessage, the task tools, and the lead's Agent and
+//! TeamStatus, over the shared store. They plug into the agent's engine as a
+//! [`ToolSet`], which is all the engine knows of them.
+//!
+//! Recipients are checked against the roster (an unknown name is an error the model sees,
+//! never a new inbox). Setting a task's owner goes through the real claim (compare-and-set
+//! under the list lock) and tells the new owner with a `task_assignment` message. Task
+//! hooks run through [`crate::task_events`]; a hook's refusal fails the tool with the
+//! hook's stderr as feedback.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+
+use crate::launch::{Launcher, SpawnRequest};
+use crate::task_events::{self, Created};
+use swarm_agent::tools::{ToolContext, ToolOutcome, ToolSet, required_str, value_str};
+use swarm_config::hooks::Runner as HookRunner;
+use swarm_config::tools::ToolName;
+use swarm_llm::ToolSpec;
+use swarm_store::approvals;
+use swarm_store::layout::Root;
+use swarm_store::mailbox::{self, Envelope};
+use swarm_store::merge_queue::TASK_COMMIT_KEY;
+use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::protocol::{
+    self, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest, TaskAssignment,
+};
+use swarm_store::roster;
+use swarm_store::tasks::leases;
+use swarm_store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
+use swarm_util::clock;
+
+/// The lead's means to start teammates, as `swarm spawn` would, up to a limit.
+#[derive(Debug, Clone)]
+pub struct LeadPowers {
+    pub launcher: Launcher,
+    pub max_teammates: usize,
+}
+
+/// One agent's team tools.
+#[derive(Debug)]
+pub struct TeamTools {
+    pub root: Root,
+    pub team: TeamName,
+    /// The agent's own tmux pane, named in its `shutdown_approved`.
+    pub pane: Option<String>,
+    /// What only the lead can do: spawn teammates.
+    pub lead: Option<LeadPowers>,
+    /// The user's hooks for this agent's events (TaskCreated, TaskCompleted).
+    pub hooks: Option<Arc<HookRunner>>,
+    /// The last direct message this agent sent to a peer, for its idle notification.
+    last_peer_dm: Mutex<Option<String>>,
+}
+
+impl ToolSet for TeamTools {
+    fn spec(&self, tool: ToolName) -> Option<ToolSpec> {
+        spec(tool)
+    }
+
+    fn detail(&self, tool: ToolName, input: &Value) -> String {
+        let s = |k: &str| input.get(k).and_then(Value::as_str).unwrap_or("");
+        match tool {
+            ToolName::SendMessage => format!("to {}", s("to")),
+            ToolName::TaskCreate => s("subject").to_owned(),
+            ToolName::TaskGet | ToolName::TaskUpdate => format!(
+                "#{}{}",
+                input.get("taskId").map(value_str).unwrap_or_default(),
+                input
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .map(|st| format!(" → {st}"))
+                    .unwrap_or_default()
+            ),
+            ToolName::Agent => s("name").to_owned(),
+            ToolName::MergeQueue => format!("{} {}", s("action"), s("branch")).trim().to_owned(),
+            _ => String::new(),
+        }
+    }
+
+    fn run(&self, tool: ToolName, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        match tool {
+            ToolName::SendMessage => self.send_message(input, ctx),
+            ToolName::TaskCreate => self.task_create(input, ctx),
+            ToolName::TaskGet => self.task_get(input),
+            ToolName::TaskList => self.task_list(),
+            ToolName::TaskUpdate => self.task_update(input, ctx),
+            ToolName::Agent => self.spawn_teammate(input, ctx),
+            ToolName::TeamStatus => self.team_status(),
+            ToolName::MergeQueue => crate::merge_tool::run(&self.root, &self.team, &input),
+            other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
+        }
+    }
+
+    fn note_on_change(&self, path: &std::path::Path, ctx: &ToolContext) -> Option<String> {
+        crate::leases::note(&self.root, &self.team, ctx.agent.as_str(), &ctx.cwd, path)
+    }
+}
+
+/// The spec of a team tool; `None` for any other tool.
+pub fn spec(tool: ToolName) -> Option<ToolSpec> {
+    let (description, schema) = match tool {
+        ToolName::SendMessage => (
+            "Send a message to a teammate by name, to \"team-lead\", or to \"*\" (everyone). Text you print is NOT seen by anyone: use this tool to communicate. message is a string, or a structured message: {\"type\": \"shutdown_response\", \"request_id\", \"approve\", \"reason\"} or (lead only) {\"type\": \"shutdown_request\", \"reason\"} / {\"type\": \"plan_approval_response\", \"request_id\", \"approve\", \"feedback\"}.",
+            json!({"type": "object", "properties": {
+                    "to": {"type": "string"},
+                    "message": {"description": "Text, or a structured protocol message"},
+                    "summary": {"type": "string", "description": "A 5-10 word preview"}
+                }, "required": ["to", "message"]}),
+        ),
+        ToolName::TaskCreate => (
+            "Create a task in the team's shared task list.",
+            json!({"type": "object", "properties": {
+                    "subject": {"type": "string", "description": "Imperative title"},
+                    "description": {"type": "string"},
+                    "activeForm": {"type": "string", "description": "Present continuous, shown while the task runs"},
+                    "blockedBy": {"type": "array", "items": {"type": "string"}, "description": "Ids of tasks that must be completed first"},
+                    "files": {"type": "array", "items": {"type": "string"}, "description": "Files the task will touch, relative to the project; others changing them are warned"},
+                    "metadata": {"type": "object"}
+                }, "required": ["subject", "description"]}),
+        ),
+        ToolName::TaskGet => (
+            "Get one task with its full description.",
+            json!({"type": "object", "properties": {"taskId": {"type": "string"}}, "required": ["taskId"]}),
+        ),
+        ToolName::TaskList => (
+            "List the team's tasks: id, status, owner, subject, blockers.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        ToolName::TaskUpdate => (
+            "Update a task: status (pending, in_progress, completed, or deleted), owner (claims it atomically), subject, description, dependencies.",
+            json!({"type": "object", "properties": {
+                    "taskId": {"type": "string"},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "deleted"]},
+                    "owner": {"type": "string"},
+                    "subject": {"type": "string"},
+                    "description": {"type": "string"},
+                    "activeForm": {"type": "string"},
+                    "addBlockedBy": {"type": "array", "items": {"type": "string"}},
+                    "addBlocks": {"type": "array", "items": {"type": "string"}},
+                    "metadata": {"type": "object"}
+                }, "required": ["taskId"]}),
+        ),
+        ToolName::Agent => (
+            "Spawn a teammate in its own tmux pane. It receives `prompt` as its first instructions, then works on the shared task list by itself. Use mode \"plan\" to make it present a plan for your approval before it changes anything.",
+            json!({"type": "object", "properties": {
+                    "name": {"type": "string", "description": "A short unique name: letters, digits, - and _"},
+                    "prompt": {"type": "string", "description": "Its first instructions"},
+                    "description": {"type": "string", "description": "3-5 words on its role"},
+                    "subagent_type": {"type": "string", "description": "An agent type: general-purpose, Explore, Plan, or one defined in .claude/agents"},
+                    "model": {"type": "string"},
+                    "mode": {"type": "string", "enum": ["plan", "default", "acceptEdits", "bypassPermissions"]},
+                    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it works in its own git worktree on branch swarm/<team>/<name>, so its changes do not touch the shared checkout"},
+                    "engine": {"type": "string", "enum": ["swarm", "claude"], "description": "What runs it: swarm's own agent, or a Claude Code process (default: the run's)"}
+                }, "required": ["name", "prompt"]}),
+        ),
+        ToolName::TeamStatus => (
+            "The team right now: each member's state (idle, working, awaiting-approval, dead...), current task and last activity, and the task counts.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        ToolName::MergeQueue => (
+            "The merge queue that lands teammates' worktree branches on the team's target, one at a time, through the project's check. It runs by itself when a teammate completes a task; action \"status\" lists its entries, \"run\" takes new commits and merges what is queued now, \"retry\" puts a held branch (conflict, failed check) back in the queue and runs it.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": ["status", "run", "retry"]},
+                    "branch": {"type": "string", "description": "retry: the held branch, swarm/<team>/<name>"}
+                },
+                "required": ["action"]
+            }),
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name: tool.as_str().to_owned(),
+        description: description.to_owned(),
+        input_schema: schema,
+    })
+}
+
+impl TeamTools {
+    pub fn new(root: Root, team: TeamName) -> TeamTools {
+        TeamTools {
+            root,
+            team,
+            pane: None,
+            lead: None,
+            hooks: None,
+            last_peer_dm: Mutex::new(None),
+        }
+    }
+
+    /// Takes the last direct message to a peer, for the idle notification that reports it.
+    pub fn take_last_peer_dm(&self) -> Option<String> {
+        self.last_peer_dm.lock().unwrap().take()
+    }
+
+    fn task_hooks(&self, ctx: &ToolContext) -> task_events::Hooks<'_> {
+        task_events::Hooks {
+            runner: self.hooks.as_deref(),
+            mode: ctx.mode(),
+        }
+    }
+
+    fn my_color(&self, ctx: &ToolContext) -> Option<String> {
+        roster::load(&self.root, &self.team)
+            .ok()?
+            .member(ctx.agent.as_str())
+            .and_then(|m| m.color.clone())
+    }
+
+    fn send_protocol(
+        &self,
+        ctx: &ToolContext,
+        to: &str,
+        message: &Protocol,
+    ) -> Result<(), ToolOutcome> {
+        mailbox::send(
+            &self.root,
+            &self.team,
+            to,
+            Envelope::new(ctx.agent.as_str(), message.to_text()).with_color(self.my_color(ctx)),
+        )
+        .map(|_| ())
+        .map_err(|e| ToolOutcome::err(e.to_string()))
+    }
+
+    fn send_message(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let to = required_str(&input, "to")?.trim();
+            if to.contains('@') {
+                return Err(ToolOutcome::err("address teammates by name, without @team"));
+            }
+            if to.eq_ignore_ascii_case(ctx.agent.as_str()) {
+                return Err(ToolOutcome::err("you cannot send a message to yourself"));
+            }
+            let summary = input
+                .get("summary")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            match input.get("message") {
+                Some(Value::String(text)) => {
+                    let sent = mailbox::send(
+                        &self.root,
+                        &self.team,
+                        to,
+                        Envelope::new(ctx.agent.as_str(), text.clone())
+                            .with_summary(summary.clone())
+                            .with_color(self.my_color(ctx)),
+                    )
+                    .map_err(|e| ToolOutcome::err(e.to_string()))?;
+                    if to != "*" && to != LEAD {
+                        let preview = summary.unwrap_or_else(|| text.chars().take(80).collect());
+                        *self.last_peer_dm.lock().unwrap() = Some(format!("[to {to}] {preview}"));
+                    }
+                    let names: Vec<&str> = sent.iter().map(|s| s.to.as_str()).collect();
+                    Ok(ToolOutcome::ok(if to == "*" {
+                        format!(
+                            "Message broadcast to {} teammate(s): {}",
+                            names.len(),
+                            names.join(", ")
+                        )
+                    } else {
+                        format!("Message sent to {to}")
+                    }))
+                }
+                Some(Value::Object(obj)) => self.structured(ctx, to, obj),
+                _ => Err(ToolOutcome::err(
+                    "message must be a string or a structured message object",
+                )),
+            }
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn structured(
+        &self,
+        ctx: &ToolContext,
+        to: &str,
+        obj: &Map<String, Value>,
+    ) -> Result<ToolOutcome, ToolOutcome> {
+        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+        let approve = obj.get("approve").and_then(Value::as_bool);
+        let now = clock::now_iso();
+        let me = ctx.agent.to_string();
+        match s("type").as_deref() {
+            Some("shutdown_request") => {
+                if !ctx.agent.is_lead() {
+                    return Err(ToolOutcome::err(
+                        "only the team lead can ask a teammate to shut down",
+                    ));
+                }
+                if to == "*" || to == LEAD {
+                    return Err(ToolOutcome::err(
+                        "a shutdown request goes to one teammate by name",
+                    ));
+                }
+                let request_id = protocol::shutdown_request_id(to);
+                self.send_protocol(
+                    ctx,
+                    to,
+                    &Protocol::ShutdownRequest(ShutdownRequest {
+                        request_id: request_id.clone(),
+                        from: me,
+                        reason: s("reason"),
+                        timestamp: now,
+                    }),
+                )?;
+                Ok(ToolOutcome::ok(format!(
+                    "Shutdown request sent to {to}. Request ID: {request_id}"
+                )))
+            }
+            Some("shutdown_response") => {
+                let request_id = s("request_id")
+                    .ok_or_else(|| ToolOutcome::err("shutdown_response needs request_id"))?;
+                match approve {
+                    Some(true) => {
+                        let pane = self.pane.clone();
+                        self.send_protocol(
+                            ctx,
+                            LEAD,
+                            &Protocol::ShutdownApproved(ShutdownApproved {
+                                request_id,
+                                from: me,
+                                timestamp: now,
+                                backend_type: pane.as_ref().map(|_| "tmux".to_owned()),
+                                pane_id: pane,
+                            }),
+                        )?;
+                        ctx.request_stop();
+                        Ok(ToolOutcome::ok(
+                            "Shutdown approved. You will stop after this step.",
+                        ))
+                    }
+                    Some(false) => {
+                        let reason = s("reason").ok_or_else(|| {
+                            ToolOutcome::err("rejecting a shutdown needs a reason")
+                        })?;
+                        self.send_protocol(
+                            ctx,
+                            LEAD,
+                            &Protocol::ShutdownRejected(ShutdownRejected {
+                                request_id,
+                                from: me,
+                                reason,
+                                timestamp: now,
+                            }),
+                        )?;
+                        Ok(ToolOutcome::ok("Shutdown rejected; keep working."))
+                    }
+                    None => Err(ToolOutcome::err(
+                        "shutdown_response needs approve: true or false",
+                    )),
+                }
+            }
+            Some(kind @ ("plan_approval_response" | "permission_response")) => {
+                if !ctx.agent.is_lead() {
+                    return Err(ToolOutcome::err(
+                        "only the team lead answers plan approval and permission requests",
+                    ));
+                }
+                let request_id = s("request_id")
+                    .ok_or_else(|| ToolOutcome::err(format!("{kind} needs request_id")))?;
+                let approved = approve.ok_or_else(|| {
+                    ToolOutcome::err(format!("{kind} needs approve: true or false"))
+                })?;
+                let feedback = s("feedback").or_else(|| s("reason"));
+                // Through the approvals record, so each request is answered exactly once.
+                let decided = approvals::resolve(
+                    &self.root,
+                    &self.team,
+                    &request_id,
+                    approvals::Decision {
+                        approve: approved,
+                        feedback,
+                        mode: s("permission_mode"),
+                        by: me.clone(),
+                    },
+                )
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+                if decided.agent != to && to != "*" {
+                    tracing::info!(
+                        "answered {request_id} of {} (SendMessage named {to})",
+                        decided.agent
+                    );
+                }
+                Ok(ToolOutcome::ok(format!(
+                    "{} {}'s request [{request_id}]",
+                    if approved { "Approved" } else { "Rejected" },
+                    decided.agent
+                )))
+            }
+            Some(other) => Err(ToolOutcome::err(format!(
+                "unknown message type '{other}'; use a string, or shutdown_request, shutdown_response, plan_approval_response, permission_response"
+            ))),
+            None => Err(ToolOutcome::err("a structured message needs a type")),
+        }
+    }
+
+    fn list(&self) -> TaskList {
+        TaskList::new(&self.root, &self.team)
+    }
+
+    fn task_create(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let files = leases::normalize_all(&strings(&input, "files"))
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            let created = self
+                .task_hooks(ctx)
+                .create(
+                    &self.list(),
+                    NewTask {
+                        subject: required_str(&input, "subject")?.to_owned(),
+                        description: input
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        active_form: input
+                            .get("activeForm")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        blocked_by: strings(&input, "blockedBy"),
+                        metadata: leases::with_files(
+                            input.get("metadata").and_then(Value::as_object).cloned(),
+                            &files,
+                        ),
+                    },
+                )
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            let task = match created {
+                Created::Kept(task) => task,
+                Created::Refused { feedback, .. } => {
+                    return Err(ToolOutcome::err(format!(
+                        "TaskCreated hook feedback:\n{feedback}"
+                    )));
+                }
+            };
+            Ok(ToolOutcome::ok(format!(
+                "Task #{} created successfully: {}",
+                task.id, task.subject
+            )))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn task_get(&self, input: Value) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let id = input
+                .get("taskId")
+                .map(value_str)
+                .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
+            let t = self
+                .list()
+                .get(&id)
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            let mut out = task_line(&t);
+            if !t.blocks.is_empty() {
+                out.push_str(&format!("\nBlocks: #{}", t.blocks.join(", #")));
+            }
+            if !t.description.is_empty() {
+                out.push_str(&format!("\n\n{}", t.description));
+            }
+            Ok(ToolOutcome::ok(out))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn task_list(&self) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let tasks = self
+                .list()
+                .list()
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            let lines: Vec<String> = tasks
+                .iter()
+                .filter(|t| !t.is_internal())
+                .map(task_line)
+                .collect();
+            Ok(ToolOutcome::ok(if lines.is_empty() {
+                "No tasks.".to_owned()
+            } else {
+                lines.join("\n")
+            }))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn task_update(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let tasks = self.list();
+            let id = input
+                .get("taskId")
+                .map(value_str)
+                .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
+            let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
+            let status = input.get("status").and_then(Value::as_str);
+            if status == Some("deleted") {
+                tasks.delete(&id).map_err(err)?;
+                return Ok(ToolOutcome::ok(format!("Task #{id} deleted")));
+            }
+            let status = status.map(Status::parse).transpose().map_err(err)?;
+            let current = tasks.get(&id).map_err(err)?;
+            let landed_commit = match status {
+                Some(Status::Completed) => {
+                    worktree_commit(&self.root, &self.team, ctx.agent.as_str(), &id)
+                        .map_err(ToolOutcome::err)?
+                }
+                _ => None,
+            };
+            if status == Some(Status::Completed)
+                && let Some(feedback) = self.task_hooks(ctx).refuse_completion(&current)
+            {
+                return Err(ToolOutcome::err(format!(
+                    "TaskCompleted hook feedback:\n{feedback}"
+                )));
+            }
+            let me = ctx.agent.as_str();
+            // A new owner goes through the real claim; starting an unowned task claims it.
+            let new_owner = match input.get("owner").and_then(Value::as_str) {
+                Some(o) if !o.is_empty() && !current.owned_by(o) => Some(o.to_owned()),
+                None if status == Some(Status::InProgress) && current.owner.is_none() => {
+                    Some(me.to_owned())
+                }
+                _ => None,
+            };
+            let mut notes = Vec::new();
+            if let Some(owner) = &new_owner {
+                let config = roster::load(&self.root, &self.team).map_err(err)?;
+                config.require(owner).map_err(err)?;
+                if current.owner.is_some() && !ctx.agent.is_lead() {
+                    return Err(ToolOutcome::err(format!(
+                        "task #{id} is owned by {}; only the lead reassigns owned tasks",
+                        current.owner.as_deref().unwrap_or_default()
+                    )));
+                }
+                if current.owner.is_some() {
+                    tasks
+                        .update(
+                            &id,
+                            TaskPatch {
+                                owner: Some(None),
+                                status: Some(Status::Pending),
+                                ..TaskPatch::default()
+                            },
+                        )
+                        .map_err(err)?;
+                }
+                let claimed = tasks
+                    .claim(&id, owner, false)
+                    .map_err(err)?
+                    .map_err(|r| err(r.into_error(&id, owner)))?;
+                notes.push(format!("owner={owner}"));
+                if owner != me {
+                    let assignment = Protocol::TaskAssignment(TaskAssignment {
+                        task_id: claimed.id.clone(),
+                        subject: claimed.subject.clone(),
+                        description: claimed.description.clone(),
+                        assigned_by: me.to_owned(),
+                        timestamp: clock::now_iso(),
+                    });
+                    let to = AgentName::parse_any(owner).map_err(err)?;
+                    mailbox::deliver(
+                        &self.root,
+                        &self.team,
+                        &to,
+                        Envelope::new(me, assignment.to_text()).with_color(self.my_color(ctx)),
+                    )
+                    .map_err(err)?;
+                }
+            }
+            let clear_owner = input.get("owner").and_then(Value::as_str) == Some("");
+            let patch = TaskPatch {
+                subject: input
+                    .get("subject")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                description: input
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                active_form: input
+                    .get("activeForm")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                // The claim already set in_progress.
+                status: status.filter(|s| !(new_owner.is_some() && *s == Status::InProgress)),
+                owner: clear_owner.then_some(None),
+                add_blocked_by: strings(&input, "addBlockedBy"),
+                add_blocks: strings(&input, "addBlocks"),
+                metadata: match (
+                    input.get("metadata").and_then(Value::as_object),
+                    landed_commit,
+                ) {
+                    (m, Some(commit)) => {
+                        let mut m = m.cloned().unwrap_or_default();
+                        m.insert(TASK_COMMIT_KEY.to_owned(), commit.into());
+                        Some(m)
+                    }
+                    (m, None) => m.cloned(),
+                },
+            };
+            let touched = patch.subject.is_some()
+                || patch.description.is_some()
+                || patch.active_form.is_some()
+                || patch.status.is_some()
+                || patch.owner.is_some()
+                || !patch.add_blocked_by.is_empty()
+                || !patch.add_blocks.is_empty()
+                || patch.metadata.is_some();
+            let task = if touched {
+                tasks.update(&id, patch).map_err(err)?
+            } else {
+                tasks.get(&id).map_err(err)?
+            };
+            if let Some(s) = status {
+                notes.push(format!("status={}", s.as_str()));
+            }
+            Ok(ToolOutcome::ok(format!(
+                "Updated task #{id}{}: {}",
+                if notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", notes.join(", "))
+                },
+                task_line(&task)
+            )))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// The lead's Agent tool: starts a teammate in its own pane.
+    fn spawn_teammate(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let powers = self.lead.as_ref().ok_or_else(|| {
+                ToolOutcome::err("only the team lead can spawn teammates (the roster is flat)")
+            })?;
+            let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
+            let name = AgentName::new(required_str(&input, "name")?).map_err(err)?;
+            let prompt = required_str(&input, "prompt")?.to_owned();
+            let config = roster::load(&self.root, &self.team).map_err(err)?;
+            let current = config.teammates().count();
+            if current >= powers.max_teammates {
+                return Err(ToolOutcome::err(format!(
+                    "the team already has {current} teammate(s), the most this run allows; give more tasks to the ones you have"
+                )));
+            }
+            let mode = input.get("mode").and_then(Value::as_str);
+            let plan = mode == Some("plan");
+            let permission_mode = match mode {
+                Some(m) if !plan => Some(m.parse().map_err(err)?),
+                _ => None,
+            };
+            let req = SpawnRequest {
+                name,
+                prompt: Some(prompt),
+                agent_type: input
+                    .get("subagent_type")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                model: input
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                permission_mode,
+                plan_mode_required: plan,
+                cwd: ctx.cwd.clone(),
+                color: None,
+                isolation: input
+                    .get("isolation")
+                    .and_then(Value::as_str)
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(err)?,
+                engine: input
+                    .get("engine")
+                    .and_then(Value::as_str)
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(err)?,
+                // Per-agent budgets are the person's to give (`swarm spawn`); the lead's
+                // teammates keep to the team's.
+                budget: Default::default(),
+            };
+            let spawned = powers.launcher.spawn(&req).map_err(err)?;
+            let worktree = spawned
+                .worktree
+                .as_ref()
+                .map(|w| format!("\nworktree: {} (branch {})", w.path.display(), w.branch))
+                .unwrap_or_default();
+            Ok(ToolOutcome::ok(format!(
+                "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}{worktree}\nThe agent is now running and will receive instructions via mailbox.",
+                spawned.name, self.team, spawned.name, self.team, spawned.pane
+            )))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// The lead's TeamStatus tool.
+    fn team_status(&self) -> ToolOutcome {
+        let run = || -> Result<ToolOutcome, ToolOutcome> {
+            let tmux = self.lead.as_ref().map(|p| &p.launcher.tmux);
+            let seen = crate::status::observe(&self.root, &self.team, tmux)
+                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+            Ok(ToolOutcome::ok(crate::status::render_for_width(
+                &seen,
+                clock::now_ms(),
+                90,
+            )))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+}
+
+/// For a teammate completing `task` in its worktree: the commit its branch is at, which
+/// the lead's merge queue lands for the task; refused (why) while it has uncommitted
+/// files, which the queue (it takes commits only) would leave behind.
+fn worktree_commit(
+    root: &Root,
+    team: &TeamName,
+    agent: &str,
+    task: &str,
+) -> Result<Option<String>, String> {
+    let Ok(Some(record)) = swarm_store::worktrees::read(root, team, agent) else {
+        return Ok(None);
+    };
+    let Ok(changes) = crate::worktree::changes(&record) else {
+        return Ok(None);
+    };
+    if changes.files > 0 {
+        return Err(format!(
+            "commit your work first: your worktree {} has {} uncommitted file(s), and the merge queue takes only commits. Run `git add -A && git commit -m \"<what and why>\"` there, then complete task #{task}.",
+            record.path.display(),
+            changes.files
+        ));
+    }
+    Ok(crate::worktree::branch_head(&record))
+}
+
+fn strings(input: &Value, key: &str) -> Vec<String> {
+    match input.get(key) {
+        Some(Value::Array(a)) => a.iter().map(value_str).collect(),
+        Some(v @ (Value::String(_) | Value::Number(_))) => vec![value_str(v)],
+        _ => Vec::new(),
+    }
+}
+
+pub fn task_line(t: &Task) -> String {
+    let mut s = format!("#{} [{}] {}", t.id, t.status.as_str(), t.subject);
+    if let Some(o) = &t.owner {
+        s.push_str(&format!(" (owner: {o})"));
+    }
+    if !t.blocked_by.is_empty() {
+        s.push_str(&format!(" [blocked by #{}]", t.blocked_by.join(", #")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_an_object_schema_from_its_layer() {
+        for t in ToolName::ALL.into_iter().chain(ToolName::LEAD) {
+            let (team, general) = (spec(t), swarm_agent::tools::general_spec(t));
+            assert!(
+                team.is_none() || general.is_none(),
+                "{t:?} is specified twice"
+            );
+            let found = team.or(general).expect("every tool has a spec");
+            assert_eq!(found.input_schema["type"], "object", "{}", found.name);
+            assert_eq!(ToolName::parse(&found.name), Some(t));
+        }
+    }
+}
