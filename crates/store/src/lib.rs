@@ -1,16 +1,73 @@
-//! The store: a team on disk, in Claude Code's layout and formats. Every path is built in
-//! [`layout`]; names are validated in [`names`]; the roster, the mailboxes (with their
-//! spool and delivered log), the task list, approvals, each agent's state and spend, the protocol
-//! messages carried in mail, the lead lock, each pane's launch record, worktree records and a run's documents each
-//! have a module. Every write and lock goes through `files`, with the root's settings.
+//! Claude Code's agent-team files, safely: the rosters, one mailbox per agent, the shared
+//! task list, plan and permission approvals, and each agent's state, as Claude Code
+//! (2.1.x) lays them out under `~/.claude/teams/<team>/` and `~/.claude/tasks/<team>/`,
+//! with the guarantees a team of processes needs: every write is atomic and durable before
+//! it returns, a message is delivered exactly once (it stays in the inbox until
+//! acknowledged by its id), a claim is a compare-and-set, and an approval is resolved once.
+//! Writers take both a kernel `flock` and Claude Code's own `<file>.lock/` directory lock,
+//! so they exclude each other and Claude Code's processes alike.
 //!
-//! The layers above reach team files and their locks only through this module's public
-//! operations. Uses `util` and, for the token figures in agent state and the
-//! budget ledger, `llm`'s `Usage` and budget types.
+//! A team is opened from its [`Root`] and used through its [`Store`] handle, whose parts
+//! are traits ([`Roster`], [`Mailboxes`], [`TaskBoard`], [`Approvals`], [`Agents`],
+//! [`MergeQueue`], [`Budget`], [`LaunchRecords`], [`Worktrees`]) so a team may live in
+//! another backend; [`file_store::FileStore`] is the one for Claude Code's files.
+//!
+//! ```
+//! use swarm_store::mailbox::Envelope;
+//! use swarm_store::names::{AgentName, TeamName};
+//! use swarm_store::roster::NewMember;
+//! use swarm_store::tasks::NewTask;
+//! use swarm_store::Root;
+//!
+//! # fn main() -> swarm_util::error::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! // The root is `~/.claude` for Claude Code's own teams.
+//! let root = Root::new(dir.path());
+//! let team = TeamName::new("docs")?;
+//! let (store, _) = root.create_team(&team, Some("write the docs".into()), dir.path())?;
+//! let bob = AgentName::new("bob")?;
+//! store.roster().add_member(NewMember {
+//!     name: bob.clone(),
+//!     color: None,
+//!     agent_type: None,
+//!     model: None,
+//!     prompt: None,
+//!     plan_mode_required: false,
+//!     cwd: dir.path().display().to_string(),
+//! })?;
+//!
+//! // Read the roster.
+//! let names: Vec<String> = store.roster().load()?.members.into_iter().map(|m| m.name).collect();
+//! assert_eq!(names, ["team-lead", "bob"]);
+//!
+//! // Send bob a message: it waits in his inbox until he acknowledges it by its key.
+//! store.mail().send("bob", Envelope::new("team-lead", "please write the README"))?;
+//! let unread = store.mail().read_unread(&bob)?;
+//! store.mail().ack(&bob, &[unread[0].key.clone()])?;
+//! assert!(store.mail().read_unread(&bob)?.is_empty());
+//!
+//! // Create a task and claim it: a second claimer is refused.
+//! let task = store.tasks().create(NewTask {
+//!     subject: "Write the README".into(),
+//!     ..NewTask::default()
+//! })?;
+//! let claimed = store.tasks().claim(&task.id, "bob", false)?;
+//! assert_eq!(claimed.unwrap().owner.as_deref(), Some("bob"));
+//! assert!(store.tasks().claim(&task.id, "carol", false)?.is_err());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Errors are one [`swarm_util::error::Error`] enum, whose messages name the file involved
+//! and say what to do, and whose [`exit_code`](swarm_util::error::Error::exit_code) is
+//! swarm's documented exit code (3: not found, 4: conflict, 5: a lock not taken in time).
+//! A file that does not parse is moved aside (`<file>.corrupt-<time>`), never emptied.
+//! Nothing here starts a process, talks to a network or reads the environment.
 
 pub mod approvals;
 pub mod budget;
 pub mod documents;
+pub mod file_store;
 mod files;
 pub mod launch_record;
 pub mod layout;
@@ -20,7 +77,16 @@ pub mod merge_queue;
 pub mod names;
 pub mod protocol;
 pub mod roster;
+pub mod seam;
 pub mod state;
 pub mod tasks;
+mod teams;
 pub mod usage;
 pub mod worktrees;
+
+pub use layout::Root;
+pub use names::{AgentName, TeamName};
+pub use seam::{
+    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, Roster, Store,
+    TaskBoard, Topic, Worktrees,
+};

@@ -24,6 +24,6 @@ pub mod inbox;
 pub mod send;
 
 pub use delivered::{Cursor, agents_with_mail, read_delivered, read_delivered_since};
-pub use envelope::{Delivery, Envelope, check_text};
+pub use envelope::{Delivery, Envelope, Sent, check_text};
 pub use inbox::{ack, read_all, read_unread, remove_inbox};
 pub use send::{deliver, send};

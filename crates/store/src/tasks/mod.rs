@@ -33,4 +33,4 @@ pub mod list;
 pub mod model;
 
 pub use list::TaskList;
-pub use model::{NewTask, Status, Task, TaskPatch};
+pub use model::{ClaimRefusal, NewTask, Status, Task, TaskPatch};

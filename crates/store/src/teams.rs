@@ -1,0 +1,43 @@
+//! The teams under a root: creating one, opening one (which is where its backend is
+//! chosen), listing and deleting them. Everything else a team holds is reached through
+//! the [`Store`] handle these return.
+
+use std::path::Path;
+
+use crate::file_store::FileStore;
+use crate::layout::Root;
+use crate::names::TeamName;
+use crate::roster::{self, TeamConfig};
+use crate::seam::Store;
+use swarm_util::error::Result;
+
+impl Root {
+    /// The team `team` under this root. Opening reads nothing: a team that does not exist
+    /// fails at its first use, naming what is missing.
+    pub fn open(&self, team: &TeamName) -> Store {
+        Store::new(FileStore::new(self, team))
+    }
+
+    /// Creates `team` (its roster with the lead as the only member, and its empty
+    /// mailboxes and task list) and opens it; refuses a team that exists.
+    pub fn create_team(
+        &self,
+        team: &TeamName,
+        description: Option<String>,
+        cwd: &Path,
+    ) -> Result<(Store, TeamConfig)> {
+        let config = roster::create(self, team, description, cwd)?;
+        Ok((self.open(team), config))
+    }
+
+    /// Every team under this root, by name.
+    pub fn teams(&self) -> Result<Vec<TeamConfig>> {
+        roster::list(self)
+    }
+
+    /// Removes `team`'s files (roster, mailboxes, state, task list). Whether its members
+    /// still run is the caller's to settle first.
+    pub fn delete_team(&self, team: &TeamName) -> Result<()> {
+        roster::delete_files(self, team)
+    }
+}
