@@ -13,7 +13,8 @@
 //! text is only acknowledged (`ack: <text>`). It records its argv, the names of its
 //! environment variables and whether `ANTHROPIC_API_KEY` was set in
 //! `<root>/teams/<team>/fake-claude-<name>.json`. `CLAUDE_CODE_FAKE_DIALOG=trust|api-key|bypass|
-//! onboarding` makes it print that first-run dialog and hang, never registering.
+//! onboarding` makes it print that first-run dialog and hang, never registering; each line on its
+//! stdin (a key) prints `(still at the dialog)`.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -93,6 +94,11 @@ fn main() {
         };
         for l in lines {
             println!("{l}");
+        }
+        // As the client at a dialog: it reads keys, never its inbox, and shows the dialog
+        // again after each (here a line on stdin), which tells a test it went round.
+        for _ in std::io::stdin().lines().map_while(Result::ok) {
+            println!("(still at the dialog)");
         }
         std::thread::sleep(LIFE);
         return;

@@ -139,33 +139,17 @@ pub fn shut_down(
     let target = first.pid.filter(|_| first.alive).map(Target::of);
     let alive = |m: &MemberStatus| m.alive;
     if first.alive && !opts.force {
-        let request_id = ask(root, team, name)?;
-        step(format!("asked to shut down ({request_id})"));
-        let deadline = Instant::now() + opts.timeout;
-        loop {
-            if !alive(&observe()?) {
-                report.outcome = Outcome::Approved;
-                step("agreed and exited".to_owned());
-                break;
-            }
-            if let Some(Err(reason)) = answer(root, team, &request_id) {
-                step(format!("refused: {reason}"));
-                // It goes on working: no longer being shut down.
-                let _ = roster::update_member(root, team, name, |m| {
-                    m.extra.remove(status::SHUTDOWN_STEP)
-                });
+        match ask_and_wait(root, team, name, opts, &observe, &mut step)? {
+            Some(Outcome::Rejected(reason)) => {
                 report.outcome = Outcome::Rejected(reason);
                 return Ok(report);
             }
-            if Instant::now() >= deadline {
-                step(format!("no exit within {} s", opts.timeout.as_secs()));
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
+            Some(outcome) => report.outcome = outcome,
+            None => {}
         }
     }
     if report.outcome != Outcome::Approved && alive(&observe()?) {
-        let target = target.unwrap_or(Target::Nothing);
+        let target = target.unwrap_or(Target::NOTHING);
         let n = target.signal(Signal::SIGTERM);
         step(format!("SIGTERM to {target} ({n} process(es))"));
         report.outcome = Outcome::Terminated;
@@ -224,6 +208,50 @@ pub fn shut_down(
     }
     leave(root, team, name, step)?;
     Ok(report)
+}
+
+/// Asks `name` to shut down and waits up to the timeout for its process to exit:
+/// `Approved` once it has, `Rejected` when it refused (it goes on working), `None` when the
+/// time ran out. An approval while the process still runs is only a step shown, since its
+/// process ending is what frees its tasks and pane.
+fn ask_and_wait(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    opts: &LadderOptions,
+    observe: &dyn Fn() -> Result<MemberStatus>,
+    step: &mut dyn FnMut(String),
+) -> Result<Option<Outcome>> {
+    let request_id = ask(root, team, name)?;
+    step(format!("asked to shut down ({request_id})"));
+    let deadline = Instant::now() + opts.timeout;
+    let mut agreed = false;
+    loop {
+        if !observe()?.alive {
+            step("agreed and exited".to_owned());
+            return Ok(Some(Outcome::Approved));
+        }
+        match answer(root, team, &request_id) {
+            Some(Err(reason)) => {
+                step(format!("refused: {reason}"));
+                // It goes on working: no longer being shut down.
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
+                return Ok(Some(Outcome::Rejected(reason)));
+            }
+            Some(Ok(())) if !agreed => {
+                agreed = true;
+                step("agreed; waiting for its process to exit".to_owned());
+            }
+            _ => {}
+        }
+        if Instant::now() >= deadline {
+            step(format!("no exit within {} s", opts.timeout.as_secs()));
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// The last steps for a member that is gone: its worktree settled (usually done by the
@@ -352,8 +380,17 @@ fn close_dead_pane(tmux: &Tmux, m: &MemberStatus, step: &mut dyn FnMut(String)) 
 /// What the ladder signals: the teammate's whole session when it leads one (as every pane
 /// process does), else its process group when it leads that, else the process alone, so
 /// a teammate started some other way never takes its parent's session down with it.
+/// What the ladder signals: the session, group or process of a pid it observed, and that
+/// process's start time then, checked before every signal so that a pid reused since is
+/// never hit.
 #[derive(Debug, Clone, Copy)]
-enum Target {
+struct Target {
+    scope: Scope,
+    started: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Scope {
     Session(i32),
     Group(i32),
     Process(i32),
@@ -361,30 +398,58 @@ enum Target {
 }
 
 impl Target {
+    const NOTHING: Target = Target {
+        scope: Scope::Nothing,
+        started: None,
+    };
+
     fn of(pid: i32) -> Target {
-        if process::session_of(pid) == Some(pid) {
-            Target::Session(pid)
+        let Some(started) = process::start_ticks(pid) else {
+            // Gone already: whatever runs under that pid later is someone else.
+            return Target::NOTHING;
+        };
+        let scope = if process::session_of(pid) == Some(pid) {
+            Scope::Session(pid)
         } else if process::pgid_of(pid) == Some(pid) {
-            Target::Group(pid)
+            Scope::Group(pid)
         } else {
-            Target::Process(pid)
+            Scope::Process(pid)
+        };
+        Target {
+            scope,
+            started: Some(started),
+        }
+    }
+
+    /// Whether the pid now names another process than the one observed. A session or
+    /// group whose leader is gone keeps its id while any member lives (the kernel does not
+    /// reuse it), so its members are still reached.
+    fn reused(self) -> bool {
+        match self.scope {
+            Scope::Session(pid) | Scope::Group(pid) | Scope::Process(pid) => {
+                process::start_ticks(pid).is_some_and(|now| Some(now) != self.started)
+            }
+            Scope::Nothing => false,
         }
     }
 
     fn signal(self, signal: Signal) -> usize {
-        match self {
-            Target::Session(sid) => process::signal_session(sid, signal),
-            Target::Group(pgid) => usize::from(process::signal_group(pgid, signal)),
-            Target::Process(pid) => usize::from(process::signal(pid, signal)),
-            Target::Nothing => 0,
+        if self.reused() {
+            return 0;
+        }
+        match self.scope {
+            Scope::Session(sid) => process::signal_session(sid, signal),
+            Scope::Group(pgid) => usize::from(process::signal_group(pgid, signal)),
+            Scope::Process(pid) => usize::from(process::signal(pid, signal)),
+            Scope::Nothing => 0,
         }
     }
 
     fn gone(self) -> bool {
-        match self {
-            Target::Session(sid) => process::session_members(sid).is_empty(),
-            Target::Group(pid) | Target::Process(pid) => !process::is_alive(pid),
-            Target::Nothing => true,
+        match self.scope {
+            Scope::Session(sid) => self.reused() || process::session_members(sid).is_empty(),
+            Scope::Group(pid) | Scope::Process(pid) => self.reused() || !process::is_alive(pid),
+            Scope::Nothing => true,
         }
     }
 
@@ -404,11 +469,11 @@ impl Target {
 
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Target::Session(s) => write!(f, "session {s}"),
-            Target::Group(g) => write!(f, "process group {g}"),
-            Target::Process(p) => write!(f, "pid {p}"),
-            Target::Nothing => f.write_str("nothing"),
+        match self.scope {
+            Scope::Session(s) => write!(f, "session {s}"),
+            Scope::Group(g) => write!(f, "process group {g}"),
+            Scope::Process(p) => write!(f, "pid {p}"),
+            Scope::Nothing => f.write_str("nothing"),
         }
     }
 }
@@ -485,4 +550,31 @@ pub fn shut_down_all(
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pid whose process is not the one observed (its start time differs, as after the
+    /// pid was reused) is neither signalled nor waited for.
+    #[test]
+    fn a_reused_pid_is_never_signalled() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let observed = Target::of(pid);
+        assert!(matches!(observed.scope, Scope::Process(p) if p == pid));
+        let reused = Target {
+            started: observed.started.map(|t| t + 1),
+            ..observed
+        };
+        assert_eq!(reused.signal(Signal::SIGKILL), 0);
+        assert!(reused.gone());
+        assert_eq!(child.try_wait().unwrap(), None, "the other process was hit");
+        assert_eq!(observed.signal(Signal::SIGKILL), 1);
+        child.wait().unwrap();
+    }
 }

@@ -3,7 +3,6 @@
 //! the tmux server; a member leaving the roster by any path must leave no task behind; and
 //! `swarm shutdown` must never call a member gone when swarm cannot tell.
 
-use std::process::Command;
 use std::time::Duration;
 
 use swarm::store::names::AgentName;
@@ -17,16 +16,10 @@ use crate::team_tmux::{T, idle_model, member, status};
 const KEY: &str = "sk-ant-test-secret";
 const OTHER_SECRET: &str = "aws-test-secret";
 
-/// `tmux -L <test socket> ARGS`, from a clean environment, so nothing of the person
-/// running the tests can be mistaken for a leak.
+/// `tmux ARGS` on the test's server, from the test's clean environment, so nothing of the
+/// person running the tests can be mistaken for a leak.
 fn tmux(env: &TestEnv, args: &[&str]) -> String {
-    let out = Command::new("tmux")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .args(["-L", &env.tmux_socket])
-        .args(args)
-        .output()
-        .unwrap();
+    let out = env.tmux_cmd().args(args).output().unwrap();
     assert!(
         out.status.success(),
         "tmux {args:?}: {}",

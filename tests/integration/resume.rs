@@ -175,15 +175,9 @@ fn first_resumed_conversation(model: &ScriptedModel, agent: &str) -> String {
 
 /// tmux panes tagged for `agent` on the test's server.
 fn panes_of(env: &TestEnv, agent: &str) -> usize {
-    let out = std::process::Command::new("tmux")
-        .args([
-            "-L",
-            &env.tmux_socket,
-            "list-panes",
-            "-a",
-            "-F",
-            "#{@swarm-agent} #{pane_dead}",
-        ])
+    let out = env
+        .tmux_cmd()
+        .args(["list-panes", "-a", "-F", "#{@swarm-agent} #{pane_dead}"])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout)
@@ -231,12 +225,9 @@ fn run_until_both_tasks_held(env: &TestEnv, model: &ScriptedModel, job: &Path) -
     run
 }
 
-fn kill9(pid: i32) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+/// `kill -9` of `agent`'s process, as its state file names it (pid and start time).
+fn kill9(env: &TestEnv, agent: &str) -> i32 {
+    env.signal_agent("t", agent, nix::sys::signal::Signal::SIGKILL)
 }
 
 #[test]
@@ -245,8 +236,7 @@ fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
     let job = job_dir(&env);
     let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
     let mut run = run_until_both_tasks_held(&env, &model, &job);
-    let pid = lead_pid(&env).expect("the lead wrote its state");
-    kill9(pid);
+    let pid = kill9(&env, "team-lead");
     run.wait(LONG).expect("swarm run did not end with its lead");
 
     let mut resume = start_resume(&env, &job, &["t"]);
@@ -312,11 +302,8 @@ fn a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane() {
         .map(|(id, _, _)| format!("task-{id}"))
         .expect("bob holds a task");
     // The lead goes first, so nobody sees alice die; her pane stays, dead, to show how.
-    kill9(lead_pid(&env).expect("the lead wrote its state"));
-    let alice: Value =
-        serde_json::from_slice(&std::fs::read(env.root.join("teams/t/state/alice.json")).unwrap())
-            .unwrap();
-    kill9(alice["pid"].as_i64().unwrap() as i32);
+    kill9(&env, "team-lead");
+    kill9(&env, "alice");
     run.wait(LONG).expect("swarm run did not end with its lead");
     assert!(wait_until(LONG, || teammate_processes(&env, "alice") == 0));
 
@@ -383,9 +370,7 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
         read(&env, "run.err")
     );
     let holder = task_states(&env)[0].2.clone().unwrap();
-    let _ = std::process::Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "kill-server"])
-        .status();
+    let _ = env.tmux_cmd().arg("kill-server").status();
     run.wait(LONG)
         .expect("swarm run did not end with its tmux server");
     assert!(

@@ -1,7 +1,7 @@
 //! `swarm teammate`: an agent that lives in a team, from start to exit.
 //!
 //! It registers its pid (and pane) in the roster, installs its signal handlers before
-//! anything can block, runs the work loop (see [`super::work`]), and on exit (approved
+//! anything can block, runs the work loop (see `super::work`), and on exit (approved
 //! shutdown, SIGTERM, SIGHUP, SIGINT) expires its pending requests, returns its open tasks
 //! to pending, marks itself inactive and records why it stopped; only then does it send
 //! its `shutdown_approved`, since the lead may close the pane the moment it arrives. A
@@ -9,7 +9,7 @@
 //! code 9 (see [`crate::llm::budget`]).
 //!
 //! Resumed (`--resume`, by a resumed lead), it restores its conversation from its
-//! transcript first and continues the task it held (see [`super::work`]).
+//! transcript first and continues the task it held (see `super::work`).
 //!
 //! Hooks (see [`crate::config::hooks`]): `SubagentStart` once registered, `SubagentStop`
 //! once it has recorded its exit.

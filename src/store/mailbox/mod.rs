@@ -15,7 +15,7 @@
 //! - a file that is not a JSON array is moved aside as `<agent>.json.corrupt-<stamp>` with a
 //!   warning, and delivery continues with an empty inbox.
 //!
-//! [`envelope`] is a message's shape, [`send`] the way in (through the recipient's spool),
+//! [`envelope`] is a message's shape, [`send`](mod@send) the way in (through the recipient's spool),
 //! [`inbox`] reading and acknowledging, [`delivered`] the log of what was acknowledged.
 
 pub mod delivered;

@@ -1,4 +1,6 @@
 //! The command line: every subcommand and flag, as clap derive types.
+// The doc comments here are clap's help text, where `<team>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 use std::path::PathBuf;
 
