@@ -4,7 +4,9 @@
 //! compared without regard to case, as Claude Code does. Fields swarm does not know are kept
 //! byte for byte (`extra`), so a roster shared with Claude Code loses nothing when swarm
 //! rewrites it. Reads take no lock (writes replace the file atomically); a read that fails
-//! to parse is retried briefly, since Claude Code 2.1.328 rewrites the file in place.
+//! to parse is retried briefly, and for as long as Claude Code's lock of the file is held,
+//! since Claude Code 2.1.328 rewrites the file in place under that lock (it writes, then
+//! truncates, so a reader can find the new text with the old one's tail after it).
 //!
 //! Whoever takes a member off ([`remove_member`]) returns its open tasks to pending, so
 //! no task stays owned by a name nobody answers to. The roster is written first: a crash
@@ -207,9 +209,14 @@ pub fn create(
     Ok(config)
 }
 
+/// How long a roster that does not parse is read again while Claude Code's lock of it is
+/// held (a writer descheduled between its write and its truncate, on a loaded machine).
+const TORN_READ_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Reads a team's roster.
 pub fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
     let path = root.roster_path(team);
+    let started = std::time::Instant::now();
     let mut attempt = 0;
     loop {
         let Some(bytes) = files::read(root, &path)? else {
@@ -220,7 +227,11 @@ pub fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
         };
         match json::parse::<TeamConfig>(&bytes) {
             Ok(c) => return Ok(c),
-            Err(_) if attempt < 5 => {
+            Err(_)
+                if attempt < 5
+                    || (files::claude_lock_held(&path)
+                        && started.elapsed() < TORN_READ_PATIENCE) =>
+            {
                 attempt += 1;
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
@@ -372,4 +383,47 @@ pub fn delete_files(root: &Root, team: &TeamName) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Claude Code rewrites the roster in place under its lock: write, then truncate. A
+    /// read between the two finds the new text with the old one's tail; it waits for the
+    /// writer, however long it is descheduled, instead of calling the roster corrupt.
+    #[test]
+    fn a_roster_caught_mid_rewrite_by_claude_code_is_read_once_it_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        create(&root, &team, None, dir.path()).unwrap();
+        let path = root.roster_path(&team);
+        let whole = std::fs::read(&path).unwrap();
+        let lock = dir.path().join("teams/t/config.json.lock");
+        std::fs::create_dir(&lock).unwrap();
+        let mut torn = whole.clone();
+        torn.extend_from_slice(b"\n  ]\n}");
+        std::fs::write(&path, &torn).unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::write(&path, &whole).unwrap();
+            std::fs::remove_dir(&lock).unwrap();
+        });
+        assert_eq!(load(&root, &team).unwrap().name, "t");
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_roster_that_does_not_parse_with_no_writer_at_work_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        create(&root, &team, None, dir.path()).unwrap();
+        let path = root.roster_path(&team);
+        let mut torn = std::fs::read(&path).unwrap();
+        torn.extend_from_slice(b"\n}");
+        std::fs::write(&path, &torn).unwrap();
+        assert!(matches!(load(&root, &team), Err(Error::Corrupt { .. })));
+    }
 }
