@@ -429,7 +429,7 @@ fn read_claude_pane(tmux: &Tmux, m: &Member, st: &mut MemberStatus) {
             let exit = st.detail.take().unwrap_or_else(|| pane_death(pane));
             st.detail = Some(format!("{exit} · {}", d.describe_exit()));
         }
-        st.last_error = dialogs::last_lines(&text, 3).or(st.last_error.take());
+        st.last_error = dialogs::last_lines(&text, 4).or(st.last_error.take());
     }
 }
 
