@@ -16,12 +16,15 @@
 //! roster names: that pane's process is what the ladder asks, signals and waits for, and
 //! a pane that is gone from the team's tmux server means its process is gone too.
 //!
-//! A member swarm cannot see (no pid and no pane at all) is taken off at once only when
-//! nothing says it ever ran, as after `swarm team add`. One the roster says may
-//! run (a pane id, a backend, an `isActive`, as a Claude Code teammate writes them) is
-//! asked, and leaves when it agrees; without an answer it stays on the roster and the
-//! ladder fails, since swarm has nothing to signal and no way to tell it stopped.
+//! A member swarm cannot see (no pid, and no pane on the team's tmux server) is taken off
+//! at once only when nothing says it ever ran, as after `swarm team add`, or when it is one
+//! of swarm's own that never registered. One the roster says may run (a pane id, a
+//! backend, an `isActive`, as a Claude Code teammate writes them) is asked, and leaves when
+//! it agrees; silent past the timeout, it is declared dead (its tasks return to pending,
+//! the lead is told) and leaves, since swarm has nothing to signal. Only the member asked
+//! answers: an answer to its request from anyone else is ignored and logged.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -38,6 +41,9 @@ use crate::team::window::{TeamWindow, TeamWindowOptions};
 use crate::tmux::Tmux;
 use crate::util::error::{Error, Result};
 use crate::util::{clock, process};
+
+/// How long a pane may stay open after its member's process ended.
+const PANE_GONE_WITHIN: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 pub struct LadderOptions {
@@ -75,6 +81,8 @@ pub enum Outcome {
     NotRunning,
     /// It said no (and the ladder was not forced).
     Rejected(String),
+    /// swarm could not see it, and it did not answer within the timeout.
+    DeclaredDead,
 }
 
 #[derive(Debug, Clone)]
@@ -129,7 +137,7 @@ pub fn shut_down(
                 "not running ({})",
                 first.detail.as_deref().unwrap_or("process gone")
             ));
-        } else if config.require(name)?.may_run_unseen() {
+        } else if may_run_unseen(config.require(name)?) {
             report.outcome = shut_down_unseen(root, team, name, opts, &mut step)?;
             return Ok(report);
         } else {
@@ -140,8 +148,8 @@ pub fn shut_down(
     let alive = |m: &MemberStatus| m.alive;
     if first.alive && !opts.force {
         match ask_and_wait(root, team, name, opts, &observe, &mut step)? {
-            Some(Outcome::Rejected(reason)) => {
-                report.outcome = Outcome::Rejected(reason);
+            Some(rejected @ Outcome::Rejected(_)) => {
+                report.outcome = rejected;
                 return Ok(report);
             }
             Some(outcome) => report.outcome = outcome,
@@ -172,23 +180,7 @@ pub fn shut_down(
         close_pane(root, team, tmux, name, &mut step)?;
         close_dead_pane(tmux, &observe()?, &mut step);
     }
-    // A teammate that was still starting when the ladder began has a process only now:
-    // give it the moment kill-pane's SIGHUP takes, then insist.
-    let mut last = observe()?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while last.alive && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        last = observe()?;
-    }
-    if let (true, Some(pid)) = (last.alive, last.pid) {
-        let late = Target::of(pid);
-        let n = late.signal(Signal::SIGKILL);
-        step(format!(
-            "started late and still running: SIGKILL ({n} process(es))"
-        ));
-        late.wait_gone(Duration::from_secs(5));
-        last = observe()?;
-    }
+    let last = wait_until_ended(&observe, tmux, &mut step)?;
     if last.alive || target.is_some_and(|t| !t.gone()) {
         return Err(Error::Other(format!(
             "{name} is still running after SIGKILL (pid {}); check it by hand",
@@ -197,7 +189,8 @@ pub fn shut_down(
     }
     if last.pane_alive == Some(true) {
         return Err(Error::Tmux(format!(
-            "{name}'s pane is still open after kill-pane"
+            "{name}'s process has ended but its pane is still open {} s after kill-pane; close it by hand (`swarm attach`)",
+            PANE_GONE_WITHIN.as_secs()
         )));
     }
     if let Some(r) = supervisor::report_exit(root, team, &last, &opts.dirs)? {
@@ -210,10 +203,9 @@ pub fn shut_down(
     Ok(report)
 }
 
-/// Asks `name` to shut down and waits up to the timeout for its process to exit:
-/// `Approved` once it has, `Rejected` when it refused (it goes on working), `None` when the
-/// time ran out. An approval while the process still runs is only a step shown, since its
-/// process ending is what frees its tasks and pane.
+/// Asks a running member to shut down and waits up to the timeout: `Approved` when it
+/// exits, `Rejected` when it says no, `None` when it does neither in time. An approval
+/// while its process still runs is only a step shown: the process ending is what counts.
 fn ask_and_wait(
     root: &Root,
     team: &TeamName,
@@ -225,13 +217,14 @@ fn ask_and_wait(
     let request_id = ask(root, team, name)?;
     step(format!("asked to shut down ({request_id})"));
     let deadline = Instant::now() + opts.timeout;
+    let mut ignored = HashSet::new();
     let mut agreed = false;
     loop {
         if !observe()?.alive {
             step("agreed and exited".to_owned());
             return Ok(Some(Outcome::Approved));
         }
-        match answer(root, team, &request_id) {
+        match answer(root, team, name, &request_id, &mut ignored) {
             Some(Err(reason)) => {
                 step(format!("refused: {reason}"));
                 // It goes on working: no longer being shut down.
@@ -254,6 +247,42 @@ fn ask_and_wait(
     }
 }
 
+/// The member once its process and its pane have ended, after its pane was closed. A
+/// teammate that was still starting when the ladder began has a process only now: it is
+/// given the moment kill-pane's SIGHUP takes, then killed. A pane ends a moment after its
+/// process (tmux reaps the process first, and a shell around a client outlives it): that
+/// end is waited for, not sampled once.
+fn wait_until_ended(
+    observe: &dyn Fn() -> Result<MemberStatus>,
+    tmux: Option<&Tmux>,
+    step: &mut dyn FnMut(String),
+) -> Result<MemberStatus> {
+    let mut last = observe()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while last.alive && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        last = observe()?;
+    }
+    if let (true, Some(pid)) = (last.alive, last.pid) {
+        let late = Target::of(pid);
+        let n = late.signal(Signal::SIGKILL);
+        step(format!(
+            "started late and still running: SIGKILL ({n} process(es))"
+        ));
+        late.wait_gone(Duration::from_secs(5));
+        last = observe()?;
+    }
+    let deadline = Instant::now() + PANE_GONE_WITHIN;
+    while !last.alive && last.pane_alive == Some(true) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        last = observe()?;
+        if let Some(tmux) = tmux {
+            close_dead_pane(tmux, &last, step);
+        }
+    }
+    Ok(last)
+}
+
 /// The last steps for a member that is gone: its worktree settled (usually done by the
 /// exit report already; this catches one that never registered), then off the roster,
 /// which returns whatever tasks it still held.
@@ -274,9 +303,9 @@ fn released(step: &mut impl FnMut(String), ids: &[String]) {
     }
 }
 
-/// The ladder for a member swarm cannot watch: ask, and take it off
-/// only on its word (a Claude Code teammate approves and exits). Without an answer, or
-/// forced, it stays: nothing here can stop it or tell whether it did.
+/// The ladder for a member swarm cannot watch: ask, and take it off on its word (a Claude
+/// Code teammate approves and exits), or declare it dead when it stays silent past the
+/// timeout. Forced, it stays: swarm has nothing to stop and will not skip the asking.
 fn shut_down_unseen(
     root: &Root,
     team: &TeamName,
@@ -297,8 +326,9 @@ fn shut_down_unseen(
         "asked to shut down ({request_id}); swarm cannot see its process, so only its answer counts"
     ));
     let deadline = Instant::now() + opts.timeout;
+    let mut ignored = HashSet::new();
     loop {
-        match answer(root, team, &request_id) {
+        match answer(root, team, name, &request_id, &mut ignored) {
             Some(Ok(())) => break,
             Some(Err(reason)) => {
                 step(format!("refused: {reason}"));
@@ -308,13 +338,8 @@ fn shut_down_unseen(
                 return Ok(Outcome::Rejected(reason));
             }
             None if Instant::now() >= deadline => {
-                let _ = roster::update_member(root, team, name, |m| {
-                    m.extra.remove(status::SHUTDOWN_STEP)
-                });
-                return Err(unseen(&format!(
-                    ", and it did not answer the shutdown request within {} s",
-                    opts.timeout.as_secs()
-                )));
+                declare_dead(root, team, name, opts, &mut step)?;
+                return Ok(Outcome::DeclaredDead);
             }
             None => std::thread::sleep(Duration::from_millis(100)),
         }
@@ -322,6 +347,40 @@ fn shut_down_unseen(
     step("agreed to shut down".to_owned());
     leave(root, team, name, &mut step)?;
     Ok(Outcome::Approved)
+}
+
+/// A member swarm cannot see that stayed silent past the timeout: reported dead (its
+/// tasks return to pending, the lead is told) and taken off the roster.
+fn declare_dead(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    opts: &LadderOptions,
+    step: &mut impl FnMut(String),
+) -> Result<()> {
+    let why = format!(
+        "it did not answer the shutdown request within {} s",
+        opts.timeout.as_secs()
+    );
+    step(format!(
+        "{why}: declared dead (if it still runs somewhere, stop it there)"
+    ));
+    let seen = status::observe(root, team, None)?;
+    if let Some(mut m) = seen.member(name).cloned() {
+        m.state = "dead".to_owned();
+        m.detail = Some(why);
+        if let Some(r) = supervisor::report_exit(root, team, &m, &opts.dirs)? {
+            released(step, &r.released);
+        }
+    }
+    leave(root, team, name, step)
+}
+
+/// Whether `m` may run where swarm cannot see it ([`roster::Member::may_run_unseen`]); never
+/// one of swarm's own teammates, each of which records its process as it starts: one that
+/// recorded none never ran, or died before it registered.
+fn may_run_unseen(m: &roster::Member) -> bool {
+    m.engine.as_deref() != Some("swarm") && m.may_run_unseen()
 }
 
 /// Sends `name` a `shutdown_request` from the lead; returns its id.
@@ -478,18 +537,39 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// The answer to `request_id`, if one arrived: approved, or rejected with a reason.
-fn answer(root: &Root, team: &TeamName, request_id: &str) -> Option<Result<(), String>> {
-    mailbox::read_all(root, team, &AgentName::lead())
-        .ok()?
-        .into_iter()
-        .find_map(|d| match d.envelope.protocol() {
-            Some(Protocol::ShutdownApproved(a)) if a.request_id == request_id => Some(Ok(())),
-            Some(Protocol::ShutdownRejected(r)) if r.request_id == request_id => {
-                Some(Err(r.reason))
-            }
-            _ => None,
-        })
+/// The answer `name` gave to `request_id`, if one arrived: approved, or rejected with a
+/// reason. An answer from anyone else is not `name`'s to give: it is ignored, and logged
+/// once (its key goes into `ignored`).
+fn answer(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    request_id: &str,
+    ignored: &mut HashSet<String>,
+) -> Option<Result<(), String>> {
+    for d in mailbox::read_all(root, team, &AgentName::lead()).ok()? {
+        let e = &d.envelope;
+        let Some(p) = e.protocol() else { continue };
+        let (id, verdict) = match &p {
+            Protocol::ShutdownApproved(a) => (&a.request_id, Ok(())),
+            Protocol::ShutdownRejected(r) => (&r.request_id, Err(r.reason.clone())),
+            _ => continue,
+        };
+        if id != request_id {
+            continue;
+        }
+        if e.from == name && p.signed_by(&e.from) {
+            return Some(verdict);
+        }
+        if ignored.insert(d.key.clone()) {
+            tracing::warn!(
+                "ignoring a {} from {} for {request_id}: that request was sent to {name}",
+                p.kind(),
+                e.from
+            );
+        }
+    }
+    None
 }
 
 /// Runs the ladder on every teammate of `team` that is alive, telling `say` what it does.

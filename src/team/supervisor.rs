@@ -1,6 +1,7 @@
-//! Acting on deaths: when a teammate's process is gone, its open tasks go back to pending,
-//! its pending approval requests expire, the roster stops calling it active, and the lead
-//! is told, with a `teammate_terminated` message naming the tasks released.
+//! Acting on deaths: when a teammate's process is gone, what it left running in its
+//! session (its tool commands) is ended, its open tasks go back to pending, its pending
+//! approval requests expire, the roster stops calling it active, and the lead is told, with
+//! a `teammate_terminated` message naming the tasks released.
 //!
 //! A teammate that worked in its own git worktree has it settled here too: removed when
 //! unchanged, kept (and the lead told where) when not; see [`crate::team::worktree`].
@@ -10,8 +11,9 @@
 //! lead taking it off), and nobody else would.
 //!
 //! Each pass also records the plan and permission requests in the lead's inbox (a Claude
-//! Code teammate records none itself), so a person can answer them, and tells the lead
-//! once about a teammate stuck at a first-run dialog.
+//! Code teammate records none itself), so a person can answer them, tells the lead once
+//! about a teammate stuck at a first-run dialog, and notes the pane a member that joined by
+//! itself was seen in on the team's server (so that pane's end there is its death).
 //!
 //! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
 //! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
@@ -56,6 +58,7 @@ pub fn reconcile(
         tracing::warn!("failed to record the teammates' requests: {e}");
     }
     tell_blocked(root, team, &seen);
+    record_seen_panes(root, team, &seen);
     let mut reported = report_exits(root, team, &seen, dirs);
     match release_orphans(root, team) {
         Ok(orphans) => reported.extend(orphans),
@@ -98,6 +101,41 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
         }
     }
     Ok(())
+}
+
+/// Records the pane each member that joined by itself was seen in on the team's tmux
+/// server, so that pane's end there later says the member ended (see
+/// [`status::PANE_SEEN`]); until then a pane that is not there says nothing.
+fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
+    let open_untagged = |m: &&MemberStatus| {
+        m.engine == "unknown"
+            && m.pane_record
+                .as_ref()
+                .is_some_and(|p| !p.dead && p.agent.is_none())
+    };
+    if !seen.members.iter().any(|m| open_untagged(&m)) {
+        return;
+    }
+    let Ok(config) = roster::load(root, team) else {
+        return;
+    };
+    for st in seen.members.iter().filter(open_untagged) {
+        let Some(m) = config.member(&st.name) else {
+            continue;
+        };
+        if !status::pane_seen_unrecorded(m, st) {
+            continue;
+        }
+        let recorded = roster::update_member(root, team, &st.name, |member| {
+            let pane = member.tmux_pane_id.clone();
+            member
+                .extra
+                .insert(status::PANE_SEEN.to_owned(), pane.into());
+        });
+        if let Err(e) = recorded {
+            tracing::warn!("failed to record where {} runs: {e}", st.name);
+        }
+    }
 }
 
 /// Tells the lead, once per process, which teammate waits at a first-run dialog and how
@@ -211,6 +249,14 @@ pub fn report_exit(
     };
     if !state::claim_exit_report(root, team, &agent, &instance)? {
         return Ok(None);
+    }
+    // Its tool commands die with it, so whoever takes its tasks next never races a
+    // half-run command of its.
+    if let Some(s) = m.state_file.as_ref() {
+        let ended = crate::util::process::end_leftovers(s.pid, s.start_ticks);
+        if ended > 0 {
+            tracing::info!("ended {ended} process(es) {} left running", m.name);
+        }
     }
     let mut released: Vec<String> = m
         .state_file

@@ -1,5 +1,5 @@
 //! The bottom layer: what every other layer needs and nothing swarm-specific. The one
-//! error type and its exit codes, the environment read once, replacing a file atomically,
+//! error type and its exit codes, the environment read once, reads with a size limit, replacing a file atomically,
 //! cross-process locks, JSON as JavaScript writes it, the clock, facts about processes,
 //! watching directories, refusing symlinks under the root, others' text made safe for a
 //! terminal, text tables in colour, and named fault points for tests.
@@ -7,6 +7,7 @@
 //! Uses nothing else of swarm's.
 
 pub mod atomic;
+pub mod bounded;
 pub mod clock;
 pub mod environment;
 pub mod error;

@@ -1,4 +1,5 @@
-//! Facts about other processes: is a pid alive, signal it or its group.
+//! Facts about other processes: is a pid alive, signal it, its group or its session, and
+//! end what a dead one left running.
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
@@ -78,5 +79,32 @@ pub fn signal_session(sid: i32, signal: Signal) -> usize {
     session_members(sid)
         .into_iter()
         .filter(|&pid| self::signal(pid, signal))
+        .count()
+}
+
+/// Ends what a dead process left running in the session it led (a pane's process leads
+/// one): the commands it started, each in a process group of its own. `pid` and
+/// `start_ticks` name the dead process, as its state file recorded them. Nothing is done
+/// while it is alive, when its start time is unknown, or when another process now has its
+/// pid (the kernel hands out a session's id again only once nothing is left in it, so then
+/// the session is someone else's). Returns how many processes were killed.
+pub fn end_leftovers(pid: i32, start_ticks: Option<u64>) -> usize {
+    let Some(started) = start_ticks else {
+        return 0;
+    };
+    if pid <= 1 {
+        return 0;
+    }
+    match self::start_ticks(pid) {
+        // Still there: a zombie of it has left its session to end; anything else is it,
+        // alive, or a new process with its pid.
+        Some(t) if t == started && is_zombie(pid) => {}
+        Some(_) => return 0,
+        None => {}
+    }
+    session_members(pid)
+        .into_iter()
+        .filter(|&p| p != pid && self::start_ticks(p).is_some_and(|t| t >= started))
+        .filter(|&p| signal(p, Signal::SIGKILL))
         .count()
 }

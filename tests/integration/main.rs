@@ -43,5 +43,6 @@ mod team_tmux;
 mod team_window;
 mod teammate;
 mod tmux;
+mod trust_seams;
 mod watch;
 mod worktrees;

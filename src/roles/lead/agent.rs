@@ -13,7 +13,9 @@
 //! - a `shutdown_approved` is only ever information: nothing a teammate writes makes the
 //!   lead exit;
 //! - a protocol message naming another sender than its envelope is dropped with a warning,
-//!   so a request is filed only under the teammate that really sent it.
+//!   so a request is filed only under the teammate that really sent it; so is an answer to
+//!   a shutdown request that was sent to someone else, and an answer to a plan or
+//!   permission request (the lead asks neither).
 //!
 //! - at 80 % of the team's budget the lead is told, once (woken for it if idle); at the
 //!   limit its model call is refused and the run ends with [`Outcome::Budget`].
@@ -212,15 +214,11 @@ impl LeadHost {
             };
             match e.protocol() {
                 // Filed, shown and answered only under the envelope's sender, so one
-                // teammate cannot ask (or report) in another's name.
-                Some(p) if !p.signed_by(&e.from) => {
+                // teammate cannot ask (or report, or answer) in another's name.
+                Some(p) if distrust(&p, &e.from).is_some() => {
                     consumed.push(d.key.clone());
-                    tracing::warn!(
-                        "ignoring a {} from {} that names {} as its sender",
-                        p.kind(),
-                        e.from,
-                        p.named_sender().unwrap_or_default()
-                    );
+                    let why = distrust(&p, &e.from).unwrap_or_default();
+                    tracing::warn!("ignoring a {} from {}: {why}", p.kind(), e.from);
                 }
                 None => {
                     self.reported.insert(e.from.clone());
@@ -364,6 +362,26 @@ impl LeadHost {
         self.state.last_activity_ms = clock::now_ms();
         let _ = state::write(&self.root, &self.team, &AgentName::lead(), &self.state);
     }
+}
+
+/// Why the lead must not take protocol message `p` from `from`, if it must not: it names
+/// another sender than its envelope, answers a shutdown request sent to someone else, or
+/// answers a plan or permission request (the teammates ask those; the lead never does).
+fn distrust(p: &Protocol, from: &str) -> Option<String> {
+    if !p.signed_by(from) {
+        return Some(format!(
+            "it names {} as its sender",
+            p.named_sender().unwrap_or_default()
+        ));
+    }
+    if !p.answers_own_request(from) {
+        return Some("it answers a shutdown request that was sent to someone else".to_owned());
+    }
+    matches!(
+        p,
+        Protocol::PlanApprovalResponse(_) | Protocol::PermissionResponse(_)
+    )
+    .then(|| "it answers a request the lead never makes".to_owned())
 }
 
 /// What the lead is told of a request a person decides. It does not wake the lead: there
