@@ -514,9 +514,18 @@ fn a_dialog_shown_mid_run_is_detected() {
 fn a_claude_code_teammate_that_exits_at_start_shows_why() {
     let env = TestEnv::with_team("t", &[]);
     spawn_fake(&env, "cc", Some("onboarding"));
-    assert!(wait_until(T, || member(&env, "cc")["state"] == "dead"));
+    let said = |m: &serde_json::Value| format!("{} {}", m["detail"], m["lastError"]);
+    // The process may be seen gone before tmux has drawn its last words: wait for both.
+    assert!(
+        wait_until(T, || {
+            let m = member(&env, "cc");
+            m["state"] == "dead" && said(&m).contains("Unable to connect")
+        }),
+        "{}",
+        member(&env, "cc")
+    );
     let m = member(&env, "cc");
-    let said = format!("{} {}", m["detail"], m["lastError"]);
+    let said = said(&m);
     assert!(
         said.contains("Unable to connect to Anthropic services"),
         "{m}"
