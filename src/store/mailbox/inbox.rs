@@ -33,7 +33,7 @@ pub fn read_all(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<D
     if spool_has_mail(&spool) {
         // Left by a sender that died before its message was committed.
         let guard = lock_inbox(root, &path)?;
-        commit_spool(root, &spool, &path, &guard)?;
+        commit_spool(root, team, agent, &guard)?;
     }
     let entries = match read_entries(root, &path)? {
         Some(e) => e,
@@ -66,7 +66,7 @@ pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> 
     let keys: HashSet<&str> = keys.iter().map(String::as_str).collect();
     let path = root.inbox_path(team, agent);
     let guard = lock_inbox(root, &path)?;
-    commit_spool(root, &root.spool_dir(team, agent), &path, &guard)?;
+    commit_spool(root, team, agent, &guard)?;
     let entries = load_locked(root, &path)?;
     let (done, keep): (Vec<Value>, Vec<Value>) = entries.into_iter().partition(|v| {
         serde_json::from_value::<Envelope>(v.clone()).is_ok_and(|e| keys.contains(e.key().as_str()))

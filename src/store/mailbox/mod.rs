@@ -16,8 +16,10 @@
 //!   warning, and delivery continues with an empty inbox.
 //!
 //! [`envelope`] is a message's shape, [`send`] the way in (through the recipient's spool),
-//! [`inbox`] reading and acknowledging, [`delivered`] the log of what was acknowledged.
+//! [`inbox`] reading and acknowledging, [`delivered`] the log of what was acknowledged,
+//! [`bell`] the file a commit touches so that the recipient, and only it, wakes.
 
+pub mod bell;
 pub mod delivered;
 pub mod envelope;
 pub mod inbox;
