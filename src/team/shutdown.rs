@@ -16,12 +16,18 @@
 //! roster names: that pane's process is what the ladder asks, signals and waits for, and
 //! a pane that is gone from the team's tmux server means its process is gone too.
 //!
+//! The ladders of [`shut_down_all`] share their looks at the team ([`SharedLooks`]), and a
+//! step is shown on the roster only while the teammate's process is still there, so
+//! stopping 64 teammates neither looks at the team 640 times a second nor writes the
+//! roster for steps nobody would see.
+//!
 //! A member swarm cannot see (no pid and no pane at all) is taken off at once only when
 //! nothing says it ever ran, as after `swarm team add`. One the roster says may
 //! run (a pane id, a backend, an `isActive`, as a Claude Code teammate writes them) is
 //! asked, and leaves when it agrees; without an answer it stays on the roster and the
 //! ladder fails, since swarm has nothing to signal and no way to tell it stopped.
 
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -93,6 +99,21 @@ pub fn shut_down(
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Report> {
+    let look = || Look::take(root, team, tmux);
+    shut_down_looking(root, team, tmux, name, opts, progress, &look)
+}
+
+/// The ladder for one teammate, seeing the team through `look`, which returns a look taken
+/// after it was called.
+fn shut_down_looking(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    name: &str,
+    opts: &LadderOptions,
+    progress: &(dyn Fn(&str) + Sync),
+    look: &(dyn Fn() -> Result<Look> + Sync),
+) -> Result<Report> {
     if name == LEAD {
         return Err(Error::usage(
             "the lead is not shut down with the ladder; stop it in its pane (Ctrl-C)",
@@ -103,23 +124,28 @@ pub fn shut_down(
         outcome: Outcome::NotRunning,
         steps: Vec::new(),
     };
+    // The roster shows a step only while the process is still there (`swarm status` shows
+    // it as shutting down); after that, writing it (for every teammate of a big team, one
+    // after another under the roster's lock) would show nobody anything.
+    let gone = std::cell::Cell::new(false);
     let mut step = |s: String| {
         progress(&format!("{name}: {s}"));
-        // Gone from the roster after the last step; nothing to record then.
-        let _ = roster::update_member(root, team, name, |m| {
-            m.extra
-                .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
-        });
+        if !gone.get() {
+            let _ = roster::update_member(root, team, name, |m| {
+                m.extra
+                    .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
+            });
+        }
         report.steps.push(s);
     };
-    let observe = || -> Result<MemberStatus> {
-        let st = status::observe(root, team, tmux)?;
-        st.member(name).cloned().ok_or_else(|| {
+    let member = |l: Look| -> Result<MemberStatus> {
+        l.seen.member(name).cloned().ok_or_else(|| {
             Error::not_found(format!(
                 "no member named '{name}' in team '{team}'; see `swarm status`"
             ))
         })
     };
+    let observe = || member(look()?);
     let first = observe()?;
     if first.pid.is_none() && first.pane_record.is_none() {
         let config = roster::load(root, team)?;
@@ -143,12 +169,15 @@ pub fn shut_down(
         step(format!("asked to shut down ({request_id})"));
         let deadline = Instant::now() + opts.timeout;
         loop {
-            if !alive(&observe()?) {
+            let now = look()?;
+            let answer = now.answer(&request_id);
+            if !alive(&member(now)?) {
                 report.outcome = Outcome::Approved;
+                gone.set(true);
                 step("agreed and exited".to_owned());
                 break;
             }
-            if let Some(Err(reason)) = answer(root, team, &request_id) {
+            if let Some(Err(reason)) = answer {
                 step(format!("refused: {reason}"));
                 // It goes on working: no longer being shut down.
                 let _ = roster::update_member(root, team, name, |m| {
@@ -184,6 +213,7 @@ pub fn shut_down(
         // Whatever its Bash tool left behind goes with it.
         target.signal(Signal::SIGKILL);
     }
+    gone.set(true);
     if let Some(tmux) = tmux {
         close_pane(root, team, tmux, name, &mut step)?;
         close_dead_pane(tmux, &observe()?, &mut step);
@@ -415,16 +445,123 @@ impl std::fmt::Display for Target {
 
 /// The answer to `request_id`, if one arrived: approved, or rejected with a reason.
 fn answer(root: &Root, team: &TeamName, request_id: &str) -> Option<Result<(), String>> {
-    mailbox::read_all(root, team, &AgentName::lead())
-        .ok()?
+    answers(root, team)
         .into_iter()
-        .find_map(|d| match d.envelope.protocol() {
-            Some(Protocol::ShutdownApproved(a)) if a.request_id == request_id => Some(Ok(())),
-            Some(Protocol::ShutdownRejected(r)) if r.request_id == request_id => {
-                Some(Err(r.reason))
-            }
+        .find_map(|(id, a)| (id == request_id).then_some(a))
+}
+
+/// Every answer to a shutdown request in the lead's inbox, by request id.
+fn answers(root: &Root, team: &TeamName) -> Vec<(String, Result<(), String>)> {
+    let Ok(mail) = mailbox::read_all(root, team, &AgentName::lead()) else {
+        return Vec::new();
+    };
+    mail.into_iter()
+        .filter_map(|d| match d.envelope.protocol() {
+            Some(Protocol::ShutdownApproved(a)) => Some((a.request_id, Ok(()))),
+            Some(Protocol::ShutdownRejected(r)) => Some((r.request_id, Err(r.reason))),
             _ => None,
         })
+        .collect()
+}
+
+/// What a ladder looks at: the team, then the answers to shutdown requests in the lead's
+/// inbox.
+#[derive(Clone)]
+struct Look {
+    seen: status::TeamStatus,
+    answers: Vec<(String, Result<(), String>)>,
+}
+
+impl Look {
+    fn take(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Look> {
+        let seen = status::observe(root, team, tmux)?;
+        Ok(Look {
+            seen,
+            answers: answers(root, team),
+        })
+    }
+
+    fn answer(&self, request_id: &str) -> Option<Result<(), String>> {
+        self.answers
+            .iter()
+            .find(|(id, _)| id == request_id)
+            .map(|(_, a)| a.clone())
+    }
+}
+
+/// Looks at the team shared by the ladders of one [`shut_down_all`]: each ladder gets a
+/// look taken after it asked, one look serves every ladder waiting, and looks start at
+/// most every [`LOOK_EVERY`]. Sixty-four ladders polling ten times a second would
+/// otherwise look at a team of 64 (a tmux query, its state files, the lead's inbox) 640
+/// times a second, and the shutdown would wait on its own looking.
+struct SharedLooks<T, F> {
+    take: F,
+    state: Mutex<Looking<T>>,
+    ready: Condvar,
+}
+
+/// Looks started and finished so far, the latest, and whether one is being taken.
+struct Looking<T> {
+    started: u64,
+    finished: u64,
+    latest: Option<Result<T>>,
+    busy: bool,
+    last_start: Option<Instant>,
+}
+
+/// The least time between two shared looks: how often one ladder polls anyway.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+impl<T: Clone, F: Fn() -> Result<T>> SharedLooks<T, F> {
+    fn new(take: F) -> Self {
+        SharedLooks {
+            take,
+            state: Mutex::new(Looking {
+                started: 0,
+                finished: 0,
+                latest: None,
+                busy: false,
+                last_start: None,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// A look taken after this call began.
+    fn fresh(&self) -> Result<T> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let wanted = st.started + 1;
+        loop {
+            if st.finished >= wanted {
+                return match st.latest.as_ref().expect("a finished look") {
+                    Ok(look) => Ok(look.clone()),
+                    Err(e) => Err(e.copy()),
+                };
+            }
+            if st.busy {
+                st = self.ready.wait(st).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            // This caller takes the next look, for everyone waiting.
+            st.busy = true;
+            let wait = st
+                .last_start
+                .map_or(Duration::ZERO, |t| LOOK_EVERY.saturating_sub(t.elapsed()));
+            drop(st);
+            std::thread::sleep(wait);
+            let mut st2 = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st2.started += 1;
+            st2.last_start = Some(Instant::now());
+            let number = st2.started;
+            drop(st2);
+            let look = (self.take)();
+            st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.latest = Some(look);
+            st.finished = number;
+            st.busy = false;
+            self.ready.notify_all();
+        }
+    }
 }
 
 /// Runs the ladder on every teammate of `team` that is alive, telling `say` what it does.
@@ -463,7 +600,8 @@ pub fn stop_team(
     })
 }
 
-/// Runs the ladder for several teammates at once; each result in input order.
+/// Runs the ladder for several teammates at once; each result in input order. The ladders
+/// share their looks at the team (see [`SharedLooks`]).
 pub fn shut_down_all(
     root: &Root,
     team: &TeamName,
@@ -472,10 +610,13 @@ pub fn shut_down_all(
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Vec<Result<Report>> {
+    let looks = SharedLooks::new(|| Look::take(root, team, tmux));
+    let look = || looks.fresh();
+    let look = &look;
     std::thread::scope(|s| {
         let handles: Vec<_> = names
             .iter()
-            .map(|n| s.spawn(move || shut_down(root, team, tmux, n, opts, progress)))
+            .map(|n| s.spawn(move || shut_down_looking(root, team, tmux, n, opts, progress, look)))
             .collect();
         handles
             .into_iter()
@@ -485,4 +626,40 @@ pub fn shut_down_all(
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn shared_looks_are_fresh_and_shared() {
+        let taken = AtomicUsize::new(0);
+        let looks = SharedLooks::new(|| {
+            taken.fetch_add(1, Ordering::SeqCst);
+            let began = Instant::now();
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(began)
+        });
+        let (threads, polls) = (16, 4);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..polls {
+                        let asked = Instant::now();
+                        // The look it gets began after it asked.
+                        assert!(looks.fresh().unwrap() >= asked);
+                    }
+                });
+            }
+        });
+        let taken = taken.load(Ordering::SeqCst);
+        // About one look per round of asks; far fewer than one per ask in any case.
+        assert!(
+            taken < threads * polls / 2,
+            "{taken} looks for {} asks",
+            threads * polls
+        );
+    }
 }
