@@ -404,8 +404,8 @@ impl Runtime {
 
     /// Cancels a model request in flight when the lead asks this teammate to shut down, so
     /// the answer does not wait for a long generation. (The request itself is handled by
-    /// the main loop, which also acknowledges it.) Between turns it reads nothing: the
-    /// main loop is looking at the inbox then.
+    /// the main loop, which also acknowledges it.) Between turns it neither reads nor
+    /// wakes on a timer: the main loop is looking at the inbox then.
     pub(super) fn watch_for_shutdown(&self) {
         let (root, team, me) = (
             self.opts.root.clone(),
@@ -417,8 +417,13 @@ impl Runtime {
         let in_turn = self.in_turn.clone();
         tokio::spawn(async move {
             loop {
-                let _ =
-                    tokio::time::timeout(crate::util::watcher::RESCAN_EVERY, wake.notified()).await;
+                if in_turn.load(Ordering::Relaxed) {
+                    let every = crate::util::watcher::RESCAN_EVERY;
+                    let _ = tokio::time::timeout(every, wake.notified()).await;
+                } else {
+                    // A turn's start wakes it too.
+                    wake.notified().await;
+                }
                 if !in_turn.load(Ordering::Relaxed) {
                     continue;
                 }

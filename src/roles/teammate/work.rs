@@ -247,6 +247,7 @@ impl Runtime {
             self.first_instructions = Some(text.clone());
         }
         self.in_turn.store(true, Ordering::Relaxed);
+        self.inbox.side.notify_one();
         let finish = engine.run(self, text).await;
         self.in_turn.store(false, Ordering::Relaxed);
         self.state.usage = engine.usage;
