@@ -27,5 +27,5 @@ pub mod send;
 
 pub use delivered::{Cursor, agents_with_mail, read_delivered, read_delivered_since};
 pub use envelope::{Delivery, Envelope, check_text};
-pub use inbox::{ack, read_all, read_unread, remove_inbox};
+pub use inbox::{Version, ack, read_all, read_unread, remove_inbox, version};
 pub use send::{deliver, send};
