@@ -269,40 +269,73 @@ pub fn update<T>(
 
 /// Adds a teammate; refuses a name already taken (in any letter case).
 pub fn add_member(root: &Root, team: &TeamName, new: NewMember) -> Result<Member> {
-    update(root, team, |config| {
-        if let Some(existing) = config
-            .members
-            .iter()
-            .find(|m| m.name.eq_ignore_ascii_case(new.name.as_str()))
-        {
-            return Err(Error::conflict(format!(
-                "team '{team}' already has a member named '{}'; names are unique within a team, pick another",
-                existing.name
-            )));
+    add_members(root, team, vec![new])?
+        .pop()
+        .expect("one result per new member")
+}
+
+/// Adds several teammates in one write, in order, each on its own: a name already taken
+/// (in any letter case, by a member or by one added before it here) or a bad colour
+/// refuses that one only. The outer error is the write's: then none was added.
+pub fn add_members(
+    root: &Root,
+    team: &TeamName,
+    new: Vec<NewMember>,
+) -> Result<Vec<Result<Member>>> {
+    let mut results = Vec::new();
+    let mut nothing_added = false;
+    let written = update(root, team, |config| {
+        results = new
+            .into_iter()
+            .map(|new| add_to(config, team, new))
+            .collect();
+        nothing_added = results.iter().all(Result::is_err);
+        if nothing_added {
+            // Nothing to write: leave the file alone.
+            return Err(Error::Other("no member to add".to_owned()));
         }
-        if let Some(c) = &new.color {
-            check_colour(c)?;
-        }
-        let member = Member {
-            agent_id: agent_id(&new.name, team),
-            name: new.name.to_string(),
-            agent_type: Some(
-                new.agent_type
-                    .unwrap_or_else(|| "general-purpose".to_owned()),
-            ),
-            model: new.model,
-            prompt: new.prompt,
-            color: Some(new.color.unwrap_or_else(|| config.next_color().to_owned())),
-            plan_mode_required: new.plan_mode_required.then_some(true),
-            joined_at: clock::now_ms(),
-            tmux_pane_id: String::new(),
-            cwd: new.cwd,
-            subscriptions: Vec::new(),
-            ..Member::default()
-        };
-        config.members.push(member.clone());
-        Ok(member)
-    })
+        Ok(())
+    });
+    match written {
+        Err(_) if nothing_added => Ok(results),
+        Err(e) => Err(e),
+        Ok(()) => Ok(results),
+    }
+}
+
+fn add_to(config: &mut TeamConfig, team: &TeamName, new: NewMember) -> Result<Member> {
+    if let Some(existing) = config
+        .members
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(new.name.as_str()))
+    {
+        return Err(Error::conflict(format!(
+            "team '{team}' already has a member named '{}'; names are unique within a team, pick another",
+            existing.name
+        )));
+    }
+    if let Some(c) = &new.color {
+        check_colour(c)?;
+    }
+    let member = Member {
+        agent_id: agent_id(&new.name, team),
+        name: new.name.to_string(),
+        agent_type: Some(
+            new.agent_type
+                .unwrap_or_else(|| "general-purpose".to_owned()),
+        ),
+        model: new.model,
+        prompt: new.prompt,
+        color: Some(new.color.unwrap_or_else(|| config.next_color().to_owned())),
+        plan_mode_required: new.plan_mode_required.then_some(true),
+        joined_at: clock::now_ms(),
+        tmux_pane_id: String::new(),
+        cwd: new.cwd,
+        subscriptions: Vec::new(),
+        ..Member::default()
+    };
+    config.members.push(member.clone());
+    Ok(member)
 }
 
 /// Patches one member in place.

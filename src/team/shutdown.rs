@@ -16,6 +16,11 @@
 //! roster names: that pane's process is what the ladder asks, signals and waits for, and
 //! a pane that is gone from the team's tmux server means its process is gone too.
 //!
+//! The ladders of [`shut_down_all`] share their looks at the team ([`SharedLooks`]), and a
+//! step is shown on the roster only while the teammate's process is still there, so
+//! stopping 64 teammates neither looks at the team 640 times a second nor writes the
+//! roster for steps nobody would see.
+//!
 //! A member swarm cannot see (no pid, and no pane on the team's tmux server) is taken off
 //! at once only when nothing says it ever ran, as after `swarm team add`, or when it is one
 //! of swarm's own that never registered. One the roster says may run (a pane id, a
@@ -25,6 +30,7 @@
 //! answers: an answer to its request from anyone else is ignored and logged.
 
 use std::collections::HashSet;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -101,6 +107,21 @@ pub fn shut_down(
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Report> {
+    let look = || Look::take(root, team, tmux);
+    shut_down_looking(root, team, tmux, name, opts, progress, &look)
+}
+
+/// The ladder for one teammate, seeing the team through `look`, which returns a look taken
+/// after it was called.
+fn shut_down_looking(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    name: &str,
+    opts: &LadderOptions,
+    progress: &(dyn Fn(&str) + Sync),
+    look: &(dyn Fn() -> Result<Look> + Sync),
+) -> Result<Report> {
     if name == LEAD {
         return Err(Error::usage(
             "the lead is not shut down with the ladder; stop it in its pane (Ctrl-C)",
@@ -111,23 +132,28 @@ pub fn shut_down(
         outcome: Outcome::NotRunning,
         steps: Vec::new(),
     };
+    // The roster shows a step only while the process is still there (`swarm status` shows
+    // it as shutting down); after that, writing it (for every teammate of a big team, one
+    // after another under the roster's lock) would show nobody anything.
+    let gone = std::cell::Cell::new(false);
     let mut step = |s: String| {
         progress(&format!("{name}: {s}"));
-        // Gone from the roster after the last step; nothing to record then.
-        let _ = roster::update_member(root, team, name, |m| {
-            m.extra
-                .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
-        });
+        if !gone.get() {
+            let _ = roster::update_member(root, team, name, |m| {
+                m.extra
+                    .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
+            });
+        }
         report.steps.push(s);
     };
-    let observe = || -> Result<MemberStatus> {
-        let st = status::observe(root, team, tmux)?;
-        st.member(name).cloned().ok_or_else(|| {
+    let member = |l: Look| -> Result<MemberStatus> {
+        l.seen.member(name).cloned().ok_or_else(|| {
             Error::not_found(format!(
                 "no member named '{name}' in team '{team}'; see `swarm status`"
             ))
         })
     };
+    let observe = || member(look()?);
     let first = observe()?;
     if first.pid.is_none() && first.pane_record.is_none() {
         let config = roster::load(root, team)?;
@@ -147,12 +173,15 @@ pub fn shut_down(
     let target = first.pid.filter(|_| first.alive).map(Target::of);
     let alive = |m: &MemberStatus| m.alive;
     if first.alive && !opts.force {
-        match ask_and_wait(root, team, name, opts, &observe, &mut step)? {
+        match ask_and_wait(root, team, name, opts, look, &mut step)? {
             Some(rejected @ Outcome::Rejected(_)) => {
                 report.outcome = rejected;
                 return Ok(report);
             }
-            Some(outcome) => report.outcome = outcome,
+            Some(outcome) => {
+                gone.set(true);
+                report.outcome = outcome;
+            }
             None => {}
         }
     }
@@ -176,6 +205,7 @@ pub fn shut_down(
         // Whatever its Bash tool left behind goes with it.
         target.signal(Signal::SIGKILL);
     }
+    gone.set(true);
     if let Some(tmux) = tmux {
         close_pane(root, team, tmux, name, &mut step)?;
         close_dead_pane(tmux, &observe()?, &mut step);
@@ -211,7 +241,7 @@ fn ask_and_wait(
     team: &TeamName,
     name: &str,
     opts: &LadderOptions,
-    observe: &dyn Fn() -> Result<MemberStatus>,
+    look: &(dyn Fn() -> Result<Look> + Sync),
     step: &mut dyn FnMut(String),
 ) -> Result<Option<Outcome>> {
     let request_id = ask(root, team, name)?;
@@ -220,11 +250,12 @@ fn ask_and_wait(
     let mut ignored = HashSet::new();
     let mut agreed = false;
     loop {
-        if !observe()?.alive {
+        let now = look()?;
+        if !now.seen.member(name).is_some_and(|m| m.alive) {
             step("agreed and exited".to_owned());
             return Ok(Some(Outcome::Approved));
         }
-        match answer(root, team, name, &request_id, &mut ignored) {
+        match verdict(&now.answers, name, &request_id, &mut ignored) {
             Some(Err(reason)) => {
                 step(format!("refused: {reason}"));
                 // It goes on working: no longer being shut down.
@@ -537,9 +568,7 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// The answer `name` gave to `request_id`, if one arrived: approved, or rejected with a
-/// reason. An answer from anyone else is not `name`'s to give: it is ignored, and logged
-/// once (its key goes into `ignored`).
+/// The answer `name` gave to `request_id`, if one arrived (see [`verdict`]).
 fn answer(
     root: &Root,
     team: &TeamName,
@@ -547,29 +576,162 @@ fn answer(
     request_id: &str,
     ignored: &mut HashSet<String>,
 ) -> Option<Result<(), String>> {
-    for d in mailbox::read_all(root, team, &AgentName::lead()).ok()? {
-        let e = &d.envelope;
-        let Some(p) = e.protocol() else { continue };
-        let (id, verdict) = match &p {
-            Protocol::ShutdownApproved(a) => (&a.request_id, Ok(())),
-            Protocol::ShutdownRejected(r) => (&r.request_id, Err(r.reason.clone())),
-            _ => continue,
-        };
-        if id != request_id {
-            continue;
+    verdict(&answers(root, team), name, request_id, ignored)
+}
+
+/// One answer to a shutdown request in the lead's inbox.
+#[derive(Debug, Clone)]
+struct Answer {
+    key: String,
+    from: String,
+    request_id: String,
+    /// Its sender names itself as the envelope does.
+    signed: bool,
+    kind: &'static str,
+    verdict: Result<(), String>,
+}
+
+/// Every answer to a shutdown request in the lead's inbox.
+fn answers(root: &Root, team: &TeamName) -> Vec<Answer> {
+    let Ok(mail) = mailbox::read_all(root, team, &AgentName::lead()) else {
+        return Vec::new();
+    };
+    mail.into_iter()
+        .filter_map(|d| {
+            let e = d.envelope;
+            let p = e.protocol()?;
+            let (request_id, verdict) = match &p {
+                Protocol::ShutdownApproved(a) => (a.request_id.clone(), Ok(())),
+                Protocol::ShutdownRejected(r) => (r.request_id.clone(), Err(r.reason.clone())),
+                _ => return None,
+            };
+            Some(Answer {
+                key: d.key,
+                signed: p.signed_by(&e.from),
+                kind: p.kind(),
+                from: e.from,
+                request_id,
+                verdict,
+            })
+        })
+        .collect()
+}
+
+/// The answer `name` gave to `request_id`, if one arrived: approved, or rejected with a
+/// reason. An answer from anyone else is not `name`'s to give: it is ignored, and logged
+/// once (its key goes into `ignored`).
+fn verdict(
+    answers: &[Answer],
+    name: &str,
+    request_id: &str,
+    ignored: &mut HashSet<String>,
+) -> Option<Result<(), String>> {
+    for a in answers.iter().filter(|a| a.request_id == request_id) {
+        if a.from == name && a.signed {
+            return Some(a.verdict.clone());
         }
-        if e.from == name && p.signed_by(&e.from) {
-            return Some(verdict);
-        }
-        if ignored.insert(d.key.clone()) {
+        if ignored.insert(a.key.clone()) {
             tracing::warn!(
                 "ignoring a {} from {} for {request_id}: that request was sent to {name}",
-                p.kind(),
-                e.from
+                a.kind,
+                a.from
             );
         }
     }
     None
+}
+
+/// What a ladder looks at: the team, then the answers to shutdown requests in the lead's
+/// inbox.
+#[derive(Clone)]
+struct Look {
+    seen: status::TeamStatus,
+    answers: Vec<Answer>,
+}
+
+impl Look {
+    fn take(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Look> {
+        let seen = status::observe(root, team, tmux)?;
+        Ok(Look {
+            seen,
+            answers: answers(root, team),
+        })
+    }
+}
+
+/// Looks at the team shared by the ladders of one [`shut_down_all`]: each ladder gets a
+/// look taken after it asked, one look serves every ladder waiting, and looks start at
+/// most every [`LOOK_EVERY`]. Sixty-four ladders polling ten times a second would
+/// otherwise look at a team of 64 (a tmux query, its state files, the lead's inbox) 640
+/// times a second, and the shutdown would wait on its own looking.
+struct SharedLooks<T, F> {
+    take: F,
+    state: Mutex<Looking<T>>,
+    ready: Condvar,
+}
+
+/// Looks started and finished so far, the latest, and whether one is being taken.
+struct Looking<T> {
+    started: u64,
+    finished: u64,
+    latest: Option<Result<T>>,
+    busy: bool,
+    last_start: Option<Instant>,
+}
+
+/// The least time between two shared looks: how often one ladder polls anyway.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+impl<T: Clone, F: Fn() -> Result<T>> SharedLooks<T, F> {
+    fn new(take: F) -> Self {
+        SharedLooks {
+            take,
+            state: Mutex::new(Looking {
+                started: 0,
+                finished: 0,
+                latest: None,
+                busy: false,
+                last_start: None,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// A look taken after this call began.
+    fn fresh(&self) -> Result<T> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let wanted = st.started + 1;
+        loop {
+            if st.finished >= wanted {
+                return match st.latest.as_ref().expect("a finished look") {
+                    Ok(look) => Ok(look.clone()),
+                    Err(e) => Err(e.copy()),
+                };
+            }
+            if st.busy {
+                st = self.ready.wait(st).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            // This caller takes the next look, for everyone waiting.
+            st.busy = true;
+            let wait = st
+                .last_start
+                .map_or(Duration::ZERO, |t| LOOK_EVERY.saturating_sub(t.elapsed()));
+            drop(st);
+            std::thread::sleep(wait);
+            let mut st2 = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st2.started += 1;
+            st2.last_start = Some(Instant::now());
+            let number = st2.started;
+            drop(st2);
+            let look = (self.take)();
+            st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.latest = Some(look);
+            st.finished = number;
+            st.busy = false;
+            self.ready.notify_all();
+        }
+    }
 }
 
 /// Runs the ladder on every teammate of `team` that is alive, telling `say` what it does.
@@ -608,7 +770,8 @@ pub fn stop_team(
     })
 }
 
-/// Runs the ladder for several teammates at once; each result in input order.
+/// Runs the ladder for several teammates at once; each result in input order. The ladders
+/// share their looks at the team (see [`SharedLooks`]).
 pub fn shut_down_all(
     root: &Root,
     team: &TeamName,
@@ -617,10 +780,13 @@ pub fn shut_down_all(
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Vec<Result<Report>> {
+    let looks = SharedLooks::new(|| Look::take(root, team, tmux));
+    let look = || looks.fresh();
+    let look = &look;
     std::thread::scope(|s| {
         let handles: Vec<_> = names
             .iter()
-            .map(|n| s.spawn(move || shut_down(root, team, tmux, n, opts, progress)))
+            .map(|n| s.spawn(move || shut_down_looking(root, team, tmux, n, opts, progress, look)))
             .collect();
         handles
             .into_iter()
@@ -635,6 +801,7 @@ pub fn shut_down_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A pid whose process is not the one observed (its start time differs, as after the
     /// pid was reused) is neither signalled nor waited for.
@@ -656,5 +823,35 @@ mod tests {
         assert_eq!(child.try_wait().unwrap(), None, "the other process was hit");
         assert_eq!(observed.signal(Signal::SIGKILL), 1);
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn shared_looks_are_fresh_and_shared() {
+        let taken = AtomicUsize::new(0);
+        let looks = SharedLooks::new(|| {
+            taken.fetch_add(1, Ordering::SeqCst);
+            let began = Instant::now();
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(began)
+        });
+        let (threads, polls) = (16, 4);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..polls {
+                        let asked = Instant::now();
+                        // The look it gets began after it asked.
+                        assert!(looks.fresh().unwrap() >= asked);
+                    }
+                });
+            }
+        });
+        let taken = taken.load(Ordering::SeqCst);
+        // About one look per round of asks; far fewer than one per ask in any case.
+        assert!(
+            taken < threads * polls / 2,
+            "{taken} looks for {} asks",
+            threads * polls
+        );
     }
 }

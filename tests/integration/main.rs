@@ -36,6 +36,7 @@ mod pane_snapshots;
 mod rate_limits;
 mod resume;
 mod run_progress;
+mod scale;
 mod setup_cleanup;
 mod store_cli;
 mod team_spawn;

@@ -539,8 +539,10 @@ pub struct TeammateArgs {
 
 #[derive(Debug, Args)]
 pub struct SpawnArgs {
-    /// The teammate's name (unique within the team)
-    pub name: String,
+    /// The teammate's name (unique within the team); several names spawn several
+    /// teammates together, each with the options given
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
     /// First instructions, delivered to its inbox before it starts [default: the agent definition's initialPrompt]
     #[arg(long, conflicts_with = "prompt_file")]
     pub prompt: Option<String>,
