@@ -105,6 +105,7 @@ fn model_server_command_end_to_end() {
     )
     .unwrap();
     let log = env.dir.path().join("requests.jsonl");
+    let short_log = env.dir.path().join("short.jsonl");
     let mut child = env
         .swarm(&[
             "model-server",
@@ -112,6 +113,8 @@ fn model_server_command_end_to_end() {
             script_path.to_str().unwrap(),
             "--log-requests",
             log.to_str().unwrap(),
+            "--log",
+            short_log.to_str().unwrap(),
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -159,6 +162,19 @@ fn model_server_command_end_to_end() {
     assert!(lines[0]["receivedMs"].as_u64().is_some_and(|ms| ms > 0));
     assert_eq!(lines[0]["body"]["messages"][0]["role"], "user");
     assert!(lines[0]["body"]["messages"].to_string().contains("hi"));
+    // --log: one short line per request, naming what answered it.
+    let short: Vec<serde_json::Value> = std::fs::read_to_string(&short_log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(short.len(), 2, "{short:?}");
+    assert_eq!(
+        (&short[0]["agent"], &short[0]["rule"], &short[0]["userText"]),
+        (&"team-lead".into(), &"lead".into(), &"hi".into())
+    );
+    assert_eq!(short[1]["rule"], "(default)");
+    assert!(short[0]["bytes"].as_u64().is_some_and(|n| n > 0));
 
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),

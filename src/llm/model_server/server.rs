@@ -90,8 +90,9 @@ fn open_log(path: &std::path::Path) -> Result<std::fs::File> {
 }
 
 impl ModelServer {
-    /// Appends one JSON line per request to `path` from now on: `receivedMs`, `agent` and
-    /// `userText` (the latest user turn's text).
+    /// Appends one JSON line per request to `path` from now on: `receivedMs`, `agent`,
+    /// `rule` (what answered: a rule's name or position, `(default)`, `(unmatched)`),
+    /// `bytes` (the request body's size) and `userText` (the latest user turn's text).
     pub fn log_requests(&self, path: &std::path::Path) -> Result<()> {
         *self.state.log.lock().unwrap() = Some(open_log(path)?);
         Ok(())
@@ -338,6 +339,8 @@ async fn handle(state: Arc<ServerState>, api: Api, headers: HeaderMap, body: Byt
         let line = serde_json::json!({
             "receivedMs": crate::util::clock::now_ms(),
             "agent": view.agent,
+            "rule": selection.outcome.label(),
+            "bytes": body.len(),
             "userText": view.user_text,
         });
         let _ = writeln!(log, "{line}");
