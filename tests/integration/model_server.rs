@@ -78,6 +78,31 @@ async fn script_rules_captures_and_unmatched_requests_over_http() {
 }
 
 #[tokio::test]
+async fn a_server_told_to_forget_requests_keeps_none_but_still_logs_them() {
+    let server = serve(Script::new().default_reply(Reply::text("ok"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.jsonl");
+    server.log_requests(&log).unwrap();
+    let client = scripted(&server, |_| {});
+    complete(client.as_ref(), &request("first"))
+        .await
+        .result
+        .unwrap();
+    assert_eq!(server.requests().len(), 1);
+    server.forget_requests();
+    assert!(server.requests().is_empty());
+    complete(client.as_ref(), &request("second"))
+        .await
+        .result
+        .unwrap();
+    assert!(server.requests().is_empty(), "a request was kept");
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    assert!(lines.contains("\"userText\":\"second\""), "{lines}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn the_server_refuses_non_loopback_addresses() {
     let err = ModelServer::start(Script::new(), "0.0.0.0:0".parse().unwrap())
         .await

@@ -110,6 +110,8 @@ pub fn run(args: ModelServerArgs) -> Result<()> {
             listen(SignalKind::hangup())?,
         );
         let server = ModelServer::start(script, addr).await?;
+        // Nobody reads them here (the logs are the record), and a soak sends it for hours.
+        server.forget_requests();
         if let Some(log) = &args.log {
             server.log_requests(log)?;
         }
