@@ -18,9 +18,10 @@ numbered pings to random teammates (`swarm send`), and answers each permission r
 two `swarm approve` processes at once (the team runs with --approver human).
 
 The chaos: SIGKILL a random teammate every 20-40 s (SWARM_SOAK_SEED replays the choices);
-SIGKILL the lead once, at 20 % of the time, and `swarm resume`; kill the tmux server once,
-at 40 %, and `swarm resume`. First the same job runs without chaos or bursts for a fifth of
-the time (1 to 3 minutes), for the wall time without faults.
+SIGKILL the lead once, at 20 % of the time (at most 1 minute in), and `swarm resume`; kill
+the tmux server once, at 40 % (at most 2 minutes in), and `swarm resume`. First the same job
+runs without chaos or bursts for 3 minutes (or the soak's time, if shorter), for the wall
+time without faults.
 
 Counted at the end:
   tasks       completed exactly once / twice (two TaskUpdate completions that the model saw
@@ -29,18 +30,22 @@ Counted at the end:
               and its TaskUpdate leaves a line that the next claimer repeats)
   messages    each note and ping, and each teammate's report in the lead's mailbox, found in
               its recipient's conversation (the committed user turns of its transcript, as
-              `swarm resume` restores them): lost (nowhere, not even unread), duplicated
-              (more than once), unread at the end (still in the inbox)
+              `swarm resume` restores them, and the mail a compaction took in): lost
+              (nowhere, not even unread), duplicated (more than once), unread at the end
+              (still in the inbox); mailbox entries with the same message id
   approvals   resolved twice: both racing `swarm approve`s succeeded, or a teammate got two
               answers to one request
   orphans     processes naming the bench's directory or tmux socket after the run, and panes
               left on its tmux server
-  resources   RSS and open file descriptors of the lead (the first one, from 20 s after its
-              start to its kill; the last one, from 20 s after the resume to the end) and of
-              the teammates that lived longest; the largest inbox (bytes, messages) in each
-              half of the run, the largest transcript and delivered log
-  wall time   tasks per minute with faults against the run without; the soak's tasks at the
-              fault-free rate
+  resources   RSS, open file descriptors and CPU of the lead (the first one, from 20 s after
+              its start to its kill; the last one, from 20 s after the resume to the end of
+              the stream; its RSS while it shuts the team down) and of the teammates that
+              lived longest, with the lead's series and what its descriptors are; the model
+              server's RSS; the largest inbox (messages, bytes) and its size in each fifth
+              of the run; the largest transcript and delivered log; the largest request of
+              the lead and of a teammate in each half of the run
+  wall time   the time to complete as many tasks as the run without faults did, against its
+              time (tasks get slower as the list grows, so equal counts are compared)
 SWARM_SOAK_KEEP=DIR copies the soak's directory (root, job, model log) there for a look.
 """
 import collections
@@ -65,7 +70,10 @@ MIN_TASKS = 300
 BACKLOG = (16, 24)  # open tasks: refill below the first, up to the second
 APPROVAL_EVERY = 12
 KILL_EVERY = (20, 40)  # seconds between teammate kills
-LEAD_KILL_AT, TMUX_KILL_AT = 0.2, 0.4  # shares of the stream's time
+# When the lead and the tmux server are killed: a share of the stream's time, at most so
+# many seconds in, so that the run without faults (NOFAULT_MINUTES) covers them.
+LEAD_KILL_AT, TMUX_KILL_AT = (0.2, 60), (0.4, 120)
+NOFAULT_MINUTES = 3
 BURST_EVERY_S = 45  # about one 429/529 burst this often
 BURST_MS = 1500
 CONTEXT_WINDOW = 50_000  # tokens: small enough that the lead compacts during a soak
@@ -363,8 +371,8 @@ class Job:
     # ------------------------------------------------------------------ chaos
 
     def wreak(self):
-        lead_at = self.start + LEAD_KILL_AT * self.minutes * 60
-        tmux_at = self.start + TMUX_KILL_AT * self.minutes * 60
+        lead_at = self.start + min(LEAD_KILL_AT[0] * self.minutes * 60, LEAD_KILL_AT[1])
+        tmux_at = self.start + min(TMUX_KILL_AT[0] * self.minutes * 60, TMUX_KILL_AT[1])
         lead_done = tmux_done = False
         next_kill = self.start + self.rng.uniform(*KILL_EVERY)
         while not self.stop.is_set() and self.stream_done is None:
@@ -431,6 +439,8 @@ class Job:
                 figures = proc_figures(pid)
                 if figures:
                     procs[pid] = {"name": name, **figures}
+                    if name == LEAD:
+                        procs[pid]["fd_kinds"] = fd_kinds(pid, self.env.dir)
         inboxes = {}
         directory = self.team_path("inboxes")
         for f in os.listdir(directory) if os.path.isdir(directory) else []:
@@ -506,13 +516,34 @@ class Job:
 
 
 def proc_figures(pid):
-    """RSS (kB) and open file descriptors of a live process, or None."""
+    """RSS (kB), open file descriptors and CPU seconds so far of a live process, or None."""
     try:
         with open(f"/proc/{pid}/status") as f:
             rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-        return {"rss_kb": rss, "fds": len(os.listdir(f"/proc/{pid}/fd"))}
-    except (OSError, StopIteration, ValueError):
+        return {"rss_kb": rss, "fds": len(os.listdir(f"/proc/{pid}/fd")),
+                "cpu_s": B.cpu_ticks(pid) / os.sysconf("SC_CLK_TCK")}
+    except (OSError, StopIteration, ValueError, IndexError):
         return None
+
+
+def fd_kinds(pid, home):
+    """What a process's open descriptors are, counted by kind (a socket, a pipe, inotify...)
+    or by path (under the job's directory, relative to it)."""
+    kinds = collections.Counter()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return {}
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/"):
+            kinds[os.path.relpath(target, home) if target.startswith(home) else target] += 1
+        else:
+            kinds[re.sub(r":\[\d+\]$", "", target)] += 1
+    return dict(kinds)
 
 
 def stray_processes(env, exclude):
@@ -556,22 +587,31 @@ def read_lines(path):
 
 
 def committed_counts(path, pattern):
-    """How often each match of `pattern` is in the committed user turns of a transcript: user
-    records answered by a response, as `swarm resume` restores them (agent/transcript.rs)."""
+    """How often each match of `pattern` was put in front of the model in a transcript, as
+    `swarm resume` restores it (agent/transcript.rs): in user records answered by a response,
+    and in a compaction's new context when it was not there before (a compaction keeps the
+    mail that arrived with it verbatim, and that mail is in no user record)."""
     counts = collections.Counter()
     pending = []
+
+    def texts(blocks):
+        return [b.get("text", "") for b in blocks if b.get("type") == "text"]
+
     for r in read_lines(path):
         kind = r.get("kind")
         if kind == "user":
             pending.append(r.get("blocks") or [])
         elif kind == "response":
             for blocks in pending:
-                for b in blocks:
-                    if b.get("type") == "text":
-                        counts.update(m.group(0) for m in pattern.finditer(b.get("text", "")))
+                for text in texts(blocks):
+                    counts.update(m.group(0) for m in pattern.finditer(text))
             pending = []
         elif kind == "compaction":
             pending = []
+            carried = {m.group(0) for msg in r.get("messages") or [] if msg.get("role") == "user"
+                       for text in texts(msg.get("content") if isinstance(msg.get("content"), list) else [])
+                       for m in pattern.finditer(text)}
+            counts.update(k for k in carried if counts[k] == 0)
     return counts
 
 
@@ -606,6 +646,19 @@ def count_tasks(job, requests):
     except OSError:
         pass
     return done, claims, work
+
+
+def completion_times(job):
+    """Seconds from the start to each task's first completion the model saw, in order."""
+    first, previous = {}, {}
+    for r in job.requests:
+        agent, text = r.get("agent"), r.get("userText", "")
+        if previous.get(agent) == text:
+            continue
+        previous[agent] = text
+        for t in UPDATED.findall(text):
+            first.setdefault(t, r["receivedMs"])
+    return sorted((ms - job.start_ms) / 1000 for ms in first.values())
 
 
 def count_messages(job):
@@ -682,7 +735,9 @@ def count_approvals(job):
 
 def process_growth(job):
     """The lead's first and last processes and the longest-lived teammates: first figures
-    taken WARM_S after their first sample, and last."""
+    taken WARM_S after their first sample, last ones before the stream ended (after it, the
+    lead shuts the team down and writes its report: `after`, its largest RSS then)."""
+    cutoff = (job.stream_done or job.end) - job.start
     by_pid = collections.defaultdict(list)
     for s in job.samples:
         for pid, p in s["procs"].items():
@@ -691,8 +746,10 @@ def process_growth(job):
     for pid, seen in by_pid.items():
         first_t = seen[0][0]
         warm = [x for x in seen if x[0] >= first_t + WARM_S] or seen
-        spans.append({"pid": pid, "name": seen[0][1]["name"], "from": warm[0][0], "to": seen[-1][0],
-                      "start": warm[0][1], "end": seen[-1][1]})
+        during = [x for x in seen if x[0] <= cutoff] or seen
+        after = [p["rss_kb"] for t, p in seen if t > cutoff]
+        spans.append({"pid": pid, "name": seen[0][1]["name"], "from": warm[0][0], "to": during[-1][0],
+                      "start": warm[0][1], "end": during[-1][1], "after": max(after, default=None)})
     leads = sorted((s for s in spans if s["name"] == LEAD), key=lambda s: s["from"])
     mates = sorted((s for s in spans if s["name"] != LEAD), key=lambda s: s["to"] - s["from"], reverse=True)
     return leads, mates
@@ -751,13 +808,14 @@ def analyse(job):
         who = "lead" if r.get("agent") == LEAD else "teammates"
         half = 0 if r["receivedMs"] < half_ms else 1
         sizes[who][half] = max(sizes[who][half], r.get("bytes", 0))
+    job.done_s = completion_times(job)
     job.request_bytes = "; ".join(f"{who} {a / 1024:.0f} KB -> {b / 1024:.0f} KB" for who, (a, b) in sorted(sizes.items()))
 
 
 def soak_suite():
     figures = {}
     minutes = float(B.OPTIONS.get("minutes") or os.environ.get("SWARM_SOAK_MINUTES", "5"))
-    base_minutes = min(3.0, max(1.0, minutes / 5))
+    base_minutes = min(minutes, NOFAULT_MINUTES)
     base = run_job(base_minutes, chaos=False, burst_chance=0)
     base_wall = base.end - base.start
     base_rate = len(base.done_ids) / base_wall * 60
@@ -765,16 +823,17 @@ def soak_suite():
     figures["soak.nofault.tasks"] = len(base.done_ids)
     figures["soak.nofault.wall_s"] = round(base_wall, 1)
     figures["soak.nofault.tasks_per_min"] = round(base_rate, 1)
+    figures["soak.nofault.time_to_all_s"] = round(base.done_s[-1], 1) if base.done_s else "-"
     if base.early_end:
         log(f"the run without faults ended early: {base.early_end}")
         figures["soak.nofault.early_end"] = base.early_end.splitlines()[0]
     chance = 1 / max(1.0, request_rate * BURST_EVERY_S)
     job = run_job(minutes, chaos=True, burst_chance=chance)
-    report(job, figures, base_rate)
+    report(job, figures, base)
     return figures
 
 
-def report(job, figures, base_rate):
+def report(job, figures, base):
     f = figures
     wall = job.end - job.start
     done_ids = set(job.done_ids)
@@ -829,6 +888,9 @@ def report(job, figures, base_rate):
         f[f"{key}.rss_growth_pct"] = growth(s["start"]["rss_kb"], s["end"]["rss_kb"])
         f[f"{key}.fds"] = f"{s['start']['fds']} -> {s['end']['fds']}"
         f[f"{key}.fds_growth_pct"] = growth(s["start"]["fds"], s["end"]["fds"])
+        f[f"{key}.cpu_pct"] = round((s["end"]["cpu_s"] - s["start"]["cpu_s"]) / max(1, s["to"] - s["from"]) * 100, 1)
+        if s["after"]:
+            f[f"{key}.rss_mb_after_the_stream"] = round(s["after"] / 1024, 1)
         target(f"{key}.rss_growth_pct", "<= 20")
         target(f"{key}.fds_growth_pct", "<= 20")
     long_lived = [s for s in mates if s["to"] - s["from"] >= 60][:8]
@@ -842,23 +904,28 @@ def report(job, figures, base_rate):
     models = [s["model"] for s in job.samples if s.get("model")]
     if models:
         f["soak.model_server_rss_mb"] = f"{models[0]['rss_kb'] / 1024:.1f} -> {models[-1]['rss_kb'] / 1024:.1f}"
-    half = wall / 2
-    for label, part in (("first_half", [s for s in job.samples if s["t"] < half]),
-                        ("second_half", [s for s in job.samples if s["t"] >= half])):
-        sizes = [(n, b, name) for s in part for name, (b, n) in s["inboxes"].items()]
-        if sizes:
-            n, b, name = max(sizes)
-            f[f"soak.largest_inbox_{label}"] = f"{n} msgs, {b} B ({name})"
-    target("soak.largest_inbox_second_half", "bounded: no larger than the first half's")
+    fifths = []
+    for k in range(5):
+        part = [s for s in job.samples if k * wall / 5 <= s["t"] < (k + 1) * wall / 5]
+        fifths.append(max(((n, b, name) for s in part for name, (b, n) in s["inboxes"].items()), default=None))
+    largest = max((x for x in fifths if x), default=None)
+    if largest:
+        f["soak.largest_inbox"] = f"{largest[0]} msgs, {largest[1]} B ({largest[2]})"
+        f["soak.largest_inbox_msgs_by_fifth"] = " ".join(str(x[0]) if x else "-" for x in fifths)
+        target("soak.largest_inbox_msgs_by_fifth", "bounded: no growth from fifth to fifth")
     f["soak.largest_transcript_kb"] = round(job.largest["transcript"] / 1024, 1)
     f["soak.largest_delivered_log_kb"] = round(job.largest["delivered"] / 1024, 1)
     f["soak.request_bytes"] = job.request_bytes
     f["soak.wall_s"] = round(wall, 1)
-    rate = len(done_ids) / wall * 60
-    f["soak.tasks_per_min"] = round(rate, 1)
-    f["soak.nofault_wall_for_same_tasks_s"] = round(len(done_ids) / base_rate * 60, 1) if base_rate else "-"
-    f["soak.slowdown"] = round(base_rate / rate, 2) if rate else "-"
-    target("soak.wall_s", "report, beside soak.nofault_wall_for_same_tasks_s")
+    f["soak.tasks_per_min"] = round(len(done_ids) / wall * 60, 1)
+    # Tasks get slower as the list grows (every claim and every tick of the lead reads every
+    # task file), so the fair comparison is the time to as many tasks as the run without
+    # faults completed.
+    same = len(base.done_s)
+    if same and len(job.done_s) >= same:
+        f["soak.time_to_nofault_tasks_s"] = round(job.done_s[same - 1], 1)
+        f["soak.slowdown_from_faults"] = round(job.done_s[same - 1] / base.done_s[-1], 2)
+        target("soak.time_to_nofault_tasks_s", f"report, beside soak.nofault.time_to_all_s ({same} tasks)")
     if job.early_end:
         f["soak.early_end"] = job.early_end.splitlines()[0]
         print(f"\nsoak: the run ended early: {job.early_end}")
@@ -866,6 +933,18 @@ def report(job, figures, base_rate):
     print(f"soak: {job.minutes:g} min, seed {SEED}; events:")
     for t, what in job.events:
         print(f"  {t:7.1f} s  {what}")
+    for s in leads:
+        series = [(round(t), p) for t, p in ((x["t"], x["procs"].get(s["pid"])) for x in job.samples) if p]
+        cpu = [0.0] + [(b["cpu_s"] - a["cpu_s"]) / max(1, tb - ta) * 100
+                       for (ta, a), (tb, b) in zip(series, series[1:])]
+        print(f"soak: lead pid {s['pid']}: (s, RSS MB, fds, CPU % since the sample before) " +
+              " ".join(f"{t}:{p['rss_kb'] / 1024:.1f}:{p['fds']}:{c:.0f}" for (t, p), c in zip(series, cpu)))
+        if series:
+            first, last = series[0][1].get("fd_kinds", {}), series[-1][1].get("fd_kinds", {})
+            changed = {k: (first.get(k, 0), last.get(k, 0)) for k in set(first) | set(last)
+                       if first.get(k, 0) != last.get(k, 0)}
+            print(f"  its descriptors: {sum(first.values())} -> {sum(last.values())}; changed: "
+                  + (", ".join(f"{k} {a}->{b}" for k, (a, b) in sorted(changed.items())) or "none"))
     if job.procs_left or job.panes_left:
         print("soak: left over after the run:")
         for p in job.procs_left + job.panes_left:
