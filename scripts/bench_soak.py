@@ -32,7 +32,9 @@ Counted at the end:
               its recipient's conversation (the committed user turns of its transcript, as
               `swarm resume` restores them, and the mail a compaction took in): lost
               (nowhere, not even unread), duplicated (more than once), unread at the end
-              (still in the inbox); mailbox entries with the same message id
+              (still in the inbox; each is named, with its recipient's state: a teammate
+              killed before it read its mail leaves it there); mailbox entries with the
+              same message id
   approvals   resolved twice: both racing `swarm approve`s succeeded, or a teammate got two
               answers to one request
   orphans     processes naming the bench's directory or tmux socket after the run, and panes
@@ -670,6 +672,8 @@ def count_messages(job):
     lead_seen = committed_counts(transcripts[LEAD], re.compile(f"{NOTE.pattern}|{REPORT.pattern}"))
     unread_lead = collections.Counter(e.get("text", "") for e in lead_live)
 
+    unread_notes = out["unread_details"] = []
+
     def tally(kind, items):
         t = {"sent": 0, "lost": 0, "duplicated": 0, "unread": 0, "failed_send": 0}
         for key, to, seen, unread, code in items:
@@ -681,6 +685,11 @@ def count_messages(job):
                 t["duplicated"] += seen - 1
             elif seen == 0:
                 t["unread" if unread else "lost"] += 1
+                if unread:
+                    s = job.state(to) or {}
+                    why = (s.get("exit") or {}).get("reason", "")
+                    unread_notes.append(f"{kind[:-1]} {key} to {to}, {s.get('activity', '?')}"
+                                        + (f" ({why})" if why else ""))
         out[kind] = t
 
     tally("notes", [(n, LEAD, lead_seen[f"soak-note {n}"],
@@ -945,6 +954,8 @@ def report(job, figures, base):
                        if first.get(k, 0) != last.get(k, 0)}
             print(f"  its descriptors: {sum(first.values())} -> {sum(last.values())}; changed: "
                   + (", ".join(f"{k} {a}->{b}" for k, (a, b) in sorted(changed.items())) or "none"))
+    for line in job.messages["unread_details"]:
+        print(f"soak: unread at the end: {line}")
     if job.procs_left or job.panes_left:
         print("soak: left over after the run:")
         for p in job.procs_left + job.panes_left:
