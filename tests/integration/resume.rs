@@ -186,6 +186,26 @@ fn panes_of(env: &TestEnv, agent: &str) -> usize {
         .count()
 }
 
+/// Every pane left on the test's tmux server (id, agent tag, dead flag); none once the
+/// server is gone.
+fn all_panes(env: &TestEnv) -> Vec<String> {
+    let out = std::process::Command::new("tmux")
+        .args([
+            "-L",
+            &env.tmux_socket,
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id} #{@swarm-agent} dead=#{pane_dead}",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Live `swarm teammate` processes for `agent` in this test's root.
 fn teammate_processes(env: &TestEnv, agent: &str) -> usize {
     let marker = format!("SWARM_ROOT={}", env.root.display());
@@ -288,6 +308,8 @@ fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
     let first = first_resumed_conversation(&model, "team-lead");
     assert!(first.contains("Goal:\\nDo the two jobs."), "{first}");
     assert!(first.contains("\"name\":\"TaskCreate\""), "{first}");
+    // A finished resumed run closes its window, as a finished `swarm run` does.
+    assert_eq!(all_panes(&env), Vec::<String>::new(), "panes left behind");
 }
 
 #[test]
@@ -445,6 +467,8 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
     assert!(first.contains("\"name\":\"Bash\""), "{first}");
     let first = first_resumed_conversation(&model, "team-lead");
     assert!(first.contains("Goal:\\nDo the two jobs."), "{first}");
+    // The window the resume opened on the new server is closed with the run.
+    assert_eq!(all_panes(&env), Vec::<String>::new(), "panes left behind");
 }
 
 #[test]

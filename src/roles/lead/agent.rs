@@ -47,7 +47,7 @@ use crate::store::mailbox::{self, Delivery};
 use crate::store::names::{AgentName, LEAD, TeamName};
 use crate::store::protocol::{IdleNotification, Protocol};
 use crate::store::state::{self, Activity, AgentState};
-use crate::store::tasks::TaskList;
+use crate::store::tasks::{Status, TaskList};
 use crate::team::prompt::{mail_turn, wrap_message};
 use crate::team::status;
 use crate::team::tools::{LeadPowers, TeamTools};
@@ -476,8 +476,11 @@ impl Host for LeadHost {
     }
 }
 
-/// What the lead must never forget: its goal, the roster, the task board and the requests
-/// waiting for an answer, as they are now.
+/// How many completed tasks a compacted context still names, by id.
+const LATEST_DONE: usize = 10;
+
+/// What the lead must never forget: its goal, the roster, the open tasks (the completed
+/// ones counted) and the requests waiting for an answer, as they are now.
 fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
     let mut out = format!("<team state>\nYour goal:\n{goal}\n\n");
     match status::observe(root, team, None) {
@@ -485,10 +488,27 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
         Err(e) => out.push_str(&format!("(the roster could not be read: {e})\n")),
     }
     out.push_str("\nTask board:\n");
-    for t in TaskList::new(root, team).list().unwrap_or_default() {
-        if t.is_internal() {
-            continue;
-        }
+    // Completed tasks are history, which the summary tells: listed one by one they made the
+    // compacted context grow with every task the team ever finished, until compacting no
+    // longer made room (a soak's lead compacted before every turn after 2,000 tasks).
+    let (done, open): (Vec<_>, Vec<_>) = TaskList::new(root, team)
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| !t.is_internal())
+        .partition(|t| t.status == Status::Completed);
+    if !done.is_empty() {
+        let latest: Vec<String> = done[done.len().saturating_sub(LATEST_DONE)..]
+            .iter()
+            .map(|t| format!("#{}", t.id))
+            .collect();
+        out.push_str(&format!(
+            "- {} completed (not listed; the highest ids: {})\n",
+            done.len(),
+            latest.join(", ")
+        ));
+    }
+    for t in open {
         out.push_str(&format!(
             "- #{} [{}] {}{}{}\n",
             t.id,
@@ -775,5 +795,38 @@ mod tests {
         assert!(state.contains("team-lead"), "roster: {state}");
         assert!(state.contains("#1 [pending] Write the parser"), "{state}");
         assert!(state.contains(&format!("{id} from bob")), "{state}");
+    }
+
+    #[test]
+    fn the_team_state_counts_completed_tasks_instead_of_listing_each() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let team = TeamName::new("t").unwrap();
+        crate::store::roster::create(&root, &team, None, t.path()).unwrap();
+        let tasks = TaskList::new(&root, &team);
+        let new = |subject: String| NewTask {
+            subject,
+            ..NewTask::default()
+        };
+        for n in 1..=300 {
+            tasks.create(new(format!("Finished work {n}"))).unwrap();
+            tasks
+                .update(
+                    &n.to_string(),
+                    crate::store::tasks::TaskPatch {
+                        status: Some(crate::store::tasks::Status::Completed),
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+        }
+        tasks.create(new("Open work".into())).unwrap();
+        let state = team_state(&root, &team, "GOAL-9");
+        assert!(state.contains("#301 [pending] Open work"), "{state}");
+        assert!(state.contains("300 completed"), "{state}");
+        assert!(state.contains("#300"), "the latest completed: {state}");
+        // A compacted context must not grow with every task the team ever finished.
+        assert!(!state.contains("Finished work 1\n"), "{state}");
+        assert!(state.len() < 2000, "{} bytes: {state}", state.len());
     }
 }

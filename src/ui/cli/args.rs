@@ -183,7 +183,7 @@ pub struct ModelServerArgs {
     /// Where to listen: a loopback address and port; port 0 picks a free one
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub listen: String,
-    /// Append one JSON line per request (time, agent, latest user text) to this file
+    /// Append one JSON line per request (time, agent, the rule that answered, body size, latest user text) to this file
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// Append one JSON line per request (time, agent, path, the whole request body) to this file
