@@ -12,8 +12,11 @@
 //! <tool>` (ask the lead, then say `permission granted` or `permission denied`); any other
 //! text is only acknowledged (`ack: <text>`). It records its argv, the names of its
 //! environment variables and whether `ANTHROPIC_API_KEY` was set in
-//! `<root>/teams/<team>/fake-claude-<name>.json`. `CLAUDE_CODE_FAKE_DIALOG=trust|api-key|bypass|
-//! onboarding` makes it print that first-run dialog and hang, never registering.
+//! `<root>/teams/<team>/fake-claude-<name>.json`. `CLAUDE_CODE_FAKE_DIALOG=trust|api-key|bypass`
+//! makes it print that first-run dialog and hang, never registering; `onboarding` makes it
+//! print the offline client's onboarding failure and exit 1, as the real one does. The text
+//! `show dialog <kind>` makes it print that dialog mid-run (inside a turn) and hang. At a
+//! dialog each line on its stdin (a key) prints `(still at the dialog)`.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -75,27 +78,7 @@ fn main() {
     );
 
     if let Ok(dialog) = std::env::var("CLAUDE_CODE_FAKE_DIALOG") {
-        let lines: &[&str] = match dialog.as_str() {
-            "trust" => &["Quick safety check: Is this a project you … trust?"],
-            "api-key" => &[
-                "Detected a custom API key …",
-                "Do you want to use this API key?",
-            ],
-            "bypass" => &[
-                "WARNING: Claude Code running in Bypass Permissions mode …",
-                "No, exit",
-                "Yes, I accept",
-            ],
-            _ => &[
-                "Unable to connect to Anthropic services",
-                "Failed to connect to api.anthropic.com: EAI_AGAIN",
-            ],
-        };
-        for l in lines {
-            println!("{l}");
-        }
-        std::thread::sleep(LIFE);
-        return;
+        show_dialog(&dialog);
     }
 
     // SIGTERM: out at once with 143 and no file touched, as the real client does. Blocked
@@ -123,6 +106,40 @@ fn main() {
             None => std::thread::sleep(POLL),
         }
     }
+}
+
+/// Prints first-run dialog `kind` as the client shows it, then waits for a key press that
+/// never comes; the offline onboarding check instead fails and exits 1.
+fn show_dialog(kind: &str) -> ! {
+    let lines: &[&str] = match kind {
+        "trust" => &["Quick safety check: Is this a project you … trust?"],
+        "api-key" => &[
+            "Detected a custom API key …",
+            "Do you want to use this API key?",
+        ],
+        "bypass" => &[
+            "WARNING: Claude Code running in Bypass Permissions mode …",
+            "No, exit",
+            "Yes, I accept",
+        ],
+        _ => &[
+            "Unable to connect to Anthropic services",
+            "Failed to connect to api.anthropic.com: EAI_AGAIN",
+        ],
+    };
+    for l in lines {
+        println!("{l}");
+    }
+    if !matches!(kind, "trust" | "api-key" | "bypass") {
+        std::process::exit(1);
+    }
+    // As the client at a dialog: it reads keys, never its inbox, and shows the dialog
+    // again after each (here a line on stdin), which tells a test it went round.
+    for _ in std::io::stdin().lines().map_while(Result::ok) {
+        println!("(still at the dialog)");
+    }
+    std::thread::sleep(LIFE);
+    std::process::exit(0);
 }
 
 fn write(path: &Path, bytes: &[u8]) {
@@ -243,6 +260,9 @@ impl Fake {
             None => {
                 let reply = format!("ack: {text}");
                 self.say(&from, &reply);
+                if let Some(kind) = text.trim().strip_prefix("show dialog ") {
+                    show_dialog(kind.trim());
+                }
                 if text.trim() == "claim tasks" {
                     self.claim_tasks();
                 } else if let Some(tool) = text.trim().strip_prefix("ask permission ") {

@@ -3,6 +3,7 @@
 //! Each mode loops over swarm's library calls (not the CLI), so many of these processes
 //! together exercise the cross-process locking the way teammates do.
 //!
+//! ```text
 //!   swarm-stress send     ROOT TEAM FROM TO COUNT [ACKED_LOG]   send COUNT messages "FROM-i"
 //!   swarm-stress drain    ROOT TEAM AGENT EXPECT OUT            read+ack until EXPECT seen
 //!   swarm-stress next     ROOT TEAM AGENT                       claim until none is ready
@@ -12,6 +13,7 @@
 //!   swarm-stress timed    ROOT TEAM FROM TO COUNT GAP_MS        send, printing "text start_ns"
 //!   swarm-stress reconcile ROOT TEAM SOCKET PASSES              time `team::supervisor::reconcile`
 //!                                                               on tmux -L SOCKET, print ms each
+//! ```
 //!
 //! Output is one line per event on stdout: the key or id it handled.
 

@@ -54,11 +54,6 @@ fn log(env: &TestEnv, agent: &str) -> String {
     std::fs::read_to_string(env.root.join(format!("teams/t/logs/{agent}.log"))).unwrap_or_default()
 }
 
-fn pid_of(env: &TestEnv, agent: &str) -> i32 {
-    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
-    roster.member(agent).unwrap().pid.unwrap()
-}
-
 /// How many answers to `request_id` reached `agent`, read or not.
 fn answers(env: &TestEnv, agent: &str, request_id: &str) -> usize {
     let (root, team) = (env.store_root(), env.team_name("t"));
@@ -294,11 +289,7 @@ fn requests_of_a_teammate_that_stops_or_dies_expire() {
     let carol = wait_for_record(&env, "plan", "carol", "pending");
     let dave = wait_for_record(&env, "plan", "dave", "pending");
     // carol is killed outright: whoever notices the death expires her request.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid_of(&env, "carol")),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    env.signal_agent("t", "carol", nix::sys::signal::Signal::SIGKILL);
     assert!(wait_until(T, || {
         env.run(&["--team", "t", "status"]).success();
         approvals(&env)

@@ -4,7 +4,7 @@
 //! Status, death detection, the shutdown ladder and approvals must treat it like any
 //! teammate.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -18,8 +18,8 @@ use crate::harness::{Guarded, TestEnv, run_timeout, wait_until};
 const T: Duration = Duration::from_secs(30);
 
 fn tmux(env: &TestEnv, args: &[&str]) -> String {
-    let out = Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "-f", "/dev/null"])
+    let out = env
+        .tmux_cmd()
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -32,8 +32,9 @@ fn tmux(env: &TestEnv, args: &[&str]) -> String {
 /// teammate; a second session keeps the server up when that pane closes. Returns the
 /// pane id and its process id.
 fn pane(env: &TestEnv, session: &str, command: &str) -> (String, i32) {
-    if Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "has-session", "-t", "=keep"])
+    if env
+        .tmux_cmd()
+        .args(["has-session", "-t", "=keep"])
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| !s.success())
@@ -122,6 +123,39 @@ fn terminated_notes(env: &TestEnv, name: &str) -> usize {
         .count()
 }
 
+/// Waits until the running lead has finished a whole reconcile tick after this call. The
+/// sign: each tick records the permission requests in the lead's inbox from living
+/// members (`supervisor::record_requests`, which reads the inbox as the tick begins), so a
+/// request from `from` (alive) is recorded by the first tick that starts after it arrives,
+/// and a second one, sent once the first is recorded, only by a later tick.
+fn wait_for_a_whole_tick(env: &TestEnv, from: &str) {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    for _ in 0..2 {
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let request_id = format!("perm-1764072000000-tick{n:03}");
+        let request = json!({
+            "type": "permission_request",
+            "request_id": request_id,
+            "agent_id": from,
+            "tool_name": "Bash",
+            "tool_use_id": format!("toolu_tick{n}"),
+            "description": "a sign of the next tick",
+            "input": {"command": "true"},
+            "permission_suggestions": [],
+        });
+        env.deliver("t", from, "team-lead", request.to_string());
+        assert!(
+            wait_until(T, || swarm_store::approvals::get(
+                &env.store_root(),
+                &env.team_name("t"),
+                &request_id
+            )
+            .is_ok()),
+            "the lead never recorded {request_id}"
+        );
+    }
+}
+
 #[test]
 fn status_shows_a_claude_code_member_by_its_pane_process() {
     let env = TestEnv::with_team("t", &[]);
@@ -171,8 +205,8 @@ fn the_lead_returns_a_killed_claude_code_members_tasks_and_says_so_once() {
     let mut lead = env.swarm(&["--team", "t", "lead"]);
     lead.stdout(Stdio::null()).stderr(Stdio::null());
     let _lead = Guarded(Some(lead.spawn().unwrap()));
-    // Alive and working: the lead leaves it alone.
-    std::thread::sleep(Duration::from_secs(1));
+    // Alive and working: the lead leaves it alone, a whole tick long.
+    wait_for_a_whole_tick(&env, "cc");
     assert!(env.task_list("t").get("1").unwrap().owned_by("cc"));
     kill9(pid);
     let list = env.task_list("t");
@@ -182,7 +216,10 @@ fn the_lead_returns_a_killed_claude_code_members_tasks_and_says_so_once() {
         list.get("1").unwrap().owner
     );
     assert!(wait_until(T, || terminated_notes(&env, "cc") == 1));
-    std::thread::sleep(Duration::from_secs(2));
+    // Once, however many ticks and readers look again: a living member gives the sign.
+    let (other, _) = pane(&env, "other", "sleep 600");
+    add_member(&env, "other", &other, false);
+    wait_for_a_whole_tick(&env, "other");
     env.run(&["--team", "t", "status"]).success();
     assert_eq!(terminated_notes(&env, "cc"), 1);
     let cc = roster::load(&env.store_root(), &env.team_name("t")).unwrap();
@@ -235,8 +272,14 @@ fn a_claude_code_member_that_approves_is_removed_only_once_its_process_exits() {
         backend_type: Some("tmux".into()),
     });
     env.deliver("t", "cc", "team-lead", approved.to_text());
-    // Its word is not enough while its process runs.
-    std::thread::sleep(Duration::from_secs(2));
+    // Its word is not enough while its process runs: the ladder has read it, and waits on.
+    let said = || std::fs::read_to_string(&out_path).unwrap();
+    assert!(
+        wait_until(T, || said()
+            .contains("agreed; waiting for its process to exit")),
+        "{}",
+        said()
+    );
     assert!(shutdown.is_running(), "shutdown ended while cc still ran");
     assert!(env.on_roster("t", "cc"));
     // Then it exits, as Claude Code does after approving.

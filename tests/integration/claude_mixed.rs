@@ -130,6 +130,19 @@ fn a_killed_claude_code_teammate_is_noticed_and_its_task_returned() {
     env.run(&["--team", "t", "task", "claim", "1", "--as", "rev"])
         .success();
     let pid = member(&env, "rev")["pid"].as_i64().expect("a pid") as i32;
+    // No state file records its start: it must be the process in its pane right now.
+    let in_pane = env
+        .tmux_cmd()
+        .args(["list-panes", "-a", "-F", "#{@swarm-agent} #{pane_pid}"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&in_pane.stdout)
+            .lines()
+            .any(|l| l == format!("rev {pid}")),
+        "pid {pid} is not rev's pane's: {}",
+        String::from_utf8_lossy(&in_pane.stdout)
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,

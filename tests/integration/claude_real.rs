@@ -1,8 +1,10 @@
-//! The real Claude Code client as a swarm teammate, when `SWARM_TEST_CLAUDE_BIN` names one
-//! (npm `@anthropic-ai/claude-code`; 2.1.328 was run this way). Offline: the client talks to
-//! the scripted model server on loopback, with the `.claude.json` and `settings.json`
-//! entries that keep its first-run dialogs away (docs/design/formats.md, README "Claude
-//! Code teammates"). Skipped, saying so, when the variable is unset: CI has no client.
+//! The real Claude Code client as a swarm teammate: `SWARM_TEST_CLAUDE_BIN` names it (npm
+//! `@anthropic-ai/claude-code@2.1.328`, the version these tests pin; `.ci/run` installs it
+//! and runs them). Offline: the client talks to the scripted model server on loopback, with
+//! the `.claude.json` and `settings.json` entries that keep its first-run dialogs away
+//! (docs/design/formats.md, README "Claude Code teammates"). Ignored by default, since a
+//! developer's machine may have no client: `cargo test -- --include-ignored` (or nextest's
+//! `--run-ignored all`) runs them, and then a missing client fails them.
 
 use std::time::Duration;
 
@@ -31,14 +33,17 @@ const SCRIPT: &str = r#"{
 const KEY: &str = "sk-ant-offline-00000000000000000000";
 const WAIT: Duration = Duration::from_secs(90);
 
+/// The client these tests run: `SWARM_TEST_CLAUDE_BIN`, which must be set.
+fn claude_bin() -> String {
+    std::env::var("SWARM_TEST_CLAUDE_BIN").expect(
+        "set SWARM_TEST_CLAUDE_BIN to the Claude Code client (npm @anthropic-ai/claude-code@2.1.328; .ci/run shows how it installs it)",
+    )
+}
+
 #[test]
+#[ignore = "needs the real Claude Code client in SWARM_TEST_CLAUDE_BIN (.ci/run installs it and runs this)"]
 fn a_real_claude_code_teammate_talks_takes_a_task_and_shuts_down() {
-    let Ok(bin) = std::env::var("SWARM_TEST_CLAUDE_BIN") else {
-        eprintln!(
-            "SKIPPED: set SWARM_TEST_CLAUDE_BIN to a Claude Code client (npm @anthropic-ai/claude-code) to run this"
-        );
-        return;
-    };
+    let bin = claude_bin();
     let env = TestEnv::new();
     let model = ScriptedModel::start(Script::from_json(SCRIPT).unwrap());
     let cwd = std::fs::canonicalize(env.dir.path()).unwrap();

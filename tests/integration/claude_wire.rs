@@ -219,15 +219,33 @@ fn a_dialog_blocked_fake_prints_it_and_never_registers() {
         .env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS", "1")
         .env("CLAUDE_CONFIG_DIR", &env.root)
         .env("CLAUDE_CODE_FAKE_DIALOG", "trust")
+        .stdin(Stdio::piped())
         .stdout(std::fs::File::create(&out).unwrap());
     let mut worker = Guarded(Some(cmd.spawn().unwrap()));
-    assert!(wait_until(WAIT, || std::fs::read_to_string(&out)
-        .unwrap()
-        .contains("Quick safety check")));
+    let shown = || std::fs::read_to_string(&out).unwrap();
+    assert!(wait_until(WAIT, || shown().contains("Quick safety check")));
     env.run(&["--team", "t", "send", "worker", "hello"])
         .success();
-    std::thread::sleep(Duration::from_millis(300));
+    // A key after the message: the dialog shown again is the sign that the fake went
+    // round once more since the message arrived.
+    use std::io::Write;
+    writeln!(worker.child().stdin.as_mut().unwrap(), "x").unwrap();
+    assert!(
+        wait_until(WAIT, || shown().contains("(still at the dialog)")),
+        "{}",
+        shown()
+    );
     assert!(worker.is_running());
+    let waiting: Vec<String> = mailbox::read_all(
+        &env.store_root(),
+        &env.team_name("t"),
+        &swarm_store::names::AgentName::new("worker").unwrap(),
+    )
+    .unwrap()
+    .into_iter()
+    .map(|d| d.envelope.text)
+    .collect();
+    assert_eq!(waiting, ["hello"], "the message waits in its inbox");
     assert!(roster_member(&env, "t", "worker").get("isActive").is_none());
     assert!(env.lead_inbox("t").is_empty());
 }

@@ -81,7 +81,7 @@ fn usage_lines_show_only_what_is_required() {
         .lines()
         .find(|l| l.starts_with("Usage:"))
         .unwrap_or_else(|| panic!("{}", out.stderr));
-    assert_eq!(usage, "Usage: swarm spawn <NAME>", "{}", out.stderr);
+    assert_eq!(usage, "Usage: swarm spawn <NAME>...", "{}", out.stderr);
 }
 
 #[test]

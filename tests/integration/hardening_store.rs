@@ -54,8 +54,9 @@ fn a_writer_killed_right_after_taking_the_dir_lock_does_not_stall_the_next() {
 }
 
 /// The test's root on a tmpfs of its own, so the disk can be filled without touching
-/// anyone else's. Needs root (the development and CI machines are root); `None`, with a
-/// message saying the test was skipped, where mounting is refused.
+/// anyone else's. Needs root (the development and CI machines are root); where mounting
+/// is refused, `None` after [`require`](crate::harness::require) said so (a failure under
+/// `CI=true`).
 struct SmallDisk {
     mount: std::path::PathBuf,
     filler: std::path::PathBuf,
@@ -69,10 +70,7 @@ impl SmallDisk {
             .stderr(std::process::Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!(
-                "SKIPPED: cannot mount a tmpfs here (needs root); the disk-full case is untested"
-            );
+        if !crate::harness::require("a tmpfs mount (needs root) for the disk-full case", ok) {
             return None;
         }
         Some(SmallDisk {

@@ -1,5 +1,14 @@
 //! The test environment: a private root, HOME and tmux socket per test, and the real
 //! binaries run with a cleared environment and a timeout.
+//!
+//! Every tmux call of a test goes through [`TestEnv`]: [`TestEnv::tmux`] (the library's
+//! handle) and [`TestEnv::tmux_cmd`] (the tmux CLI) reach the same server as the swarm
+//! processes the test starts, whatever `TMUX_TMPDIR` or `TMUX` the test itself runs with,
+//! and a server any of them starts gets the cleared environment the children get, never
+//! the caller's API keys. Dropping the `TestEnv` kills that server and no other.
+//!
+//! A test that cannot run here for want of a tool or privilege calls [`require`]: under
+//! `CI=true` (where `.ci/run` installs everything) it fails, elsewhere it says SKIPPED.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -59,18 +68,32 @@ impl TestEnv {
         env
     }
 
-    /// A handle on this test's own tmux server, which never reads the user's config.
+    /// A handle on this test's own tmux server, which never reads the user's config. It
+    /// names the socket by path, the one the children's `-L` name resolves to, and starts
+    /// tmux with none of this process's environment but `PATH`.
     pub fn tmux(&self) -> Tmux {
-        Tmux::with_socket_name(&self.tmux_socket).config_file("/dev/null")
+        Tmux::with_server(swarm_tmux::Server::Path(self.tmux_socket_path()))
+            .config_file("/dev/null")
+            .hide_env(std::env::vars_os().map(|(k, _)| k).filter(|k| k != "PATH"))
     }
 
-    /// Where this test's tmux socket lives (`-L` names live in `/tmp/tmux-<uid>/`).
+    /// The tmux CLI on this test's server, with the children's environment.
+    pub fn tmux_cmd(&self) -> Command {
+        self.tmux_cmd_on(&self.tmux_socket)
+    }
+
+    /// The tmux CLI on another server of this test's (`-L socket`, which should start with
+    /// [`TestEnv::tmux_socket`]), with the children's environment; the test kills it.
+    pub fn tmux_cmd_on(&self, socket: &str) -> Command {
+        let mut cmd = self.command("tmux");
+        cmd.args(["-L", socket, "-f", "/dev/null"]);
+        cmd
+    }
+
+    /// Where this test's tmux socket lives: the children run without `TMUX_TMPDIR`, so their
+    /// `-L` names live in tmux's default directory, `/tmp/tmux-<uid>/`.
     pub fn tmux_socket_path(&self) -> PathBuf {
-        PathBuf::from(format!(
-            "/tmp/tmux-{}/{}",
-            nix::unistd::getuid(),
-            self.tmux_socket
-        ))
+        tmux_socket_path(&self.tmux_socket)
     }
 
     pub fn store_root(&self) -> Root {
@@ -215,9 +238,9 @@ impl TestEnv {
             }
         }
         let tmux = |args: &[&str]| {
-            Command::new("tmux")
-                .args(["-L", &self.tmux_socket, "-f", "/dev/null"])
+            self.tmux_cmd()
                 .args(args)
+                .stdin(Stdio::null())
                 .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                 .unwrap_or_default()
@@ -250,13 +273,47 @@ impl Drop for TestEnv {
             );
         }
         // Kill only our own tmux server, if a test started one.
-        let _ = Command::new("tmux")
-            .args(["-L", &self.tmux_socket, "kill-server"])
+        let _ = self
+            .tmux_cmd()
+            .arg("kill-server")
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
         let _ = std::fs::remove_file(self.tmux_socket_path());
     }
+}
+
+/// Where the tmux server `-L socket` of a process without `TMUX_TMPDIR` listens.
+pub fn tmux_socket_path(socket: &str) -> PathBuf {
+    PathBuf::from(format!("/tmp/tmux-{}/{socket}", nix::unistd::getuid()))
+}
+
+/// Whether this test can use `what`, which `available` says is here. Under `CI=true` a
+/// missing one fails the test, since `.ci/run` installs everything the tests need;
+/// elsewhere the test prints that it was SKIPPED (and why) and should return at once.
+#[track_caller]
+pub fn require(what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{what} is missing, and under CI=true nothing may be skipped (.ci/run installs it)"
+    );
+    eprintln!("SKIPPED: {what} is missing; this test did not run");
+    false
+}
+
+/// Whether `program` runs here (`program --version` exits, whatever its status).
+pub fn have_program(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
 }
 
 #[derive(Debug)]
@@ -536,6 +593,74 @@ impl TestEnv {
         )
         .unwrap();
     }
+}
+
+impl TestEnv {
+    /// Whether a message to `agent` whose text contains `needle` was taken and acknowledged:
+    /// gone from its inbox, in its delivered log.
+    pub fn acknowledged(&self, team: &str, agent: &str, needle: &str) -> bool {
+        let (root, team) = (self.store_root(), self.team_name(team));
+        let agent = swarm_store::names::AgentName::parse_any(agent).unwrap();
+        let live = swarm_store::mailbox::read_all(&root, &team, &agent).unwrap();
+        let delivered = swarm_store::mailbox::read_delivered(&root, &team, &agent).unwrap();
+        !live.iter().any(|d| d.envelope.text.contains(needle))
+            && delivered.iter().any(|e| e.text.contains(needle))
+    }
+
+    /// The positive sign a negative check waits for: sends `agent` (a swarm teammate or a
+    /// lead with a goal) a message its runtime drops on sight, a protocol message naming
+    /// another sender than its envelope, and waits until it is acknowledged. Everything
+    /// delivered before it was then read; called twice, a whole round of the agent's loop
+    /// ran in between (the second marker is read on a later pass than the first).
+    #[track_caller]
+    pub fn wait_read_past(&self, team: &str, agent: &str) {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let marker = format!("read-past-marker-{}", N.fetch_add(1, Ordering::Relaxed));
+        let forged = swarm_store::protocol::Protocol::IdleNotification(
+            swarm_store::protocol::IdleNotification {
+                from: "nobody".into(),
+                timestamp: swarm_util::clock::now_iso(),
+                idle_reason: None,
+                summary: Some(marker.clone()),
+                completed_task_id: None,
+                completed_status: None,
+                failure_reason: None,
+                result: None,
+            },
+        );
+        self.deliver(team, "swarm-test", agent, forged.to_text());
+        assert!(
+            wait_until(COMMAND_TIMEOUT, || self.acknowledged(team, agent, &marker)),
+            "{agent} never read its inbox past {marker}"
+        );
+    }
+
+    /// Sends `signal` to the process whose pid `agent`'s state file records, after checking
+    /// that the process under that pid is the one that wrote it (its start time), so a
+    /// reused pid is never signalled. Returns the pid.
+    #[track_caller]
+    pub fn signal_agent(&self, team: &str, agent: &str, signal: nix::sys::signal::Signal) -> i32 {
+        let state = swarm_store::state::read(
+            &self.store_root(),
+            &self.team_name(team),
+            &swarm_store::names::AgentName::parse_any(agent).unwrap(),
+        )
+        .unwrap_or_else(|| panic!("{agent} has no state file"));
+        signal_recorded(state.pid, state.start_ticks, signal);
+        state.pid
+    }
+}
+
+/// Sends `signal` to `pid`, read from a file with the process's start time `start_ticks`
+/// (`util::process::start_ticks`), only if the process under that pid started then.
+#[track_caller]
+pub fn signal_recorded(pid: i32, start_ticks: Option<u64>, signal: nix::sys::signal::Signal) {
+    let now = swarm_util::process::start_ticks(pid);
+    assert!(
+        start_ticks.is_some() && now == start_ticks,
+        "pid {pid} was recorded with start time {start_ticks:?}, and the process under it started at {now:?}: not signalling it"
+    );
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).unwrap();
 }
 
 /// Runs git in `dir` with no user or system configuration; panics if it fails.

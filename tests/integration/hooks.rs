@@ -3,7 +3,7 @@
 //! command that runs past its (1 s) timeout.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
@@ -80,7 +80,6 @@ fn teammate_idle_exit_2_sends_it_back_to_work_and_failures_or_timeouts_do_not_bl
             )
             .default_reply(Reply::text("ok")),
     );
-    let started = Instant::now();
     let (mut bob, _) = env.teammate("t", "bob", &model.url(), &[]);
     assert!(
         idle(&env),
@@ -110,11 +109,6 @@ fn teammate_idle_exit_2_sends_it_back_to_work_and_failures_or_timeouts_do_not_bl
     assert!(
         e.contains("TeammateIdle hook `sleep 30` did not finish within 1 s and was killed"),
         "{e}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
     );
     assert!(bob.is_running());
 }

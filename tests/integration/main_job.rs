@@ -32,15 +32,9 @@ fn our_processes(env: &TestEnv) -> Vec<(i32, String)> {
 }
 
 fn tmux_panes(env: &TestEnv) -> String {
-    let out = std::process::Command::new("tmux")
-        .args([
-            "-L",
-            &env.tmux_socket,
-            "list-panes",
-            "-a",
-            "-F",
-            "#{pane_id} #{@swarm-agent}",
-        ])
+    let out = env
+        .tmux_cmd()
+        .args(["list-panes", "-a", "-F", "#{pane_id} #{@swarm-agent}"])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -304,8 +298,17 @@ fn swarm_run_with_a_human_approver_waits_for_swarm_approve() {
         "no pending approval appeared: {}",
         std::fs::read_to_string(env.dir.path().join("run.err")).unwrap_or_default()
     );
-    // While it waits, bob is awaiting approval and the lead did not answer for the human.
-    std::thread::sleep(Duration::from_millis(1500));
+    // While it waits, bob is awaiting approval and the lead did not answer for the human:
+    // the lead read the request, and read its inbox again after whatever that led to.
+    assert!(
+        wait_until(Duration::from_secs(60), || env.acknowledged(
+            "t",
+            "team-lead",
+            &pending
+        )),
+        "the lead never read bob's plan request"
+    );
+    env.wait_read_past("t", "team-lead");
     let status: Value = serde_json::from_str(
         &env.run(&["--team", "t", "--json", "status"])
             .success()

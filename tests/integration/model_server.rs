@@ -78,6 +78,31 @@ async fn script_rules_captures_and_unmatched_requests_over_http() {
 }
 
 #[tokio::test]
+async fn a_server_told_to_forget_requests_keeps_none_but_still_logs_them() {
+    let server = serve(Script::new().default_reply(Reply::text("ok"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.jsonl");
+    server.log_requests(&log).unwrap();
+    let client = scripted(&server, |_| {});
+    complete(client.as_ref(), &request("first"))
+        .await
+        .result
+        .unwrap();
+    assert_eq!(server.requests().len(), 1);
+    server.forget_requests();
+    assert!(server.requests().is_empty());
+    complete(client.as_ref(), &request("second"))
+        .await
+        .result
+        .unwrap();
+    assert!(server.requests().is_empty(), "a request was kept");
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    assert!(lines.contains("\"userText\":\"second\""), "{lines}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn the_server_refuses_non_loopback_addresses() {
     let err = ModelServer::start(Script::new(), "0.0.0.0:0".parse().unwrap())
         .await
@@ -105,6 +130,7 @@ fn model_server_command_end_to_end() {
     )
     .unwrap();
     let log = env.dir.path().join("requests.jsonl");
+    let short_log = env.dir.path().join("short.jsonl");
     let mut child = env
         .swarm(&[
             "model-server",
@@ -112,6 +138,8 @@ fn model_server_command_end_to_end() {
             script_path.to_str().unwrap(),
             "--log-requests",
             log.to_str().unwrap(),
+            "--log",
+            short_log.to_str().unwrap(),
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -159,6 +187,19 @@ fn model_server_command_end_to_end() {
     assert!(lines[0]["receivedMs"].as_u64().is_some_and(|ms| ms > 0));
     assert_eq!(lines[0]["body"]["messages"][0]["role"], "user");
     assert!(lines[0]["body"]["messages"].to_string().contains("hi"));
+    // --log: one short line per request, naming what answered it.
+    let short: Vec<serde_json::Value> = std::fs::read_to_string(&short_log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(short.len(), 2, "{short:?}");
+    assert_eq!(
+        (&short[0]["agent"], &short[0]["rule"], &short[0]["userText"]),
+        (&"team-lead".into(), &"lead".into(), &"hi".into())
+    );
+    assert_eq!(short[1]["rule"], "(default)");
+    assert!(short[0]["bytes"].as_u64().is_some_and(|n| n > 0));
 
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),

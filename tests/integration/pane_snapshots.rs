@@ -20,11 +20,7 @@ const DONE: &str = "[pane done]";
 
 fn tmux(env: &TestEnv, args: &[&str]) -> Output {
     // The server inherits the test's environment: root and socket, nothing of the user's.
-    env.command("tmux")
-        .args(["-L", &env.tmux_socket, "-f", "/dev/null"])
-        .args(args)
-        .output()
-        .unwrap()
+    env.tmux_cmd().args(args).output().unwrap()
 }
 
 /// A detached 120x40 session `name` running `command` under `sh -c` once its terminal is

@@ -175,6 +175,20 @@ fn first_resumed_conversation(model: &ScriptedModel, agent: &str) -> String {
 
 /// tmux panes tagged for `agent` on the test's server.
 fn panes_of(env: &TestEnv, agent: &str) -> usize {
+    let out = env
+        .tmux_cmd()
+        .args(["list-panes", "-a", "-F", "#{@swarm-agent} #{pane_dead}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| *l == format!("{agent} 0"))
+        .count()
+}
+
+/// Every pane left on the test's tmux server (id, agent tag, dead flag); none once the
+/// server is gone.
+fn all_panes(env: &TestEnv) -> Vec<String> {
     let out = std::process::Command::new("tmux")
         .args([
             "-L",
@@ -182,14 +196,14 @@ fn panes_of(env: &TestEnv, agent: &str) -> usize {
             "list-panes",
             "-a",
             "-F",
-            "#{@swarm-agent} #{pane_dead}",
+            "#{pane_id} #{@swarm-agent} dead=#{pane_dead}",
         ])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| *l == format!("{agent} 0"))
-        .count()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Live `swarm teammate` processes for `agent` in this test's root.
@@ -231,12 +245,9 @@ fn run_until_both_tasks_held(env: &TestEnv, model: &ScriptedModel, job: &Path) -
     run
 }
 
-fn kill9(pid: i32) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+/// `kill -9` of `agent`'s process, as its state file names it (pid and start time).
+fn kill9(env: &TestEnv, agent: &str) -> i32 {
+    env.signal_agent("t", agent, nix::sys::signal::Signal::SIGKILL)
 }
 
 #[test]
@@ -245,8 +256,7 @@ fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
     let job = job_dir(&env);
     let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
     let mut run = run_until_both_tasks_held(&env, &model, &job);
-    let pid = lead_pid(&env).expect("the lead wrote its state");
-    kill9(pid);
+    let pid = kill9(&env, "team-lead");
     run.wait(LONG).expect("swarm run did not end with its lead");
 
     let mut resume = start_resume(&env, &job, &["t"]);
@@ -298,6 +308,8 @@ fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
     let first = first_resumed_conversation(&model, "team-lead");
     assert!(first.contains("Goal:\\nDo the two jobs."), "{first}");
     assert!(first.contains("\"name\":\"TaskCreate\""), "{first}");
+    // A finished resumed run closes its window, as a finished `swarm run` does.
+    assert_eq!(all_panes(&env), Vec::<String>::new(), "panes left behind");
 }
 
 #[test]
@@ -312,11 +324,8 @@ fn a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane() {
         .map(|(id, _, _)| format!("task-{id}"))
         .expect("bob holds a task");
     // The lead goes first, so nobody sees alice die; her pane stays, dead, to show how.
-    kill9(lead_pid(&env).expect("the lead wrote its state"));
-    let alice: Value =
-        serde_json::from_slice(&std::fs::read(env.root.join("teams/t/state/alice.json")).unwrap())
-            .unwrap();
-    kill9(alice["pid"].as_i64().unwrap() as i32);
+    kill9(&env, "team-lead");
+    kill9(&env, "alice");
     run.wait(LONG).expect("swarm run did not end with its lead");
     assert!(wait_until(LONG, || teammate_processes(&env, "alice") == 0));
 
@@ -383,9 +392,7 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
         read(&env, "run.err")
     );
     let holder = task_states(&env)[0].2.clone().unwrap();
-    let _ = std::process::Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "kill-server"])
-        .status();
+    let _ = env.tmux_cmd().arg("kill-server").status();
     run.wait(LONG)
         .expect("swarm run did not end with its tmux server");
     assert!(
@@ -460,6 +467,8 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
     assert!(first.contains("\"name\":\"Bash\""), "{first}");
     let first = first_resumed_conversation(&model, "team-lead");
     assert!(first.contains("Goal:\\nDo the two jobs."), "{first}");
+    // The window the resume opened on the new server is closed with the run.
+    assert_eq!(all_panes(&env), Vec::<String>::new(), "panes left behind");
 }
 
 #[test]

@@ -389,12 +389,7 @@ fn a_lead_that_dies_fails_the_run_with_exit_7() {
         wait_until(Duration::from_secs(30), || !model.requests().is_empty()),
         "the lead never asked its model"
     );
-    let state: Value = serde_json::from_slice(
-        &std::fs::read(env.root.join("teams/t/state/team-lead.json")).unwrap(),
-    )
-    .unwrap();
-    let lead = nix::unistd::Pid::from_raw(state["pid"].as_i64().unwrap() as i32);
-    nix::sys::signal::kill(lead, nix::sys::signal::Signal::SIGKILL).unwrap();
+    env.signal_agent("t", "team-lead", nix::sys::signal::Signal::SIGKILL);
     let status = child
         .wait(Duration::from_secs(60))
         .expect("the run did not notice its lead died");

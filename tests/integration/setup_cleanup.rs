@@ -4,7 +4,7 @@
 //! finished teams. All on this test's private tmux server.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use swarm_model_server::{Reply, Script};
@@ -14,14 +14,9 @@ use crate::harness::{Guarded, SWARM, ScriptedModel, TestEnv, run_timeout, wait_u
 
 /// The sessions on this test's tmux server, by name.
 fn sessions(env: &TestEnv) -> Vec<String> {
-    let out = Command::new("tmux")
-        .args([
-            "-L",
-            &env.tmux_socket,
-            "list-sessions",
-            "-F",
-            "#{session_name}",
-        ])
+    let out = env
+        .tmux_cmd()
+        .args(["list-sessions", "-F", "#{session_name}"])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout)
@@ -55,7 +50,8 @@ fn scratch_dirs(env: &TestEnv) -> Vec<String> {
 /// tmux client, on the test's server, runs in it as on a person's terminal). `tmux_var`
 /// is the demo's `$TMUX`: unset is outside tmux. The pane's shell writes the demo's exit
 /// code to `rc` and then stays, so its screen can be read.
-struct Terminal {
+struct Terminal<'a> {
+    env: &'a TestEnv,
     socket: String,
     rc: PathBuf,
 }
@@ -101,30 +97,19 @@ fn demo_argv(
     argv
 }
 
-impl Terminal {
-    fn start(env: &TestEnv, tmux_var: Option<&str>, job: &Path) -> Terminal {
+impl<'a> Terminal<'a> {
+    fn start(env: &'a TestEnv, tmux_var: Option<&str>, job: &Path) -> Terminal<'a> {
         let socket = format!("{}-term", env.tmux_socket);
         let rc = env.dir.path().join("rc");
         let argv = demo_argv(env, tmux_var, true, job, &rc);
-        let status = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-x",
-                "160",
-                "-y",
-                "50",
-            ])
+        let status = env
+            .tmux_cmd_on(&socket)
+            .args(["new-session", "-d", "-x", "160", "-y", "50"])
             .args(&argv)
-            .current_dir(env.dir.path())
             .status()
             .unwrap();
         assert!(status.success());
-        Terminal { socket, rc }
+        Terminal { env, socket, rc }
     }
 
     /// The exit code of the demo, once it has ended.
@@ -138,25 +123,25 @@ impl Terminal {
     }
 
     fn screen(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p", "-S", "-300"])
+        let out = self
+            .env
+            .tmux_cmd_on(&self.socket)
+            .args(["capture-pane", "-p", "-S", "-300"])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
 
-impl Drop for Terminal {
+impl Drop for Terminal<'_> {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+        let _ = self
+            .env
+            .tmux_cmd_on(&self.socket)
+            .arg("kill-server")
             .stderr(Stdio::null())
             .status();
-        let _ = std::fs::remove_file(format!(
-            "/tmp/tmux-{}/{}",
-            nix::unistd::getuid(),
-            self.socket
-        ));
+        let _ = std::fs::remove_file(crate::harness::tmux_socket_path(&self.socket));
     }
 }
 
@@ -211,7 +196,12 @@ fn a_failed_demo_cleans_up_after_itself() {
         "the demo's lead never started"
     );
     assert!(!scratch_dirs(&env).is_empty());
-    swarm_util::process::signal(lead.unwrap().pid, nix::sys::signal::Signal::SIGKILL);
+    let lead = lead.unwrap();
+    crate::harness::signal_recorded(
+        lead.pid,
+        lead.start_ticks,
+        nix::sys::signal::Signal::SIGKILL,
+    );
     let status = demo
         .wait(Duration::from_secs(90))
         .expect("the failed demo did not end");
@@ -311,11 +301,7 @@ fn a_demo_in_its_own_session_on_the_users_server_hands_the_client_back() {
     // terminal of another server.
     let env = TestEnv::new();
     let tmux = |socket: &str, args: &[&str]| {
-        let out = Command::new("tmux")
-            .args(["-L", socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .unwrap();
+        let out = env.tmux_cmd_on(socket).args(args).output().unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     let s = env.tmux_socket.clone();
@@ -323,6 +309,7 @@ fn a_demo_in_its_own_session_on_the_users_server_hands_the_client_back() {
     let rc = env.dir.path().join("rc");
     // Ends the person's terminal server, also when an assertion fails.
     let _terminal = Terminal {
+        env: &env,
         socket: host.clone(),
         rc: rc.clone(),
     };
@@ -357,8 +344,9 @@ fn a_demo_in_its_own_session_on_the_users_server_hands_the_client_back() {
     let job = env.dir.path().join("job");
     let tmux_var = format!("{},1,{index}", env.tmux_socket_path().display());
     let argv = demo_argv(&env, Some(&tmux_var), false, &job, &rc);
-    let status = Command::new("tmux")
-        .args(["-L", &host, "-f", "/dev/null", "new-window", "-d"])
+    let status = env
+        .tmux_cmd_on(&host)
+        .args(["new-window", "-d"])
         .args(&argv)
         .status()
         .unwrap();

@@ -554,14 +554,21 @@ fn while_claude_code_gives_task_to_carol(env: &TestEnv, id: &str, args: &[&str])
     std::fs::create_dir(&lockdir).unwrap();
     let mut cmd = env.swarm(args);
     let swarm = std::thread::spawn(move || crate::harness::run(&mut cmd));
+    // swarm is waiting for the task's lock once the directory it will move into place
+    // (`<id>.json.lock.staged-<pid>-<n>`, util::lock) exists: anything it read before
+    // taking that lock, it has read by now.
+    let staged = format!("{id}.json.lock.staged-");
+    let waiting = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&staged))
+    };
     assert!(
-        crate::harness::wait_until(Duration::from_secs(30), || flock_held(
-            &dir.join(".lock.flock")
-        )),
-        "swarm {args:?} never took the list's flock"
+        crate::harness::wait_until(Duration::from_secs(30), waiting),
+        "swarm {args:?} never waited for the task's lock"
     );
-    // Time to read the task too, if it (wrongly) reads before taking the task's lock.
-    std::thread::sleep(Duration::from_secs(1));
+    assert!(flock_held(&dir.join(".lock.flock")));
     assert!(!swarm.is_finished(), "swarm {args:?} ignored the task lock");
     let mut task = read_json(&task_path);
     task["owner"] = json!("carol");

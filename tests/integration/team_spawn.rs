@@ -40,8 +40,8 @@ fn eight_teammates_register_each_in_its_own_process_with_no_shell_between() {
         serde_json::from_slice(&std::fs::read(env.root.join("teams/t/config.json")).unwrap())
             .unwrap();
     let server_pid: i32 = String::from_utf8_lossy(
-        &std::process::Command::new("tmux")
-            .args(["-L", &env.tmux_socket, "display", "-p", "#{pid}"])
+        &env.tmux_cmd()
+            .args(["display", "-p", "#{pid}"])
             .output()
             .unwrap()
             .stdout,
@@ -332,8 +332,9 @@ fn panes_per_window_is_configurable() {
             .env("SWARM_PANES_PER_WINDOW", "2");
         crate::harness::run(&mut cmd).success();
     }
-    let out = std::process::Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "list-panes", "-a", "-F"])
+    let out = env
+        .tmux_cmd()
+        .args(["list-panes", "-a", "-F"])
         .arg("#{window_id} #{@swarm-agent}")
         .output()
         .unwrap();

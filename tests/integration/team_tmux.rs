@@ -44,10 +44,9 @@ pub(crate) fn member<'a>(s: &'a Value, name: &str) -> Option<&'a Value> {
 }
 
 pub(crate) fn panes(env: &TestEnv) -> Vec<(String, String, i32)> {
-    let out = std::process::Command::new("tmux")
+    let out = env
+        .tmux_cmd()
         .args([
-            "-L",
-            &env.tmux_socket,
             "list-panes",
             "-a",
             "-F",
@@ -113,15 +112,8 @@ fn a_killed_teammate_is_marked_dead_its_task_released_and_the_lead_told() {
         && list.get("2").unwrap().owner.is_some()));
     let owner = |id: &str| list.get(id).unwrap().owner.unwrap();
     let (victim, other) = (owner("1"), owner("2"));
-    let pid = member(&status(&env), &victim).unwrap()["pid"]
-        .as_i64()
-        .unwrap() as i32;
     // kill -9: nothing of the teammate's own shutdown code runs.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    env.signal_agent("t", &victim, nix::sys::signal::Signal::SIGKILL);
     let told = env.wait_for_lead_message("t", T, |p| matches!(p, Protocol::TeammateTerminated(t) if t.agent.as_deref() == Some(victim.as_str())));
     let Some(Protocol::TeammateTerminated(note)) = told else {
         panic!("the lead was not told")
@@ -141,8 +133,8 @@ fn a_killed_teammate_is_marked_dead_its_task_released_and_the_lead_told() {
     assert_eq!(member(&s, &victim).unwrap()["state"], "dead");
     // Closing the other's pane by hand: the same.
     let (pane, _, _) = panes(&env).into_iter().find(|p| p.1 == other).unwrap();
-    std::process::Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "kill-pane", "-t", &pane])
+    env.tmux_cmd()
+        .args(["kill-pane", "-t", &pane])
         .status()
         .unwrap();
     let told = env.wait_for_lead_message("t", T, |p| matches!(p, Protocol::TeammateTerminated(t) if t.agent.as_deref() == Some(other.as_str())));
@@ -178,10 +170,7 @@ fn killing_the_tmux_server_marks_everyone_dead() {
         .iter()
         .map(|m| m["pid"].as_i64().unwrap())
         .collect();
-    std::process::Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "kill-server"])
-        .status()
-        .unwrap();
+    env.tmux_cmd().args(["kill-server"]).status().unwrap();
     assert!(wait_until(T, || status(&env)["members"]
         .as_array()
         .unwrap()
@@ -301,10 +290,8 @@ fn team_delete_refuses_live_teammates_and_force_spares_the_users_own_pane() {
         .unwrap()
         .0;
     let mine = String::from_utf8_lossy(
-        &std::process::Command::new("tmux")
+        &env.tmux_cmd()
             .args([
-                "-L",
-                &env.tmux_socket,
                 "split-window",
                 "-d",
                 "-P",
@@ -424,16 +411,11 @@ fn a_lead_that_is_stopped_takes_its_team_down_with_it() {
     let env = TestEnv::with_team("t", &[]);
     let model = idle_model();
     let s = lead_bob_and_carol(&env, &model);
-    let lead = member(&s, "team-lead").unwrap()["pid"].as_i64().unwrap() as i32;
     let mates: Vec<i32> = ["bob", "carol"]
         .iter()
         .map(|n| member(&s, n).unwrap()["pid"].as_i64().unwrap() as i32)
         .collect();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(lead),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    let lead = env.signal_agent("t", "team-lead", nix::sys::signal::Signal::SIGTERM);
     assert!(
         wait_until(T, || !swarm_util::process::is_alive(lead)
             && mates.iter().all(|p| !swarm_util::process::is_alive(*p))),
@@ -461,12 +443,7 @@ fn a_spawn_into_a_team_whose_lead_stopped_starts_the_lead_again() {
             .and_then(|m| m["pid"].as_i64())
     };
     assert!(wait_until(T, || lead_pid().is_some()));
-    let first = lead_pid().unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(first),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    let first = env.signal_agent("t", "team-lead", nix::sys::signal::Signal::SIGTERM);
     assert!(wait_until(T, || !swarm_util::process::is_alive(first)));
     // Its pane stays (remain-on-exit), so the window is still found.
     assert!(panes(&env).iter().any(|p| p.1 == "team-lead"));
@@ -497,8 +474,9 @@ fn closing_the_leads_pane_takes_its_team_down_with_it() {
         .0;
     // What a person does with the mouse or `prefix x`: the lead's terminal goes away
     // under it (SIGHUP, and every later write to it fails).
-    let killed = std::process::Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "kill-pane", "-t", &lead_pane])
+    let killed = env
+        .tmux_cmd()
+        .args(["kill-pane", "-t", &lead_pane])
         .status()
         .unwrap();
     assert!(killed.success());

@@ -369,14 +369,9 @@ fn secrets_reach_the_pane_but_no_command_line() {
     let start = tmux.display(&pane, "#{pane_start_command}").unwrap();
     assert!(!start.contains("sk-"), "{start}");
     // Gone from the session environment again.
-    let session_env = std::process::Command::new("tmux")
-        .args([
-            "-L",
-            &env.tmux_socket,
-            "show-environment",
-            "-t",
-            &tw.session().to_string(),
-        ])
+    let session_env = env
+        .tmux_cmd()
+        .args(["show-environment", "-t", &tw.session().to_string()])
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&session_env.stdout).contains("SWARM_TEST_KEY"));

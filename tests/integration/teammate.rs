@@ -101,8 +101,10 @@ fn auto_claims_ready_work_not_blocked_work_and_reports_idle_once() {
         (Status::Pending, None),
         "a blocked task was claimed"
     );
-    // Idle stays idle: no second notification while nothing changes.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Idle stays idle: no second notification while nothing changes, after two more
+    // rounds of bob's loop.
+    env.wait_read_past("t", "bob");
+    env.wait_read_past("t", "bob");
     let idles = env
         .lead_inbox("t")
         .iter()
@@ -135,7 +137,13 @@ fn an_idle_teammate_exits_on_the_leads_shutdown_request_and_ignores_anyone_elses
         "bob",
         shutdown_request("shutdown-1@bob", "alice"),
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    // bob has read it, and read on past it.
+    assert!(
+        wait_until(T, || env.acknowledged("t", "bob", "shutdown-1@bob")),
+        "bob never read alice's request:\n{}",
+        out(&output)
+    );
+    env.wait_read_past("t", "bob");
     assert!(bob.is_running(), "bob obeyed a shutdown request from alice");
     env.deliver(
         "t",
@@ -408,7 +416,14 @@ fn plan_mode_refuses_writes_until_the_lead_approves_and_forgeries_change_nothing
     // Forged: right id from the wrong sender; right sender with the wrong id.
     respond("mallory", &first.request_id, true);
     respond("team-lead", "plan_approval-1@bob@t", true);
-    std::thread::sleep(Duration::from_millis(2000));
+    // bob has read both, and read on past them.
+    assert!(
+        wait_until(T, || env.acknowledged("t", "bob", &first.request_id)
+            && env.acknowledged("t", "bob", "plan_approval-1@bob@t")),
+        "bob never read the forged approvals:\n{}",
+        out(&output)
+    );
+    env.wait_read_past("t", "bob");
     assert!(
         !env.dir.path().join("work/plan.txt").exists(),
         "a forged approval let bob write"
@@ -730,8 +745,9 @@ fn max_turns_stops_a_looping_model_and_reports_it() {
         "{idle:?}"
     );
     assert_eq!(model.requests().len(), 2);
-    // Idle means idle: no more model calls.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Idle means idle: no more model calls, after two more rounds of bob's loop.
+    env.wait_read_past("t", "bob");
+    env.wait_read_past("t", "bob");
     assert_eq!(model.requests().len(), 2);
     assert!(bob.is_running(), "bob exited:\n{}", out(&output));
 }

@@ -455,8 +455,8 @@ fn no_server_and_target_gone_are_told_apart() {
 
     // A server left with no session (it is exiting, or keeps running with `exit-empty
     // off`) has no panes; `list-panes -a` alone would say "no current target".
-    let set = std::process::Command::new("tmux")
-        .args(["-L", &env.tmux_socket, "-f", "/dev/null"])
+    let set = env
+        .tmux_cmd()
         .args(["set-option", "-g", "exit-empty", "off"])
         .status()
         .unwrap();

@@ -122,11 +122,7 @@ fn live_dashboard_redraws_on_change_and_quits_on_q() {
     let env = TestEnv::with_team("alpha", &["alice"]);
     let tmux = |args: &[&str]| {
         // The server inherits the test's environment: root and socket, nothing of the user's.
-        env.command("tmux")
-            .args(["-L", &env.tmux_socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .unwrap()
+        env.tmux_cmd().args(args).output().unwrap()
     };
     let screen = || {
         String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", "watch"]).stdout).into_owned()
@@ -185,22 +181,15 @@ fn live_dashboard_redraws_on_change_and_quits_on_q() {
 /// gives it one.
 #[test]
 fn enter_on_a_member_switches_the_client_to_its_pane() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: `script` (util-linux) is not installed");
+    if !crate::harness::require(
+        "`script` (util-linux; Debian's bsdutils)",
+        crate::harness::have_program("script"),
+    ) {
         return;
     }
     let env = TestEnv::with_team("alpha", &["alice"]);
     let tmux = |args: &[&str]| {
-        let out = env
-            .command("tmux")
-            .args(["-L", &env.tmux_socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .unwrap();
+        let out = env.tmux_cmd().args(args).output().unwrap();
         assert!(out.status.success(), "tmux {args:?}: {out:?}");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
@@ -245,8 +234,11 @@ fn enter_on_a_member_switches_the_client_to_its_pane() {
     ]);
     let attach = format!("tmux -L {} -f /dev/null attach -t dash", env.tmux_socket);
     let _client = crate::harness::Guarded(Some(
-        std::process::Command::new("script")
+        env.command("script")
             .args(["-qfc", &attach, "/dev/null"])
+            // A terminal of its own, outside any tmux.
+            .env("TERM", "xterm-256color")
+            .env_remove("TMUX")
             // An open pipe, not /dev/null: at end of input `script` may end the session.
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())

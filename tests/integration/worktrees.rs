@@ -405,12 +405,7 @@ fn the_supervisor_settles_the_worktree_of_a_teammate_that_died() {
     // erin leaves a file behind; then both die without any shutdown code running.
     std::fs::write(worktrees[1].join("half-done.txt"), "wip").unwrap();
     for name in ["dave", "erin"] {
-        let pid = member(&env, name).unwrap()["pid"].as_i64().unwrap() as i32;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
+        env.signal_agent("t", name, nix::sys::signal::Signal::SIGKILL);
     }
     // The lead in the team window notices: dave's clean worktree goes, erin's stays.
     assert!(

@@ -9,8 +9,9 @@
 //!
 //! The loop does not know whether it runs a solo agent, a teammate or the lead: what
 //! differs (who grants permissions, where new mail comes from, what is displayed) is the
-//! [`Host`]'s. Several reads called in one turn run concurrently; every other call runs
-//! alone, in the order the model wrote it.
+//! [`Host`]'s. Several reads called in one turn run concurrently, and so do calls in a row of
+//! a tool that runs them together (the lead's Agent calls spawn their teammates at once);
+//! every other call runs alone, in the order the model wrote it.
 //!
 //! With a [`Transcript`], each response is recorded (with the user blocks its request
 //! added) and fsynced before the host is told the request was answered, which is when
@@ -481,11 +482,30 @@ impl Engine {
             }
         };
         // Reads in a row run together; a call that changes files, runs a command or
-        // talks to the team runs alone, after what the model called before it, as Claude
-        // Code does: the model writes calls in the order they must happen.
+        // talks to the team runs alone (but for a batch, below), after what the model
+        // called before it, as Claude Code does: the model writes calls in the order they
+        // must happen.
         let mut outcomes = Vec::with_capacity(decided.len());
         let mut i = 0;
         while i < decided.len() {
+            // Calls of a tool that runs them together (the lead's Agent calls, which spawn
+            // their teammates at once) in a row: one batch, in place of them all.
+            let together = together(&decided[i..], ctx);
+            if together > 1 {
+                let Decision::Run(tool, _) = &decided[i].2 else {
+                    unreachable!("a batch is of calls that run")
+                };
+                let inputs = decided[i..i + together]
+                    .iter()
+                    .map(|(_, _, d)| match d {
+                        Decision::Run(_, input) => input.clone(),
+                        Decision::Done(_) => unreachable!("a batch is of calls that run"),
+                    })
+                    .collect();
+                outcomes.extend(tools::run_together(*tool, inputs, ctx));
+                i += together;
+                continue;
+            }
             let reads = decided[i..]
                 .iter()
                 .take_while(|(_, _, d)| d.reads_only())
@@ -599,6 +619,21 @@ impl Drop for TurnTiming<'_> {
             let _ = out.write_all(line.as_bytes());
         }
     }
+}
+
+/// How many calls at the head of `decided` run together: calls of one tool that runs its
+/// calls in a row together (see [`tools::runs_together`]), all allowed to run.
+fn together(decided: &[(String, String, Decision)], ctx: &ToolContext) -> usize {
+    let Some((_, _, Decision::Run(tool, _))) = decided.first() else {
+        return 0;
+    };
+    if !tools::runs_together(*tool, ctx) {
+        return 0;
+    }
+    decided
+        .iter()
+        .take_while(|(_, _, d)| matches!(d, Decision::Run(t, _) if t == tool))
+        .count()
 }
 
 /// A call either runs, or already has its answer (refused, malformed, or answered by the

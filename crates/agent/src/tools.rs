@@ -108,6 +108,40 @@ pub trait ToolSet: Send + Sync + std::fmt::Debug {
     fn note_on_change(&self, _path: &Path, _ctx: &ToolContext) -> Option<String> {
         None
     }
+    /// Whether calls of `tool` made in a row in one turn are better run together by
+    /// [`ToolSet::run_together`] (the lead's Agent calls, which spawn at once).
+    fn runs_together(&self, _tool: ToolName) -> bool {
+        false
+    }
+    /// Runs calls of `tool` that came in a row in one turn: one outcome per input, in order.
+    fn run_together(
+        &self,
+        tool: ToolName,
+        inputs: Vec<Value>,
+        ctx: &ToolContext,
+    ) -> Vec<ToolOutcome> {
+        inputs
+            .into_iter()
+            .map(|input| self.run(tool, input, ctx))
+            .collect()
+    }
+}
+
+/// Whether calls of `tool` in a row run together (see [`ToolSet::runs_together`]).
+pub fn runs_together(tool: ToolName, ctx: &ToolContext) -> bool {
+    ctx.tool_set.as_ref().is_some_and(|s| s.runs_together(tool))
+}
+
+/// Runs calls of `tool` that came in a row together (see [`ToolSet::run_together`]).
+pub fn run_together(tool: ToolName, inputs: Vec<Value>, ctx: &ToolContext) -> Vec<ToolOutcome> {
+    let Some(set) = &ctx.tool_set else {
+        let none = || ToolOutcome::err(format!("{} needs a team", tool.as_str()));
+        return inputs.iter().map(|_| none()).collect();
+    };
+    set.run_together(tool, inputs, ctx)
+        .into_iter()
+        .map(|o| truncate(o, ctx.output_cap))
+        .collect()
 }
 
 /// The spec the model is given for `tool`: a general tool's, else the plugged-in set's.

@@ -312,7 +312,11 @@ fn load_dir(dir: &Path, is_project: bool) -> (Vec<Definition>, Vec<Invalid>) {
 type FieldError = (Option<String>, String);
 
 fn parse_file(path: &Path, source: Source) -> Result<Definition, FieldError> {
-    let text = std::fs::read_to_string(path).map_err(|e| (None, format!("failed to read: {e}")))?;
+    let text = match swarm_util::bounded::config_file(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err((None, "it is gone".to_owned())),
+        Err(e) => return Err((None, e.to_string())),
+    };
     parse(&text, source)
 }
 
@@ -591,6 +595,25 @@ mod tests {
         assert!(
             err.starts_with("unknown agent type 'x'; available: general-purpose, Explore, Plan"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_definition_over_the_size_limit_is_skipped_naming_it() {
+        let t = tempfile::tempdir().unwrap();
+        let body = "x".repeat(2 << 20);
+        let file = write(
+            t.path(),
+            "big.md",
+            &format!("---\nname: big\ndescription: too big\n---\n{body}"),
+        );
+        let c = Catalog::load_from(Some(t.path()), None);
+        assert!(c.active.iter().all(|d| d.name != "big"));
+        assert_eq!(c.invalid.len(), 1, "{:?}", c.invalid);
+        let said = c.invalid[0].to_string();
+        assert!(
+            said.contains(&file.display().to_string()) && said.contains("over the 1 MiB limit"),
+            "{said}"
         );
     }
 }

@@ -63,12 +63,11 @@ impl ClaudeSettings {
     }
 
     fn add_file(&mut self, file: &Path) {
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        let text = match swarm_util::bounded::config_file(file) {
+            Ok(Some(t)) => t,
+            Ok(None) => return,
             Err(e) => {
-                self.warnings
-                    .push(format!("failed to read {}: {e}", file.display()));
+                self.warnings.push(e.to_string());
                 return;
             }
         };
@@ -238,5 +237,25 @@ mod tests {
         let s = ClaudeSettings::load(t.path(), None);
         assert_eq!((s.model, s.files.len()), (None, 0));
         assert!(s.warnings[0].contains("not valid JSON"), "{:?}", s.warnings);
+    }
+
+    /// A settings file is read with a size limit: one over it is skipped with a warning
+    /// naming it, never read whole.
+    #[test]
+    fn a_settings_file_over_the_size_limit_is_skipped_naming_it() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join(".claude")).unwrap();
+        let file = t.path().join(".claude/settings.json");
+        let pad = "x".repeat(2 << 20);
+        std::fs::write(&file, format!(r#"{{"model":"opus","pad":"{pad}"}}"#)).unwrap();
+        let s = ClaudeSettings::load(t.path(), None);
+        assert_eq!(s.model, None);
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].contains(&file.display().to_string())
+                && s.warnings[0].contains("over the 1 MiB limit"),
+            "{:?}",
+            s.warnings
+        );
     }
 }

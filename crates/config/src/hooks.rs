@@ -145,13 +145,11 @@ impl Hooks {
         };
         let mut disabled = false;
         for file in files {
-            let text = match std::fs::read_to_string(file) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            let text = match swarm_util::bounded::config_file(file) {
+                Ok(Some(t)) => t,
+                Ok(None) => continue,
                 Err(e) => {
-                    hooks
-                        .problems
-                        .push(format!("failed to read {}: {e}", file.display()));
+                    hooks.problems.push(e.to_string());
                     continue;
                 }
             };
@@ -670,6 +668,25 @@ mod tests {
                 "hook_event_name": "TaskCreated", "agent_id": "bob@t", "agent_type": "Explore",
                 "team_name": "t", "teammate_name": "bob", "task_id": "3",
                 "task_subject": "Fix it", "task_description": "the bug"})
+        );
+    }
+
+    #[test]
+    fn a_hooks_file_over_the_size_limit_is_skipped_naming_it() {
+        let t = tempfile::tempdir().unwrap();
+        let pad = "x".repeat(2 << 20);
+        let h = hooks(
+            t.path(),
+            json!({"pad": pad, "hooks": {"SubagentStop": [{"hooks": [command("true", 5.0)]}]}}),
+        );
+        assert!(h.commands(Event::SubagentStop, None).is_empty());
+        let file = t.path().join("settings.json").display().to_string();
+        assert!(
+            h.problems
+                .iter()
+                .any(|p| p.contains(&file) && p.contains("over the 1 MiB limit")),
+            "{:?}",
+            h.problems
         );
     }
 }

@@ -73,10 +73,8 @@ pub fn project_dir_with_home(cwd: &Path, home: Option<&Path>) -> PathBuf {
 pub fn swarm_check(project: &Path) -> swarm_util::error::Result<Option<String>> {
     use swarm_util::error::Error;
     let file = project.join(".claude").join("settings.json");
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("read", &file, e)),
+    let Some(text) = swarm_util::bounded::config_file(&file)? else {
+        return Ok(None);
     };
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Corrupt {
         path: file.clone(),
@@ -110,5 +108,23 @@ mod tests {
         std::fs::create_dir_all(repo.join(".claude")).unwrap();
         assert_eq!(project_dir_with_home(&deep, Some(&home)), repo);
         assert_eq!(project_dir_with_home(&repo, Some(&home)), repo);
+    }
+
+    #[test]
+    fn a_project_settings_file_over_the_size_limit_is_an_error_naming_it() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join(".claude")).unwrap();
+        let file = t.path().join(".claude/settings.json");
+        let pad = "x".repeat(2 << 20);
+        std::fs::write(
+            &file,
+            format!(r#"{{"swarm":{{"check":"true"}},"pad":"{pad}"}}"#),
+        )
+        .unwrap();
+        let err = swarm_check(t.path()).unwrap_err().to_string();
+        assert!(
+            err.contains(&file.display().to_string()) && err.contains("over the 1 MiB limit"),
+            "{err}"
+        );
     }
 }

@@ -120,7 +120,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
                 "showing the team window; you are back here when the team is done (to leave earlier: your tmux prefix, then d; the demo keeps going)",
             );
             let hint = "swarm demo: back to your shell when the team is done; prefix d leaves now";
-            show::show_while(&window, &launcher.caller, Some(hint), wait)??
+            show::show_while(&window, &launcher.caller, Some(hint), say, wait)??
         } else {
             wait()?
         };

@@ -10,7 +10,9 @@
 
 use serde_json::Value;
 
-use crate::script::{Fault, FixedUsage, Raw, RawEnd, Reply, Rule, Script, Thinking, ToolCall};
+use crate::script::{
+    Delay, Fault, FixedUsage, Raw, RawEnd, Reply, Rule, Script, Thinking, ToolCall,
+};
 
 impl Fault {
     /// An HTTP error status.
@@ -83,6 +85,12 @@ impl Script {
         self.default = Some(reply);
         self
     }
+
+    /// Seeds the random draws (`chance`, delay ranges).
+    pub fn seed(mut self, seed: u64) -> Script {
+        self.seed = Some(seed);
+        self
+    }
 }
 
 impl Rule {
@@ -129,7 +137,25 @@ impl Rule {
     }
 
     pub fn delay_ms(mut self, ms: u64) -> Rule {
-        self.delay_ms = Some(ms);
+        self.delay_ms = Some(Delay::Fixed(ms));
+        self
+    }
+
+    /// A delay drawn for each request from `min..=max` milliseconds.
+    pub fn delay_between_ms(mut self, min: u64, max: u64) -> Rule {
+        self.delay_ms = Some(Delay::Range([min, max]));
+        self
+    }
+
+    /// Fires only with this probability when its conditions hold.
+    pub fn chance(mut self, p: f64) -> Rule {
+        self.chance = Some(p);
+        self
+    }
+
+    /// Once fired, keeps firing for this many milliseconds.
+    pub fn burst_ms(mut self, ms: u64) -> Rule {
+        self.burst_ms = Some(ms);
         self
     }
 

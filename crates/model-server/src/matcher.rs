@@ -3,8 +3,11 @@
 //! `times`, and the filling of a reply's `{{name}}` placeholders from the captures.
 //!
 //! Invariants:
-//! - Rules are tried in script order; the first whose conditions all hold and whose
-//!   `times` is not used up fires, and each firing uses one time, fault or reply alike.
+//! - Rules are tried in script order; the first whose conditions all hold, whose `times`
+//!   is not used up and whose `chance` comes up (always, within its burst) fires, and each
+//!   firing uses one time, fault or reply alike.
+//! - Every random draw (chance, delay ranges) comes from one generator seeded by the
+//!   script's `seed`, so a given seed and order of requests repeat them.
 //! - When no rule fires the default answers; without one the outcome is
 //!   [`Outcome::Unmatched`], with no reply.
 //! - Both API shapes give the same view of the same conversation: the latest user turn's
@@ -13,7 +16,7 @@
 //!   `{{agent}}` is always set, and unknown names stay as written.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -159,29 +162,54 @@ pub enum Outcome {
     Invalid(String),
 }
 
-/// A script with its regexes compiled and its `times` counters.
+impl Outcome {
+    /// How a log names it: the rule's label, `(default)`, `(unmatched)` or `(invalid)`.
+    pub fn label(&self) -> &str {
+        match self {
+            Outcome::Rule(label) => label,
+            Outcome::Default => "(default)",
+            Outcome::Unmatched => "(unmatched)",
+            Outcome::Invalid(_) => "(invalid)",
+        }
+    }
+}
+
+/// A script with its regexes compiled, its `times` counters and its rules' bursts.
 #[derive(Debug)]
 pub struct Matcher {
     script: Script,
     regexes: Vec<Option<regex::Regex>>,
     faults: Vec<Option<FaultKind>>,
     used: Vec<u32>,
+    /// Until when each rule with `burst_ms` keeps firing without a draw.
+    burst_until: Vec<Option<Instant>>,
+    rng: fastrand::Rng,
 }
 
 impl Matcher {
     /// Validates the script; errors name the rule.
     pub fn new(script: Script) -> std::result::Result<Matcher, String> {
         let Compiled { regexes, faults } = script.compile()?;
+        let rng = script
+            .seed
+            .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
         Ok(Matcher {
             used: vec![0; script.rules.len()],
+            burst_until: vec![None; script.rules.len()],
             script,
             regexes,
             faults,
+            rng,
         })
     }
 
     /// Picks the answer for a request, using up one of the chosen rule's `times`.
     pub fn select(&mut self, view: &RequestView) -> Selection {
+        self.select_at(view, Instant::now())
+    }
+
+    /// [`Matcher::select`] for a request that arrived at `now` (bursts are timed from it).
+    pub fn select_at(&mut self, view: &RequestView, now: Instant) -> Selection {
         let mut vars = BTreeMap::new();
         vars.insert("agent".to_string(), view.agent.clone().unwrap_or_default());
         for (i, rule) in self.script.rules.iter().enumerate() {
@@ -191,6 +219,13 @@ impl Matcher {
             let Some(captures) = conditions_hold(rule, self.regexes[i].as_ref(), view) else {
                 continue;
             };
+            let in_burst = self.burst_until[i].is_some_and(|until| now < until);
+            if !in_burst && rule.chance.is_some_and(|p| self.rng.f64() >= p) {
+                continue;
+            }
+            if !in_burst && let Some(ms) = rule.burst_ms {
+                self.burst_until[i] = Some(now + Duration::from_millis(ms));
+            }
             self.used[i] += 1;
             vars.extend(captures);
             let reply = rule
@@ -203,7 +238,9 @@ impl Matcher {
                 outcome: Outcome::Rule(rule.label(i)),
                 reply: Some(reply.substitute(&vars)),
                 fault: self.faults[i].clone(),
-                delay: Duration::from_millis(rule.delay_ms.unwrap_or(0)),
+                delay: rule
+                    .delay_ms
+                    .map_or(Duration::ZERO, |d| d.draw(&mut self.rng)),
             };
         }
         match &self.script.default {
@@ -412,6 +449,86 @@ mod tests {
             m.select(&view("a", "file.txt", Some("other"))).outcome,
             Outcome::Rule("after tool".into())
         );
+    }
+
+    #[test]
+    fn delay_ranges_are_drawn_per_request_within_bounds_and_repeat_for_a_seed() {
+        let script = Script::new()
+            .seed(11)
+            .rule(Rule::new("slow").delay_between_ms(10, 500));
+        let draws = |script: &Script| {
+            let mut m = Matcher::new(script.clone()).unwrap();
+            (0..200)
+                .map(|_| m.select(&view("a", "x", None)).delay.as_millis() as u64)
+                .collect::<Vec<_>>()
+        };
+        let first = draws(&script);
+        assert!(first.iter().all(|d| (10..=500).contains(d)), "{first:?}");
+        assert!(first.iter().any(|d| *d < 100) && first.iter().any(|d| *d > 400));
+        assert_eq!(first, draws(&script));
+        let mut fixed = Matcher::new(Script::new().rule(Rule::new("f").delay_ms(7))).unwrap();
+        assert_eq!(
+            fixed.select(&view("a", "x", None)).delay,
+            Duration::from_millis(7)
+        );
+    }
+
+    #[test]
+    fn a_rule_with_a_chance_fires_that_often_and_otherwise_lets_the_next_rule_answer() {
+        let script = |p: f64| {
+            Script::new()
+                .seed(3)
+                .rule(Rule::new("busy").chance(p).fault(Fault::status(529)))
+                .rule(Rule::new("ok").reply(Reply::text("fine")))
+        };
+        let busy = |p: f64| {
+            let mut m = Matcher::new(script(p)).unwrap();
+            (0..1000)
+                .filter(|_| m.select(&view("a", "x", None)).outcome == Outcome::Rule("busy".into()))
+                .count()
+        };
+        assert_eq!(busy(0.0), 0);
+        assert_eq!(busy(1.0), 1000);
+        let some = busy(0.1);
+        assert!((50..=150).contains(&some), "{some} of 1000 at chance 0.1");
+    }
+
+    #[test]
+    fn a_burst_keeps_firing_for_its_duration_then_draws_again() {
+        let mut m = Matcher::new(
+            Script::new()
+                .seed(5)
+                .rule(
+                    Rule::new("burst")
+                        .chance(0.05)
+                        .burst_ms(1000)
+                        .fault(Fault::status(429)),
+                )
+                .rule(Rule::new("ok")),
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        // A request every 100 ms for 10 minutes.
+        let fired: Vec<bool> = (0..6000u64)
+            .map(|k| {
+                let at = t0 + Duration::from_millis(100 * k);
+                m.select_at(&view("a", "x", None), at).outcome == Outcome::Rule("burst".into())
+            })
+            .collect();
+        let starts: Vec<usize> = (0..fired.len())
+            .filter(|&k| fired[k] && (k == 0 || !fired[k - 1]))
+            .collect();
+        assert!(starts.len() > 5, "too few bursts: {}", starts.len());
+        for &k in &starts {
+            // Every request within the second after the first one fires too.
+            let run = fired[k..].iter().take_while(|f| **f).count();
+            assert!(
+                run >= 10 || k + run == fired.len(),
+                "a burst of {run} at {k}"
+            );
+        }
+        let share = fired.iter().filter(|f| **f).count() as f64 / fired.len() as f64;
+        assert!(share < 0.9, "bursts must end: {share}");
     }
 
     #[test]

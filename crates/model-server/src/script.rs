@@ -30,9 +30,12 @@
 //!       }
 //!     },
 //!     {"name": "busy once", "times": 1, "fault": {"status": 529, "retry_after": "1"}},
-//!     {"name": "cut off", "user_contains": "flaky", "fault": {"drop_after_frames": 4}}
+//!     {"name": "cut off", "user_contains": "flaky", "fault": {"drop_after_frames": 4}},
+//!     {"name": "overloaded now and then", "chance": 0.01, "burst_ms": 2000,
+//!      "fault": {"status": 529, "retry_after": "1"}}
 //!   ],
-//!   "default": {"text": "Nothing to do."}
+//!   "default": {"text": "Nothing to do."},
+//!   "seed": 7
 //! }
 //! ```
 //!
@@ -56,7 +59,15 @@
 //! **Selection.** Rules are tried in file order; the first whose conditions all hold and
 //! whose `times` (default unlimited) is not used up fires, and each firing uses one time,
 //! whether it replies or injects a fault. So "529 once, then succeed" is two rules: a fault
-//! rule with `times: 1` above the reply rule. When no rule fires, `default` answers; without
+//! rule with `times: 1` above the reply rule.
+//!
+//! **Chance and bursts.** `chance` (0 to 1, default 1) lets a rule whose conditions hold
+//! fire only with that probability, drawn per request; when it does not fire, the next
+//! rules are tried. `burst_ms` keeps a rule firing, once it has fired, for every request its
+//! conditions match during that many milliseconds, with no chance drawn: with a small
+//! `chance`, a fault rule gives occasional bursts of errors, as an overloaded API does.
+//! The draws (these and `delay_ms` ranges) come from one generator seeded by the script's
+//! `seed` (default: a random seed), so a given seed and request order repeat them. When no rule fires, `default` answers; without
 //! a default the server answers HTTP 500 with `x-should-retry: false` (so clients do not
 //! retry), an error message naming the agent and the user text, and records the request as
 //! unmatched.
@@ -91,7 +102,8 @@
 //!   a while, then the reply.
 //!
 //! `delay_ms` (default 0) waits before answering at all, before the response headers, so
-//! it counts against the client's idle timeout.
+//! it counts against the client's idle timeout: a number of milliseconds, or `[min, max]`
+//! for a delay drawn anew (uniformly, both ends included) for each request the rule answers.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -106,6 +118,9 @@ pub struct Script {
     pub rules: Vec<Rule>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Reply>,
+    /// Seeds the random draws (`chance`, `delay_ms` ranges); default: a random seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -128,11 +143,37 @@ pub struct Rule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub times: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
+    pub chance: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<Delay>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<Reply>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<Fault>,
+}
+
+/// How long a rule waits before it answers, in milliseconds: always the same, or drawn
+/// anew for each request from `[min, max]` (both included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "delay_ms as a number of milliseconds or [min, max]"
+)]
+pub enum Delay {
+    Fixed(u64),
+    Range([u64; 2]),
+}
+
+impl Delay {
+    /// The wait for one request.
+    pub fn draw(self, rng: &mut fastrand::Rng) -> Duration {
+        Duration::from_millis(match self {
+            Delay::Fixed(ms) => ms,
+            Delay::Range([min, max]) => rng.u64(min..=max.max(min)),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -402,6 +443,18 @@ impl Script {
                     "an HTTP status fault sends no reply; drop the reply".into()
                 ));
             }
+            if let Some(c) = rule.chance
+                && !(0.0..=1.0).contains(&c)
+            {
+                return Err(at(format!("chance {c} must be between 0 and 1")));
+            }
+            if let Some(Delay::Range([min, max])) = rule.delay_ms
+                && min > max
+            {
+                return Err(at(format!(
+                    "delay_ms [{min}, {max}] must satisfy min <= max"
+                )));
+            }
         }
         if let Some(d) = &self.default {
             d.validate().map_err(|e| format!("default: {e}"))?;
@@ -524,7 +577,9 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let script = Script::from_json(&example).unwrap();
-        assert_eq!(script.rules.len(), 3);
+        assert_eq!(script.rules.len(), 4);
+        assert_eq!(script.rules[3].chance, Some(0.01));
+        assert_eq!(script.seed, Some(7));
         assert_eq!(script.default, Some(Reply::text("Nothing to do.")));
     }
 
@@ -568,6 +623,23 @@ mod tests {
             err(r#"{"rules": [{"fault": {"status": 500}, "reply": {"text": "x"}}]}"#)
                 .contains("sends no reply")
         );
+        assert!(
+            err(r#"{"rules": [{"name": "p", "chance": 1.5}]}"#)
+                .starts_with("rule p: chance 1.5 must be between 0 and 1")
+        );
+        assert!(err(r#"{"rules": [{"delay_ms": [500, 10]}]}"#).contains("min <= max"));
+        assert!(err(r#"{"rules": [{"delay_ms": [1, 2, 3]}]}"#).contains("delay_ms"));
+    }
+
+    #[test]
+    fn a_delay_is_a_number_or_a_range() {
+        let script = Script::from_json(
+            r#"{"rules": [{"name": "a", "delay_ms": 5}, {"name": "b", "delay_ms": [10, 500]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(script.rules[0].delay_ms, Some(Delay::Fixed(5)));
+        assert_eq!(script.rules[1].delay_ms, Some(Delay::Range([10, 500])));
+        assert_eq!(Script::from_json(&script.to_json()).unwrap(), script);
     }
 
     #[test]
@@ -598,6 +670,14 @@ mod tests {
                         .stop_reason("max_tokens"),
                 ),
             )
+            .rule(
+                Rule::new("burst")
+                    .chance(0.25)
+                    .burst_ms(1500)
+                    .delay_between_ms(10, 500)
+                    .fault(Fault::status(429).retry_after("1")),
+            )
+            .seed(9)
             .default_reply(Reply::raw(
                 Raw::new("data: 1\n\n").chunk_bytes(1, 2).end(RawEnd::Hang),
             ));

@@ -5,14 +5,15 @@
 //! Invariants:
 //! - It listens on loopback addresses only; anything else is refused before binding.
 //! - Every request is recorded, in arrival order, before it is answered: including bodies
-//!   that are not JSON and requests no rule matched.
+//!   that are not JSON and requests no rule matched; in memory until
+//!   [`ModelServer::forget_requests`], and in the log files asked for.
 //! - Every response carries a `request-id` header (`req_scripted_<n>`), like the real API.
 //! - Streams are written frame by frame from a task, so delays, stalls and drops happen on
 //!   the real socket; [`ModelServer::shutdown`] (or dropping the server) ends every stream
 //!   and hung connection at once.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,8 @@ impl RecordedRequest {
 struct ServerState {
     matcher: Mutex<Matcher>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Whether `requests` keeps each request (see [`ModelServer::forget_requests`]).
+    keep_requests: AtomicBool,
     counter: AtomicU64,
     cancel: CancellationToken,
     /// One JSON line per request (time, agent, latest user text), for benchmarks.
@@ -90,8 +93,9 @@ fn open_log(path: &std::path::Path) -> Result<std::fs::File> {
 }
 
 impl ModelServer {
-    /// Appends one JSON line per request to `path` from now on: `receivedMs`, `agent` and
-    /// `userText` (the latest user turn's text).
+    /// Appends one JSON line per request to `path` from now on: `receivedMs`, `agent`,
+    /// `rule` (what answered: a rule's name or position, `(default)`, `(unmatched)`),
+    /// `bytes` (the request body's size) and `userText` (the latest user turn's text).
     pub fn log_requests(&self, path: &std::path::Path) -> Result<()> {
         *self.state.log.lock().unwrap() = Some(open_log(path)?);
         Ok(())
@@ -126,6 +130,7 @@ impl ModelServer {
         let state = Arc::new(ServerState {
             matcher: Mutex::new(matcher),
             requests: Mutex::new(Vec::new()),
+            keep_requests: AtomicBool::new(true),
             counter: AtomicU64::new(0),
             cancel: cancel.clone(),
             log: Mutex::new(None),
@@ -173,6 +178,14 @@ impl ModelServer {
     /// `http://127.0.0.1:PORT`, the base URL for clients.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Stops keeping requests in memory (and drops those kept): a server that runs for
+    /// hours, whose caller reads its log files instead of [`ModelServer::requests`] (`swarm
+    /// model-server`), would otherwise grow by every body it is sent.
+    pub fn forget_requests(&self) {
+        self.state.keep_requests.store(false, Ordering::Relaxed);
+        self.state.requests.lock().unwrap().clear();
     }
 
     /// Every request received so far, in arrival order.
@@ -311,6 +324,9 @@ async fn handle(state: Arc<ServerState>, api: Api, headers: HeaderMap, body: Byt
                 tracing::warn!("failed to log a request body: {e}");
             }
         }
+        if !state.keep_requests.load(Ordering::Relaxed) {
+            return;
+        }
         state.requests.lock().unwrap().push(RecordedRequest {
             path: path.to_string(),
             headers: recorded_headers,
@@ -338,6 +354,8 @@ async fn handle(state: Arc<ServerState>, api: Api, headers: HeaderMap, body: Byt
         let line = serde_json::json!({
             "receivedMs": swarm_util::clock::now_ms(),
             "agent": view.agent,
+            "rule": selection.outcome.label(),
+            "bytes": body.len(),
             "userText": view.user_text,
         });
         let _ = writeln!(log, "{line}");

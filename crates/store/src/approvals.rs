@@ -239,7 +239,17 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
             "rejecting a plan needs feedback saying what to change (--feedback TEXT)",
         ));
     }
-    let mode = decision.mode.clone().or_else(|| a.mode.clone());
+    // A plan approved before the lead recorded its mode (a person was quicker) still gets
+    // the lead's: the roster has it.
+    let mode = decision
+        .mode
+        .clone()
+        .or_else(|| a.mode.clone())
+        .or_else(|| {
+            (a.kind == Kind::Plan)
+                .then(|| lead_mode(root, team))
+                .flatten()
+        });
     let answer = match a.kind {
         Kind::Plan => Protocol::PlanApprovalResponse(PlanApprovalResponse {
             request_id: a.request_id.clone(),
@@ -282,6 +292,17 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
     let agent = AgentName::parse_any(&a.agent)?;
     mailbox::deliver(root, team, &agent, Envelope::new(LEAD, answer.to_text()))?;
     Ok(a)
+}
+
+/// The permission mode the team's lead runs in, as its roster entry records it, unless it
+/// is `plan` (which a teammate leaving plan mode never gets).
+fn lead_mode(root: &Root, team: &TeamName) -> Option<String> {
+    crate::roster::load(root, team)
+        .ok()?
+        .member(LEAD)?
+        .mode
+        .clone()
+        .filter(|m| m != "plan")
 }
 
 /// Marks a pending request expired (its teammate stopped waiting, or stopped). `None` when
@@ -348,6 +369,56 @@ mod tests {
         let late = record(&root, &team, &from_plan(&plan(id), Some("plan".into()))).unwrap();
         assert_eq!(late.state, State::Expired);
         assert_eq!(late.mode.as_deref(), Some("acceptEdits"));
+    }
+
+    #[test]
+    fn a_plan_approved_before_the_lead_saw_it_gets_the_leads_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, team) = (Root::new(dir.path()), TeamName::new("t").unwrap());
+        crate::roster::create(&root, &team, None, dir.path()).unwrap();
+        crate::roster::add_member(
+            &root,
+            &team,
+            crate::roster::NewMember {
+                name: AgentName::new("bob").unwrap(),
+                color: None,
+                agent_type: None,
+                model: None,
+                prompt: None,
+                plan_mode_required: true,
+                cwd: String::new(),
+            },
+        )
+        .unwrap();
+        crate::roster::update_member(&root, &team, LEAD, |lead| {
+            lead.mode = Some("acceptEdits".into())
+        })
+        .unwrap();
+        // Recorded by bob alone: the lead has not filled in the mode yet.
+        let id = "plan_approval-3@bob@t";
+        record(&root, &team, &from_plan(&plan(id), None)).unwrap();
+        let decided = resolve(
+            &root,
+            &team,
+            id,
+            Decision {
+                approve: true,
+                feedback: None,
+                mode: None,
+                by: "human".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(decided.mode.as_deref(), Some("acceptEdits"));
+        let answer = crate::mailbox::read_all(&root, &team, &AgentName::new("bob").unwrap())
+            .unwrap()
+            .into_iter()
+            .find_map(|d| match d.envelope.protocol() {
+                Some(Protocol::PlanApprovalResponse(r)) => Some(r),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(answer.permission_mode.as_deref(), Some("acceptEdits"));
     }
 
     #[test]

@@ -34,6 +34,15 @@ pub(super) fn read(root: &Root, path: &Path) -> Result<Option<Vec<u8>>> {
     no_symlinks::read(path)
 }
 
+/// Whether Claude Code's lock of `path`, the directory `<path>.lock/`, exists now. Claude
+/// Code rewrites some files in place under it (write, then truncate), so while it is held a
+/// reader without the lock may find such a file half-rewritten.
+pub(super) fn claude_lock_held(path: &Path) -> bool {
+    let mut lock = path.as_os_str().to_owned();
+    lock.push(".lock");
+    std::fs::symlink_metadata(lock).is_ok_and(|m| m.is_dir())
+}
+
 /// Opens (making it if need be) the file an flock held for longer than a write is taken
 /// on.
 pub(super) fn open_lock_file(root: &Root, path: &Path) -> Result<std::fs::File> {

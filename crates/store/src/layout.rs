@@ -106,6 +106,12 @@ impl Root {
         self.team_dir(team).join("spool").join(agent.as_str())
     }
 
+    /// swarm's own doorbell of `agent`'s inbox, touched after every commit into it (see
+    /// `store::mailbox::bell`).
+    pub fn bell_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.team_dir(team).join("bells").join(agent.as_str())
+    }
+
     /// swarm's own per-agent live state (pid, activity, usage), written by that agent.
     pub fn state_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("state")

@@ -53,25 +53,34 @@ mod tests {
         let team = TeamName::new("t").unwrap();
         roster::create(&root, &team, None, dir.path()).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let looker = {
-            let (stop, root, team) = (stop.clone(), root.clone(), team.clone());
+            let (stop, seen, root, team) = (stop.clone(), seen.clone(), root.clone(), team.clone());
             std::thread::spawn(move || {
-                let mut seen_running = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    seen_running += usize::from(is_running(&root, &team));
+                    if is_running(&root, &team) {
+                        seen.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
-                seen_running
             })
         };
+        // At least 3000 starts, and on until the looker has caught a lead running at least
+        // once (on a loaded machine it may take longer to be scheduled at such a moment).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let mut refused = 0;
-        for _ in 0..3000 {
+        let mut starts = 0;
+        while starts < 3000
+            || (seen.load(Ordering::Relaxed) == 0 && std::time::Instant::now() < deadline)
+        {
             match LeadLock::acquire(&root, &team) {
                 Ok(lock) => drop(lock),
                 Err(_) => refused += 1,
             }
+            starts += 1;
         }
         stop.store(true, Ordering::Relaxed);
-        let seen_running = looker.join().unwrap();
+        looker.join().unwrap();
+        let seen_running = seen.load(Ordering::Relaxed);
         assert_eq!(refused, 0, "a look made a starting lead refuse");
         assert!(
             seen_running > 0,

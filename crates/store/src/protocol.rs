@@ -209,6 +209,20 @@ impl Protocol {
         self.named_sender().is_none_or(|s| s == envelope_from)
     }
 
+    /// For an answer to a shutdown request: whether the request it names was sent to
+    /// `envelope_from`, the agent its envelope says answers (the id names its target,
+    /// `shutdown-<ms>@<target>`). A teammate answers only its own request; any other
+    /// message is not such an answer and passes.
+    pub fn answers_own_request(&self, envelope_from: &str) -> bool {
+        match self {
+            Protocol::ShutdownApproved(ShutdownApproved { request_id, .. })
+            | Protocol::ShutdownRejected(ShutdownRejected { request_id, .. }) => {
+                shutdown_target(request_id) == Some(envelope_from)
+            }
+            _ => true,
+        }
+    }
+
     /// A one-line human rendering, for feeds and logs.
     pub fn describe(&self) -> String {
         match self {
@@ -262,6 +276,13 @@ impl Protocol {
 /// `shutdown-<ms>@<target name>`.
 pub fn shutdown_request_id(target: &str) -> String {
     format!("shutdown-{}@{target}", clock::now_ms())
+}
+
+/// The agent a shutdown request id was made for (`shutdown-<ms>@<target>`).
+pub fn shutdown_target(request_id: &str) -> Option<&str> {
+    let (ms, target) = request_id.strip_prefix("shutdown-")?.split_once('@')?;
+    (!ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()) && !target.is_empty())
+        .then_some(target)
 }
 
 /// `plan_approval-<ms>@<agent>@<team>`.
@@ -523,6 +544,24 @@ mod tests {
         });
         // Names no sender: whether its envelope may send it is the receiver's question.
         assert!(answer.signed_by("anyone"));
+    }
+
+    #[test]
+    fn a_shutdown_answer_answers_only_a_request_sent_to_its_sender() {
+        let approved = |id: &str| {
+            Protocol::ShutdownApproved(ShutdownApproved {
+                request_id: id.into(),
+                from: "carol".into(),
+                timestamp: "2026-02-12T05:22:25.366Z".into(),
+                pane_id: None,
+                backend_type: None,
+            })
+        };
+        assert!(approved(&shutdown_request_id("carol")).answers_own_request("carol"));
+        assert!(!approved(&shutdown_request_id("bob")).answers_own_request("carol"));
+        assert!(!approved("shutdown-x@carol").answers_own_request("carol"));
+        assert!(!approved("plan_approval-1@carol@t").answers_own_request("carol"));
+        assert_eq!(shutdown_target("shutdown-17@bob"), Some("bob"));
     }
 
     #[test]

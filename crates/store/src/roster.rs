@@ -4,7 +4,9 @@
 //! compared without regard to case, as Claude Code does. Fields swarm does not know are kept
 //! byte for byte (`extra`), so a roster shared with Claude Code loses nothing when swarm
 //! rewrites it. Reads take no lock (writes replace the file atomically); a read that fails
-//! to parse is retried briefly, since Claude Code 2.1.328 rewrites the file in place.
+//! to parse is retried briefly, and for as long as Claude Code's lock of the file is held,
+//! since Claude Code 2.1.328 rewrites the file in place under that lock (it writes, then
+//! truncates, so a reader can find the new text with the old one's tail after it).
 //!
 //! Whoever takes a member off ([`remove_member`]) returns its open tasks to pending, so
 //! no task stays owned by a name nobody answers to. The roster is written first: a crash
@@ -207,9 +209,14 @@ pub fn create(
     Ok(config)
 }
 
+/// How long a roster that does not parse is read again while Claude Code's lock of it is
+/// held (a writer descheduled between its write and its truncate, on a loaded machine).
+const TORN_READ_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Reads a team's roster.
 pub fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
     let path = root.roster_path(team);
+    let started = std::time::Instant::now();
     let mut attempt = 0;
     loop {
         let Some(bytes) = files::read(root, &path)? else {
@@ -220,7 +227,11 @@ pub fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
         };
         match json::parse::<TeamConfig>(&bytes) {
             Ok(c) => return Ok(c),
-            Err(_) if attempt < 5 => {
+            Err(_)
+                if attempt < 5
+                    || (files::claude_lock_held(&path)
+                        && started.elapsed() < TORN_READ_PATIENCE) =>
+            {
                 attempt += 1;
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
@@ -258,40 +269,73 @@ pub fn update<T>(
 
 /// Adds a teammate; refuses a name already taken (in any letter case).
 pub fn add_member(root: &Root, team: &TeamName, new: NewMember) -> Result<Member> {
-    update(root, team, |config| {
-        if let Some(existing) = config
-            .members
-            .iter()
-            .find(|m| m.name.eq_ignore_ascii_case(new.name.as_str()))
-        {
-            return Err(Error::conflict(format!(
-                "team '{team}' already has a member named '{}'; names are unique within a team, pick another",
-                existing.name
-            )));
+    add_members(root, team, vec![new])?
+        .pop()
+        .expect("one result per new member")
+}
+
+/// Adds several teammates in one write, in order, each on its own: a name already taken
+/// (in any letter case, by a member or by one added before it here) or a bad colour
+/// refuses that one only. The outer error is the write's: then none was added.
+pub fn add_members(
+    root: &Root,
+    team: &TeamName,
+    new: Vec<NewMember>,
+) -> Result<Vec<Result<Member>>> {
+    let mut results = Vec::new();
+    let mut nothing_added = false;
+    let written = update(root, team, |config| {
+        results = new
+            .into_iter()
+            .map(|new| add_to(config, team, new))
+            .collect();
+        nothing_added = results.iter().all(Result::is_err);
+        if nothing_added {
+            // Nothing to write: leave the file alone.
+            return Err(Error::Other("no member to add".to_owned()));
         }
-        if let Some(c) = &new.color {
-            check_colour(c)?;
-        }
-        let member = Member {
-            agent_id: agent_id(&new.name, team),
-            name: new.name.to_string(),
-            agent_type: Some(
-                new.agent_type
-                    .unwrap_or_else(|| "general-purpose".to_owned()),
-            ),
-            model: new.model,
-            prompt: new.prompt,
-            color: Some(new.color.unwrap_or_else(|| config.next_color().to_owned())),
-            plan_mode_required: new.plan_mode_required.then_some(true),
-            joined_at: clock::now_ms(),
-            tmux_pane_id: String::new(),
-            cwd: new.cwd,
-            subscriptions: Vec::new(),
-            ..Member::default()
-        };
-        config.members.push(member.clone());
-        Ok(member)
-    })
+        Ok(())
+    });
+    match written {
+        Err(_) if nothing_added => Ok(results),
+        Err(e) => Err(e),
+        Ok(()) => Ok(results),
+    }
+}
+
+fn add_to(config: &mut TeamConfig, team: &TeamName, new: NewMember) -> Result<Member> {
+    if let Some(existing) = config
+        .members
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(new.name.as_str()))
+    {
+        return Err(Error::conflict(format!(
+            "team '{team}' already has a member named '{}'; names are unique within a team, pick another",
+            existing.name
+        )));
+    }
+    if let Some(c) = &new.color {
+        check_colour(c)?;
+    }
+    let member = Member {
+        agent_id: agent_id(&new.name, team),
+        name: new.name.to_string(),
+        agent_type: Some(
+            new.agent_type
+                .unwrap_or_else(|| "general-purpose".to_owned()),
+        ),
+        model: new.model,
+        prompt: new.prompt,
+        color: Some(new.color.unwrap_or_else(|| config.next_color().to_owned())),
+        plan_mode_required: new.plan_mode_required.then_some(true),
+        joined_at: clock::now_ms(),
+        tmux_pane_id: String::new(),
+        cwd: new.cwd,
+        subscriptions: Vec::new(),
+        ..Member::default()
+    };
+    config.members.push(member.clone());
+    Ok(member)
 }
 
 /// Patches one member in place.
@@ -372,4 +416,47 @@ pub fn delete_files(root: &Root, team: &TeamName) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Claude Code rewrites the roster in place under its lock: write, then truncate. A
+    /// read between the two finds the new text with the old one's tail; it waits for the
+    /// writer, however long it is descheduled, instead of calling the roster corrupt.
+    #[test]
+    fn a_roster_caught_mid_rewrite_by_claude_code_is_read_once_it_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        create(&root, &team, None, dir.path()).unwrap();
+        let path = root.roster_path(&team);
+        let whole = std::fs::read(&path).unwrap();
+        let lock = dir.path().join("teams/t/config.json.lock");
+        std::fs::create_dir(&lock).unwrap();
+        let mut torn = whole.clone();
+        torn.extend_from_slice(b"\n  ]\n}");
+        std::fs::write(&path, &torn).unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::write(&path, &whole).unwrap();
+            std::fs::remove_dir(&lock).unwrap();
+        });
+        assert_eq!(load(&root, &team).unwrap().name, "t");
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_roster_that_does_not_parse_with_no_writer_at_work_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        create(&root, &team, None, dir.path()).unwrap();
+        let path = root.roster_path(&team);
+        let mut torn = std::fs::read(&path).unwrap();
+        torn.extend_from_slice(b"\n}");
+        std::fs::write(&path, &torn).unwrap();
+        assert!(matches!(load(&root, &team), Err(Error::Corrupt { .. })));
+    }
 }

@@ -120,9 +120,7 @@ impl AgentState {
 
     /// True if the process this state describes is still running.
     pub fn process_alive(&self) -> bool {
-        swarm_util::process::is_alive(self.pid)
-            && (self.start_ticks.is_none()
-                || swarm_util::process::start_ticks(self.pid) == self.start_ticks)
+        swarm_util::process::is_alive_since(self.pid, self.start_ticks)
     }
 }
 

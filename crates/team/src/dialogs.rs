@@ -1,7 +1,8 @@
-//! First-run dialogs that stop a Claude Code teammate before it reads its inbox: the
-//! onboarding check, folder trust (a fresh worktree is a new folder to it), approval of an
-//! API key from the environment, and the bypass-permissions disclaimer. Each waits for a
-//! key press in the pane, so the teammate never registers and nobody hears why.
+//! First-run dialogs that stop a Claude Code teammate, at its start or later in its run:
+//! the onboarding check (offline, it fails and the client exits), folder trust (a fresh
+//! worktree is a new folder to it), approval of an API key from the environment, and the
+//! bypass-permissions disclaimer. Each waits for a key press in the pane, so the teammate
+//! reads no mail and nobody hears why.
 //!
 //! Recognised by the text the 2.1.328 client shows (`claude-code-live.md` §3); each comes
 //! with the `.claude.json` / `settings.json` entry (in `$CLAUDE_CONFIG_DIR`, by default
@@ -42,21 +43,44 @@ const DIALOGS: &[Dialog] = &[
     },
 ];
 
-/// How long a Claude Code teammate may take to start its first turn before its pane is
-/// read for a dialog: it takes well under a second when nothing stops it.
-pub const BOUND_MS: i64 = 5_000;
+/// How many of a screen's last non-empty lines a dialog is looked for in: a dialog waits at
+/// the bottom of the screen, and the conversation above may quote any text.
+const BOTTOM_LINES: usize = 15;
 
-/// The dialog a pane's visible text shows, if any.
+/// The dialog a pane's visible text shows at its bottom, if any.
 pub fn recognise(screen: &str) -> Option<Dialog> {
+    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let bottom = &lines[lines.len().saturating_sub(BOTTOM_LINES)..];
     // The TUI may wrap or pad lines: compare with whitespace collapsed.
-    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = bottom
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     DIALOGS.iter().copied().find(|d| flat.contains(d.needle))
+}
+
+/// The last `n` non-empty lines of a screen, on one line: what a client that exited said.
+pub fn last_lines(screen: &str, n: usize) -> Option<String> {
+    // tmux's own line under a dead pane (`remain-on-exit`) is not the client's.
+    let lines: Vec<&str> = screen
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Pane is dead"))
+        .collect();
+    let last = lines[lines.len().saturating_sub(n)..].join(" / ");
+    (!last.is_empty()).then_some(last)
 }
 
 impl Dialog {
     /// One line for `swarm status` and the lead.
     pub fn describe(&self) -> String {
         format!("blocked by the {} dialog: {}", self.name, self.fix)
+    }
+
+    /// One line for a client that stopped at the dialog and exited.
+    pub fn describe_exit(&self) -> String {
+        format!("stopped at the {} dialog: {}", self.name, self.fix)
     }
 }
 
@@ -77,5 +101,12 @@ mod tests {
             "bypass-permissions disclaimer"
         );
         assert_eq!(recognise("› Message from @team-lead"), None);
+        // Quoted far above the bottom, in the conversation, it is no dialog.
+        let quoted = format!(
+            "Quick safety check\n{}",
+            "⏺ more of the conversation\n".repeat(BOTTOM_LINES)
+        );
+        assert_eq!(recognise(&quoted), None);
+        assert_eq!(last_lines("a\n\n  b \nc\n\n", 2).as_deref(), Some("b / c"));
     }
 }

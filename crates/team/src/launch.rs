@@ -23,10 +23,11 @@ use swarm_llm::config::{LlmConfig, LlmFlags, Provider};
 use swarm_store::layout::Root;
 use swarm_store::mailbox::{self, Envelope};
 use swarm_store::names::{AgentName, LEAD, TeamName};
-use swarm_store::roster::{self, NewMember};
+use swarm_store::roster::{self, NewMember, PALETTE};
 use swarm_store::worktrees::Record;
 use swarm_tmux::{Caller, PaneId, PaneSpec, Tmux, TmuxCommand};
 use swarm_util::error::{Error, Result};
+use swarm_util::parallel;
 
 #[derive(Debug, Clone)]
 pub struct SpawnRequest {
@@ -65,6 +66,9 @@ struct Checked {
     config: roster::TeamConfig,
     color: String,
     worktree: Option<worktree::Plan>,
+    /// The directory it was spawned for, where its project is found (its own may become a
+    /// worktree's).
+    project_cwd: PathBuf,
 }
 
 /// What a spawn would do (see [`Launcher::dry_run`]).
@@ -329,6 +333,7 @@ impl Launcher {
             config,
             color,
             worktree,
+            project_cwd: req.cwd.clone(),
         })
     }
 
@@ -406,40 +411,141 @@ impl Launcher {
 
     /// Spawns one teammate.
     pub fn spawn(&self, req: &SpawnRequest) -> Result<Spawned> {
-        let (root, team) = (&self.root, &self.team);
-        let Checked {
-            mut prepared,
-            config,
-            color,
-            worktree: plan,
-        } = self.check(req)?;
-        let engine = self.engine(req);
-        if engine == Engine::Claude {
-            self.session_id()?;
+        self.spawn_many(std::slice::from_ref(req))
+            .pop()
+            .expect("one result per request")
+    }
+
+    /// Spawns several teammates together, each with its own fate: one that is refused or
+    /// fails leaves nothing of itself behind and stops none of the others. Every check
+    /// comes first; then one roster write reserves them all, their worktrees are made,
+    /// their launch records and first instructions are written at once, their panes are
+    /// made one after another in the team window (each teammate starts as soon as its pane
+    /// is there), and one roster write records every pane. Results come in the order of
+    /// `reqs`.
+    pub fn spawn_many(&self, reqs: &[SpawnRequest]) -> Vec<Result<Spawned>> {
+        let mut fates = self.check_all(reqs);
+        self.reserve(&mut fates);
+        self.prepare_all(&mut fates);
+        let opened = self.open_panes(&mut fates);
+        self.record_panes(&mut fates);
+        let mut first = opened;
+        fates
+            .into_iter()
+            .map(|fate| {
+                let spawned = self.settle(fate?)?;
+                Ok(Spawned {
+                    opened_window: std::mem::take(&mut first),
+                    ..spawned
+                })
+            })
+            .collect()
+    }
+
+    /// Checks each request (see [`Launcher::check`]), also against the names before it,
+    /// and gives those without a colour the one each would get spawned in turn.
+    fn check_all(&self, reqs: &[SpawnRequest]) -> Vec<Result<Starting>> {
+        let mut taken: Vec<&str> = Vec::new();
+        let mut fates: Vec<Result<Starting>> = reqs
+            .iter()
+            .map(|req| {
+                let mut checked = self.check(req)?;
+                if let Some(t) = taken
+                    .iter()
+                    .find(|t| t.eq_ignore_ascii_case(req.name.as_str()))
+                {
+                    return Err(Error::conflict(format!(
+                        "'{t}' is named twice; names are unique within a team, pick another"
+                    )));
+                }
+                if checked.prepared.req.color.is_none() {
+                    let n = checked.config.members.len() + taken.len();
+                    checked.color = PALETTE[n % PALETTE.len()].to_owned();
+                }
+                taken.push(req.name.as_str());
+                let engine = self.engine(req);
+                let spec = spec(&self.team, &checked.prepared, &checked.color);
+                Ok(Starting {
+                    model: inherit::resolve_model(&self.lead, &self.env, &spec),
+                    engine,
+                    checked,
+                    reserved: false,
+                    worktree: None,
+                    cmd: None,
+                    pane: None,
+                    pid: None,
+                    failed: None,
+                })
+            })
+            .collect();
+        // A Claude Code teammate is started with the lead's session id.
+        if fates
+            .iter()
+            .any(|f| f.as_ref().is_ok_and(|s| s.engine == Engine::Claude))
+            && let Err(e) = self.session_id()
+        {
+            for fate in &mut fates {
+                if fate.as_ref().is_ok_and(|s| s.engine == Engine::Claude) {
+                    *fate = Err(e.copy());
+                }
+            }
         }
-        let model = inherit::resolve_model(&self.lead, &self.env, &spec(team, &prepared, &color));
-        let member = roster::add_member(
-            root,
-            team,
-            NewMember {
-                name: req.name.clone(),
-                color: Some(color.clone()),
-                agent_type: prepared.req.agent_type.clone(),
-                model: model.clone(),
-                prompt: prepared.req.prompt.clone(),
-                plan_mode_required: req.plan_mode_required,
-                cwd: req.cwd.display().to_string(),
-            },
-        )?;
-        // A teammate in a worktree still reads the project's agent definitions and hooks,
-        // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
-        let project = self.dirs.project_dir(&req.cwd);
-        let mut made: Option<Record> = None;
-        let started = (|| -> Result<Spawned> {
-            if let Some(plan) = &plan {
-                let record = worktree::create(root, team, plan)?;
-                let cwd = worktree::working_dir(plan);
-                roster::update_member(root, team, req.name.as_str(), |m| {
+        fates
+    }
+
+    /// Takes each checked name on the roster, in one write.
+    fn reserve(&self, fates: &mut [Result<Starting>]) {
+        let new: Vec<NewMember> = fates
+            .iter()
+            .flatten()
+            .map(|s| {
+                let req = &s.checked.prepared.req;
+                NewMember {
+                    name: req.name.clone(),
+                    color: Some(s.checked.color.clone()),
+                    agent_type: req.agent_type.clone(),
+                    model: s.model.clone(),
+                    prompt: req.prompt.clone(),
+                    plan_mode_required: req.plan_mode_required,
+                    cwd: req.cwd.display().to_string(),
+                }
+            })
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        let mut added = match roster::add_members(&self.root, &self.team, new) {
+            Ok(added) => added.into_iter(),
+            Err(e) => {
+                fates.iter_mut().for_each(|f| {
+                    if f.is_ok() {
+                        *f = Err(e.copy());
+                    }
+                });
+                return;
+            }
+        };
+        for fate in fates.iter_mut().filter(|f| f.is_ok()) {
+            match added.next().expect("one result per new member") {
+                Ok(_) => fate.as_mut().expect("checked").reserved = true,
+                Err(e) => *fate = Err(e),
+            }
+        }
+    }
+
+    /// Makes each reserved teammate's worktree (one after another: they share the
+    /// repository), then writes its launch record and first instructions (all at once).
+    fn prepare_all(&self, fates: &mut [Result<Starting>]) {
+        let (root, team) = (&self.root, &self.team);
+        for s in live(fates) {
+            let Some(plan) = s.checked.worktree.clone() else {
+                continue;
+            };
+            let name = s.name().to_owned();
+            let made = worktree::create(root, team, &plan).and_then(|record| {
+                s.worktree = Some(record.clone());
+                let cwd = worktree::working_dir(&plan);
+                roster::update_member(root, team, &name, |m| {
                     m.cwd = cwd.display().to_string();
                     m.worktree_path = Some(record.path.display().to_string());
                     m.extra
@@ -447,71 +553,190 @@ impl Launcher {
                     m.extra
                         .insert("worktreeBaseCommit".into(), record.base.clone().into());
                 })?;
-                prepared.req.cwd = cwd;
-                made = Some(record);
+                Ok(cwd)
+            });
+            match made {
+                Ok(cwd) => s.checked.prepared.req.cwd = cwd,
+                Err(e) => s.failed = Some(e),
             }
-            let cmd = self.teammate_command(&prepared, &color, &project)?;
-            crate::resume::save_launch(root, team, req.name.as_str(), &cmd, engine)?;
-            if let Some(prompt) = prepared
-                .req
-                .prompt
-                .as_deref()
-                .filter(|p| !p.trim().is_empty())
-            {
-                let lead_color = config.member(LEAD).and_then(|m| m.color.clone());
-                mailbox::deliver(
-                    root,
-                    team,
-                    &req.name,
-                    Envelope::new(LEAD, prompt).with_color(lead_color),
-                )?;
+        }
+        let mut ready: Vec<&mut Starting> = live(fates).collect();
+        let commands = parallel::map(&ready, PARALLEL_SETUPS, |s| self.write_start(s));
+        for (s, cmd) in ready.iter_mut().zip(commands) {
+            match cmd {
+                Ok(cmd) => s.cmd = Some(cmd),
+                Err(e) => s.failed = Some(e),
             }
-            let lead_cmd = self.lead_command(&[]);
-            let (mut window, opened) = self.ensure_window(&lead_cmd)?;
+        }
+    }
+
+    /// A reserved teammate's command, with its launch record saved and its first
+    /// instructions in its inbox.
+    fn write_start(&self, s: &Starting) -> Result<TeammateCommand> {
+        let (root, team) = (&self.root, &self.team);
+        let prepared = &s.checked.prepared;
+        // A teammate in a worktree still reads the project's agent definitions and hooks,
+        // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
+        let project = self.dirs.project_dir(&s.checked.project_cwd);
+        let cmd = self.teammate_command(prepared, &s.checked.color, &project)?;
+        crate::resume::save_launch(root, team, s.name(), &cmd, s.engine)?;
+        if let Some(prompt) = prepared
+            .req
+            .prompt
+            .as_deref()
+            .filter(|p| !p.trim().is_empty())
+        {
+            let lead_color = s.checked.config.member(LEAD).and_then(|m| m.color.clone());
+            mailbox::deliver(
+                root,
+                team,
+                &prepared.req.name,
+                Envelope::new(LEAD, prompt).with_color(lead_color),
+            )?;
+        }
+        Ok(cmd)
+    }
+
+    /// Opens the team window if need be (restarting a stopped lead), then each ready
+    /// teammate's pane, which starts it. Returns whether the window was opened here.
+    fn open_panes(&self, fates: &mut [Result<Starting>]) -> bool {
+        if live(fates).next().is_none() {
+            return false;
+        }
+        let lead_cmd = self.lead_command(&[]);
+        let window = self.ensure_window(&lead_cmd).and_then(|(window, opened)| {
             if !opened && let Some(pane) = self.stopped_lead(&window)? {
                 window.tmux().respawn_pane(pane, &pane_spec(&lead_cmd))?;
             }
-            let pane = window.add_teammate(&req.name, &color, &pane_spec(&cmd))?;
-            // A Claude Code process never writes swarm's pid; its pane's process is it.
-            let pid = match engine {
-                Engine::Swarm => None,
-                Engine::Claude => window
-                    .tmux()
-                    .display(&pane, "#{pane_pid}")?
-                    .trim()
-                    .parse::<i32>()
-                    .ok(),
-            };
-            roster::update_member(root, team, req.name.as_str(), |m| {
-                m.tmux_pane_id = pane.to_string();
+            Ok((window, opened))
+        });
+        let (mut window, opened) = match window {
+            Ok(w) => w,
+            Err(e) => {
+                live(fates).for_each(|s| s.failed = Some(e.copy()));
+                return false;
+            }
+        };
+        for s in live(fates) {
+            let cmd = s.cmd.as_ref().expect("prepared");
+            let made = window
+                .add_teammate(
+                    &s.checked.prepared.req.name,
+                    &s.checked.color,
+                    &pane_spec(cmd),
+                )
+                .and_then(|pane| {
+                    s.pane = Some(pane);
+                    // A Claude Code process never writes swarm's pid; its pane's process is it.
+                    if s.engine == Engine::Claude {
+                        s.pid = window
+                            .tmux()
+                            .display(&pane, "#{pane_pid}")?
+                            .trim()
+                            .parse::<i32>()
+                            .ok();
+                    }
+                    Ok(())
+                });
+            if let Err(e) = made {
+                s.failed = Some(e);
+            }
+        }
+        opened
+    }
+
+    /// Records every pane made in the roster, in one write.
+    fn record_panes(&self, fates: &mut [Result<Starting>]) {
+        let started: Vec<(String, String, Engine, Option<i32>)> = live(fates)
+            .filter_map(|s| {
+                let pane = s.pane?;
+                Some((s.name().to_owned(), pane.to_string(), s.engine, s.pid))
+            })
+            .collect();
+        if started.is_empty() {
+            return;
+        }
+        let written = roster::update(&self.root, &self.team, |c| {
+            for (name, pane, engine, pid) in &started {
+                let unknown = c.unknown_member(name);
+                let m = c.member_mut(name).ok_or(unknown)?;
+                m.tmux_pane_id = pane.clone();
                 m.backend_type = Some("tmux".to_owned());
                 m.engine = Some(engine.to_string());
                 // No `isActive` yet: the client writes it at its first turn, and until it
                 // does, a client that never gets there is looked at for a first-run dialog.
-                if engine == Engine::Claude {
-                    m.pid = pid;
+                if *engine == Engine::Claude {
+                    m.pid = *pid;
                 }
-            })?;
-            Ok(Spawned {
-                name: member.name.clone(),
-                pane: pane.to_string(),
-                color: color.clone(),
-                opened_window: opened,
-                worktree: made.clone(),
-                model: model.clone(),
-            })
-        })();
-        if started.is_err() {
-            let _ = roster::remove_member(root, team, req.name.as_str());
-            let _ = mailbox::remove_inbox(root, team, &req.name);
-            if let Some(record) = &made
-                && let Err(e) = worktree::remove(root, team, record)
-            {
-                tracing::warn!("failed to remove the worktree of a failed spawn: {e}");
             }
+            Ok(())
+        });
+        if let Err(e) = written {
+            live(fates)
+                .filter(|s| s.pane.is_some())
+                .for_each(|s| s.failed = Some(e.copy()));
         }
-        started
     }
+
+    /// What became of one teammate: spawned, or failed with what was made for it undone
+    /// (its roster entry, inbox and worktree).
+    fn settle(&self, mut s: Starting) -> Result<Spawned> {
+        let (root, team) = (&self.root, &self.team);
+        let Some(error) = s.failed.take() else {
+            return Ok(Spawned {
+                name: s.name().to_owned(),
+                pane: s.pane.map(|p| p.to_string()).unwrap_or_default(),
+                color: s.checked.color,
+                opened_window: false,
+                worktree: s.worktree,
+                model: s.model,
+            });
+        };
+        if s.reserved {
+            let _ = roster::remove_member(root, team, s.name());
+            let _ = mailbox::remove_inbox(root, team, &s.checked.prepared.req.name);
+        }
+        if let Some(record) = &s.worktree
+            && let Err(e) = worktree::remove(root, team, record)
+        {
+            tracing::warn!("failed to remove the worktree of a failed spawn: {e}");
+        }
+        Err(error)
+    }
+}
+
+/// Most teammates of one spawn whose launch records and first instructions are written at
+/// once (durable writes, which share the disk's flushes).
+const PARALLEL_SETUPS: usize = 32;
+
+/// One teammate of a spawn, as far as it got: what was made for it is undone if it fails.
+struct Starting {
+    checked: Checked,
+    engine: Engine,
+    model: Option<String>,
+    /// On the roster.
+    reserved: bool,
+    worktree: Option<Record>,
+    cmd: Option<TeammateCommand>,
+    pane: Option<PaneId>,
+    /// A Claude Code teammate's process.
+    pid: Option<i32>,
+    /// Why it will not start, once something failed.
+    failed: Option<Error>,
+}
+
+impl Starting {
+    fn name(&self) -> &str {
+        self.checked.prepared.req.name.as_str()
+    }
+}
+
+/// The teammates still on their way: checked, reserved, and nothing failed since.
+fn live(fates: &mut [Result<Starting>]) -> impl Iterator<Item = &mut Starting> {
+    fates
+        .iter_mut()
+        .flatten()
+        .filter(|s| s.reserved && s.failed.is_none())
 }
 
 fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {

@@ -1,5 +1,5 @@
 //! Handing a held merge back to the teammate whose branch it is: a conflict becomes a task
-//! "rebase the branch onto the target and resolve the conflicts in <files>", a failed
+//! "rebase the branch onto the target and resolve the conflicts in `<files>`", a failed
 //! check a task "make the check pass", owned by that teammate and announced to it with a
 //! `task_assignment`, as the lead's TaskUpdate would. The branch re-enters the queue by
 //! itself once it has new commits (see [`crate::merge`]).

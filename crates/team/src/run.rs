@@ -56,6 +56,12 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
         .take(120)
         .collect();
     roster::create(root, team, Some(description), &launcher.cwd)?;
+    // What a teammate's approved plan leaves it in, also when a person approves it before
+    // the lead has seen it.
+    let mode = launcher.lead.permission_mode.to_string();
+    roster::update_member(root, team, swarm_store::names::LEAD, |lead| {
+        lead.mode = Some(mode.clone())
+    })?;
     budget::write_limits(root, team, &goal.budget)?;
     crate::merge::configure(root, team, &goal.merge)?;
     let goal_file = documents::write_goal(root, team, goal.text)?;

@@ -17,11 +17,14 @@ use swarm_util::error::{Error, Result};
 /// detached when `work` returns, so nobody is left looking at a finished team's panes.
 /// A person may detach before; `work` goes on. `hint`, if any, is shown in the status line
 /// of a session that is the team's own, where a line printed before tmux took the
-/// terminal cannot be seen.
+/// terminal cannot be seen. Inside tmux on a server no client is attached to (a session a
+/// script or CI started), there is nobody to show it to: `note` is told so and `work` runs
+/// unshown, as without a terminal.
 pub fn show_while<T>(
     window: &TeamWindow,
     caller: &Caller,
     hint: Option<&str>,
+    note: &dyn Fn(&str),
     work: impl FnOnce() -> T,
 ) -> Result<T> {
     let panes = window.panes()?;
@@ -58,7 +61,12 @@ pub fn show_while<T>(
                 .tmux()
                 .set_session_option(session, "detach-on-destroy", "off")?;
         }
-        window.tmux().attach(&target, true)?;
+        match window.tmux().attach(&target, true) {
+            Err(e) if e.is_no_client() => note(
+                "no tmux client is attached to this server to show the team window to; going on without showing it, as with --no-attach",
+            ),
+            r => r?,
+        }
         return Ok(work());
     }
     let mut client = window

@@ -16,12 +16,21 @@
 //! roster names: that pane's process is what the ladder asks, signals and waits for, and
 //! a pane that is gone from the team's tmux server means its process is gone too.
 //!
-//! A member swarm cannot see (no pid and no pane at all) is taken off at once only when
-//! nothing says it ever ran, as after `swarm team add`. One the roster says may
-//! run (a pane id, a backend, an `isActive`, as a Claude Code teammate writes them) is
-//! asked, and leaves when it agrees; without an answer it stays on the roster and the
-//! ladder fails, since swarm has nothing to signal and no way to tell it stopped.
+//! The ladders of [`shut_down_all`] share their looks at the team ([`SharedLooks`]), and a
+//! step is shown on the roster only while the teammate's process is still there, so
+//! stopping 64 teammates neither looks at the team 640 times a second nor writes the
+//! roster for steps nobody would see.
+//!
+//! A member swarm cannot see (no pid, and no pane on the team's tmux server) is taken off
+//! at once only when nothing says it ever ran, as after `swarm team add`, or when it is one
+//! of swarm's own that never registered. One the roster says may run (a pane id, a
+//! backend, an `isActive`, as a Claude Code teammate writes them) is asked, and leaves when
+//! it agrees; silent past the timeout, it is declared dead (its tasks return to pending,
+//! the lead is told) and leaves, since swarm has nothing to signal. Only the member asked
+//! answers: an answer to its request from anyone else is ignored and logged.
 
+use std::collections::HashSet;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -38,6 +47,9 @@ use swarm_store::roster;
 use swarm_tmux::Tmux;
 use swarm_util::error::{Error, Result};
 use swarm_util::{clock, process};
+
+/// How long a pane may stay open after its member's process ended.
+const PANE_GONE_WITHIN: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 pub struct LadderOptions {
@@ -75,6 +87,8 @@ pub enum Outcome {
     NotRunning,
     /// It said no (and the ladder was not forced).
     Rejected(String),
+    /// swarm could not see it, and it did not answer within the timeout.
+    DeclaredDead,
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +107,21 @@ pub fn shut_down(
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Report> {
+    let look = || Look::take(root, team, tmux);
+    shut_down_looking(root, team, tmux, name, opts, progress, &look)
+}
+
+/// The ladder for one teammate, seeing the team through `look`, which returns a look taken
+/// after it was called.
+fn shut_down_looking(
+    root: &Root,
+    team: &TeamName,
+    tmux: Option<&Tmux>,
+    name: &str,
+    opts: &LadderOptions,
+    progress: &(dyn Fn(&str) + Sync),
+    look: &(dyn Fn() -> Result<Look> + Sync),
+) -> Result<Report> {
     if name == LEAD {
         return Err(Error::usage(
             "the lead is not shut down with the ladder; stop it in its pane (Ctrl-C)",
@@ -103,23 +132,28 @@ pub fn shut_down(
         outcome: Outcome::NotRunning,
         steps: Vec::new(),
     };
+    // The roster shows a step only while the process is still there (`swarm status` shows
+    // it as shutting down); after that, writing it (for every teammate of a big team, one
+    // after another under the roster's lock) would show nobody anything.
+    let gone = std::cell::Cell::new(false);
     let mut step = |s: String| {
         progress(&format!("{name}: {s}"));
-        // Gone from the roster after the last step; nothing to record then.
-        let _ = roster::update_member(root, team, name, |m| {
-            m.extra
-                .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
-        });
+        if !gone.get() {
+            let _ = roster::update_member(root, team, name, |m| {
+                m.extra
+                    .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
+            });
+        }
         report.steps.push(s);
     };
-    let observe = || -> Result<MemberStatus> {
-        let st = status::observe(root, team, tmux)?;
-        st.member(name).cloned().ok_or_else(|| {
+    let member = |l: Look| -> Result<MemberStatus> {
+        l.seen.member(name).cloned().ok_or_else(|| {
             Error::not_found(format!(
                 "no member named '{name}' in team '{team}'; see `swarm status`"
             ))
         })
     };
+    let observe = || member(look()?);
     let first = observe()?;
     if first.pid.is_none() && first.pane_record.is_none() {
         let config = roster::load(root, team)?;
@@ -129,7 +163,7 @@ pub fn shut_down(
                 "not running ({})",
                 first.detail.as_deref().unwrap_or("process gone")
             ));
-        } else if config.require(name)?.may_run_unseen() {
+        } else if may_run_unseen(config.require(name)?) {
             report.outcome = shut_down_unseen(root, team, name, opts, &mut step)?;
             return Ok(report);
         } else {
@@ -139,33 +173,20 @@ pub fn shut_down(
     let target = first.pid.filter(|_| first.alive).map(Target::of);
     let alive = |m: &MemberStatus| m.alive;
     if first.alive && !opts.force {
-        let request_id = ask(root, team, name)?;
-        step(format!("asked to shut down ({request_id})"));
-        let deadline = Instant::now() + opts.timeout;
-        loop {
-            if !alive(&observe()?) {
-                report.outcome = Outcome::Approved;
-                step("agreed and exited".to_owned());
-                break;
-            }
-            if let Some(Err(reason)) = answer(root, team, &request_id) {
-                step(format!("refused: {reason}"));
-                // It goes on working: no longer being shut down.
-                let _ = roster::update_member(root, team, name, |m| {
-                    m.extra.remove(status::SHUTDOWN_STEP)
-                });
-                report.outcome = Outcome::Rejected(reason);
+        match ask_and_wait(root, team, name, opts, look, &mut step)? {
+            Some(rejected @ Outcome::Rejected(_)) => {
+                report.outcome = rejected;
                 return Ok(report);
             }
-            if Instant::now() >= deadline {
-                step(format!("no exit within {} s", opts.timeout.as_secs()));
-                break;
+            Some(outcome) => {
+                gone.set(true);
+                report.outcome = outcome;
             }
-            std::thread::sleep(Duration::from_millis(100));
+            None => {}
         }
     }
     if report.outcome != Outcome::Approved && alive(&observe()?) {
-        let target = target.unwrap_or(Target::Nothing);
+        let target = target.unwrap_or(Target::NOTHING);
         let n = target.signal(Signal::SIGTERM);
         step(format!("SIGTERM to {target} ({n} process(es))"));
         report.outcome = Outcome::Terminated;
@@ -184,12 +205,89 @@ pub fn shut_down(
         // Whatever its Bash tool left behind goes with it.
         target.signal(Signal::SIGKILL);
     }
+    gone.set(true);
     if let Some(tmux) = tmux {
         close_pane(root, team, tmux, name, &mut step)?;
         close_dead_pane(tmux, &observe()?, &mut step);
     }
-    // A teammate that was still starting when the ladder began has a process only now:
-    // give it the moment kill-pane's SIGHUP takes, then insist.
+    let last = wait_until_ended(&observe, tmux, &mut step)?;
+    if last.alive || target.is_some_and(|t| !t.gone()) {
+        return Err(Error::Other(format!(
+            "{name} is still running after SIGKILL (pid {}); check it by hand",
+            last.pid.unwrap_or_default()
+        )));
+    }
+    if last.pane_alive == Some(true) {
+        return Err(Error::Tmux(format!(
+            "{name}'s process has ended but its pane is still open {} s after kill-pane; close it by hand (`swarm attach`)",
+            PANE_GONE_WITHIN.as_secs()
+        )));
+    }
+    if let Some(r) = supervisor::report_exit(root, team, &last, &opts.dirs)? {
+        released(&mut step, &r.released);
+        if let Some(line) = r.worktree {
+            step(line);
+        }
+    }
+    leave(root, team, name, step)?;
+    Ok(report)
+}
+
+/// Asks a running member to shut down and waits up to the timeout: `Approved` when it
+/// exits, `Rejected` when it says no, `None` when it does neither in time. An approval
+/// while its process still runs is only a step shown: the process ending is what counts.
+fn ask_and_wait(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    opts: &LadderOptions,
+    look: &(dyn Fn() -> Result<Look> + Sync),
+    step: &mut dyn FnMut(String),
+) -> Result<Option<Outcome>> {
+    let request_id = ask(root, team, name)?;
+    step(format!("asked to shut down ({request_id})"));
+    let deadline = Instant::now() + opts.timeout;
+    let mut ignored = HashSet::new();
+    let mut agreed = false;
+    loop {
+        let now = look()?;
+        if !now.seen.member(name).is_some_and(|m| m.alive) {
+            step("agreed and exited".to_owned());
+            return Ok(Some(Outcome::Approved));
+        }
+        match verdict(&now.answers, name, &request_id, &mut ignored) {
+            Some(Err(reason)) => {
+                step(format!("refused: {reason}"));
+                // It goes on working: no longer being shut down.
+                let _ = roster::update_member(root, team, name, |m| {
+                    m.extra.remove(status::SHUTDOWN_STEP)
+                });
+                return Ok(Some(Outcome::Rejected(reason)));
+            }
+            Some(Ok(())) if !agreed => {
+                agreed = true;
+                step("agreed; waiting for its process to exit".to_owned());
+            }
+            _ => {}
+        }
+        if Instant::now() >= deadline {
+            step(format!("no exit within {} s", opts.timeout.as_secs()));
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The member once its process and its pane have ended, after its pane was closed. A
+/// teammate that was still starting when the ladder began has a process only now: it is
+/// given the moment kill-pane's SIGHUP takes, then killed. A pane ends a moment after its
+/// process (tmux reaps the process first, and a shell around a client outlives it): that
+/// end is waited for, not sampled once.
+fn wait_until_ended(
+    observe: &dyn Fn() -> Result<MemberStatus>,
+    tmux: Option<&Tmux>,
+    step: &mut dyn FnMut(String),
+) -> Result<MemberStatus> {
     let mut last = observe()?;
     let deadline = Instant::now() + Duration::from_secs(5);
     while last.alive && Instant::now() < deadline {
@@ -205,25 +303,15 @@ pub fn shut_down(
         late.wait_gone(Duration::from_secs(5));
         last = observe()?;
     }
-    if last.alive || target.is_some_and(|t| !t.gone()) {
-        return Err(Error::Other(format!(
-            "{name} is still running after SIGKILL (pid {}); check it by hand",
-            last.pid.unwrap_or_default()
-        )));
-    }
-    if last.pane_alive == Some(true) {
-        return Err(Error::Tmux(format!(
-            "{name}'s pane is still open after kill-pane"
-        )));
-    }
-    if let Some(r) = supervisor::report_exit(root, team, &last, &opts.dirs)? {
-        released(&mut step, &r.released);
-        if let Some(line) = r.worktree {
-            step(line);
+    let deadline = Instant::now() + PANE_GONE_WITHIN;
+    while !last.alive && last.pane_alive == Some(true) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        last = observe()?;
+        if let Some(tmux) = tmux {
+            close_dead_pane(tmux, &last, step);
         }
     }
-    leave(root, team, name, step)?;
-    Ok(report)
+    Ok(last)
 }
 
 /// The last steps for a member that is gone: its worktree settled (usually done by the
@@ -246,9 +334,9 @@ fn released(step: &mut impl FnMut(String), ids: &[String]) {
     }
 }
 
-/// The ladder for a member swarm cannot watch: ask, and take it off
-/// only on its word (a Claude Code teammate approves and exits). Without an answer, or
-/// forced, it stays: nothing here can stop it or tell whether it did.
+/// The ladder for a member swarm cannot watch: ask, and take it off on its word (a Claude
+/// Code teammate approves and exits), or declare it dead when it stays silent past the
+/// timeout. Forced, it stays: swarm has nothing to stop and will not skip the asking.
 fn shut_down_unseen(
     root: &Root,
     team: &TeamName,
@@ -269,8 +357,9 @@ fn shut_down_unseen(
         "asked to shut down ({request_id}); swarm cannot see its process, so only its answer counts"
     ));
     let deadline = Instant::now() + opts.timeout;
+    let mut ignored = HashSet::new();
     loop {
-        match answer(root, team, &request_id) {
+        match answer(root, team, name, &request_id, &mut ignored) {
             Some(Ok(())) => break,
             Some(Err(reason)) => {
                 step(format!("refused: {reason}"));
@@ -280,13 +369,8 @@ fn shut_down_unseen(
                 return Ok(Outcome::Rejected(reason));
             }
             None if Instant::now() >= deadline => {
-                let _ = roster::update_member(root, team, name, |m| {
-                    m.extra.remove(status::SHUTDOWN_STEP)
-                });
-                return Err(unseen(&format!(
-                    ", and it did not answer the shutdown request within {} s",
-                    opts.timeout.as_secs()
-                )));
+                declare_dead(root, team, name, opts, &mut step)?;
+                return Ok(Outcome::DeclaredDead);
             }
             None => std::thread::sleep(Duration::from_millis(100)),
         }
@@ -294,6 +378,40 @@ fn shut_down_unseen(
     step("agreed to shut down".to_owned());
     leave(root, team, name, &mut step)?;
     Ok(Outcome::Approved)
+}
+
+/// A member swarm cannot see that stayed silent past the timeout: reported dead (its
+/// tasks return to pending, the lead is told) and taken off the roster.
+fn declare_dead(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    opts: &LadderOptions,
+    step: &mut impl FnMut(String),
+) -> Result<()> {
+    let why = format!(
+        "it did not answer the shutdown request within {} s",
+        opts.timeout.as_secs()
+    );
+    step(format!(
+        "{why}: declared dead (if it still runs somewhere, stop it there)"
+    ));
+    let seen = status::observe(root, team, None)?;
+    if let Some(mut m) = seen.member(name).cloned() {
+        m.state = "dead".to_owned();
+        m.detail = Some(why);
+        if let Some(r) = supervisor::report_exit(root, team, &m, &opts.dirs)? {
+            released(step, &r.released);
+        }
+    }
+    leave(root, team, name, step)
+}
+
+/// Whether `m` may run where swarm cannot see it ([`roster::Member::may_run_unseen`]); never
+/// one of swarm's own teammates, each of which records its process as it starts: one that
+/// recorded none never ran, or died before it registered.
+fn may_run_unseen(m: &roster::Member) -> bool {
+    m.engine.as_deref() != Some("swarm") && m.may_run_unseen()
 }
 
 /// Sends `name` a `shutdown_request` from the lead; returns its id.
@@ -352,8 +470,17 @@ fn close_dead_pane(tmux: &Tmux, m: &MemberStatus, step: &mut dyn FnMut(String)) 
 /// What the ladder signals: the teammate's whole session when it leads one (as every pane
 /// process does), else its process group when it leads that, else the process alone, so
 /// a teammate started some other way never takes its parent's session down with it.
+/// What the ladder signals: the session, group or process of a pid it observed, and that
+/// process's start time then, checked before every signal so that a pid reused since is
+/// never hit.
 #[derive(Debug, Clone, Copy)]
-enum Target {
+struct Target {
+    scope: Scope,
+    started: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Scope {
     Session(i32),
     Group(i32),
     Process(i32),
@@ -361,30 +488,58 @@ enum Target {
 }
 
 impl Target {
+    const NOTHING: Target = Target {
+        scope: Scope::Nothing,
+        started: None,
+    };
+
     fn of(pid: i32) -> Target {
-        if process::session_of(pid) == Some(pid) {
-            Target::Session(pid)
+        let Some(started) = process::start_ticks(pid) else {
+            // Gone already: whatever runs under that pid later is someone else.
+            return Target::NOTHING;
+        };
+        let scope = if process::session_of(pid) == Some(pid) {
+            Scope::Session(pid)
         } else if process::pgid_of(pid) == Some(pid) {
-            Target::Group(pid)
+            Scope::Group(pid)
         } else {
-            Target::Process(pid)
+            Scope::Process(pid)
+        };
+        Target {
+            scope,
+            started: Some(started),
+        }
+    }
+
+    /// Whether the pid now names another process than the one observed. A session or
+    /// group whose leader is gone keeps its id while any member lives (the kernel does not
+    /// reuse it), so its members are still reached.
+    fn reused(self) -> bool {
+        match self.scope {
+            Scope::Session(pid) | Scope::Group(pid) | Scope::Process(pid) => {
+                process::start_ticks(pid).is_some_and(|now| Some(now) != self.started)
+            }
+            Scope::Nothing => false,
         }
     }
 
     fn signal(self, signal: Signal) -> usize {
-        match self {
-            Target::Session(sid) => process::signal_session(sid, signal),
-            Target::Group(pgid) => usize::from(process::signal_group(pgid, signal)),
-            Target::Process(pid) => usize::from(process::signal(pid, signal)),
-            Target::Nothing => 0,
+        if self.reused() {
+            return 0;
+        }
+        match self.scope {
+            Scope::Session(sid) => process::signal_session(sid, signal),
+            Scope::Group(pgid) => usize::from(process::signal_group(pgid, signal)),
+            Scope::Process(pid) => usize::from(process::signal(pid, signal)),
+            Scope::Nothing => 0,
         }
     }
 
     fn gone(self) -> bool {
-        match self {
-            Target::Session(sid) => process::session_members(sid).is_empty(),
-            Target::Group(pid) | Target::Process(pid) => !process::is_alive(pid),
-            Target::Nothing => true,
+        match self.scope {
+            Scope::Session(sid) => self.reused() || process::session_members(sid).is_empty(),
+            Scope::Group(pid) | Scope::Process(pid) => self.reused() || !process::is_alive(pid),
+            Scope::Nothing => true,
         }
     }
 
@@ -404,27 +559,179 @@ impl Target {
 
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Target::Session(s) => write!(f, "session {s}"),
-            Target::Group(g) => write!(f, "process group {g}"),
-            Target::Process(p) => write!(f, "pid {p}"),
-            Target::Nothing => f.write_str("nothing"),
+        match self.scope {
+            Scope::Session(s) => write!(f, "session {s}"),
+            Scope::Group(g) => write!(f, "process group {g}"),
+            Scope::Process(p) => write!(f, "pid {p}"),
+            Scope::Nothing => f.write_str("nothing"),
         }
     }
 }
 
-/// The answer to `request_id`, if one arrived: approved, or rejected with a reason.
-fn answer(root: &Root, team: &TeamName, request_id: &str) -> Option<Result<(), String>> {
-    mailbox::read_all(root, team, &AgentName::lead())
-        .ok()?
-        .into_iter()
-        .find_map(|d| match d.envelope.protocol() {
-            Some(Protocol::ShutdownApproved(a)) if a.request_id == request_id => Some(Ok(())),
-            Some(Protocol::ShutdownRejected(r)) if r.request_id == request_id => {
-                Some(Err(r.reason))
-            }
-            _ => None,
+/// The answer `name` gave to `request_id`, if one arrived (see [`verdict`]).
+fn answer(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    request_id: &str,
+    ignored: &mut HashSet<String>,
+) -> Option<Result<(), String>> {
+    verdict(&answers(root, team), name, request_id, ignored)
+}
+
+/// One answer to a shutdown request in the lead's inbox.
+#[derive(Debug, Clone)]
+struct Answer {
+    key: String,
+    from: String,
+    request_id: String,
+    /// Its sender names itself as the envelope does.
+    signed: bool,
+    kind: &'static str,
+    verdict: Result<(), String>,
+}
+
+/// Every answer to a shutdown request in the lead's inbox.
+fn answers(root: &Root, team: &TeamName) -> Vec<Answer> {
+    let Ok(mail) = mailbox::read_all(root, team, &AgentName::lead()) else {
+        return Vec::new();
+    };
+    mail.into_iter()
+        .filter_map(|d| {
+            let e = d.envelope;
+            let p = e.protocol()?;
+            let (request_id, verdict) = match &p {
+                Protocol::ShutdownApproved(a) => (a.request_id.clone(), Ok(())),
+                Protocol::ShutdownRejected(r) => (r.request_id.clone(), Err(r.reason.clone())),
+                _ => return None,
+            };
+            Some(Answer {
+                key: d.key,
+                signed: p.signed_by(&e.from),
+                kind: p.kind(),
+                from: e.from,
+                request_id,
+                verdict,
+            })
         })
+        .collect()
+}
+
+/// The answer `name` gave to `request_id`, if one arrived: approved, or rejected with a
+/// reason. An answer from anyone else is not `name`'s to give: it is ignored, and logged
+/// once (its key goes into `ignored`).
+fn verdict(
+    answers: &[Answer],
+    name: &str,
+    request_id: &str,
+    ignored: &mut HashSet<String>,
+) -> Option<Result<(), String>> {
+    for a in answers.iter().filter(|a| a.request_id == request_id) {
+        if a.from == name && a.signed {
+            return Some(a.verdict.clone());
+        }
+        if ignored.insert(a.key.clone()) {
+            tracing::warn!(
+                "ignoring a {} from {} for {request_id}: that request was sent to {name}",
+                a.kind,
+                a.from
+            );
+        }
+    }
+    None
+}
+
+/// What a ladder looks at: the team, then the answers to shutdown requests in the lead's
+/// inbox.
+#[derive(Clone)]
+struct Look {
+    seen: status::TeamStatus,
+    answers: Vec<Answer>,
+}
+
+impl Look {
+    fn take(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Look> {
+        let seen = status::observe(root, team, tmux)?;
+        Ok(Look {
+            seen,
+            answers: answers(root, team),
+        })
+    }
+}
+
+/// Looks at the team shared by the ladders of one [`shut_down_all`]: each ladder gets a
+/// look taken after it asked, one look serves every ladder waiting, and looks start at
+/// most every [`LOOK_EVERY`]. Sixty-four ladders polling ten times a second would
+/// otherwise look at a team of 64 (a tmux query, its state files, the lead's inbox) 640
+/// times a second, and the shutdown would wait on its own looking.
+struct SharedLooks<T, F> {
+    take: F,
+    state: Mutex<Looking<T>>,
+    ready: Condvar,
+}
+
+/// Looks started and finished so far, the latest, and whether one is being taken.
+struct Looking<T> {
+    started: u64,
+    finished: u64,
+    latest: Option<Result<T>>,
+    busy: bool,
+    last_start: Option<Instant>,
+}
+
+/// The least time between two shared looks: how often one ladder polls anyway.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+impl<T: Clone, F: Fn() -> Result<T>> SharedLooks<T, F> {
+    fn new(take: F) -> Self {
+        SharedLooks {
+            take,
+            state: Mutex::new(Looking {
+                started: 0,
+                finished: 0,
+                latest: None,
+                busy: false,
+                last_start: None,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// A look taken after this call began.
+    fn fresh(&self) -> Result<T> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let wanted = st.started + 1;
+        loop {
+            if st.finished >= wanted {
+                return match st.latest.as_ref().expect("a finished look") {
+                    Ok(look) => Ok(look.clone()),
+                    Err(e) => Err(e.copy()),
+                };
+            }
+            if st.busy {
+                st = self.ready.wait(st).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            // This caller takes the next look, for everyone waiting.
+            st.busy = true;
+            let wait = st
+                .last_start
+                .map_or(Duration::ZERO, |t| LOOK_EVERY.saturating_sub(t.elapsed()));
+            drop(st);
+            std::thread::sleep(wait);
+            let mut st2 = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st2.started += 1;
+            st2.last_start = Some(Instant::now());
+            let number = st2.started;
+            drop(st2);
+            let look = (self.take)();
+            st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.latest = Some(look);
+            st.finished = number;
+            st.busy = false;
+            self.ready.notify_all();
+        }
+    }
 }
 
 /// Runs the ladder on every teammate of `team` that is alive, telling `say` what it does.
@@ -463,7 +770,8 @@ pub fn stop_team(
     })
 }
 
-/// Runs the ladder for several teammates at once; each result in input order.
+/// Runs the ladder for several teammates at once; each result in input order. The ladders
+/// share their looks at the team (see [`SharedLooks`]).
 pub fn shut_down_all(
     root: &Root,
     team: &TeamName,
@@ -472,10 +780,13 @@ pub fn shut_down_all(
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Vec<Result<Report>> {
+    let looks = SharedLooks::new(|| Look::take(root, team, tmux));
+    let look = || looks.fresh();
+    let look = &look;
     std::thread::scope(|s| {
         let handles: Vec<_> = names
             .iter()
-            .map(|n| s.spawn(move || shut_down(root, team, tmux, n, opts, progress)))
+            .map(|n| s.spawn(move || shut_down_looking(root, team, tmux, n, opts, progress, look)))
             .collect();
         handles
             .into_iter()
@@ -485,4 +796,62 @@ pub fn shut_down_all(
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A pid whose process is not the one observed (its start time differs, as after the
+    /// pid was reused) is neither signalled nor waited for.
+    #[test]
+    fn a_reused_pid_is_never_signalled() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let observed = Target::of(pid);
+        assert!(matches!(observed.scope, Scope::Process(p) if p == pid));
+        let reused = Target {
+            started: observed.started.map(|t| t + 1),
+            ..observed
+        };
+        assert_eq!(reused.signal(Signal::SIGKILL), 0);
+        assert!(reused.gone());
+        assert_eq!(child.try_wait().unwrap(), None, "the other process was hit");
+        assert_eq!(observed.signal(Signal::SIGKILL), 1);
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn shared_looks_are_fresh_and_shared() {
+        let taken = AtomicUsize::new(0);
+        let looks = SharedLooks::new(|| {
+            taken.fetch_add(1, Ordering::SeqCst);
+            let began = Instant::now();
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(began)
+        });
+        let (threads, polls) = (16, 4);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..polls {
+                        let asked = Instant::now();
+                        // The look it gets began after it asked.
+                        assert!(looks.fresh().unwrap() >= asked);
+                    }
+                });
+            }
+        });
+        let taken = taken.load(Ordering::SeqCst);
+        // About one look per round of asks; far fewer than one per ask in any case.
+        assert!(
+            taken < threads * polls / 2,
+            "{taken} looks for {} asks",
+            threads * polls
+        );
+    }
 }

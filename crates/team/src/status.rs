@@ -8,8 +8,11 @@
 //!
 //! A member swarm did not start (a Claude Code teammate) has no state file: its process is
 //! the first process of the pane its roster entry names, its activity Claude Code's
-//! `isActive`, and one that never began a turn has its pane read for a first-run dialog
-//! (see [`crate::dialogs`]).
+//! `isActive`, and its pane is read for a first-run dialog (see [`crate::dialogs`]).
+//!
+//! "Its pane is gone, so it ended" is concluded only for a pane known to be on the team's
+//! own tmux server (swarm made it there, or saw it there); a member whose pane is not on
+//! that server may run on another one, or another host, and is `unseen`, never `dead`.
 
 use std::collections::HashMap;
 
@@ -48,7 +51,8 @@ pub struct MemberStatus {
     /// The pane exists and its process has not exited; `None` when tmux could not be asked.
     pub pane_alive: Option<bool>,
     /// starting, idle, working, awaiting-approval, shutting-down, exited, dead, not-started,
-    /// or blocked (a Claude Code teammate at a first-run dialog, named in `detail`).
+    /// blocked (a Claude Code teammate at a first-run dialog, named in `detail`), or
+    /// unseen (one that joined by itself, whose pane is not on the team's tmux server).
     pub state: String,
     /// Why a member is dead or exited, or what it waits for.
     pub detail: Option<String>,
@@ -195,9 +199,8 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
                 .map(|a| root.transcript_path(team, &a))
                 .filter(|p| p.is_file());
             st.last_error = last_error(root, team, &st);
-            if let Some(d) = tmux.and_then(|t| blocking_dialog(t, m, &st)) {
-                st.state = "blocked".to_owned();
-                st.detail = Some(d.describe());
+            if let Some(t) = tmux {
+                read_claude_pane(t, m, &mut st);
             }
             st
         })
@@ -276,16 +279,7 @@ fn member_status(
                 .or_else(|| s.detail.clone()),
         )
     } else if pid.is_none() {
-        match pane.as_ref() {
-            Some(p) if !p.dead => ("starting".to_owned(), None),
-            Some(p) => ("dead".to_owned(), Some(pane_death(p))),
-            // Its pane was made before the roster named it: a pane that is not there
-            // any more on a server that answers closed with its process.
-            None if tmux_known && m.name != LEAD && joined_itself(m) => {
-                ("dead".to_owned(), Some("its pane was closed".to_owned()))
-            }
-            None => ("not-started".to_owned(), None),
-        }
+        without_a_process(m, pane.as_ref(), tmux_known)
     } else {
         let why = match (&pane, tmux_known) {
             (_, false) => "process gone; tmux server unreachable".to_owned(),
@@ -351,6 +345,38 @@ fn member_status(
     }
 }
 
+/// The state of a member that has no process swarm knows of, by its pane.
+fn without_a_process(
+    m: &Member,
+    pane: Option<&PaneRecord>,
+    tmux_known: bool,
+) -> (String, Option<String>) {
+    match pane {
+        Some(p) if !p.dead => ("starting".to_owned(), None),
+        Some(p) => ("dead".to_owned(), Some(pane_death(p))),
+        // swarm made its pane on this server, or saw it here: gone from a server that
+        // answers, it ended, and before it registered when it left no pid.
+        None if tmux_known && m.name != LEAD && pane_known_here(m) => (
+            "dead".to_owned(),
+            Some(format!(
+                "its pane {} was closed before it registered",
+                m.tmux_pane_id
+            )),
+        ),
+        // It joined by itself, in a pane of some tmux server (another, or another host's):
+        // not seeing it here says nothing about whether it runs.
+        None if m.name != LEAD && joined_itself(m) => (
+            "unseen".to_owned(),
+            Some(format!(
+                "its pane {} is not on the team's tmux server{}; swarm cannot see whether it runs",
+                m.tmux_pane_id,
+                if tmux_known { "" } else { " (no server)" }
+            )),
+        ),
+        None => ("not-started".to_owned(), None),
+    }
+}
+
 /// A dead member's last error, in its own words when its log has them.
 fn last_error(root: &Root, team: &TeamName, m: &MemberStatus) -> Option<String> {
     if m.state != "dead" {
@@ -378,26 +404,89 @@ pub fn watched_pane(m: &Member) -> Option<&str> {
     })
 }
 
-/// The first-run dialog a Claude Code teammate that never began a turn waits at, read
-/// from its pane once it had time to begin one.
-fn blocking_dialog(tmux: &Tmux, m: &Member, st: &MemberStatus) -> Option<dialogs::Dialog> {
+/// What a Claude Code member's pane says: a first-run dialog it waits at (at any time of
+/// its run: `blocked`), or for one whose process exited, its last lines and the fix of the
+/// dialog it stopped at. Read at most every [`SCREEN_TTL`] per pane.
+fn read_claude_pane(tmux: &Tmux, m: &Member, st: &mut MemberStatus) {
     let claude = m.engine.as_deref() == Some("claude") || watched_pane(m).is_some();
-    let pane = st.pane_record.as_ref()?;
-    if !claude
-        || !st.alive
-        || st.state_file.is_some()
-        || m.is_active.is_some()
-        || swarm_util::clock::now_ms() - m.joined_at < dialogs::BOUND_MS
-    {
-        return None;
+    let Some(pane) = st
+        .pane_record
+        .as_ref()
+        .filter(|_| claude && st.state_file.is_none())
+    else {
+        return;
+    };
+    if st.alive && !pane.dead {
+        if let Some(d) = screen(tmux, pane).and_then(|s| dialogs::recognise(&s)) {
+            st.state = "blocked".to_owned();
+            st.detail = Some(d.describe());
+        }
+    } else if pane.dead && st.state == "dead" {
+        let Some(text) = screen(tmux, pane) else {
+            return;
+        };
+        if let Some(d) = dialogs::recognise(&text) {
+            let exit = st.detail.take().unwrap_or_else(|| pane_death(pane));
+            st.detail = Some(format!("{exit} · {}", d.describe_exit()));
+        }
+        st.last_error = dialogs::last_lines(&text, 4).or(st.last_error.take());
     }
-    dialogs::recognise(&tmux.capture_pane(pane.pane, None).ok()?)
+}
+
+/// How long a pane's screen, once read, stands for it: a long-lived watcher (the lead's
+/// reconcile, twice a second) reads each Claude Code pane at most this often.
+const SCREEN_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The visible text of `pane`, read at most every [`SCREEN_TTL`] (and again once it died).
+fn screen(tmux: &Tmux, pane: &PaneRecord) -> Option<String> {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    type Screens = HashMap<String, (Instant, Option<String>)>;
+    static SCREENS: Mutex<Option<Screens>> = Mutex::new(None);
+    let key = format!("{:?} {} {}", tmux.server(), pane.pane, pane.dead);
+    let mut screens = SCREENS.lock().unwrap_or_else(|p| p.into_inner());
+    let screens = screens.get_or_insert_with(HashMap::new);
+    screens.retain(|_, (at, _)| at.elapsed() < SCREEN_TTL);
+    screens
+        .entry(key)
+        // A dead pane's last words may have scrolled just above its screen.
+        .or_insert_with(|| {
+            let start = pane.dead.then_some(-50);
+            (Instant::now(), tmux.capture_pane(pane.pane, start).ok())
+        })
+        .1
+        .clone()
 }
 
 /// A member Claude Code runs, by swarm's record or by the `isActive` only Claude Code
 /// writes before it registers, in a pane the roster names.
 fn joined_itself(m: &Member) -> bool {
     watched_pane(m).is_some() && (m.engine.as_deref() == Some("claude") || m.is_active.is_some())
+}
+
+/// The roster field where swarm records the pane it saw a member that joined by itself
+/// in, on the team's own tmux server: that pane gone from that server means the member
+/// ended, as for a pane swarm made.
+pub const PANE_SEEN: &str = "swarmPaneSeen";
+
+/// Whether the member's pane is known to be on the team's tmux server: swarm made it there
+/// (it started the member: `engine`), or saw it there (`swarmPaneSeen`).
+fn pane_known_here(m: &Member) -> bool {
+    let id = m.tmux_pane_id.as_str();
+    id.len() > 1
+        && id.starts_with('%')
+        && (m.engine.is_some() || m.extra.get(PANE_SEEN).and_then(|v| v.as_str()) == Some(id))
+}
+
+/// Whether `st`'s pane was seen on the team's server but not recorded yet: a pane the
+/// roster names for a member that joined by itself, open, and tagged for nobody else.
+pub fn pane_seen_unrecorded(m: &Member, st: &MemberStatus) -> bool {
+    watched_pane(m).is_some()
+        && !pane_known_here(m)
+        && st
+            .pane_record
+            .as_ref()
+            .is_some_and(|p| !p.dead && p.agent.is_none() && p.pane.to_string() == m.tmux_pane_id)
 }
 
 fn pane_death(p: &PaneRecord) -> String {
@@ -460,7 +549,7 @@ fn state_colour(m: &MemberStatus) -> Option<table::Sgr> {
     }
     Some(match m.state.as_str() {
         "working" | "running" => table::GREEN,
-        "awaiting-approval" | "shutting-down" | "blocked" => table::YELLOW,
+        "awaiting-approval" | "shutting-down" | "blocked" | "unseen" => table::YELLOW,
         "starting" => table::CYAN,
         "dead" => table::BOLD_RED,
         "idle" | "exited" | "not-started" => table::DIM,

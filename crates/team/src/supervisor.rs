@@ -1,6 +1,7 @@
-//! Acting on deaths: when a teammate's process is gone, its open tasks go back to pending,
-//! its pending approval requests expire, the roster stops calling it active, and the lead
-//! is told, with a `teammate_terminated` message naming the tasks released.
+//! Acting on deaths: when a teammate's process is gone, what it left running in its
+//! session (its tool commands) is ended, its open tasks go back to pending, its pending
+//! approval requests expire, the roster stops calling it active, and the lead is told, with
+//! a `teammate_terminated` message naming the tasks released.
 //!
 //! A teammate that worked in its own git worktree has it settled here too: removed when
 //! unchanged, kept (and the lead told where) when not; see [`crate::worktree`].
@@ -10,8 +11,9 @@
 //! lead taking it off), and nobody else would.
 //!
 //! Each pass also records the plan and permission requests in the lead's inbox (a Claude
-//! Code teammate records none itself), so a person can answer them, and tells the lead
-//! once about a teammate stuck at a first-run dialog.
+//! Code teammate records none itself), so a person can answer them, tells the lead once
+//! about a teammate stuck at a first-run dialog, and notes the pane a member that joined by
+//! itself was seen in on the team's server (so that pane's end there is its death).
 //!
 //! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
 //! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
@@ -56,6 +58,7 @@ pub fn reconcile(
         tracing::warn!("failed to record the teammates' requests: {e}");
     }
     tell_blocked(root, team, &seen);
+    record_seen_panes(root, team, &seen);
     let mut reported = report_exits(root, team, &seen, dirs);
     match release_orphans(root, team) {
         Ok(orphans) => reported.extend(orphans),
@@ -68,12 +71,31 @@ pub fn reconcile(
 /// team, so a person can answer a teammate that records nothing itself (Claude Code) as
 /// well as swarm's own (recording again is a no-op). The inbox is only read: whoever
 /// reads the lead's mail still gets the request.
+///
+/// An inbox nobody drains (a team of `swarm spawn` with no lead agent) grows by an idle
+/// notification per teammate turn, and was read in full twice a second: a version of it
+/// read to the end with nothing left to retry is not read again (see [`RECORDED`]).
 pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
-    for d in mailbox::read_all(root, team, &AgentName::lead())? {
+    let lead = AgentName::lead();
+    let path = root.inbox_path(team, &lead);
+    let before = mailbox::version(root, team, &lead);
+    let mut recorded = RECORDED.lock().unwrap_or_else(|p| p.into_inner());
+    if before.is_some() && recorded.get(&path) == before.as_ref() {
+        return Ok(());
+    }
+    recorded.remove(&path);
+    drop(recorded);
+    // Whether every request in this version is settled: recorded, or never to be.
+    let mut complete = true;
+    for d in mailbox::read_all(root, team, &lead)? {
         let Some(p) = d.envelope.protocol() else {
             continue;
         };
-        if !p.signed_by(&d.envelope.from) || seen.member(&d.envelope.from).is_none() {
+        if !p.signed_by(&d.envelope.from) {
+            continue;
+        }
+        if seen.member(&d.envelope.from).is_none() {
+            complete = false;
             continue;
         }
         let record = match &p {
@@ -94,11 +116,64 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
         }
         // One bad request (an id that names no file) must not hide the others.
         if let Err(e) = approvals::record(root, team, &record) {
+            complete = false;
             tracing::warn!("failed to record {}: {e}", record.request_id);
         }
     }
+    if let Some(version) = before
+        && complete
+        && version.settled()
+        && mailbox::version(root, team, &lead) == before
+    {
+        RECORDED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(path, version);
+    }
     Ok(())
 }
+
+/// Records the pane each member that joined by itself was seen in on the team's tmux
+/// server, so that pane's end there later says the member ended (see
+/// [`status::PANE_SEEN`]); until then a pane that is not there says nothing.
+fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
+    let open_untagged = |m: &&MemberStatus| {
+        m.engine == "unknown"
+            && m.pane_record
+                .as_ref()
+                .is_some_and(|p| !p.dead && p.agent.is_none())
+    };
+    if !seen.members.iter().any(|m| open_untagged(&m)) {
+        return;
+    }
+    let Ok(config) = roster::load(root, team) else {
+        return;
+    };
+    for st in seen.members.iter().filter(open_untagged) {
+        let Some(m) = config.member(&st.name) else {
+            continue;
+        };
+        if !status::pane_seen_unrecorded(m, st) {
+            continue;
+        }
+        let recorded = roster::update_member(root, team, &st.name, |member| {
+            let pane = member.tmux_pane_id.clone();
+            member
+                .extra
+                .insert(status::PANE_SEEN.to_owned(), pane.into());
+        });
+        if let Err(e) = recorded {
+            tracing::warn!("failed to record where {} runs: {e}", st.name);
+        }
+    }
+}
+
+/// Per lead inbox (a process may supervise several teams: tests), the settled version that
+/// [`record_requests`] last read to the end with every request in it recorded or never to
+/// be: the same version holds nothing new.
+static RECORDED: std::sync::Mutex<
+    std::collections::BTreeMap<std::path::PathBuf, mailbox::Version>,
+> = std::sync::Mutex::new(std::collections::BTreeMap::new());
 
 /// Tells the lead, once per process, which teammate waits at a first-run dialog and how
 /// to clear it: nothing else would, and the teammate itself cannot.
@@ -211,6 +286,14 @@ pub fn report_exit(
     };
     if !state::claim_exit_report(root, team, &agent, &instance)? {
         return Ok(None);
+    }
+    // Its tool commands die with it, so whoever takes its tasks next never races a
+    // half-run command of its.
+    if let Some(s) = m.state_file.as_ref() {
+        let ended = swarm_util::process::end_leftovers(s.pid, s.start_ticks);
+        if ended > 0 {
+            tracing::info!("ended {ended} process(es) {} left running", m.name);
+        }
     }
     let mut released: Vec<String> = m
         .state_file
@@ -371,5 +454,84 @@ pub fn wait_for_stop_hooks() {
     let handles = std::mem::take(&mut *STOP_HOOKS.lock().unwrap());
     for h in handles {
         let _ = h.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::stat::{UtimensatFlags, utimensat};
+    use nix::sys::time::TimeSpec;
+    use swarm_store::protocol::PlanApprovalRequest;
+    use swarm_store::roster::NewMember;
+
+    fn plan_request(root: &Root, team: &TeamName, n: u32) -> String {
+        let id = format!("plan_approval-{n}@bob@{team}");
+        let request = Protocol::PlanApprovalRequest(PlanApprovalRequest {
+            from: "bob".into(),
+            timestamp: swarm_util::clock::now_iso(),
+            plan_file_path: "/plans/bob.md".into(),
+            plan_content: "1. do it".into(),
+            request_id: id.clone(),
+        });
+        mailbox::deliver(
+            root,
+            team,
+            &AgentName::lead(),
+            Envelope::new("bob", request.to_text()),
+        )
+        .unwrap();
+        id
+    }
+
+    /// Makes the lead's inbox look written a minute ago.
+    fn age_inbox(root: &Root, team: &TeamName) {
+        let path = root.inbox_path(team, &AgentName::lead());
+        let then = TimeSpec::new(swarm_util::clock::now_ms() / 1000 - 60, 0);
+        utimensat(
+            nix::fcntl::AT_FDCWD,
+            &path,
+            &then,
+            &then,
+            UtimensatFlags::NoFollowSymlink,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn an_inbox_read_to_the_end_is_read_again_only_once_it_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        roster::create(&root, &team, None, dir.path()).unwrap();
+        roster::add_member(
+            &root,
+            &team,
+            NewMember {
+                name: AgentName::new("bob").unwrap(),
+                color: None,
+                agent_type: None,
+                model: None,
+                prompt: None,
+                plan_mode_required: false,
+                cwd: dir.path().display().to_string(),
+            },
+        )
+        .unwrap();
+        let first = plan_request(&root, &team, 1);
+        age_inbox(&root, &team);
+        let seen = status::observe(&root, &team, None).unwrap();
+        record_requests(&root, &team, &seen).unwrap();
+        assert!(approvals::get(&root, &team, &first).is_ok(), "recorded");
+        // The same version of the inbox is not read again: a record taken away meanwhile
+        // (only a test would) stays away.
+        std::fs::remove_file(root.approval_path(&team, &first)).unwrap();
+        record_requests(&root, &team, &seen).unwrap();
+        assert!(approvals::get(&root, &team, &first).is_err(), "read again");
+        // A new message is a new version: read in full, both requests recorded.
+        let second = plan_request(&root, &team, 2);
+        record_requests(&root, &team, &seen).unwrap();
+        assert!(approvals::get(&root, &team, &first).is_ok());
+        assert!(approvals::get(&root, &team, &second).is_ok());
     }
 }

@@ -1,5 +1,6 @@
-//! Deleting a team. Refused while teammates run, or while a worktree of the team holds
-//! work that deleting it would lose, unless forced; then the teammates are stopped through
+//! Deleting a team. Refused while teammates run, while a member runs where swarm cannot
+//! see it (another tmux server or host), or while a worktree of the team holds work that
+//! deleting it would lose, unless forced; then the teammates are stopped through
 //! the shutdown ladder, the window is closed, the lead is given time to go with its pane,
 //! the worktrees are removed (saying what a forced delete discarded) and the team's files
 //! go last. A half-made team (a folder without its roster, left by a run that failed while
@@ -77,6 +78,20 @@ pub fn delete(
         return Err(Error::conflict(format!(
             "team '{team}' still has running teammates: {}; shut them down with `swarm shutdown --all`, or pass --force",
             alive.join(", ")
+        )));
+    }
+    // Members on another tmux server or host: deleting the team's files under them would
+    // leave them working for a team that is gone.
+    let unseen: Vec<String> = seen
+        .members
+        .iter()
+        .filter(|m| m.state == "unseen")
+        .map(|m| format!("{} (pane {})", m.name, m.pane.as_deref().unwrap_or("?")))
+        .collect();
+    if !unseen.is_empty() && !force {
+        return Err(Error::conflict(format!(
+            "team '{team}' has member(s) swarm cannot see, on another tmux server or host: {}; stop them where they run (`swarm shutdown NAME` asks them), or pass --force",
+            unseen.join(", ")
         )));
     }
     if !force {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
-use crate::launch::{Launcher, SpawnRequest};
+use crate::launch::{Launcher, SpawnRequest, Spawned};
 use crate::task_events::{self, Created};
 use swarm_agent::tools::{ToolContext, ToolOutcome, ToolSet, required_str, value_str};
 use swarm_config::hooks::Runner as HookRunner;
@@ -85,10 +85,32 @@ impl ToolSet for TeamTools {
             ToolName::TaskGet => self.task_get(input),
             ToolName::TaskList => self.task_list(),
             ToolName::TaskUpdate => self.task_update(input, ctx),
-            ToolName::Agent => self.spawn_teammate(input, ctx),
+            ToolName::Agent => self
+                .spawn_teammates(std::slice::from_ref(&input), ctx)
+                .pop()
+                .expect("one outcome per call"),
             ToolName::TeamStatus => self.team_status(),
             ToolName::MergeQueue => crate::merge_tool::run(&self.root, &self.team, &input),
             other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
+        }
+    }
+
+    fn runs_together(&self, tool: ToolName) -> bool {
+        tool == ToolName::Agent
+    }
+
+    fn run_together(
+        &self,
+        tool: ToolName,
+        inputs: Vec<Value>,
+        ctx: &ToolContext,
+    ) -> Vec<ToolOutcome> {
+        match tool {
+            ToolName::Agent => self.spawn_teammates(&inputs, ctx),
+            other => inputs
+                .into_iter()
+                .map(|input| self.run(other, input, ctx))
+                .collect(),
         }
     }
 
@@ -629,71 +651,59 @@ impl TeamTools {
         run().unwrap_or_else(|e| e)
     }
 
-    /// The lead's Agent tool: starts a teammate in its own pane.
-    fn spawn_teammate(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
-        let run = || -> Result<ToolOutcome, ToolOutcome> {
-            let powers = self.lead.as_ref().ok_or_else(|| {
-                ToolOutcome::err("only the team lead can spawn teammates (the roster is flat)")
-            })?;
-            let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
-            let name = AgentName::new(required_str(&input, "name")?).map_err(err)?;
-            let prompt = required_str(&input, "prompt")?.to_owned();
-            let config = roster::load(&self.root, &self.team).map_err(err)?;
-            let current = config.teammates().count();
-            if current >= powers.max_teammates {
-                return Err(ToolOutcome::err(format!(
-                    "the team already has {current} teammate(s), the most this run allows; give more tasks to the ones you have"
-                )));
-            }
-            let mode = input.get("mode").and_then(Value::as_str);
-            let plan = mode == Some("plan");
-            let permission_mode = match mode {
-                Some(m) if !plan => Some(m.parse().map_err(err)?),
-                _ => None,
-            };
-            let req = SpawnRequest {
-                name,
-                prompt: Some(prompt),
-                agent_type: input
-                    .get("subagent_type")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                model: input
-                    .get("model")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                permission_mode,
-                plan_mode_required: plan,
-                cwd: ctx.cwd.clone(),
-                color: None,
-                isolation: input
-                    .get("isolation")
-                    .and_then(Value::as_str)
-                    .map(str::parse)
-                    .transpose()
-                    .map_err(err)?,
-                engine: input
-                    .get("engine")
-                    .and_then(Value::as_str)
-                    .map(str::parse)
-                    .transpose()
-                    .map_err(err)?,
-                // Per-agent budgets are the person's to give (`swarm spawn`); the lead's
-                // teammates keep to the team's.
-                budget: Default::default(),
-            };
-            let spawned = powers.launcher.spawn(&req).map_err(err)?;
-            let worktree = spawned
-                .worktree
-                .as_ref()
-                .map(|w| format!("\nworktree: {} (branch {})", w.path.display(), w.branch))
-                .unwrap_or_default();
-            Ok(ToolOutcome::ok(format!(
-                "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}{worktree}\nThe agent is now running and will receive instructions via mailbox.",
-                spawned.name, self.team, spawned.name, self.team, spawned.pane
-            )))
+    /// The lead's Agent tool: starts teammates, each in its own pane; the calls of one turn
+    /// together (see [`Launcher::spawn_many`]). One outcome per call, in order.
+    fn spawn_teammates(&self, inputs: &[Value], ctx: &ToolContext) -> Vec<ToolOutcome> {
+        let Some(powers) = self.lead.as_ref() else {
+            let refused =
+                || ToolOutcome::err("only the team lead can spawn teammates (the roster is flat)");
+            return inputs.iter().map(|_| refused()).collect();
         };
-        run().unwrap_or_else(|e| e)
+        let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
+        let current = match roster::load(&self.root, &self.team) {
+            Ok(config) => config.teammates().count(),
+            Err(e) => return inputs.iter().map(|_| err(e.copy())).collect(),
+        };
+        // The team's limit counts the calls before each one.
+        let mut room = powers.max_teammates.saturating_sub(current);
+        let mut outcomes: Vec<Option<ToolOutcome>> = Vec::with_capacity(inputs.len());
+        let mut reqs = Vec::new();
+        for input in inputs {
+            match agent_request(input, ctx) {
+                Err(refused) => outcomes.push(Some(refused)),
+                Ok(_) if room == 0 => outcomes.push(Some(ToolOutcome::err(format!(
+                    "the team already has {} teammate(s), the most this run allows; give more tasks to the ones you have",
+                    current + reqs.len()
+                )))),
+                Ok(req) => {
+                    room -= 1;
+                    reqs.push(req);
+                    outcomes.push(None);
+                }
+            }
+        }
+        let mut spawned = powers.launcher.spawn_many(&reqs).into_iter();
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| match spawned.next().expect("one result per request") {
+                    Ok(s) => self.spawned_outcome(&s),
+                    Err(e) => err(e),
+                })
+            })
+            .collect()
+    }
+
+    fn spawned_outcome(&self, spawned: &Spawned) -> ToolOutcome {
+        let worktree = spawned
+            .worktree
+            .as_ref()
+            .map(|w| format!("\nworktree: {} (branch {})", w.path.display(), w.branch))
+            .unwrap_or_default();
+        ToolOutcome::ok(format!(
+            "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}{worktree}\nThe agent is now running and will receive instructions via mailbox.",
+            spawned.name, self.team, spawned.name, self.team, spawned.pane
+        ))
     }
 
     /// The lead's TeamStatus tool.
@@ -710,6 +720,35 @@ impl TeamTools {
         };
         run().unwrap_or_else(|e| e)
     }
+}
+
+/// The teammate an Agent call asks for, or why the call is refused.
+fn agent_request(input: &Value, ctx: &ToolContext) -> Result<SpawnRequest, ToolOutcome> {
+    let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
+    let name = AgentName::new(required_str(input, "name")?).map_err(err)?;
+    let prompt = required_str(input, "prompt")?.to_owned();
+    let mode = input.get("mode").and_then(Value::as_str);
+    let plan = mode == Some("plan");
+    let permission_mode = match mode {
+        Some(m) if !plan => Some(m.parse().map_err(err)?),
+        _ => None,
+    };
+    let text = |k: &str| input.get(k).and_then(Value::as_str);
+    Ok(SpawnRequest {
+        name,
+        prompt: Some(prompt),
+        agent_type: text("subagent_type").map(str::to_owned),
+        model: text("model").map(str::to_owned),
+        permission_mode,
+        plan_mode_required: plan,
+        cwd: ctx.cwd.clone(),
+        color: None,
+        isolation: text("isolation").map(str::parse).transpose().map_err(err)?,
+        engine: text("engine").map(str::parse).transpose().map_err(err)?,
+        // Per-agent budgets are the person's to give (`swarm spawn`); the lead's
+        // teammates keep to the team's.
+        budget: Default::default(),
+    })
 }
 
 /// For a teammate completing `task` in its worktree: the commit its branch is at, which

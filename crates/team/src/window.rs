@@ -522,9 +522,7 @@ impl TeamWindow {
         match self.tmux.attach(&target.pane, inside_tmux) {
             // Inside another server's pane this server has no client to switch: show it
             // on the terminal instead.
-            Err(TmuxError::Failed { stderr, .. })
-                if inside_tmux && stderr.contains("no current client") =>
-            {
+            Err(e) if inside_tmux && e.is_no_client() => {
                 Ok(self.tmux.attach(&target.pane, false)?)
             }
             r => Ok(r?),

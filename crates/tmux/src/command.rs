@@ -229,7 +229,7 @@ impl TmuxCommand {
     }
 
     /// Starts a detached session running `s.spec`, printing the new session, window and
-    /// pane ids (see [`new_pane_format`]).
+    /// pane ids (see `new_pane_format`).
     pub fn new_session(s: &NewSession<'_>) -> Result<Self, TmuxError> {
         s.spec.validate()?;
         let mut cmd = TmuxCommand::new("new-session")
@@ -253,7 +253,7 @@ impl TmuxCommand {
     }
 
     /// Opens a window at the next free index of `session` running `spec`, without switching
-    /// to it, printing the new ids (see [`new_pane_format`]).
+    /// to it, printing the new ids (see `new_pane_format`).
     pub fn new_window(
         session: SessionId,
         name: Option<&str>,
@@ -273,7 +273,7 @@ impl TmuxCommand {
     }
 
     /// Splits `target` (always `-d`: focus stays where it was) with a pane running `spec`,
-    /// printing the new ids (see [`new_pane_format`]). The new pane comes after the target
+    /// printing the new ids (see `new_pane_format`). The new pane comes after the target
     /// in the window's pane order.
     pub fn split_window(
         target: PaneId,

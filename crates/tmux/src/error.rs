@@ -75,6 +75,12 @@ impl TmuxError {
         matches!(self, TmuxError::NoServer { .. } | TmuxError::NotInstalled)
     }
 
+    /// `switch-client` (or another command that needs one) found no client of the server
+    /// to act on: nobody is attached to it, as in a session a script started.
+    pub fn is_no_client(&self) -> bool {
+        matches!(self, TmuxError::Failed { stderr, .. } if stderr.contains("no current client"))
+    }
+
     pub fn is_target_gone(&self) -> bool {
         matches!(self, TmuxError::TargetGone { .. })
     }

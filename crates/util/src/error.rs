@@ -121,6 +121,35 @@ impl Error {
         }
     }
 
+    /// The same failure for another caller that shared it (one write failing several
+    /// requests): the same message and exit code.
+    pub fn copy(&self) -> Error {
+        match self {
+            Error::Usage(m) => Error::Usage(m.clone()),
+            Error::InvalidName { kind, name, rule } => Error::InvalidName {
+                kind,
+                name: name.clone(),
+                rule: rule.clone(),
+            },
+            Error::NotFound(m) => Error::NotFound(m.clone()),
+            Error::Conflict(m) => Error::Conflict(m.clone()),
+            Error::LockTimeout { path, waited } => Error::LockTimeout {
+                path: path.clone(),
+                waited: *waited,
+            },
+            Error::SendInDoubt { path, waited } => Error::SendInDoubt {
+                path: path.clone(),
+                waited: *waited,
+            },
+            Error::Tmux(m) => Error::Tmux(m.clone()),
+            Error::Model(m) => Error::Model(m.clone()),
+            Error::CheckFailed(m) => Error::CheckFailed(m.clone()),
+            Error::Budget(m) => Error::Budget(m.clone()),
+            Error::Interrupted => Error::Interrupted,
+            other => Error::Other(other.to_string()),
+        }
+    }
+
     /// An I/O error with the action ("read", "create", ...) and the path it concerned.
     pub fn io(action: &'static str, path: impl AsRef<Path>, source: io::Error) -> Error {
         Error::Io {

@@ -1,12 +1,14 @@
 //! The bottom layer: what every other layer needs and nothing swarm-specific. The one
-//! error type and its exit codes, the environment read once, replacing a file atomically,
+//! error type and its exit codes, the environment read once, reads with a size limit, replacing a file atomically,
 //! cross-process locks, JSON as JavaScript writes it, the clock, facts about processes,
+//! blocking work done for many items at once,
 //! watching directories, refusing symlinks under the root, others' text made safe for a
 //! terminal, text tables in colour, and named fault points for tests.
 //!
 //! Uses nothing else of swarm's.
 
 pub mod atomic;
+pub mod bounded;
 pub mod clock;
 pub mod environment;
 pub mod error;
@@ -16,6 +18,7 @@ pub mod life_lock;
 pub mod lock;
 mod lock_record;
 pub mod no_symlinks;
+pub mod parallel;
 pub mod process;
 pub mod table;
 pub mod text;

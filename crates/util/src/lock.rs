@@ -274,16 +274,26 @@ fn flock_sidecar(anchor: &Path, deadline: Option<Instant>) -> Result<Option<File
 const POLL_FIRST: Duration = Duration::from_millis(5);
 
 fn open_sidecar(path: &Path) -> Result<File> {
-    // Never through a symlink: the record is written into the sidecar.
-    no_symlinks::open(
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false),
-        "open lock file",
-        path,
-    )
+    // Never through a symlink: the record is written into the sidecar. Opened as it is
+    // first: an open that may create takes its directory's lock, which every agent of a
+    // big team wants at once; the sidecar exists but for the first lock of a file.
+    let open = |create: bool| {
+        no_symlinks::open(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(create)
+                .truncate(false),
+            "open lock file",
+            path,
+        )
+    };
+    match open(false) {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            open(true)
+        }
+        r => r,
+    }
 }
 
 /// The locked file, if it is still the file the path names (the sidecar is never

@@ -1,4 +1,5 @@
-//! Facts about other processes: is a pid alive, signal it or its group.
+//! Facts about other processes: is a pid alive, signal it, its group or its session, and
+//! end what a dead one left running.
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
@@ -24,6 +25,28 @@ fn is_zombie(pid: i32) -> bool {
                 .map(|(_, rest)| rest.trim_start().starts_with('Z'))
         })
         .unwrap_or(false)
+}
+
+/// True if `pid` is alive and, when `start` is given, is the process that started then
+/// (see [`start_ticks`]): a reused pid is not it. One read of `/proc/<pid>/stat`, for a
+/// supervisor asking about a whole team twice a second.
+pub fn is_alive_since(pid: i32, start: Option<u64>) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        // Gone, or hidden from us (`hidepid`): then only a signal can tell, not when.
+        return start.is_none() && is_alive(pid);
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let state = fields.next().unwrap_or("Z");
+    if state.starts_with('Z') || state.starts_with('X') {
+        return false;
+    }
+    start.is_none_or(|want| fields.nth(18).and_then(|t| t.parse().ok()) == Some(want))
 }
 
 /// Sends `signal` to the process group `pgid`; false if there is no such group.
@@ -79,4 +102,60 @@ pub fn signal_session(sid: i32, signal: Signal) -> usize {
         .into_iter()
         .filter(|&pid| self::signal(pid, signal))
         .count()
+}
+
+/// Ends what a dead process left running in the session it led (a pane's process leads
+/// one): the commands it started, each in a process group of its own. `pid` and
+/// `start_ticks` name the dead process, as its state file recorded them. Nothing is done
+/// while it is alive, when its start time is unknown, or when another process now has its
+/// pid (the kernel hands out a session's id again only once nothing is left in it, so then
+/// the session is someone else's). Returns how many processes were killed.
+pub fn end_leftovers(pid: i32, start_ticks: Option<u64>) -> usize {
+    let Some(started) = start_ticks else {
+        return 0;
+    };
+    if pid <= 1 {
+        return 0;
+    }
+    match self::start_ticks(pid) {
+        // Still there: a zombie of it has left its session to end; anything else is it,
+        // alive, or a new process with its pid.
+        Some(t) if t == started && is_zombie(pid) => {}
+        Some(_) => return 0,
+        None => {}
+    }
+    session_members(pid)
+        .into_iter()
+        .filter(|&p| p != pid && self::start_ticks(p).is_some_and(|t| t >= started))
+        .filter(|&p| signal(p, Signal::SIGKILL))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alive_since_knows_a_process_by_its_start() {
+        let me = std::process::id() as i32;
+        let start = start_ticks(me);
+        assert!(start.is_some());
+        assert!(is_alive_since(me, start));
+        assert!(is_alive_since(me, None));
+        assert!(!is_alive_since(me, start.map(|t| t + 1)), "a reused pid");
+        assert!(!is_alive_since(0, None));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        child.wait().unwrap();
+        assert!(!is_alive_since(pid, None), "reaped");
+        // A zombie is not alive.
+        let zombie = std::process::Command::new("true").spawn().unwrap();
+        let zpid = zombie.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while is_alive(zpid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!is_alive_since(zpid, None));
+        drop(zombie);
+    }
 }

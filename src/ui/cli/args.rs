@@ -1,4 +1,6 @@
 //! The command line: every subcommand and flag, as clap derive types.
+// The doc comments here are clap's help text, where `<team>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 use std::path::PathBuf;
 
@@ -181,7 +183,7 @@ pub struct ModelServerArgs {
     /// Where to listen: a loopback address and port; port 0 picks a free one
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub listen: String,
-    /// Append one JSON line per request (time, agent, latest user text) to this file
+    /// Append one JSON line per request (time, agent, the rule that answered, body size, latest user text) to this file
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// Append one JSON line per request (time, agent, path, the whole request body) to this file
@@ -537,8 +539,10 @@ pub struct TeammateArgs {
 
 #[derive(Debug, Args)]
 pub struct SpawnArgs {
-    /// The teammate's name (unique within the team)
-    pub name: String,
+    /// The teammate's name (unique within the team); several names spawn several
+    /// teammates together, each with the options given
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
     /// First instructions, delivered to its inbox before it starts [default: the agent definition's initialPrompt]
     #[arg(long, conflicts_with = "prompt_file")]
     pub prompt: Option<String>,

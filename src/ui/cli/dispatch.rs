@@ -145,7 +145,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Broadcast(args) => done(message::broadcast(&ctx, args)),
         Command::Inbox(args) => done(message::inbox(&ctx, args)),
         Command::Task(cmd) => task::run(&ctx, cmd),
-        Command::Spawn(args) => done(spawn::run(&ctx, args)),
+        Command::Spawn(args) => spawn::run(&ctx, args),
         Command::Status => done(status::status(&ctx)),
         Command::Shutdown(args) => done(shutdown::run(&ctx, args)),
         Command::Merge(args) => merge::run(&ctx, args),

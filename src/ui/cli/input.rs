@@ -1,12 +1,13 @@
 //! Text a person hands the command line in a file or on stdin: a message, a teammate's
 //! first prompt, a lead's goal, a model script. Every such read goes through [`read_text`],
-//! which stops one byte past its limit, so `--file /dev/zero` or an endless pipe costs a
+//! which stops one byte past its limit (`util::bounded`), so `--file /dev/zero` or an endless pipe costs a
 //! few hundred KiB and a usage error, not the machine's memory, and which refuses text
 //! that is not UTF-8 as the bad input it is (exit 2, as for argv).
 
 use std::io::Read;
 use std::path::Path;
 
+use swarm_util::bounded::{self, Bounded};
 use swarm_util::error::{Error, Result};
 
 /// Where the text comes from.
@@ -35,33 +36,18 @@ pub fn read_text(source: Source<'_>, limit: Limit) -> Result<String> {
             Box::new(std::fs::File::open(path).map_err(|e| Error::io("read", path, e))?),
         ),
     };
-    let mut bytes = Vec::new();
-    reader
-        .take(limit.bytes as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io("read", &name, e))?;
-    if bytes.len() > limit.bytes {
-        return Err(Error::usage(format!(
+    match bounded::read(reader, limit.bytes).map_err(|e| Error::io("read", &name, e))? {
+        Bounded::Text(text) => Ok(text),
+        Bounded::TooBig => Err(Error::usage(format!(
             "{} in {name} is over the {} limit; {}",
             limit.what,
-            size(limit.bytes),
+            bounded::size(limit.bytes),
             limit.fix
-        )));
-    }
-    String::from_utf8(bytes).map_err(|_| {
-        Error::usage(format!(
+        ))),
+        Bounded::NotUtf8 => Err(Error::usage(format!(
             "{} in {name} is not UTF-8 text; convert it to UTF-8 first",
             limit.what
-        ))
-    })
-}
-
-/// `256 KiB`, `16 MiB`, else bytes.
-fn size(bytes: usize) -> String {
-    match bytes {
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} byte"),
+        ))),
     }
 }
 

@@ -33,9 +33,12 @@ pub const SCRIPT_FORMAT: &str = r#"Script format:
           "tool_calls": [{"name": "SendMessage", "input": {"to": "bob", "request_id": "{{rid}}"}}]
         }
       },
-      {"name": "busy once", "times": 1, "fault": {"status": 529, "retry_after": "1"}}
+      {"name": "busy once", "times": 1, "fault": {"status": 529, "retry_after": "1"}},
+      {"name": "overloaded now and then", "chance": 0.01, "burst_ms": 2000,
+       "fault": {"status": 529, "retry_after": "1"}}
     ],
-    "default": {"text": "Nothing to do."}
+    "default": {"text": "Nothing to do."},
+    "seed": 7
   }
 
   Conditions (all optional; all must hold):
@@ -50,6 +53,12 @@ pub const SCRIPT_FORMAT: &str = r#"Script format:
   up; the first such rule answers. With none, "default" answers; without a default the
   server answers HTTP 500 naming the agent and text.
 
+  "chance" (0 to 1, default 1): a rule whose conditions hold fires only with that
+  probability, drawn per request; else the next rules are tried. "burst_ms": once fired,
+  the rule fires for every request it matches for that many ms more, with no draw (a
+  small chance and a fault make occasional bursts of errors). "seed" (top level) fixes
+  the random draws; default: a random seed.
+
   Reply: "text", "tool_calls" ([{"name", "input", "id"?}]), "thinking" ({"thinking",
   "signature"}), "stop_reason" (default tool_use with tool calls, else end_turn),
   "usage" ({"input_tokens", "output_tokens"}; default: estimated from sizes), or "raw"
@@ -63,7 +72,8 @@ pub const SCRIPT_FORMAT: &str = r#"Script format:
     {"stall_after_frames": 3, "stall_ms": 60000}    silence mid-stream, then the rest
     {"drop_after_frames": 10}                       the connection reset mid-stream
     {"pings_every_ms": 100, "ping_for_ms": 2000}    only pings for a while, then the reply
-  "delay_ms" on a rule waits before answering at all.
+  "delay_ms" on a rule waits before answering at all: a number of ms, or [min, max] for
+  a delay drawn anew for each request.
 
   The demo's script, src/demo/script.json, is a full example."#;
 
@@ -100,6 +110,8 @@ pub fn run(args: ModelServerArgs) -> Result<()> {
             listen(SignalKind::hangup())?,
         );
         let server = ModelServer::start(script, addr).await?;
+        // Nobody reads them here (the logs are the record), and a soak sends it for hours.
+        server.forget_requests();
         if let Some(log) = &args.log {
             server.log_requests(log)?;
         }

@@ -37,7 +37,10 @@ fn resume_team(ctx: &Ctx, team: &TeamName, no_attach: bool) -> Result<u8> {
         // A lead without a goal supervises until it is stopped: nothing to wait for.
         return Ok(0);
     }
+    // As a finished `swarm run` does: the lead's dead pane (and a crashed teammate's) would
+    // otherwise keep the window, its session and the tmux server alive after the team ended.
     follow(ctx, team, &window, no_attach)
+        .inspect(|_| swarm_team::teardown::close_finished(&ctx.root, &window, false))
 }
 
 /// The one unfinished team of `project`.

@@ -91,7 +91,7 @@ pub(super) fn state_style(state: &str) -> Style {
     match state {
         "working" | "running" => Style::new().fg(Color::Green),
         "awaiting-approval" => Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-        "shutting-down" => Style::new().fg(Color::Yellow),
+        "shutting-down" | "unseen" => Style::new().fg(Color::Yellow),
         "starting" => Style::new().fg(Color::Cyan),
         "dead" => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
         "exited" => Style::new().fg(Color::Red),

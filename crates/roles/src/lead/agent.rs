@@ -13,7 +13,9 @@
 //! - a `shutdown_approved` is only ever information: nothing a teammate writes makes the
 //!   lead exit;
 //! - a protocol message naming another sender than its envelope is dropped with a warning,
-//!   so a request is filed only under the teammate that really sent it.
+//!   so a request is filed only under the teammate that really sent it; so is an answer to
+//!   a shutdown request that was sent to someone else, and an answer to a plan or
+//!   permission request (the lead asks neither).
 //!
 //! - at 80 % of the team's budget the lead is told, once (woken for it if idle); at the
 //!   limit its model call is refused and the run ends with [`Outcome::Budget`].
@@ -45,7 +47,7 @@ use swarm_store::mailbox::{self, Delivery};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{IdleNotification, Protocol};
 use swarm_store::state::{self, Activity, AgentState};
-use swarm_store::tasks::TaskList;
+use swarm_store::tasks::{Status, TaskList};
 use swarm_team::prompt::{mail_turn, wrap_message};
 use swarm_team::status;
 use swarm_team::tools::{LeadPowers, TeamTools};
@@ -212,15 +214,11 @@ impl LeadHost {
             };
             match e.protocol() {
                 // Filed, shown and answered only under the envelope's sender, so one
-                // teammate cannot ask (or report) in another's name.
-                Some(p) if !p.signed_by(&e.from) => {
+                // teammate cannot ask (or report, or answer) in another's name.
+                Some(p) if distrust(&p, &e.from).is_some() => {
                     consumed.push(d.key.clone());
-                    tracing::warn!(
-                        "ignoring a {} from {} that names {} as its sender",
-                        p.kind(),
-                        e.from,
-                        p.named_sender().unwrap_or_default()
-                    );
+                    let why = distrust(&p, &e.from).unwrap_or_default();
+                    tracing::warn!("ignoring a {} from {}: {why}", p.kind(), e.from);
                 }
                 None => {
                     self.reported.insert(e.from.clone());
@@ -366,6 +364,26 @@ impl LeadHost {
     }
 }
 
+/// Why the lead must not take protocol message `p` from `from`, if it must not: it names
+/// another sender than its envelope, answers a shutdown request sent to someone else, or
+/// answers a plan or permission request (the teammates ask those; the lead never does).
+fn distrust(p: &Protocol, from: &str) -> Option<String> {
+    if !p.signed_by(from) {
+        return Some(format!(
+            "it names {} as its sender",
+            p.named_sender().unwrap_or_default()
+        ));
+    }
+    if !p.answers_own_request(from) {
+        return Some("it answers a shutdown request that was sent to someone else".to_owned());
+    }
+    matches!(
+        p,
+        Protocol::PlanApprovalResponse(_) | Protocol::PermissionResponse(_)
+    )
+    .then(|| "it answers a request the lead never makes".to_owned())
+}
+
 /// What the lead is told of a request a person decides. It does not wake the lead: there
 /// is nothing for it to do.
 fn human_decides(what: &str, record: &approvals::Approval) -> String {
@@ -458,8 +476,11 @@ impl Host for LeadHost {
     }
 }
 
-/// What the lead must never forget: its goal, the roster, the task board and the requests
-/// waiting for an answer, as they are now.
+/// How many completed tasks a compacted context still names, by id.
+const LATEST_DONE: usize = 10;
+
+/// What the lead must never forget: its goal, the roster, the open tasks (the completed
+/// ones counted) and the requests waiting for an answer, as they are now.
 fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
     let mut out = format!("<team state>\nYour goal:\n{goal}\n\n");
     match status::observe(root, team, None) {
@@ -467,10 +488,27 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
         Err(e) => out.push_str(&format!("(the roster could not be read: {e})\n")),
     }
     out.push_str("\nTask board:\n");
-    for t in TaskList::new(root, team).list().unwrap_or_default() {
-        if t.is_internal() {
-            continue;
-        }
+    // Completed tasks are history, which the summary tells: listed one by one they made the
+    // compacted context grow with every task the team ever finished, until compacting no
+    // longer made room (a soak's lead compacted before every turn after 2,000 tasks).
+    let (done, open): (Vec<_>, Vec<_>) = TaskList::new(root, team)
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| !t.is_internal())
+        .partition(|t| t.status == Status::Completed);
+    if !done.is_empty() {
+        let latest: Vec<String> = done[done.len().saturating_sub(LATEST_DONE)..]
+            .iter()
+            .map(|t| format!("#{}", t.id))
+            .collect();
+        out.push_str(&format!(
+            "- {} completed (not listed; the highest ids: {})\n",
+            done.len(),
+            latest.join(", ")
+        ));
+    }
+    for t in open {
         out.push_str(&format!(
             "- #{} [{}] {}{}{}\n",
             t.id,
@@ -757,5 +795,38 @@ mod tests {
         assert!(state.contains("team-lead"), "roster: {state}");
         assert!(state.contains("#1 [pending] Write the parser"), "{state}");
         assert!(state.contains(&format!("{id} from bob")), "{state}");
+    }
+
+    #[test]
+    fn the_team_state_counts_completed_tasks_instead_of_listing_each() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let team = TeamName::new("t").unwrap();
+        swarm_store::roster::create(&root, &team, None, t.path()).unwrap();
+        let tasks = TaskList::new(&root, &team);
+        let new = |subject: String| NewTask {
+            subject,
+            ..NewTask::default()
+        };
+        for n in 1..=300 {
+            tasks.create(new(format!("Finished work {n}"))).unwrap();
+            tasks
+                .update(
+                    &n.to_string(),
+                    swarm_store::tasks::TaskPatch {
+                        status: Some(swarm_store::tasks::Status::Completed),
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+        }
+        tasks.create(new("Open work".into())).unwrap();
+        let state = team_state(&root, &team, "GOAL-9");
+        assert!(state.contains("#301 [pending] Open work"), "{state}");
+        assert!(state.contains("300 completed"), "{state}");
+        assert!(state.contains("#300"), "the latest completed: {state}");
+        // A compacted context must not grow with every task the team ever finished.
+        assert!(!state.contains("Finished work 1\n"), "{state}");
+        assert!(state.len() < 2000, "{} bytes: {state}", state.len());
     }
 }

@@ -9,6 +9,11 @@
 //! ([`Inbox::commit`]), so a crash before that re-delivers it; protocol messages are
 //! acknowledged as soon as the runtime takes them. Keys already taken are remembered, so a
 //! message still in the file is never handed out twice by one process.
+//!
+//! It wakes for its own mail only: it watches its inbox's bell (see
+//! [`swarm_store::mailbox::bell`]), which every swarm commit into its inbox rings, never the
+//! inbox directory, which every teammate's mail changes; what rings no bell (a Claude Code
+//! sender) is found by the rescan its waiters do anyway.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -17,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Delivery};
+use swarm_store::mailbox::{self, Delivery, bell};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
 use swarm_team::prompt::wrap_message;
@@ -55,15 +60,33 @@ pub struct Inbox {
     mail: Vec<Mail>,
     in_flight: Vec<String>,
     protocol: VecDeque<Incoming>,
+    /// Notified when the bell rings (and with it `side`, for a second waiter).
     pub wake: Arc<Notify>,
-    _watcher: DirWatcher,
+    pub side: Arc<Notify>,
+    watcher: Option<DirWatcher>,
 }
 
 impl Inbox {
+    /// Opens `me`'s inbox, watching its bell. A bell that cannot be made is logged, and
+    /// only rescans find mail then.
     pub fn open(root: &Root, team: &TeamName, me: &AgentName) -> Inbox {
-        let wake = Arc::new(Notify::new());
-        let notify = wake.clone();
-        let watcher = DirWatcher::file(&root.inbox_path(team, me), move || notify.notify_one());
+        let (wake, side) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let watcher = match bell::install(root, team, me) {
+            Ok(path) => {
+                let (wake, side) = (wake.clone(), side.clone());
+                Some(DirWatcher::touched(&path, move || {
+                    wake.notify_one();
+                    side.notify_one();
+                }))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "failed to make the bell of {me}'s inbox ({e}); looking for mail every {:?} instead",
+                    swarm_util::watcher::RESCAN_EVERY
+                );
+                None
+            }
+        };
         Inbox {
             root: root.clone(),
             team: team.clone(),
@@ -73,8 +96,15 @@ impl Inbox {
             in_flight: Vec::new(),
             protocol: VecDeque::new(),
             wake,
-            _watcher: watcher,
+            side,
+            watcher,
         }
+    }
+
+    /// How many times its watch has woken this process so far (see
+    /// [`DirWatcher::events`]).
+    pub fn wakeups(&self) -> u64 {
+        self.watcher.as_ref().map_or(0, DirWatcher::events)
     }
 
     /// Reads new messages and sorts them.

@@ -1,7 +1,7 @@
 //! `swarm teammate`: an agent that lives in a team, from start to exit.
 //!
 //! It registers its pid (and pane) in the roster, installs its signal handlers before
-//! anything can block, runs the work loop (see [`super::work`]), and on exit (approved
+//! anything can block, runs the work loop (see `super::work`), and on exit (approved
 //! shutdown, SIGTERM, SIGHUP, SIGINT) expires its pending requests, returns its open tasks
 //! to pending, marks itself inactive and records why it stopped; only then does it send
 //! its `shutdown_approved`, since the lead may close the pane the moment it arrives. A
@@ -9,11 +9,12 @@
 //! code 9 (see [`swarm_llm::budget`]).
 //!
 //! Resumed (`--resume`, by a resumed lead), it restores its conversation from its
-//! transcript first and continues the task it held (see [`super::work`]).
+//! transcript first and continues the task it held (see `super::work`).
 //!
 //! Hooks (see [`swarm_config::hooks`]): `SubagentStart` once registered, `SubagentStop`
 //! once it has recorded its exit.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -21,6 +22,7 @@ use serde_json::{Map, Value};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
+use crate::teammate::active::ActiveFlag;
 use crate::teammate::inbox::Inbox;
 use crate::teammate::options::TeammateOptions;
 use swarm_agent::compaction::DoneTask;
@@ -46,6 +48,9 @@ use swarm_team::prompt::{self};
 use swarm_team::tools::TeamTools;
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
+
+/// Most milliseconds a state file's `lastActivityMs` lags behind (see [`Runtime::touch`]).
+const TOUCH_EVERY_MS: i64 = 1000;
 
 /// Runs the teammate until it is told to stop; returns the process exit code.
 pub async fn run(opts: TeammateOptions) -> Result<i32> {
@@ -146,7 +151,10 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         inbox,
         state,
         model_cancel: Arc::new(Mutex::new(CancellationToken::new())),
+        in_turn: Arc::new(AtomicBool::new(false)),
+        written: None,
         active: None,
+        active_flag: None,
         report: Report::default(),
         idle_sent: false,
         backoff_until: None,
@@ -254,7 +262,13 @@ pub(super) struct Runtime {
     pub(super) display: Display,
     pub(super) state: AgentState,
     pub(super) model_cancel: Arc<Mutex<CancellationToken>>,
+    /// The model is at work on something (see [`Runtime::watch_for_shutdown`]).
+    pub(super) in_turn: Arc<AtomicBool>,
+    /// The state as last written (see [`Runtime::touch`]).
+    pub(super) written: Option<AgentState>,
     pub(super) active: Option<bool>,
+    /// Writes `active` to the roster off the teammate's way (once it has registered).
+    pub(super) active_flag: Option<ActiveFlag>,
     pub(super) report: Report,
     pub(super) idle_sent: bool,
     pub(super) backoff_until: Option<Instant>,
@@ -307,6 +321,12 @@ impl Runtime {
             },
         )?;
         self.active = Some(false);
+        self.active_flag = Some(ActiveFlag::new(
+            &self.opts.root,
+            &self.opts.team,
+            &self.opts.name,
+            false,
+        ));
         self.set_activity(Activity::Idle, None);
         Ok(())
     }
@@ -317,35 +337,42 @@ impl Runtime {
         self.touch();
     }
 
+    /// Writes the state file with the time of this activity; when only that time moved
+    /// since a write less than [`TOUCH_EVERY_MS`] ago, it is not written (what a reader
+    /// sees is that much older, and nothing else is): a turn touches it several times.
     pub(super) fn touch(&mut self) {
-        self.state.last_activity_ms = clock::now_ms();
+        let now = clock::now_ms();
         self.state.mode = Some(self.ctx.mode().to_string());
-        if let Err(e) = state::write(
+        if let Some(w) = &self.written
+            && now - w.last_activity_ms < TOUCH_EVERY_MS
+            && self.state == *w
+        {
+            return;
+        }
+        self.state.last_activity_ms = now;
+        match state::write(
             &self.opts.root,
             &self.opts.team,
             &self.opts.name,
             &self.state,
         ) {
-            tracing::warn!("failed to write the state file: {e}");
+            Ok(()) => self.written = Some(self.state.clone()),
+            Err(e) => {
+                self.written = None;
+                tracing::warn!("failed to write the state file: {e}");
+            }
         }
     }
 
-    /// Claude Code's `isActive` in the roster, written only when it changes.
+    /// Claude Code's `isActive` in the roster, written only when it changes, and by the
+    /// writer thread (see [`ActiveFlag`]): a teammate never waits on the roster for it.
     pub(super) fn set_active(&mut self, active: bool) {
         if self.active == Some(active) {
             return;
         }
         self.active = Some(active);
-        let r = roster::update_member(
-            &self.opts.root,
-            &self.opts.team,
-            self.opts.name.as_str(),
-            |m| {
-                m.is_active = Some(active);
-            },
-        );
-        if let Err(e) = r {
-            tracing::warn!("failed to update the roster: {e}");
+        if let Some(flag) = &self.active_flag {
+            flag.set(active);
         }
     }
 
@@ -377,7 +404,8 @@ impl Runtime {
 
     /// Cancels a model request in flight when the lead asks this teammate to shut down, so
     /// the answer does not wait for a long generation. (The request itself is handled by
-    /// the main loop, which also acknowledges it.)
+    /// the main loop, which also acknowledges it.) Between turns it neither reads nor
+    /// wakes on a timer: the main loop is looking at the inbox then.
     pub(super) fn watch_for_shutdown(&self) {
         let (root, team, me) = (
             self.opts.root.clone(),
@@ -385,17 +413,20 @@ impl Runtime {
             self.opts.name.clone(),
         );
         let model = self.model_cancel.clone();
-        let wake = Arc::new(tokio::sync::Notify::new());
-        let notify = wake.clone();
-        let watcher =
-            swarm_util::watcher::DirWatcher::file(&root.inbox_path(&team, &me), move || {
-                notify.notify_one()
-            });
+        let wake = self.inbox.side.clone();
+        let in_turn = self.in_turn.clone();
         tokio::spawn(async move {
-            let _watcher = watcher;
             loop {
-                let _ =
-                    tokio::time::timeout(swarm_util::watcher::RESCAN_EVERY, wake.notified()).await;
+                if in_turn.load(Ordering::Relaxed) {
+                    let every = swarm_util::watcher::RESCAN_EVERY;
+                    let _ = tokio::time::timeout(every, wake.notified()).await;
+                } else {
+                    // A turn's start wakes it too.
+                    wake.notified().await;
+                }
+                if !in_turn.load(Ordering::Relaxed) {
+                    continue;
+                }
                 let asked = mailbox::read_unread(&root, &team, &me).is_ok_and(|mail| {
                     mail.iter().any(|d| {
                         d.envelope.from == LEAD
@@ -439,6 +470,9 @@ impl Runtime {
             .map(|tasks| tasks.into_iter().map(|t| t.id).collect())
             .unwrap_or_default();
         self.active = None;
+        if let Some(mut flag) = self.active_flag.take() {
+            flag.finish();
+        }
         let _ = roster::update_member(&self.opts.root, &self.opts.team, &me, |m| {
             m.is_active = Some(false)
         });

@@ -10,6 +10,7 @@
 //! A model call refused for budget ends the teammate: waiting would not bring money back,
 //! so it stops at once (its tasks go back to pending as it exits) instead of backing off.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::Map;
@@ -245,7 +246,10 @@ impl Runtime {
             // What it was first told (its spawn prompt) outlives its history.
             self.first_instructions = Some(text.clone());
         }
+        self.in_turn.store(true, Ordering::Relaxed);
+        self.inbox.side.notify_one();
         let finish = engine.run(self, text).await;
+        self.in_turn.store(false, Ordering::Relaxed);
         self.state.usage = engine.usage;
         self.state.cost_usd = engine.cost_usd;
         self.state.model_calls = engine.model_calls;

@@ -33,7 +33,7 @@ pub fn read_all(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<D
     if spool_has_mail(&spool) {
         // Left by a sender that died before its message was committed.
         let guard = lock_inbox(root, &path)?;
-        commit_spool(root, &spool, &path, &guard)?;
+        commit_spool(root, team, agent, &guard)?;
     }
     let entries = match read_entries(root, &path)? {
         Some(e) => e,
@@ -57,6 +57,41 @@ pub fn read_all(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<D
         .collect())
 }
 
+/// One version of an inbox file, known without reading it: its inode, length and
+/// modification time. Every swarm write replaces the file; a version is only trusted to
+/// stand for its content once [`Version::settled`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+}
+
+impl Version {
+    /// Last modified long enough ago (2 s) that a write since, even one that reused the
+    /// inode and kept the length, would have a later modification time than this.
+    pub fn settled(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        now - self.mtime_ns >= 2_000_000_000
+    }
+}
+
+/// The version of `agent`'s inbox file now; `None` when there is none (or it cannot be
+/// looked at, or is a symlink).
+pub fn version(root: &Root, team: &TeamName, agent: &AgentName) -> Option<Version> {
+    use std::os::unix::fs::MetadataExt;
+    let path = root.inbox_path(team, agent);
+    files::check(root, &path).ok()?;
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    meta.is_file().then(|| Version {
+        ino: meta.ino(),
+        len: meta.len(),
+        mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+    })
+}
+
 /// Acknowledges delivered messages: appends them to the delivered log, then removes them
 /// from the live inbox. Keys not in the inbox are ignored. Returns how many were removed.
 pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> Result<usize> {
@@ -66,7 +101,7 @@ pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> 
     let keys: HashSet<&str> = keys.iter().map(String::as_str).collect();
     let path = root.inbox_path(team, agent);
     let guard = lock_inbox(root, &path)?;
-    commit_spool(root, &root.spool_dir(team, agent), &path, &guard)?;
+    commit_spool(root, team, agent, &guard)?;
     let entries = load_locked(root, &path)?;
     let (done, keep): (Vec<Value>, Vec<Value>) = entries.into_iter().partition(|v| {
         serde_json::from_value::<Envelope>(v.clone()).is_ok_and(|e| keys.contains(e.key().as_str()))

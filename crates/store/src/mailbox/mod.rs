@@ -15,9 +15,11 @@
 //! - a file that is not a JSON array is moved aside as `<agent>.json.corrupt-<stamp>` with a
 //!   warning, and delivery continues with an empty inbox.
 //!
-//! [`envelope`] is a message's shape, [`send`] the way in (through the recipient's spool),
-//! [`inbox`] reading and acknowledging, [`delivered`] the log of what was acknowledged.
+//! [`envelope`] is a message's shape, [`send`](mod@send) the way in (through the recipient's
+//! spool), [`inbox`] reading and acknowledging, [`delivered`] the log of what was
+//! acknowledged, [`bell`] the file a commit touches so that the recipient, and only it, wakes.
 
+pub mod bell;
 pub mod delivered;
 pub mod envelope;
 pub mod inbox;
@@ -25,5 +27,5 @@ pub mod send;
 
 pub use delivered::{Cursor, agents_with_mail, read_delivered, read_delivered_since};
 pub use envelope::{Delivery, Envelope, Sent, check_text};
-pub use inbox::{ack, read_all, read_unread, remove_inbox};
+pub use inbox::{Version, ack, read_all, read_unread, remove_inbox, version};
 pub use send::{deliver, send};

@@ -11,15 +11,18 @@ use serde_json::Value;
 
 use crate::files;
 use crate::layout::Root;
+use crate::mailbox::bell;
 use crate::mailbox::envelope::{Envelope, Sent, check_text};
 use crate::mailbox::inbox::{load_locked, parse_entries, quarantine_path};
 use crate::names::{AgentName, TeamName};
 use crate::roster;
 use swarm_util::error::{Error, IoContext, Result};
-use swarm_util::{json, lock, no_symlinks};
+use swarm_util::{json, lock, no_symlinks, parallel};
 
 /// Sends `envelope` to `to`: a member's name, or `*` for every member but the sender.
 /// Recipients are checked against the roster first; nothing is written if any is unknown.
+/// A broadcast's copies are delivered at once ([`deliver_each`]), each tried whatever
+/// becomes of the others; the first failure, in roster order, is the result.
 pub fn send(root: &Root, team: &TeamName, to: &str, envelope: Envelope) -> Result<Vec<Sent>> {
     check_text(&envelope.text)?;
     let config = roster::load(root, team)?;
@@ -40,18 +43,60 @@ pub fn send(root: &Root, team: &TeamName, to: &str, envelope: Envelope) -> Resul
         config.require(to)?;
         vec![AgentName::parse_any(to)?]
     };
-    let mut sent = Vec::with_capacity(recipients.len());
-    for recipient in recipients {
-        let mut copy = envelope.clone();
-        if !sent.is_empty() {
-            copy.msg_id = Some(uuid::Uuid::now_v7().to_string());
-        }
-        sent.push(Sent {
-            to: recipient.to_string(),
-            msg_id: deliver(root, team, &recipient, copy)?,
-        });
+    let copies: Vec<(AgentName, Envelope)> = recipients
+        .into_iter()
+        .enumerate()
+        .map(|(i, recipient)| {
+            let mut copy = envelope.clone();
+            if i > 0 {
+                copy.msg_id = Some(uuid::Uuid::now_v7().to_string());
+            }
+            (recipient, copy)
+        })
+        .collect();
+    let results = deliver_each(root, team, &copies);
+    let missed: Vec<String> = copies
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.is_err())
+        .map(|((to, _), _)| to.to_string())
+        .collect();
+    if !missed.is_empty() && copies.len() > 1 {
+        tracing::warn!(
+            "a message from {} reached {} of {} recipients; not {}",
+            envelope.from,
+            copies.len() - missed.len(),
+            copies.len(),
+            missed.join(", ")
+        );
     }
-    Ok(sent)
+    copies
+        .iter()
+        .zip(results)
+        .map(|((to, _), msg_id)| {
+            Ok(Sent {
+                to: to.to_string(),
+                msg_id: msg_id?,
+            })
+        })
+        .collect()
+}
+
+/// Most deliveries of one `send` that run at once.
+const PARALLEL_DELIVERIES: usize = 64;
+
+/// Delivers each copy to its recipient, several at once: each durable commit waits on the
+/// disk's flush, and commits to different inboxes share those flushes when they run
+/// together, so a broadcast to 64 costs about what one message does, not 64 times it.
+/// Every copy is tried whatever happens to the others; results come in the order given.
+fn deliver_each(
+    root: &Root,
+    team: &TeamName,
+    copies: &[(AgentName, Envelope)],
+) -> Vec<Result<String>> {
+    parallel::map(copies, PARALLEL_DELIVERIES, |(to, envelope)| {
+        deliver(root, team, to, envelope.clone())
+    })
 }
 
 /// Appends `envelope` to `to`'s inbox without consulting the roster. For callers that
@@ -84,7 +129,7 @@ pub fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope)
         queued,
         key,
     };
-    match wait_for_commit(root, &spool, &inbox, &mine) {
+    match wait_for_commit(root, team, to, &mine) {
         Ok(()) => Ok(mine.key),
         Err(failed) => match settle(root, &inbox, &mine, failed.1) {
             Ok(true) => Ok(mine.key),
@@ -108,17 +153,18 @@ struct Spooled {
 /// message. A failure comes back with the lock, when we hold it.
 fn wait_for_commit(
     root: &Root,
-    spool: &Path,
-    inbox: &Path,
+    team: &TeamName,
+    to: &AgentName,
     mine: &Spooled,
 ) -> std::result::Result<(), Box<(Error, Option<lock::Locked>)>> {
+    let inbox = root.inbox_path(team, to);
     let started = Instant::now();
     let deadline = started + root.lock_timeout();
     let mut backoff = lock::Backoff::new();
     loop {
-        match files::try_lock(root, inbox) {
+        match files::try_lock(root, &inbox) {
             Ok(Some(guard)) => {
-                if let Err(e) = commit_spool(root, spool, inbox, &guard) {
+                if let Err(e) = commit_spool(root, team, to, &guard) {
                     return Err(Box::new((e, Some(guard))));
                 }
             }
@@ -130,8 +176,13 @@ fn wait_for_commit(
         }
         if Instant::now() >= deadline {
             let waited = started.elapsed();
-            let path = inbox.to_path_buf();
-            return Err(Box::new((Error::LockTimeout { path, waited }, None)));
+            return Err(Box::new((
+                Error::LockTimeout {
+                    path: inbox,
+                    waited,
+                },
+                None,
+            )));
         }
         backoff.sleep(deadline);
     }
@@ -186,7 +237,8 @@ fn claimed_name(queued: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// Moves every spooled message into the inbox in one atomic rewrite. Caller holds the lock.
+/// Moves every spooled message of `to` into its inbox in one atomic rewrite, then rings its
+/// bell (see [`bell`]). Caller holds the inbox lock.
 ///
 /// Spool files are claimed by renaming them to `*.claimed` first, so a sender that gives up
 /// can withdraw its file only if no committer has it. A claim is never given back: a spool
@@ -196,10 +248,11 @@ fn claimed_name(queued: &Path) -> PathBuf {
 /// inbox already holds, unless their sender withdrew them first (see `settle`).
 pub(super) fn commit_spool(
     root: &Root,
-    spool: &Path,
-    inbox: &Path,
+    team: &TeamName,
+    to: &AgentName,
     _guard: &lock::Locked,
 ) -> Result<usize> {
+    let (spool, inbox) = (&root.spool_dir(team, to), &root.inbox_path(team, to));
     files::check(root, spool)?;
     let Ok(entries) = std::fs::read_dir(spool) else {
         return Ok(0);
@@ -270,6 +323,11 @@ pub(super) fn commit_spool(
     files::write(root, inbox, &bytes)?;
     for path in &claimed {
         let _ = std::fs::remove_file(path);
+    }
+    // After the claims are gone: a reader woken now finds the spool empty and reads the
+    // inbox without waiting for this lock.
+    if !fresh.is_empty() {
+        bell::ring(root, team, to);
     }
     Ok(fresh.len())
 }

@@ -1,6 +1,6 @@
 //! The dependency graph between tasks: `blockedBy` edges (`A.blockedBy ∋ B`: A waits for B)
 //! and their mirror, `blocks`. `graph` reads it from the list, `check_edge` vets an edge
-//! before `update` adds it, [`Mirror`] derives `blocks` from `blockedBy` and
+//! before `update` adds it, `Mirror` derives `blocks` from `blockedBy` and
 //! `read_repaired` mends the files whose `blocks` disagree, and `dedup` and `push_unique`
 //! keep id lists free of repeats.
 //!
