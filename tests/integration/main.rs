@@ -44,4 +44,7 @@ mod team_window;
 mod teammate;
 mod tmux;
 mod watch;
+mod web;
+mod web_browser;
+mod webdriver;
 mod worktrees;
