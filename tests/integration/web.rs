@@ -1114,3 +1114,109 @@ fn notifications_go_out_once_per_event_and_a_failed_post_is_retried() {
         "the webhook's path reached the log"
     );
 }
+
+#[test]
+fn the_page_shuts_a_teammate_down_through_the_ladder() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = crate::harness::ScriptedModel::start(
+        swarm_model_server::Script::new().default_reply(swarm_model_server::Reply::text("ok")),
+    );
+    let work = env.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut spawn = env.swarm(&["--team", "t", "spawn", "bob", "--cwd"]);
+    spawn
+        .arg(&work)
+        .env("SWARM_PROVIDER", "scripted")
+        .env("SWARM_BASE_URL", model.url());
+    crate::harness::run(&mut spawn).success();
+    let store = Root::new(&env.root).open(&TeamName::new("t").unwrap());
+    let bob = AgentName::new("bob").unwrap();
+    assert!(wait_until(T, || store
+        .agents()
+        .read_state(&bob)
+        .is_some_and(
+            |s| s.activity == swarm_store::state::Activity::Idle
+        )));
+    let pid = store.agents().read_state(&bob).unwrap().pid;
+    let serve = Serve::start(&env, &[]);
+    let session = serve.login();
+    let r = serve.post_json(
+        "/api/teams/t/members/bob/shutdown",
+        &serve.page_headers(&session),
+        &json!({}),
+    );
+    assert_eq!(
+        (r.status, &r.json()["member"]),
+        (202, &json!("bob")),
+        "{r:?}"
+    );
+    assert!(
+        wait_until(T, || !env.on_roster("t", "bob")),
+        "bob is still on the roster"
+    );
+    assert!(
+        wait_until(T, || !swarm_util::process::is_alive(pid)),
+        "bob's process lives on"
+    );
+    // Asked and agreed: the shutdown went through bob's own inbox, as `swarm shutdown`'s does.
+    assert!(
+        mail_of(&env, "bob")
+            .iter()
+            .any(|e| e.text.contains("shutdown_request"))
+    );
+}
+
+#[test]
+fn a_held_merge_is_queued_again_from_the_page() {
+    let env = TestEnv::new();
+    team_with_a_plan(&env);
+    let store = Root::new(&env.root).open(&TeamName::new("t").unwrap());
+    store
+        .merge_queue()
+        .update(|q| {
+            q.entries.push(swarm_store::merge_queue::Entry {
+                agent: "bob".into(),
+                branch: "swarm/t/bob".into(),
+                task: None,
+                base: "0".repeat(40),
+                head: "1".repeat(40),
+                state: swarm_store::merge_queue::EntryState::Conflict,
+                queued_at: 1,
+                updated_at: 1,
+                conflicts: vec!["src/lib.rs".into()],
+                check_output: None,
+                merged_commit: None,
+                handed_back: Some("waits for a person".into()),
+            })
+        })
+        .unwrap();
+    let serve = Serve::start(&env, &[]);
+    let session = serve.login();
+    let r = serve.post_json(
+        "/api/teams/t/merge-queue/retry",
+        &serve.page_headers(&session),
+        &json!({"branch": "swarm/t/bob"}),
+    );
+    assert_eq!(r.status, 202, "{r:?}");
+    assert_eq!(r.json()["entry"]["state"], "queued");
+    let entry = &store.merge_queue().load().unwrap().entries[0];
+    assert!(
+        !entry.state.held() && entry.conflicts.is_empty() && entry.handed_back.is_none(),
+        "{entry:?}"
+    );
+    // The run that follows says what it came to, on the team's pages.
+    read_events(&serve, &session.0, |event, v| {
+        event == "notices"
+            && v.as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["text"].as_str().unwrap().contains("nothing to merge"))
+    });
+    // Not held any more: a second retry is refused.
+    let r = serve.post_json(
+        "/api/teams/t/merge-queue/retry",
+        &serve.page_headers(&session),
+        &json!({"branch": "swarm/t/bob"}),
+    );
+    assert_eq!((r.status, r.error_code().as_str()), (400, "bad_request"));
+}

@@ -331,6 +331,10 @@ pub async fn retry_merge(
             &merge::Options::default(),
             &|_| {},
         ) {
+            Ok(outcome) if outcome.target.is_empty() => runner.notice(
+                "nothing to merge: the team has no teammate worktrees".to_owned(),
+                true,
+            ),
             Ok(outcome) => match outcome.held() {
                 0 => runner.notice(
                     format!(

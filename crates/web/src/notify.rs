@@ -274,3 +274,157 @@ pub fn events(before: Option<&TeamView>, now: &TeamView) -> Vec<(String, Event)>
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::{BudgetView, MemberView};
+    use swarm_store::approvals::{Approval, State};
+    use swarm_store::merge_queue::{Entry, EntryState};
+    use swarm_team::status::MemberStatus;
+
+    fn member(name: &str, state: &str, pid: i32) -> MemberView {
+        MemberView {
+            status: MemberStatus {
+                name: name.into(),
+                agent_id: format!("{name}@t"),
+                color: None,
+                agent_type: None,
+                model: None,
+                engine: "swarm".into(),
+                pid: Some(pid),
+                pane: None,
+                alive: state != "dead" && state != "exited",
+                pane_alive: None,
+                state: state.into(),
+                detail: Some(format!("{name} is {state}")),
+                current_task: None,
+                last_activity_ms: None,
+                mode: None,
+                usage: Default::default(),
+                cost_usd: 0.0,
+                model_calls: 0,
+                exit_code: None,
+                transcript: None,
+                rate_limited_until: None,
+                rate_limit_reason: None,
+                last_error: None,
+                pane_record: None,
+                state_file: None,
+            },
+            provider: None,
+            host: None,
+        }
+    }
+
+    fn view(members: Vec<MemberView>) -> TeamView {
+        TeamView {
+            team: "t".into(),
+            description: None,
+            tmux_reachable: true,
+            members,
+            tasks: Vec::new(),
+            feed: Vec::new(),
+            approvals: Vec::new(),
+            merge_queue: Vec::new(),
+            budget: None,
+            problems: Vec::new(),
+        }
+    }
+
+    fn budget(share: f64) -> Option<BudgetView> {
+        Some(BudgetView {
+            limits: Default::default(),
+            spent: Default::default(),
+            share: Some(share),
+            line: format!("{:.0} %", share * 100.0),
+        })
+    }
+
+    fn entry(state: EntryState) -> Entry {
+        Entry {
+            agent: "bob".into(),
+            branch: "swarm/t/bob".into(),
+            task: None,
+            base: "a".into(),
+            head: "b".into(),
+            state,
+            queued_at: 0,
+            updated_at: 0,
+            conflicts: vec!["src/lib.rs".into()],
+            check_output: None,
+            merged_commit: None,
+            handed_back: None,
+        }
+    }
+
+    fn kinds(events: &[(String, Event)]) -> Vec<&'static str> {
+        events.iter().map(|(_, e)| e.event).collect()
+    }
+
+    #[test]
+    fn only_changes_are_news_except_a_request_that_waits() {
+        let mut first = view(vec![
+            member("team-lead", "working", 1),
+            member("bob", "dead", 2),
+        ]);
+        first.budget = budget(0.9);
+        first.merge_queue = vec![entry(EntryState::Conflict)];
+        first.approvals = vec![Approval {
+            request_id: "perm-1-a".into(),
+            kind: swarm_store::approvals::Kind::Permission,
+            agent: "carol".into(),
+            state: State::Pending,
+            created_ms: 0,
+            resolved_ms: None,
+            resolved_by: None,
+            resolved_via: None,
+            summary: "Bash: ls".into(),
+            detail: serde_json::Value::Null,
+            feedback: None,
+            mode: None,
+        }];
+        // What was so when the server started is not news; a waiting request is.
+        let at_start = events(None, &first);
+        assert_eq!(kinds(&at_start), ["approval_waiting"]);
+        assert_eq!(
+            at_start[0].1.text,
+            "[t] carol asks for permission: Bash: ls"
+        );
+        // Nothing changed: the same keys again (the notifier sends each key once).
+        let again = events(Some(&first), &first);
+        assert_eq!(kinds(&again), ["approval_waiting"]);
+        assert_eq!(again[0].0, at_start[0].0);
+    }
+
+    #[test]
+    fn deaths_the_runs_end_the_budget_and_held_merges_are_told_when_they_happen() {
+        let mut before = view(vec![
+            member("team-lead", "working", 1),
+            member("bob", "working", 2),
+            member("carol", "working", 3),
+        ]);
+        before.budget = budget(0.5);
+        before.merge_queue = vec![entry(EntryState::Checking)];
+        // carol exits by herself: that is no death.
+        let mut after = view(vec![
+            member("team-lead", "exited", 1),
+            member("bob", "dead", 2),
+            member("carol", "exited", 3),
+        ]);
+        after.budget = budget(0.85);
+        after.merge_queue = vec![entry(EntryState::CheckFailed)];
+        let news = events(Some(&before), &after);
+        assert_eq!(
+            kinds(&news),
+            ["run_ended", "teammate_died", "budget_80", "merge_held"]
+        );
+        assert_eq!(news[1].1.text, "[t] bob died: bob is dead");
+        assert_eq!(news[1].0, "t/died/bob/2");
+        assert!(news[3].1.text.contains("swarm/t/bob"), "{}", news[3].1.text);
+        // What was told is not told again; a budget already past 80 % is old news.
+        let mut later = after.clone();
+        later.budget = budget(0.95);
+        assert!(events(Some(&after), &later).is_empty());
+    }
+}
