@@ -163,7 +163,9 @@ fn a_team_shows_live_in_the_browser_and_the_page_approves_sends_and_needs_the_to
         "#members .member[data-name=bob] .state",
         "awaiting-approval",
     );
-    browser.wait_for_text("#panes .pane", "bob");
+    // Each teammate's pane, as it changes.
+    browser.wait_for_text("#panes .pane[data-name=bob] pre", "plan sent for approval");
+    browser.wait_for_text("#panes .pane[data-name=team-lead] pre", "Agent(bob)");
     save_screenshot(&browser, &env, "web-desktop.png");
     browser.resize(390, 844);
     browser.wait_for_text(

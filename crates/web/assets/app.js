@@ -118,6 +118,8 @@ const render = {
   members(list) {
     $('members-count').textContent = list.length;
     $('members').replaceChildren(...list.map(memberCard));
+    // For scripts/bench: when the main view first showed the team.
+    if (!performance.getEntriesByName('swarm-team-shown').length) performance.mark('swarm-team-shown');
     const to = $('send-to');
     const keep = to.value;
     to.replaceChildren(
