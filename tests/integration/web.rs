@@ -358,6 +358,24 @@ fn actions_from_another_site_or_without_the_csrf_token_are_refused_and_change_no
     let approve = br#"{"approve":true}"#;
     let attacks: Vec<Attack> = vec![
         (
+            "no token at all",
+            vec![
+                ("origin", origin.clone()),
+                ("content-type", "application/json".into()),
+            ],
+            approve.to_vec(),
+            401,
+        ),
+        (
+            "a wrong token",
+            vec![
+                ("authorization", format!("Bearer {}", "0".repeat(64))),
+                ("content-type", "application/json".into()),
+            ],
+            approve.to_vec(),
+            401,
+        ),
+        (
             "a cross-site form post carrying the token",
             vec![
                 ("content-type", "application/x-www-form-urlencoded".into()),

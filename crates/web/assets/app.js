@@ -412,12 +412,14 @@ function connect(team) {
     });
   }
   source.onopen = () => setLink(true);
-  source.onerror = () => setLink(false);
+  // The browser reconnects by itself, unless the server refused the stream (it restarted
+  // and forgot this session, say): then only a new visit with the token gets in.
+  source.onerror = () => setLink(false, source.readyState === EventSource.CLOSED);
 }
 
-function setLink(up) {
+function setLink(up, closed) {
   const link = $('link');
-  link.textContent = up ? 'live' : 'reconnecting…';
+  link.textContent = up ? 'live' : closed ? 'disconnected: open the address swarm serve printed' : 'reconnecting…';
   link.classList.toggle('up', up);
 }
 

@@ -106,7 +106,11 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
-    runtime.block_on(serve(opts, printed))
+    let served = runtime.block_on(serve(opts, printed));
+    // A shutdown ladder or a merge run the page started may still be going: each of its
+    // steps is whole, so it is left where it is rather than waited for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served
 }
 
 async fn serve(opts: Options, printed: Option<String>) -> Result<()> {
