@@ -2,12 +2,14 @@
 //! every page that watches the team; the teammates' panes, captured while someone
 //! watches; and the notices of what the page's actions came to.
 //!
-//! A hub wakes on the store's change notices (`Store::watch`: the roster, the mailboxes,
-//! the agents' states and the task list) and also looks again on a timer, the ground truth
-//! (a notice may be late or lost; the merge queue and the spend have none; a process may
-//! die without a file changing). It takes a new view then, and publishes only the parts
-//! that changed. It runs only while a page watches or notifications are on; otherwise a
-//! read takes its view on demand.
+//! While a page watches, a hub wakes on the store's change notices (`Store::watch`: the
+//! roster, the mailboxes, the agents' states and the task list) and also looks again every
+//! second, the ground truth (a notice may be late or lost; the merge queue and the spend
+//! have none; a process may die without a file changing). It takes a new view then, and
+//! publishes only the parts that changed. A team watched only for notifications is looked
+//! at every 5 s (30 s once nothing of it runs), without change notices: each costs the
+//! user one of its few inotify instances. With no page watching and no notifications the
+//! hub sleeps, and a read takes its view on demand.
 //!
 //! Requests are not watched: a request is recorded before it is sent to the lead's inbox,
 //! and its answer written before it goes to the teammate's, so a mailbox notice follows
@@ -39,6 +41,11 @@ pub type TmuxFor = Arc<dyn Fn(&TeamName) -> Option<Tmux> + Send + Sync>;
 const SETTLE: Duration = Duration::from_millis(10);
 /// How often the panes are captured while a page watches.
 const PANES_EVERY: Duration = Duration::from_secs(1);
+/// How often a team nobody watches is looked at for notifications (without change
+/// notices: each costs the user an inotify instance, of which there are few).
+const UNWATCHED_EVERY: Duration = Duration::from_secs(5);
+/// The same for a team with nothing running (a finished one, most likely).
+const DORMANT_EVERY: Duration = Duration::from_secs(30);
 /// A pane's last lines the page gets.
 const PANE_LINES: usize = 60;
 /// Notices kept (the page shows the newest).
@@ -206,12 +213,23 @@ impl Hub {
             while !self.wanted() {
                 self.wake.notified().await;
             }
-            let _holds = self.watch();
-            let mut last_look: Option<Instant> = None;
-            let mut last_capture: Option<Instant> = None;
+            let mut holds: Option<Vec<Hold>> = None;
+            let (mut last_look, mut last_capture): (Option<Instant>, Option<Instant>) =
+                (None, None);
             let mut woken = true;
             while self.wanted() {
-                if woken || last_look.is_none_or(|t| t.elapsed() >= self.rescan) {
+                let watched = self.watchers.load(Ordering::SeqCst) > 0;
+                // Change notices only while a page watches: a team watched for notifications
+                // alone is looked at on a timer.
+                if watched != holds.is_some() {
+                    holds = watched.then(|| self.watch());
+                }
+                let every = if watched {
+                    self.rescan
+                } else {
+                    self.unwatched_every()
+                };
+                if woken || last_look.is_none_or(|t| t.elapsed() >= every) {
                     let me = Arc::clone(&self);
                     match tokio::task::spawn_blocking(move || me.refresh()).await {
                         Ok(Err(e)) => tracing::debug!("team {}: {e}", self.store.team()),
@@ -223,16 +241,15 @@ impl Hub {
                     }
                     last_look = Some(Instant::now());
                 }
-                let watched = self.watchers.load(Ordering::SeqCst) > 0;
                 if watched && last_capture.is_none_or(|t| t.elapsed() >= PANES_EVERY) {
                     let me = Arc::clone(&self);
                     let _ = tokio::task::spawn_blocking(move || me.capture_panes()).await;
                     last_capture = Some(Instant::now());
                 }
                 let tick = if watched {
-                    PANES_EVERY.min(self.rescan)
+                    PANES_EVERY.min(every)
                 } else {
-                    self.rescan
+                    every
                 };
                 woken = tokio::select! {
                     () = self.wake.notified() => {
@@ -242,6 +259,20 @@ impl Hub {
                     () = tokio::time::sleep(tick) => false,
                 };
             }
+        }
+    }
+
+    /// How often to look at the team when no page watches it.
+    fn unwatched_every(&self) -> Duration {
+        let running = self.lock().last.as_ref().is_none_or(|v| {
+            v.members
+                .iter()
+                .any(|m| m.status.alive || m.status.pane_alive == Some(true))
+        });
+        if running {
+            UNWATCHED_EVERY
+        } else {
+            DORMANT_EVERY
         }
     }
 
