@@ -46,4 +46,7 @@ mod teammate;
 mod tmux;
 mod trust_seams;
 mod watch;
+mod web;
+mod web_browser;
+mod webdriver;
 mod worktrees;

@@ -610,3 +610,54 @@ fn session_names_are_matched_exactly() {
     assert_eq!(tb.panes().unwrap().len(), 1);
     assert!(tmux.has_session(&session_name(&b)).unwrap());
 }
+
+#[test]
+fn several_panes_are_captured_in_one_call_each_to_its_own() {
+    let env = TestEnv::new();
+    let tmux = env.tmux();
+    let dir = env.dir.path();
+    let keep = keeper(&env, &tmux);
+    // Two panes printing lines, one of them a line that looks like the batch's separator
+    // but for the control character a terminal never keeps.
+    let printer =
+        |text: &str| PaneSpec::new(dir, ["sh", "-c", &format!("printf '{text}'; sleep 1000")]);
+    let first = tmux
+        .split_window(
+            keep.pane,
+            Direction::Horizontal,
+            None,
+            &printer("one\\ntwo\\n"),
+        )
+        .unwrap();
+    let second = tmux
+        .split_window(
+            first,
+            Direction::Horizontal,
+            None,
+            &printer("\\037%%0\\037\\nthree\\n"),
+        )
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            tmux.capture_pane(second, None).unwrap().contains("three")
+                && tmux.capture_pane(first, None).unwrap().contains("two")
+        }),
+        "{:?} {:?}",
+        tmux.capture_pane(first, None),
+        tmux.capture_pane(second, None)
+    );
+    let all = tmux.capture_panes(&[second, first], None).unwrap();
+    let ids: Vec<PaneId> = all.iter().map(|(p, _)| *p).collect();
+    assert_eq!(ids, [second, first]);
+    assert_eq!(all[1].1.trim_end(), "one\ntwo");
+    assert!(
+        all[0].1.contains("three") && !all[0].1.contains("one"),
+        "{:?}",
+        all[0].1
+    );
+    assert_eq!(all[0].1, tmux.capture_pane(second, None).unwrap());
+    // A pane that is gone fails the batch, which the caller then asks without it.
+    tmux.kill_pane(first).unwrap();
+    assert!(tmux.capture_panes(&[second, first], None).is_err());
+    assert!(tmux.capture_panes(&[], None).unwrap().is_empty());
+}

@@ -66,6 +66,10 @@ pub struct Approval {
     /// `timeout`.
     #[serde(default)]
     pub resolved_by: Option<String>,
+    /// Where a person decided, when it was not at a terminal: `web session <label>` for
+    /// `swarm serve` (a label, never the session's secret). swarm's own field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_via: Option<String>,
     /// One line: the tool call, or the plan's first line.
     pub summary: String,
     /// The plan text, or the tool input.
@@ -84,6 +88,8 @@ pub struct Decision {
     pub feedback: Option<String>,
     pub mode: Option<String>,
     pub by: String,
+    /// Where the decider acted, if not at a terminal (recorded as `resolvedVia`).
+    pub via: Option<String>,
 }
 
 fn path(root: &Root, team: &TeamName, id: &str) -> Result<std::path::PathBuf> {
@@ -111,6 +117,7 @@ pub fn from_plan(req: &PlanApprovalRequest, mode: Option<String>) -> Approval {
         created_ms: clock::now_ms(),
         resolved_ms: None,
         resolved_by: None,
+        resolved_via: None,
         summary: format!(
             "plan: {}",
             req.plan_content
@@ -138,6 +145,7 @@ pub fn from_permission(req: &PermissionRequest) -> Approval {
         created_ms: clock::now_ms(),
         resolved_ms: None,
         resolved_by: None,
+        resolved_via: None,
         summary: req.description.clone(),
         detail: req.input.clone(),
         feedback: None,
@@ -284,6 +292,7 @@ pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Re
     };
     a.resolved_ms = Some(clock::now_ms());
     a.resolved_by = Some(decision.by.clone());
+    a.resolved_via = decision.via;
     a.feedback = decision.feedback;
     a.mode = mode;
     // Written before the answer goes out: a crash between leaves it resolved but
@@ -406,6 +415,7 @@ mod tests {
                 feedback: None,
                 mode: None,
                 by: "human".into(),
+                via: None,
             },
         )
         .unwrap();
@@ -430,6 +440,7 @@ mod tests {
             feedback: None,
             mode: None,
             by: "human".into(),
+            via: None,
         };
         let err = resolve(&root, &team, "plan_approval-1@bob@t", decision()).unwrap_err();
         assert_eq!(err.exit_code(), swarm_util::error::exit::NOT_FOUND, "{err}");

@@ -2,11 +2,13 @@
 //! window and layout, the liveness model, supervision of deaths, the shutdown ladder and
 //! teardown, git worktrees and the merge queue that lands their branches, a run and its
 //! report, the team tools the agents call (with the advisory file-lease warning on their
-//! writes) and the task events that run the user's hooks, and what a teammate is told.
+//! writes) and the task events that run the user's hooks, and what a teammate is told; the task board and the message feed as people see them.
 //!
 //! Uses `tmux`, `agent`, `config`, `store`, `llm` and `util`; never `roles` or `ui`.
 
+pub mod board;
 pub mod dialogs;
+pub mod feed;
 pub mod inherit;
 pub mod launch;
 pub mod layout;

@@ -397,6 +397,7 @@ impl TeamTools {
                         feedback,
                         mode: s("permission_mode"),
                         by: me.clone(),
+                        via: None,
                     },
                 )
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;

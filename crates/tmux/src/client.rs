@@ -559,6 +559,58 @@ impl Tmux {
         self.run(&cmd)
     }
 
+    /// Several panes' text in one tmux invocation: each pane's [`Tmux::capture_pane`] from
+    /// line `start`, in the order given. tmux stops a batch at its first failure, so a pane
+    /// that is gone fails the whole call (the caller asks again without it).
+    pub fn capture_panes(
+        &self,
+        panes: &[PaneId],
+        start: Option<i64>,
+    ) -> Result<Vec<(PaneId, String)>, TmuxError> {
+        if panes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmds = Vec::with_capacity(panes.len() * 2);
+        for pane in panes {
+            // A line of its own before each capture: `SEP` never is in a pane's text (a
+            // terminal takes control characters as controls, not as cells).
+            cmds.push(
+                TmuxCommand::new("display-message")
+                    .flag("-p")
+                    .target(pane)
+                    .arg(format!("{SEP}#{{pane_id}}{SEP}")),
+            );
+            let mut capture = TmuxCommand::new("capture-pane")
+                .flag("-p")
+                .flag("-J")
+                .target(pane);
+            if let Some(s) = start {
+                capture = capture.flag("-S").flag(&s.to_string());
+            }
+            cmds.push(capture);
+        }
+        let out = self.run_batch(&cmds)?;
+        let mut captured: Vec<(PaneId, String)> = Vec::with_capacity(panes.len());
+        for line in out.split_inclusive('\n') {
+            let marker = line
+                .trim_end_matches('\n')
+                .strip_prefix(SEP)
+                .and_then(|l| l.strip_suffix(SEP));
+            match (marker, captured.last_mut()) {
+                (Some(id), _) => {
+                    let pane = id.parse().map_err(|_| TmuxError::BadOutput {
+                        command: "capture-pane (batched)".to_owned(),
+                        output: id.to_owned(),
+                    })?;
+                    captured.push((pane, String::new()));
+                }
+                (None, Some((_, text))) => text.push_str(line),
+                (None, None) => {}
+            }
+        }
+        Ok(captured)
+    }
+
     /// `tmux attach-session -t TARGET` for this server, with `$TMUX` removed: for a caller
     /// that wants to `exec` it or run it itself. Stdio is inherited.
     pub fn attach_command(&self, target: &impl Target) -> Command {

@@ -70,6 +70,7 @@ pub fn decide(
             feedback,
             mode: mode.map(|m| m.to_string()),
             by: ctx.actor.decider(),
+            via: None,
         },
     )?;
     if ctx.json() {

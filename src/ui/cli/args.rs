@@ -70,6 +70,14 @@ pub enum Command {
     /// Watch a team live: members, tasks, messages and approvals in one dashboard
     Watch(crate::ui::cli::watch::WatchArgs),
 
+    /// Show every team (or --team's) in a browser: members, tasks, messages, approvals,
+    /// merges, spend and panes, live; approve, send and shut down from the page
+    ///
+    /// Prints the page's address with a fresh access token (http://127.0.0.1:PORT/?token=…)
+    /// once on stdout and serves until SIGINT, SIGTERM or SIGHUP. See docs/web.md for the
+    /// JSON API and the notifications.
+    Serve(crate::ui::cli::serve::ServeArgs),
+
     /// Show every member: process, pane, state, task, activity, tokens, cost
     Status,
 

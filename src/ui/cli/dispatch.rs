@@ -11,7 +11,7 @@ use crate::ui::cli::args::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::{
     agent, agents, approvals, completions, config, lead, merge, message, model_server, resume, run,
-    shutdown, spawn, status, task, team, watch,
+    serve, shutdown, spawn, status, task, team, watch,
 };
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
@@ -170,6 +170,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Teammate(args) => agent::teammate(&ctx, args),
         Command::Agents(cmd) => done(agents::run(&ctx, cmd)),
         Command::Watch(args) => done(watch::run(&ctx, args)),
+        Command::Serve(args) => done(serve::run(&ctx, args)),
         Command::ModelServer(_) | Command::Completions { .. } | Command::Man => {
             unreachable!("dispatched above")
         }

@@ -145,6 +145,7 @@ fn lead_only(command: &Command) -> Option<&'static str> {
         Command::Lead(_) => "run a team's lead",
         Command::Run(_) | Command::Demo(_) | Command::Resume(_) => "start a team",
         Command::Watch(args) if !args.once => "open the dashboard, which decides requests",
+        Command::Serve(_) => "serve the team's web view, which decides requests",
         _ => return None,
     })
 }

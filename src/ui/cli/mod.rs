@@ -18,6 +18,7 @@ pub(crate) mod model_server;
 mod output;
 mod resume;
 mod run;
+mod serve;
 mod shutdown;
 mod spawn;
 mod status;

@@ -135,6 +135,7 @@ impl App {
                 feedback,
                 mode: None,
                 by: "human".to_owned(),
+                via: None,
             },
         );
         match result {

@@ -5,7 +5,6 @@
 use jiff::tz::TimeZone;
 use serde_json::json;
 
-use crate::ui::dashboard::feed::{self, FeedEntry};
 use crate::ui::dashboard::model::{Snapshot, board_order};
 use swarm_llm::Usage;
 use swarm_store::approvals::{Approval, Kind, State};
@@ -15,6 +14,7 @@ use swarm_store::protocol::{
     ShutdownRequest, TaskAssignment, TeammateTerminated,
 };
 use swarm_store::tasks::Task;
+use swarm_team::feed::{self, FeedEntry};
 use swarm_team::status::MemberStatus;
 use swarm_util::clock;
 
@@ -319,6 +319,7 @@ pub fn approvals() -> Vec<Approval> {
             created_ms: ago(150),
             resolved_ms: None,
             resolved_by: None,
+            resolved_via: None,
             summary: "plan: Split the lexer into a tokenizer and a cursor".into(),
             detail: json!("Split the lexer into a tokenizer and a cursor\n\n1. ...\n2. ..."),
             feedback: None,
@@ -332,6 +333,7 @@ pub fn approvals() -> Vec<Approval> {
             created_ms: ago(10),
             resolved_ms: None,
             resolved_by: None,
+            resolved_via: None,
             summary: "Bash: cargo test --workspace".into(),
             detail: json!({"command": "cargo test --workspace"}),
             feedback: None,

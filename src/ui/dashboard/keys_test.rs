@@ -198,6 +198,7 @@ fn keys_approve_and_reject_through_the_real_files() {
             feedback: None,
             mode: None,
             by: "team-lead".into(),
+            via: None,
         },
     )
     .unwrap();

@@ -3,7 +3,6 @@
 //! this module only re-exports.
 
 pub mod app;
-pub mod feed;
 pub mod model;
 pub mod ui;
 pub mod view;

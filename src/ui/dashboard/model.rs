@@ -10,11 +10,13 @@
 
 use jiff::tz::TimeZone;
 
-use crate::ui::dashboard::feed::{FeedEntry, FeedReader};
 use swarm_store::approvals::{self, Approval};
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
 use swarm_store::tasks::{Status, Task, TaskList};
+use swarm_team::board::task_state;
+pub use swarm_team::board::{TaskState, board_order};
+use swarm_team::feed::{FeedEntry, FeedReader};
 use swarm_team::status::{self, MemberStatus};
 use swarm_tmux::Tmux;
 use swarm_util::clock;
@@ -45,26 +47,6 @@ pub struct Snapshot {
     pub budget: Option<String>,
     /// The merge queue in one line ("merge queue: 2 merged · 1 conflict"), when there is one.
     pub merge_queue: Option<String>,
-}
-
-/// Where a task stands on the board.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TaskState {
-    Active,
-    Ready,
-    Blocked,
-    Done,
-}
-
-impl TaskState {
-    pub fn label(self) -> &'static str {
-        match self {
-            TaskState::Active => "active",
-            TaskState::Ready => "ready",
-            TaskState::Blocked => "blocked",
-            TaskState::Done => "done",
-        }
-    }
 }
 
 impl Snapshot {
@@ -117,41 +99,6 @@ impl Snapshot {
     pub fn approval(&self, id: &str) -> Option<&Approval> {
         self.approvals.iter().find(|a| a.request_id == id)
     }
-}
-
-fn task_state<'a>(t: &Task, find: impl Fn(&str) -> Option<&'a Task>) -> TaskState {
-    match t.status {
-        Status::InProgress => TaskState::Active,
-        Status::Completed => TaskState::Done,
-        Status::Pending => {
-            let blocked = t
-                .blocked_by
-                .iter()
-                .any(|b| find(b).is_none_or(|b| b.status != Status::Completed));
-            if blocked {
-                TaskState::Blocked
-            } else {
-                TaskState::Ready
-            }
-        }
-    }
-}
-
-/// Active tasks first, then ready, blocked and done; by id within each group. Internal
-/// tasks (Claude Code's `metadata._internal`) are left out.
-pub fn board_order(tasks: Vec<Task>) -> Vec<Task> {
-    let states: Vec<TaskState> = tasks
-        .iter()
-        .map(|t| task_state(t, |id| tasks.iter().find(|x| x.id == id)))
-        .collect();
-    let mut keyed: Vec<(TaskState, u64, Task)> = tasks
-        .into_iter()
-        .zip(states)
-        .filter(|(t, _)| !t.is_internal())
-        .map(|(t, s)| (s, t.id.parse().unwrap_or(u64::MAX), t))
-        .collect();
-    keyed.sort_by(|a, b| (a.0, a.1, &a.2.id).cmp(&(b.0, b.1, &b.2.id)));
-    keyed.into_iter().map(|(_, _, t)| t).collect()
 }
 
 /// Takes snapshots of one team.
@@ -212,10 +159,13 @@ impl Source {
             .into_iter()
             .filter(|a| a.state == approvals::State::Pending)
             .collect();
-        let feed = self.feed.read(&self.root, &self.team).unwrap_or_else(|e| {
-            problems.push(format!("messages: {e}"));
-            Vec::new()
-        });
+        let feed = self
+            .feed
+            .read(&self.root.open(&self.team))
+            .unwrap_or_else(|e| {
+                problems.push(format!("messages: {e}"));
+                Vec::new()
+            });
         let budget = seen.budget.as_ref().map(|b| b.describe());
         let merge_queue = swarm_store::merge_queue::load(&self.root, &self.team)
             .ok()
@@ -284,27 +234,5 @@ mod tests {
             merge_queue_line(&queue).as_deref(),
             Some("merge queue: 1 queued · 2 merged · 1 conflict")
         );
-    }
-
-    fn task(id: &str, status: Status, blocked_by: &[&str]) -> Task {
-        serde_json::from_value(serde_json::json!({
-            "id": id, "subject": format!("task {id}"), "status": status.as_str(),
-            "blockedBy": blocked_by,
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn board_puts_active_then_ready_then_blocked_then_done() {
-        let tasks = vec![
-            task("1", Status::Completed, &[]),
-            task("2", Status::Pending, &["1"]),
-            task("3", Status::Pending, &["2"]),
-            task("10", Status::InProgress, &[]),
-            task("4", Status::Pending, &[]),
-            task("5", Status::Pending, &["99"]),
-        ];
-        let ids: Vec<String> = board_order(tasks).into_iter().map(|t| t.id).collect();
-        assert_eq!(ids, ["10", "2", "4", "3", "5", "1"]);
     }
 }

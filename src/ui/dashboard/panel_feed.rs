@@ -16,9 +16,9 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::ui::dashboard::feed::{Class, FeedEntry};
 use crate::ui::dashboard::model::Snapshot;
 use crate::ui::dashboard::style::{Ctx, DIM, SELECTED, palette};
+use swarm_team::feed::{Class, FeedEntry};
 
 pub(super) fn draw_feed(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let snap = ctx.snap;

@@ -508,8 +508,8 @@ fn approval_keys(snap: &Snapshot) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ui::dashboard::feed::FeedEntry;
     use crate::ui::dashboard::fixture;
+    use swarm_team::feed::FeedEntry;
 
     fn press(ui: &mut UiState, snap: &Snapshot, codes: &[KeyCode]) -> Option<Action> {
         let mut last = None;

@@ -1,5 +1,5 @@
 //! The message feed: every message of the team, from every inbox, as one time-ordered list
-//! of one-line entries, newest last.
+//! of one-line entries, newest last, as `swarm watch` and `swarm serve` show it.
 //!
 //! Sources are each agent's live inbox (`<agent>.json`, messages not yet put in front of
 //! their reader, shown as unread) and delivered log (`<agent>.delivered.jsonl`). Live
@@ -18,9 +18,11 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use swarm_store::layout::Root;
+use serde::Serialize;
+
+use swarm_store::Store;
 use swarm_store::mailbox::{self, Envelope};
-use swarm_store::names::{AgentName, TeamName};
+use swarm_store::names::AgentName;
 use swarm_store::protocol::Protocol;
 use swarm_util::clock;
 use swarm_util::error::Result;
@@ -29,7 +31,8 @@ use swarm_util::error::Result;
 pub const MAX_ENTRIES: usize = 1000;
 
 /// What kind of message an entry is; the view styles each differently.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Class {
     /// Text from one agent to another.
     Plain,
@@ -48,7 +51,8 @@ pub enum Class {
 }
 
 /// One line of the feed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FeedEntry {
     /// When it was sent (epoch ms; 0 if its timestamp does not parse).
     pub at_ms: i64,
@@ -185,14 +189,16 @@ impl FeedReader {
         FeedReader::default()
     }
 
-    /// Every message of `team` as feed entries (see [`build`]).
-    pub fn read(&mut self, root: &Root, team: &TeamName) -> Result<Vec<FeedEntry>> {
-        let agents = mailbox::agents_with_mail(root, team)?;
+    /// Every message of the team as feed entries (see [`build`]).
+    pub fn read(&mut self, store: &Store) -> Result<Vec<FeedEntry>> {
+        let agents = store.mail().agents_with_mail()?;
         let mut all = Vec::new();
         for agent in &agents {
             let tail = self.tails.entry(agent.to_string()).or_default();
-            tail.advance(root, team, agent)?;
-            let live: Vec<FeedEntry> = mailbox::read_all(root, team, agent)?
+            tail.advance(store, agent)?;
+            let live: Vec<FeedEntry> = store
+                .mail()
+                .read_all(agent)?
                 .iter()
                 .map(|d| FeedEntry::new(agent.as_str(), &d.envelope, !d.envelope.is_read()))
                 .collect();
@@ -210,8 +216,8 @@ impl FeedReader {
 impl Tail {
     /// Takes in whatever whole lines were appended to `agent`'s delivered log since the
     /// last call.
-    fn advance(&mut self, root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
-        let appended = mailbox::read_delivered_since(root, team, agent, &mut self.cursor)?;
+    fn advance(&mut self, store: &Store, agent: &AgentName) -> Result<()> {
+        let appended = store.mail().read_delivered_since(agent, &mut self.cursor)?;
         if appended.restarted {
             self.entries.clear();
         }
@@ -328,23 +334,26 @@ mod tests {
     #[test]
     fn entries_claude_code_deletes_stay_in_the_feed_as_read() {
         let dir = tempfile::tempdir().unwrap();
-        let root = Root::new(dir.path());
-        let team = TeamName::new("t").unwrap();
-        swarm_store::roster::create(&root, &team, None, dir.path()).unwrap();
+        let root = swarm_store::Root::new(dir.path());
+        let team = swarm_store::TeamName::new("t").unwrap();
+        let (store, _) = root.create_team(&team, None, dir.path()).unwrap();
         let worker = AgentName::parse_any("worker").unwrap();
-        mailbox::deliver(&root, &team, &worker, env_at("team-lead", "hello", 5)).unwrap();
+        store
+            .mail()
+            .deliver(&worker, env_at("team-lead", "hello", 5))
+            .unwrap();
         let mut reader = FeedReader::new();
-        let feed = reader.read(&root, &team).unwrap();
+        let feed = reader.read(&store).unwrap();
         assert_eq!((feed.len(), feed[0].unread), (1, true));
         // What Claude Code does when it takes the message: the inbox becomes `[]`.
         std::fs::write(root.inbox_path(&team, &worker), "[]").unwrap();
-        let feed = reader.read(&root, &team).unwrap();
+        let feed = reader.read(&store).unwrap();
         let shown: Vec<(&str, &str, bool)> = feed
             .iter()
             .map(|e| (e.to.as_str(), e.line.as_str(), e.unread))
             .collect();
         assert_eq!(shown, [("worker", "hello", false)]);
-        assert_eq!(reader.read(&root, &team).unwrap(), feed);
+        assert_eq!(reader.read(&store).unwrap(), feed);
     }
 
     #[test]
