@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use swarm_config::settings::Settings;
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, TeamName};
-use swarm_store::tasks::{NewTask, TaskList};
+use swarm_store::tasks::NewTask;
 use swarm_util::environment::Environment;
 
 fn main() {
@@ -49,7 +49,9 @@ fn main() {
             });
             for i in 0..count {
                 let text = format!("{from}-{i}");
-                mailbox::deliver(&root, &team, &to, Envelope::new(from, text.clone()))
+                root.open(&team)
+                    .mail()
+                    .deliver(&to, Envelope::new(from, text.clone()))
                     .unwrap_or_else(|e| fail(&e));
                 if let Some(f) = acked.as_mut() {
                     // One write per line: O_APPEND keeps concurrent writers' lines whole.
@@ -65,13 +67,20 @@ fn main() {
             let mut seen = 0;
             let deadline = Instant::now() + Duration::from_secs(120);
             while seen < expect && Instant::now() < deadline {
-                let batch = mailbox::read_unread(&root, &team, &agent).unwrap_or_else(|e| fail(&e));
+                let batch = root
+                    .open(&team)
+                    .mail()
+                    .read_unread(&agent)
+                    .unwrap_or_else(|e| fail(&e));
                 let keys: Vec<String> = batch.iter().map(|d| d.key.clone()).collect();
                 for d in &batch {
                     writeln!(log, "{}", d.envelope.text).expect("write");
                 }
                 log.flush().expect("flush");
-                mailbox::ack(&root, &team, &agent, &keys).unwrap_or_else(|e| fail(&e));
+                root.open(&team)
+                    .mail()
+                    .ack(&agent, &keys)
+                    .unwrap_or_else(|e| fail(&e));
                 seen += batch.len();
                 if batch.is_empty() {
                     std::thread::sleep(Duration::from_millis(10));
@@ -80,7 +89,8 @@ fn main() {
         }
         "next" => {
             let agent = arg(3);
-            let list = TaskList::new(&root, &team);
+            let store = root.open(&team);
+            let list = store.tasks();
             while let Some(task) = list.next(agent).unwrap_or_else(|e| fail(&e)) {
                 writeln!(out, "{}", task.id).expect("write");
             }
@@ -97,18 +107,17 @@ fn main() {
         "mkinbox" => {
             let agent = AgentName::parse_any(arg(3)).expect("agent name");
             let bytes: usize = arg(4).parse().expect("bytes");
-            let key = mailbox::deliver(
-                &root,
-                &team,
-                &agent,
-                Envelope::new("team-lead", "x".repeat(bytes)),
-            )
-            .unwrap_or_else(|e| fail(&e));
+            let key = root
+                .open(&team)
+                .mail()
+                .deliver(&agent, Envelope::new("team-lead", "x".repeat(bytes)))
+                .unwrap_or_else(|e| fail(&e));
             writeln!(out, "{key}").expect("write");
         }
         "mktasks" => {
             let count: usize = arg(3).parse().expect("count");
-            let list = TaskList::new(&root, &team);
+            let store = root.open(&team);
+            let list = store.tasks();
             for i in 0..count {
                 list.create(NewTask {
                     subject: format!("task {i}"),
@@ -128,7 +137,9 @@ fn main() {
                     .duration_since(std::time::UNIX_EPOCH)
                     .expect("clock")
                     .as_nanos();
-                mailbox::deliver(&root, &team, &to, Envelope::new(from, text.clone()))
+                root.open(&team)
+                    .mail()
+                    .deliver(&to, Envelope::new(from, text.clone()))
                     .unwrap_or_else(|e| fail(&e));
                 writeln!(out, "{text} {start}").expect("write");
                 out.flush().expect("flush");

@@ -147,7 +147,12 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
             "ExitPlanMode"
         ]
     );
-    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .load()
+        .unwrap();
     assert_eq!(
         roster.member("bob").unwrap().mode.as_deref(),
         Some("acceptEdits")
@@ -165,15 +170,16 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
         &model.url(),
         &["--agent-type", "reviewer", "--permission-mode", "default"],
     );
-    assert!(wait_until(T, || swarm_store::roster::load(
-        &env.store_root(),
-        &env.team_name("t")
-    )
-    .unwrap()
-    .member("carol")
-    .unwrap()
-    .mode
-    .as_deref()
+    assert!(wait_until(T, || env
+        .store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .load()
+        .unwrap()
+        .member("carol")
+        .unwrap()
+        .mode
+        .as_deref()
         == Some("default")));
 
     // An unknown type is refused, naming the ones there are.
@@ -201,7 +207,13 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
 }
 
 fn teammate_argv(env: &TestEnv, name: &str) -> Vec<String> {
-    let roster = || swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = || {
+        env.store_root()
+            .open(&env.team_name("t"))
+            .roster()
+            .load()
+            .unwrap()
+    };
     assert!(
         wait_until(T, || roster().member(name).and_then(|m| m.pid).is_some()),
         "{name} never registered"
@@ -283,7 +295,12 @@ fn spawn_resolves_the_model_from_the_definition_and_the_environment() {
         model_flags(&teammate_argv(&env, "d4")),
         ["--model=lead-model"]
     );
-    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .load()
+        .unwrap();
     let d1 = roster.member("d1").unwrap();
     assert_eq!(d1.model.as_deref(), Some("def-model"));
     assert_eq!(d1.prompt.as_deref(), Some("start testing"), "initialPrompt");

@@ -58,11 +58,14 @@ fn log(env: &TestEnv, agent: &str) -> String {
 fn answers(env: &TestEnv, agent: &str, request_id: &str) -> usize {
     let (root, team) = (env.store_root(), env.team_name("t"));
     let agent = swarm_store::names::AgentName::new(agent).unwrap();
-    let live = swarm_store::mailbox::read_all(&root, &team, &agent)
+    let live = root
+        .open(&team)
+        .mail()
+        .read_all(&agent)
         .unwrap()
         .into_iter()
         .map(|d| d.envelope);
-    let delivered = swarm_store::mailbox::read_delivered(&root, &team, &agent).unwrap();
+    let delivered = root.open(&team).mail().read_delivered(&agent).unwrap();
     live.chain(delivered)
         .filter(|e| match e.protocol() {
             Some(Protocol::PlanApprovalResponse(r)) => r.request_id == request_id,

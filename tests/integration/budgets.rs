@@ -23,19 +23,17 @@ fn billed(reply: Reply) -> Reply {
 }
 
 fn spent(env: &TestEnv, agent: &str) -> Spend {
-    swarm_store::budget::spent(
-        &env.store_root(),
-        &env.team_name("t"),
-        &AgentName::parse_any(agent).unwrap(),
-    )
+    env.store_root()
+        .open(&env.team_name("t"))
+        .budget()
+        .spent(&AgentName::parse_any(agent).unwrap())
 }
 
 fn state(env: &TestEnv, agent: &str) -> Option<AgentState> {
-    swarm_store::state::read(
-        &env.store_root(),
-        &env.team_name("t"),
-        &AgentName::parse_any(agent).unwrap(),
-    )
+    env.store_root()
+        .open(&env.team_name("t"))
+        .agents()
+        .read_state(&AgentName::parse_any(agent).unwrap())
 }
 
 fn requests_of(model: &ScriptedModel, agent: &str) -> Vec<RecordedRequest> {
@@ -169,7 +167,7 @@ fn a_team_budget_stops_the_run_at_the_limit_and_returns_the_work() {
         "{exit:?}"
     );
     assert_eq!(exit.released_tasks, ["1"]);
-    let task = env.task_list("t").get("1").unwrap();
+    let task = env.store("t").tasks().get("1").unwrap();
     assert_eq!((task.status, task.owner), (Status::Pending, None));
     // The lead too.
     let lead = state(&env, "team-lead").unwrap();
@@ -221,17 +219,18 @@ fn the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit() {
             .all(|r| !last_message(r).contains("budget"))
     );
     // Agents of an earlier run spent 6500 tokens: with the lead's 2000 that is 85 %.
-    swarm_store::budget::record(
-        &env.store_root(),
-        &env.team_name("t"),
-        &AgentName::new("earlier").unwrap(),
-        &Spend {
-            tokens: 6500,
-            calls: 7,
-            ..Spend::default()
-        },
-    )
-    .unwrap();
+    env.store_root()
+        .open(&env.team_name("t"))
+        .budget()
+        .record_spend(
+            &AgentName::new("earlier").unwrap(),
+            &Spend {
+                tokens: 6500,
+                calls: 7,
+                ..Spend::default()
+            },
+        )
+        .unwrap();
     // The lead, idle, is woken for it: its next request says so.
     assert!(idle_after(3), "{}", run_output(&env));
     let third = last_message(&requests_of(&model, "team-lead")[2]);
@@ -340,7 +339,8 @@ fn a_teammates_own_budget_stops_only_that_teammate() {
     spawn(&env, &model, "other", &[]);
     assert!(
         wait_until(T, || {
-            env.task_list("t")
+            env.store("t")
+                .tasks()
                 .get("1")
                 .is_ok_and(|t| t.status == Status::Completed && t.owner.as_deref() == Some("other"))
         }),

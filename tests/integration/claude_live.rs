@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownApproved};
-use swarm_store::roster::{self, Member};
+use swarm_store::roster::Member;
 use swarm_store::tasks::Status;
 
 use crate::harness::{Guarded, TestEnv, run_timeout, wait_until};
@@ -60,31 +60,35 @@ fn pane(env: &TestEnv, session: &str, command: &str) -> (String, i32) {
 
 /// A member as Claude Code's lead and the teammate write it.
 fn add_member(env: &TestEnv, name: &str, pane: &str, active: bool) {
-    roster::update(&env.store_root(), &env.team_name("t"), |c| {
-        c.members.push(Member {
-            agent_id: format!("{name}@t"),
-            name: name.to_owned(),
-            agent_type: Some("general-purpose".into()),
-            model: Some("claude-sonnet-4-5".into()),
-            color: Some("blue".into()),
-            joined_at: 1,
-            tmux_pane_id: pane.to_owned(),
-            cwd: "/".into(),
-            backend_type: Some("tmux".into()),
-            is_active: Some(active),
-            engine: Some("claude".into()),
-            ..Member::default()
-        });
-        Ok(())
-    })
-    .unwrap();
+    env.store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .update(|c| {
+            c.members.push(Member {
+                agent_id: format!("{name}@t"),
+                name: name.to_owned(),
+                agent_type: Some("general-purpose".into()),
+                model: Some("claude-sonnet-4-5".into()),
+                color: Some("blue".into()),
+                joined_at: 1,
+                tmux_pane_id: pane.to_owned(),
+                cwd: "/".into(),
+                backend_type: Some("tmux".into()),
+                is_active: Some(active),
+                engine: Some("claude".into()),
+                ..Member::default()
+            });
+            Ok(())
+        })
+        .unwrap();
 }
 
 fn set_active(env: &TestEnv, name: &str, active: bool) {
-    roster::update_member(&env.store_root(), &env.team_name("t"), name, |m| {
-        m.is_active = Some(active)
-    })
-    .unwrap();
+    env.store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .update_member(name, |m| m.is_active = Some(active))
+        .unwrap();
 }
 
 fn member(env: &TestEnv, name: &str) -> Value {
@@ -145,12 +149,12 @@ fn wait_for_a_whole_tick(env: &TestEnv, from: &str) {
         });
         env.deliver("t", from, "team-lead", request.to_string());
         assert!(
-            wait_until(T, || swarm_store::approvals::get(
-                &env.store_root(),
-                &env.team_name("t"),
-                &request_id
-            )
-            .is_ok()),
+            wait_until(T, || env
+                .store_root()
+                .open(&env.team_name("t"))
+                .approvals()
+                .get(&request_id)
+                .is_ok()),
             "the lead never recorded {request_id}"
         );
     }
@@ -207,9 +211,10 @@ fn the_lead_returns_a_killed_claude_code_members_tasks_and_says_so_once() {
     let _lead = Guarded(Some(lead.spawn().unwrap()));
     // Alive and working: the lead leaves it alone, a whole tick long.
     wait_for_a_whole_tick(&env, "cc");
-    assert!(env.task_list("t").get("1").unwrap().owned_by("cc"));
+    assert!(env.store("t").tasks().get("1").unwrap().owned_by("cc"));
     kill9(pid);
-    let list = env.task_list("t");
+    let store = env.store("t");
+    let list = store.tasks();
     assert!(
         wait_until(T, || list.get("1").unwrap().status == Status::Pending),
         "the lead left task 1 with {:?}",
@@ -222,7 +227,12 @@ fn the_lead_returns_a_killed_claude_code_members_tasks_and_says_so_once() {
     wait_for_a_whole_tick(&env, "other");
     env.run(&["--team", "t", "status"]).success();
     assert_eq!(terminated_notes(&env, "cc"), 1);
-    let cc = roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let cc = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .load()
+        .unwrap();
     assert_eq!(cc.member("cc").unwrap().is_active, Some(false));
 }
 
@@ -238,17 +248,17 @@ fn shutdown_in_background(env: &TestEnv, timeout: &str) -> (Guarded, std::path::
 fn shutdown_request(env: &TestEnv) -> Option<String> {
     let mut request = None;
     wait_until(T, || {
-        request = swarm_store::mailbox::read_all(
-            &env.store_root(),
-            &env.team_name("t"),
-            &AgentName::new("cc").unwrap(),
-        )
-        .unwrap()
-        .into_iter()
-        .find_map(|d| match d.envelope.protocol() {
-            Some(Protocol::ShutdownRequest(r)) => Some(r.request_id),
-            _ => None,
-        });
+        request = env
+            .store_root()
+            .open(&env.team_name("t"))
+            .mail()
+            .read_all(&AgentName::new("cc").unwrap())
+            .unwrap()
+            .into_iter()
+            .find_map(|d| match d.envelope.protocol() {
+                Some(Protocol::ShutdownRequest(r)) => Some(r.request_id),
+                _ => None,
+            });
         request.is_some()
     });
     request
@@ -293,7 +303,10 @@ fn a_claude_code_member_that_approves_is_removed_only_once_its_process_exits() {
     assert!(out.contains("agreed and exited"), "{out}");
     assert!(out.contains("removed from the roster"), "{out}");
     assert!(!env.on_roster("t", "cc"));
-    assert_eq!(env.task_list("t").get("1").unwrap().status, Status::Pending);
+    assert_eq!(
+        env.store("t").tasks().get("1").unwrap().status,
+        Status::Pending
+    );
 }
 
 #[test]
@@ -347,7 +360,10 @@ fn a_claude_code_member_whose_pane_is_gone_is_removed_with_its_tasks_returned() 
         out.stdout
     );
     assert!(!env.on_roster("t", "cc"));
-    assert_eq!(env.task_list("t").get("1").unwrap().status, Status::Pending);
+    assert_eq!(
+        env.store("t").tasks().get("1").unwrap().status,
+        Status::Pending
+    );
 }
 
 #[test]
@@ -403,12 +419,12 @@ fn permission_round_trip(with_lead: bool) {
     }
     assert!(wait_until(T, pending), "the request never showed");
     env.run(&["--team", "t", "approve", request_id]).success();
-    let inbox = swarm_store::mailbox::read_all(
-        &env.store_root(),
-        &env.team_name("t"),
-        &AgentName::new("cc").unwrap(),
-    )
-    .unwrap();
+    let inbox = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .mail()
+        .read_all(&AgentName::new("cc").unwrap())
+        .unwrap();
     let answer: Value = inbox
         .iter()
         .filter_map(|d| serde_json::from_str::<Value>(&d.envelope.text).ok())
@@ -435,10 +451,11 @@ fn a_claude_code_member_stuck_at_a_first_run_dialog_is_reported_once() {
     );
     add_member(&env, "cc", &id, false);
     // It never began a turn: Claude Code has written no `isActive` yet.
-    roster::update_member(&env.store_root(), &env.team_name("t"), "cc", |m| {
-        m.is_active = None
-    })
-    .unwrap();
+    env.store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .update_member("cc", |m| m.is_active = None)
+        .unwrap();
     assert!(wait_until(T, || member(&env, "cc")["state"] == "blocked"));
     let m = member(&env, "cc");
     let detail = m["detail"].as_str().unwrap();

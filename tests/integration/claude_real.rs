@@ -128,6 +128,11 @@ fn a_real_claude_code_teammate_talks_takes_a_task_and_shuts_down() {
         shutdown.stdout
     );
     assert!(lead_heard("shutdown_approved"));
-    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .load()
+        .unwrap();
     assert!(roster.member("reviewer").is_none());
 }

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::mailbox::Envelope;
 use swarm_store::protocol::{self, PermissionGrant, PermissionResponse, Protocol, ShutdownRequest};
 
 use crate::harness::{FAKE_CLAUDE, Guarded, TestEnv, wait_until};
@@ -108,13 +108,10 @@ fn message_round_trip_and_shutdown_handshake() {
         timestamp: swarm_util::clock::now_iso(),
     });
     let (root, team) = (env.store_root(), env.team_name("t"));
-    mailbox::send(
-        &root,
-        &team,
-        "worker",
-        Envelope::new("team-lead", request.to_text()),
-    )
-    .unwrap();
+    root.open(&team)
+        .mail()
+        .send("worker", Envelope::new("team-lead", request.to_text()))
+        .unwrap();
     assert_eq!(worker.wait(WAIT).and_then(|s| s.code()), Some(0));
     let approved = lead_texts(&env, "t")
         .into_iter()
@@ -236,15 +233,15 @@ fn a_dialog_blocked_fake_prints_it_and_never_registers() {
         shown()
     );
     assert!(worker.is_running());
-    let waiting: Vec<String> = mailbox::read_all(
-        &env.store_root(),
-        &env.team_name("t"),
-        &swarm_store::names::AgentName::new("worker").unwrap(),
-    )
-    .unwrap()
-    .into_iter()
-    .map(|d| d.envelope.text)
-    .collect();
+    let waiting: Vec<String> = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .mail()
+        .read_all(&swarm_store::names::AgentName::new("worker").unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|d| d.envelope.text)
+        .collect();
     assert_eq!(waiting, ["hello"], "the message waits in its inbox");
     assert!(roster_member(&env, "t", "worker").get("isActive").is_none());
     assert!(env.lead_inbox("t").is_empty());
@@ -297,11 +294,13 @@ fn a_claude_code_teammates_result_wakes_the_lead_agent() {
     // carl joins as a Claude Code teammate (as `spawn --engine claude` records it).
     let root = env.store_root();
     env.run(&["--team", "t", "team", "add", "carl"]).success();
-    swarm_store::roster::update_member(&root, &env.team_name("t"), "carl", |m| {
-        m.engine = Some("claude".into());
-        m.backend_type = Some("tmux".into());
-    })
-    .unwrap();
+    root.open(&env.team_name("t"))
+        .roster()
+        .update_member("carl", |m| {
+            m.engine = Some("claude".into());
+            m.backend_type = Some("tmux".into());
+        })
+        .unwrap();
     assert!(roster.is_file());
     let idle = serde_json::json!({
         "type": "idle_notification", "from": "carl", "timestamp": "2026-11-25T12:00:00.000Z",

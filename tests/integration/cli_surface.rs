@@ -261,8 +261,12 @@ fn a_run_stopped_with_ctrl_c_shows_its_lead_exited() {
     )
     .unwrap();
     assert!(run.wait(COMMAND_TIMEOUT).is_some(), "the run did not stop");
-    let lead =
-        || swarm_store::state::read(&env.store_root(), &env.team_name("t"), &AgentName::lead());
+    let lead = || {
+        env.store_root()
+            .open(&env.team_name("t"))
+            .agents()
+            .read_state(&AgentName::lead())
+    };
     assert!(wait_until(WAIT, || lead().is_some_and(|s| s.exit.is_some())));
     let status: Value = serde_json::from_str(
         &env.run(&["--json", "--team", "t", "status"])

@@ -323,7 +323,8 @@ fn when_the_summary_request_fails_the_oldest_turns_are_dropped_and_work_goes_on(
     assert!(first.contains("TASK-TEXT-42"), "{first}");
     assert_eq!(messages(after)[1]["role"], "assistant");
     assert!(size(after) < size(&requests[i]));
-    let list = env.task_list("t");
+    let store = env.store("t");
+    let list = store.tasks();
     assert_eq!(
         list.get("1").unwrap().status,
         swarm_store::tasks::Status::Completed

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use swarm_store::tasks::{NewTask, TaskList};
+use swarm_store::tasks::NewTask;
 
 use crate::harness::{Guarded, TestEnv, inbox_texts, run, wait_timeout, wait_until};
 
@@ -294,7 +294,8 @@ fn claim_race_8_processes_over_200_tasks_each_claimed_once() {
     let agents: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
     let members: Vec<&str> = agents.iter().map(String::as_str).collect();
     let env = TestEnv::with_team("t", &members);
-    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let store = env.store_root().open(&env.team_name("t"));
+    let list = store.tasks();
     for i in 0..200 {
         list.create(NewTask {
             subject: format!("task {i}"),

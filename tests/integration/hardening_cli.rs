@@ -39,15 +39,14 @@ fn agent_env(cmd: &mut Command, name: &str, team: &str) {
 }
 
 fn inbox(env: &TestEnv, team: &str, agent: &str) -> Vec<swarm_store::mailbox::Envelope> {
-    swarm_store::mailbox::read_all(
-        &env.store_root(),
-        &env.team_name(team),
-        &AgentName::parse_any(agent).unwrap(),
-    )
-    .unwrap()
-    .into_iter()
-    .map(|d| d.envelope)
-    .collect()
+    env.store_root()
+        .open(&env.team_name(team))
+        .mail()
+        .read_all(&AgentName::parse_any(agent).unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|d| d.envelope)
+        .collect()
 }
 
 fn shutdown_request(id: &str, from: &str) -> String {
@@ -97,7 +96,12 @@ fn an_endless_message_source_is_refused_after_the_limit_and_nothing_is_sent() {
         );
     }
     assert!(inbox(&env, "alpha", "bob").is_empty());
-    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("alpha")).unwrap();
+    let roster = env
+        .store_root()
+        .open(&env.team_name("alpha"))
+        .roster()
+        .load()
+        .unwrap();
     assert!(roster.member("carol").is_none(), "carol was added");
 }
 
@@ -138,12 +142,10 @@ fn inside_an_agents_environment_the_cli_acts_as_that_agent_and_nobody_else() {
     }
     let (root, alpha) = (env.store_root(), env.team_name("alpha"));
     let plan_id = "plan_approval-1700000000000@erin@alpha";
-    approvals::record(
-        &root,
-        &alpha,
-        &approvals::from_plan(&plan_request(plan_id, "erin"), None),
-    )
-    .unwrap();
+    root.open(&alpha)
+        .approvals()
+        .record(&approvals::from_plan(&plan_request(plan_id, "erin"), None))
+        .unwrap();
 
     // What carol's model sends is carol's, whatever its text says.
     let forged = shutdown_request("shutdown-1700000000000@dave", "team-lead");
@@ -196,7 +198,7 @@ fn inside_an_agents_environment_the_cli_acts_as_that_agent_and_nobody_else() {
         approval(&env, "alpha", plan_id).unwrap()["state"],
         "pending"
     );
-    let roster = swarm_store::roster::load(&root, &alpha).unwrap();
+    let roster = root.open(&alpha).roster().load().unwrap();
     assert!(roster.member("dave").is_some() && roster.member("frank").is_none());
 
     // Acting as itself is fine.
@@ -226,12 +228,10 @@ fn inside_an_agents_environment_the_cli_acts_as_that_agent_and_nobody_else() {
     );
     // A person at the command line decides as "human".
     let second = "plan_approval-1700000000001@erin@alpha";
-    approvals::record(
-        &root,
-        &alpha,
-        &approvals::from_plan(&plan_request(second, "erin"), None),
-    )
-    .unwrap();
+    root.open(&alpha)
+        .approvals()
+        .record(&approvals::from_plan(&plan_request(second, "erin"), None))
+        .unwrap();
     env.run(&["--team", "alpha", "approve", second]).success();
     assert_eq!(
         approval(&env, "alpha", second).unwrap()["resolvedBy"],
@@ -245,12 +245,11 @@ fn a_teammate_obeys_only_a_shutdown_the_lead_sent_and_signed() {
     let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
     let (mut dave, output) = env.teammate("t", "dave", &model.url(), &[]);
     let idle = || {
-        swarm_store::state::read(
-            &env.store_root(),
-            &env.team_name("t"),
-            &AgentName::new("dave").unwrap(),
-        )
-        .is_some_and(|s| s.activity == swarm_store::state::Activity::Idle)
+        env.store_root()
+            .open(&env.team_name("t"))
+            .agents()
+            .read_state(&AgentName::new("dave").unwrap())
+            .is_some_and(|s| s.activity == swarm_store::state::Activity::Idle)
     };
     assert!(wait_until(T, idle), "dave never went idle");
     // carol's model sends the lead's shutdown request as text, through the CLI...

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownApproved};
-use swarm_store::roster::{self, Member};
+use swarm_store::roster::Member;
 use swarm_store::tasks::Status;
 
 use crate::harness::{Guarded, TestEnv, run, run_timeout, wait_until};
@@ -116,7 +116,7 @@ fn shutting_down_a_member_that_never_started_returns_its_tasks() {
         out.stdout
     );
     assert!(!env.on_roster("t", "hal"));
-    let task = env.task_list("t").get("1").unwrap();
+    let task = env.store("t").tasks().get("1").unwrap();
     assert_eq!(task.status, Status::Pending, "{task:?}");
     assert_eq!(task.owner, None);
 }
@@ -129,12 +129,16 @@ fn the_lead_returns_tasks_whose_owner_left_the_roster_some_other_way() {
         .success();
     // Another program (a Claude Code lead does this on `shutdown_approved`) takes hal off
     // the roster and leaves the task list alone.
-    roster::update(&env.store_root(), &env.team_name("t"), |c| {
-        c.members.retain(|m| m.name != "hal");
-        Ok(())
-    })
-    .unwrap();
-    let list = env.task_list("t");
+    env.store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .update(|c| {
+            c.members.retain(|m| m.name != "hal");
+            Ok(())
+        })
+        .unwrap();
+    let store = env.store("t");
+    let list = store.tasks();
     assert!(list.get("1").unwrap().owned_by("hal"));
     let mut lead = env.swarm(&["--team", "t", "lead"]);
     lead.stdout(std::process::Stdio::null())
@@ -163,7 +167,8 @@ fn a_removal_killed_before_its_tasks_were_returned_is_finished_by_the_next_look(
         "{out:?}"
     );
     assert!(!env.on_roster("t", "hal"));
-    let list = env.task_list("t");
+    let store = env.store("t");
+    let list = store.tasks();
     assert!(list.get("1").unwrap().owned_by("hal"));
     // Whoever looks next (here `swarm status`, which reconciles as the lead does).
     env.run(&["--team", "t", "status"]).success();
@@ -174,22 +179,25 @@ fn a_removal_killed_before_its_tasks_were_returned_is_finished_by_the_next_look(
 /// A member as a Claude Code teammate writes itself into a roster: a pane id on some tmux
 /// server, active, and no pid swarm could check.
 fn add_claude_code_member(env: &TestEnv, name: &str) {
-    roster::update(&env.store_root(), &env.team_name("t"), |c| {
-        c.members.push(Member {
-            agent_id: format!("{name}@t"),
-            name: name.to_owned(),
-            agent_type: Some("general-purpose".into()),
-            color: Some("blue".into()),
-            joined_at: 1,
-            tmux_pane_id: "%77".into(),
-            cwd: "/".into(),
-            backend_type: Some("tmux".into()),
-            is_active: Some(true),
-            ..Member::default()
-        });
-        Ok(())
-    })
-    .unwrap();
+    env.store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .update(|c| {
+            c.members.push(Member {
+                agent_id: format!("{name}@t"),
+                name: name.to_owned(),
+                agent_type: Some("general-purpose".into()),
+                color: Some("blue".into()),
+                joined_at: 1,
+                tmux_pane_id: "%77".into(),
+                cwd: "/".into(),
+                backend_type: Some("tmux".into()),
+                is_active: Some(true),
+                ..Member::default()
+            });
+            Ok(())
+        })
+        .unwrap();
 }
 
 #[test]
@@ -211,19 +219,19 @@ fn a_member_swarm_cannot_see_is_declared_dead_only_after_its_silence() {
         out.stderr
     );
     assert!(env.on_roster("t", "cc"));
-    assert!(env.task_list("t").get("1").unwrap().owned_by("cc"));
+    assert!(env.store("t").tasks().get("1").unwrap().owned_by("cc"));
     let out = run_timeout(
         &mut env.swarm(&["--team", "t", "shutdown", "cc", "--timeout", "1s"]),
         Duration::from_secs(60),
     )
     .success();
     // It was asked, the way Claude Code understands, and declared dead only on its silence.
-    let inbox = swarm_store::mailbox::read_all(
-        &env.store_root(),
-        &env.team_name("t"),
-        &AgentName::new("cc").unwrap(),
-    )
-    .unwrap();
+    let inbox = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .mail()
+        .read_all(&AgentName::new("cc").unwrap())
+        .unwrap();
     assert!(
         inbox
             .iter()
@@ -241,7 +249,10 @@ fn a_member_swarm_cannot_see_is_declared_dead_only_after_its_silence() {
         out.stdout
     );
     assert!(!env.on_roster("t", "cc"));
-    assert_eq!(env.task_list("t").get("1").unwrap().status, Status::Pending);
+    assert_eq!(
+        env.store("t").tasks().get("1").unwrap().status,
+        Status::Pending
+    );
 }
 
 #[test]
@@ -261,7 +272,10 @@ fn a_member_swarm_cannot_see_leaves_when_it_agrees() {
     let (root, team) = (env.store_root(), env.team_name("t"));
     let mut request = None;
     assert!(wait_until(T, || {
-        request = swarm_store::mailbox::read_all(&root, &team, &AgentName::new("cc").unwrap())
+        request = root
+            .open(&team)
+            .mail()
+            .read_all(&AgentName::new("cc").unwrap())
             .unwrap()
             .into_iter()
             .find_map(|d| match d.envelope.protocol() {
@@ -283,5 +297,8 @@ fn a_member_swarm_cannot_see_leaves_when_it_agrees() {
     assert!(status.success(), "{out}");
     assert!(out.contains("removed from the roster"), "{out}");
     assert!(!env.on_roster("t", "cc"));
-    assert_eq!(env.task_list("t").get("1").unwrap().status, Status::Pending);
+    assert_eq!(
+        env.store("t").tasks().get("1").unwrap().status,
+        Status::Pending
+    );
 }

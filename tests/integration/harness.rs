@@ -104,13 +104,17 @@ impl TestEnv {
         TeamName::new(team).unwrap()
     }
 
-    pub fn task_list(&self, team: &str) -> swarm_store::tasks::TaskList {
-        swarm_store::tasks::TaskList::new(&self.store_root(), &self.team_name(team))
+    /// `team`'s shared state, through the store's seam.
+    pub fn store(&self, team: &str) -> swarm_store::Store {
+        self.store_root().open(&self.team_name(team))
     }
 
     /// Whether `name` is on `team`'s roster.
     pub fn on_roster(&self, team: &str, name: &str) -> bool {
-        swarm_store::roster::load(&self.store_root(), &self.team_name(team))
+        self.store_root()
+            .open(&self.team_name(team))
+            .roster()
+            .load()
             .unwrap()
             .member(name)
             .is_some()
@@ -555,7 +559,9 @@ impl TestEnv {
     pub fn lead_inbox(&self, team: &str) -> Vec<swarm_store::mailbox::Envelope> {
         let root = self.store_root();
         let team = self.team_name(team);
-        swarm_store::mailbox::read_all(&root, &team, &swarm_store::names::AgentName::lead())
+        root.open(&team)
+            .mail()
+            .read_all(&swarm_store::names::AgentName::lead())
             .unwrap()
             .into_iter()
             .map(|d| d.envelope)
@@ -585,13 +591,13 @@ impl TestEnv {
     pub fn deliver(&self, team: &str, from: &str, to: &str, text: String) {
         let root = self.store_root();
         let team = self.team_name(team);
-        swarm_store::mailbox::deliver(
-            &root,
-            &team,
-            &swarm_store::names::AgentName::parse_any(to).unwrap(),
-            swarm_store::mailbox::Envelope::new(from, text),
-        )
-        .unwrap();
+        root.open(&team)
+            .mail()
+            .deliver(
+                &swarm_store::names::AgentName::parse_any(to).unwrap(),
+                swarm_store::mailbox::Envelope::new(from, text),
+            )
+            .unwrap();
     }
 }
 
@@ -601,8 +607,8 @@ impl TestEnv {
     pub fn acknowledged(&self, team: &str, agent: &str, needle: &str) -> bool {
         let (root, team) = (self.store_root(), self.team_name(team));
         let agent = swarm_store::names::AgentName::parse_any(agent).unwrap();
-        let live = swarm_store::mailbox::read_all(&root, &team, &agent).unwrap();
-        let delivered = swarm_store::mailbox::read_delivered(&root, &team, &agent).unwrap();
+        let live = root.open(&team).mail().read_all(&agent).unwrap();
+        let delivered = root.open(&team).mail().read_delivered(&agent).unwrap();
         !live.iter().any(|d| d.envelope.text.contains(needle))
             && delivered.iter().any(|e| e.text.contains(needle))
     }
@@ -640,12 +646,12 @@ impl TestEnv {
     /// reused pid is never signalled. Returns the pid.
     #[track_caller]
     pub fn signal_agent(&self, team: &str, agent: &str, signal: nix::sys::signal::Signal) -> i32 {
-        let state = swarm_store::state::read(
-            &self.store_root(),
-            &self.team_name(team),
-            &swarm_store::names::AgentName::parse_any(agent).unwrap(),
-        )
-        .unwrap_or_else(|| panic!("{agent} has no state file"));
+        let state = self
+            .store_root()
+            .open(&self.team_name(team))
+            .agents()
+            .read_state(&swarm_store::names::AgentName::parse_any(agent).unwrap())
+            .unwrap_or_else(|| panic!("{agent} has no state file"));
         signal_recorded(state.pid, state.start_ticks, signal);
         state.pid
     }

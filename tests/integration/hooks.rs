@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
 use swarm_store::protocol::{Protocol, ShutdownRequest};
-use swarm_store::tasks::{Status, TaskList};
+use swarm_store::tasks::Status;
 
 use crate::harness::{ScriptedModel, TestEnv, wait_until};
 
@@ -149,7 +149,8 @@ fn task_created_exit_2_deletes_the_task_and_the_tool_fails_with_the_feedback() {
     env.deliver("t", "team-lead", "bob", "make tasks".to_owned());
     let (_bob, _) = env.teammate("t", "bob", &model.url(), &[]);
     assert!(idle(&env), "bob said:\n{}", err(&env, "bob"));
-    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let store = env.store_root().open(&env.team_name("t"));
+    let list = store.tasks();
     let subjects: Vec<String> = list
         .list()
         .unwrap()
@@ -213,7 +214,8 @@ fn task_completed_exit_2_refuses_the_completion_with_the_feedback() {
             .default_reply(Reply::text("ok")),
     );
     let (_bob, _) = env.teammate("t", "bob", &model.url(), &[]);
-    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let store = env.store_root().open(&env.team_name("t"));
+    let list = store.tasks();
     let status = |id: &str| list.get(id).unwrap().status;
     assert!(
         wait_until(T, || status("2") == Status::Completed

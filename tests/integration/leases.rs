@@ -60,7 +60,7 @@ fn task_add_files_round_trip_under_metadata_in_claude_codes_key_order() {
         "{}",
         bad.stderr
     );
-    assert_eq!(env.task_list("t").list().unwrap().len(), 1);
+    assert_eq!(env.store("t").tasks().list().unwrap().len(), 1);
 }
 
 #[test]

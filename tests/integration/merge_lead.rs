@@ -304,7 +304,7 @@ fn settled_states(entries: &[Value], branch: &str) -> Vec<String> {
 
 /// The task whose subject starts with `prefix`.
 fn task(env: &TestEnv, prefix: &str) -> swarm_store::tasks::Task {
-    let tasks = env.task_list("t").list().unwrap();
+    let tasks = env.store("t").tasks().list().unwrap();
     tasks
         .iter()
         .find(|t| t.subject.starts_with(prefix))
@@ -514,7 +514,9 @@ fn a_conflict_is_handed_back_only_once_the_target_has_what_it_conflicts_with() {
     let (root, team) = (env.store_root(), env.team_name("t"));
     let lead = swarm_store::names::AgentName::lead();
     let died = crate::harness::wait_until(Duration::from_secs(120), || {
-        swarm_store::state::read(&root, &team, &lead)
+        root.open(&team)
+            .agents()
+            .read_state(&lead)
             .is_some_and(|s| s.pid > 0 && !swarm_util::process::is_alive(s.pid))
     });
     assert!(
@@ -604,7 +606,11 @@ fn a_teammate_that_stopped_is_restarted_for_its_hand_back_and_its_fix_lands() {
         .parse()
         .unwrap();
     let alice = swarm_store::names::AgentName::new("alice").unwrap();
-    let now = swarm_store::state::read(&env.store_root(), &env.team_name("t"), &alice)
+    let now = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .agents()
+        .read_state(&alice)
         .expect("alice's state");
     assert_ne!(now.pid, killed, "alice was not restarted");
     let fix = task(&env, "Make the check pass on swarm/t/alice");

@@ -50,7 +50,11 @@ fn teammate(env: &TestEnv, repo: &Path, agent: &str, files: &[(&str, &str)]) {
         state: RecordState::Kept,
         created_at: 0,
     };
-    worktrees::save(&env.store_root(), &env.team_name("t"), &record).unwrap();
+    env.store_root()
+        .open(&env.team_name("t"))
+        .worktrees()
+        .save_worktree(&record)
+        .unwrap();
 }
 
 fn merge(env: &TestEnv, repo: &Path, extra: &[&str]) -> Run {
@@ -112,7 +116,8 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
         teammate(&env, &repo, a, &[(&format!("{a}.txt"), "hi\n")]);
     }
     // bob's finished task is named in his merge.
-    let tasks = env.task_list("t");
+    let store = env.store("t");
+    let tasks = store.tasks();
     let task = tasks
         .create(swarm_store::tasks::NewTask {
             subject: "bob's part".into(),
@@ -161,7 +166,10 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
     );
     assert_eq!(git(&repo, &["branch", "--list", "swarm/t/a*"]), "");
     assert!(
-        worktrees::all(&env.store_root(), &env.team_name("t"))
+        env.store_root()
+            .open(&env.team_name("t"))
+            .worktrees()
+            .all_worktrees()
             .unwrap()
             .is_empty()
     );
@@ -260,7 +268,7 @@ fn a_conflict_is_handed_back_to_its_teammate_and_lands_once_resolved() {
         watched.contains("merge queue: 1 merged · 1 conflict"),
         "{watched}"
     );
-    let task = env.task_list("t").get("1").unwrap();
+    let task = env.store("t").tasks().get("1").unwrap();
     assert_eq!(task.owner.as_deref(), Some("bob"), "{task:?}");
     assert_eq!(task.status, swarm_store::tasks::Status::InProgress);
     assert!(
@@ -323,7 +331,7 @@ fn a_branch_is_handed_back_at_most_twice_then_held_for_a_person() {
             );
         }
     }
-    assert_eq!(env.task_list("t").list().unwrap().len(), 2);
+    assert_eq!(env.store("t").tasks().list().unwrap().len(), 2);
 }
 
 #[test]

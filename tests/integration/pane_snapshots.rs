@@ -8,7 +8,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use swarm_store::names::AgentName;
-use swarm_store::state::{self, Activity, AgentState, ExitInfo};
+use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_util::clock;
 
 use crate::harness::{Guarded, SWARM, TestEnv, wait_until};
@@ -101,7 +101,10 @@ fn varied_team() -> (TestEnv, Guarded) {
         s.start_ticks = swarm_util::process::start_ticks(pid);
         s.last_activity_ms = quiet;
         change(&mut s);
-        state::write(&root, &team, &AgentName::parse_any(name).unwrap(), &s).unwrap();
+        root.open(&team)
+            .agents()
+            .write_state(&AgentName::parse_any(name).unwrap(), &s)
+            .unwrap();
     };
     write("team-lead", Activity::Working, &|s| {
         s.detail = Some("stalled, waiting for alice".into());

@@ -121,7 +121,8 @@ fn effects(job: &Path) -> Vec<String> {
 }
 
 fn task_states(env: &TestEnv) -> Vec<(String, Status, Option<String>)> {
-    env.task_list("t")
+    env.store("t")
+        .tasks()
         .list()
         .unwrap_or_default()
         .into_iter()
@@ -135,12 +136,11 @@ fn lead_log(env: &TestEnv) -> String {
 }
 
 fn lead_pid(env: &TestEnv) -> Option<i32> {
-    swarm_store::state::read(
-        &env.store_root(),
-        &env.team_name("t"),
-        &swarm_store::names::AgentName::lead(),
-    )
-    .map(|s| s.pid)
+    env.store_root()
+        .open(&env.team_name("t"))
+        .agents()
+        .read_state(&swarm_store::names::AgentName::lead())
+        .map(|s| s.pid)
 }
 
 /// The text of a request's latest user turn, and of the whole conversation.
@@ -478,8 +478,12 @@ fn resume_refuses_a_running_team_and_an_unknown_one() {
     assert!(out.stderr.contains("no team 'nope'"), "{}", out.stderr);
     let out = env.run(&["resume", "t"]).failure(4);
     assert!(out.stderr.contains("nothing to resume"), "{}", out.stderr);
-    let _lock =
-        swarm_store::lead::LeadLock::acquire(&env.store_root(), &env.team_name("t")).unwrap();
+    let _lock = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .agents()
+        .acquire_lead()
+        .unwrap();
     let out = env.run(&["resume", "t"]).failure(4);
     assert!(
         out.stderr.contains("is running") && out.stderr.contains("swarm attach t"),

@@ -76,7 +76,7 @@ fn an_inbox_is_woken_by_its_own_mail_only_however_busy_the_team() {
         "woken by other agents' mail ({} wake-ups of a directory watch meanwhile)",
         dir_watch.events()
     );
-    let mail = swarm_store::mailbox::read_unread(&root, &team, &me).unwrap();
+    let mail = root.open(&team).mail().read_unread(&me).unwrap();
     assert_eq!(mail.len(), 1);
     assert_eq!(mail[0].envelope.text, "for me");
 }

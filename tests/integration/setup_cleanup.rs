@@ -189,7 +189,9 @@ fn a_failed_demo_cleans_up_after_itself() {
     assert!(
         wait_until(Duration::from_secs(60), || {
             lead = team_dirs(&env).first().and_then(|t| {
-                swarm_store::state::read(&root, &TeamName::new(t).ok()?, &AgentName::lead())
+                root.open(&TeamName::new(t).ok()?)
+                    .agents()
+                    .read_state(&AgentName::lead())
             });
             lead.is_some()
         }),

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::mailbox::Envelope;
 use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownRequest};
 
@@ -69,13 +69,10 @@ fn golden_roster_inbox_and_task_are_byte_identical() {
     });
     let root = env.store_root();
     let team = env.team_name("alpha");
-    mailbox::send(
-        &root,
-        &team,
-        "bob",
-        Envelope::new("team-lead", request.to_text()),
-    )
-    .unwrap();
+    root.open(&team)
+        .mail()
+        .send("bob", Envelope::new("team-lead", request.to_text()))
+        .unwrap();
     let inbox = std::fs::read_to_string(env.root.join("teams/alpha/inboxes/bob.json")).unwrap();
     pretty_assertions::assert_eq!(normalise(&inbox, &cwd), golden("inbox.json"));
 
@@ -256,21 +253,16 @@ fn oversized_message_is_refused_and_nothing_is_written() {
     let root = env.store_root();
     let team = env.team_name("alpha");
     let bob = AgentName::new("bob").unwrap();
-    mailbox::deliver(
-        &root,
-        &team,
-        &bob,
-        Envelope::new("team-lead", "x".repeat(256 * 1024)),
-    )
-    .unwrap();
+    root.open(&team)
+        .mail()
+        .deliver(&bob, Envelope::new("team-lead", "x".repeat(256 * 1024)))
+        .unwrap();
     let before = std::fs::read(&inbox).unwrap();
-    let err = mailbox::deliver(
-        &root,
-        &team,
-        &bob,
-        Envelope::new("team-lead", "x".repeat(256 * 1024 + 1)),
-    )
-    .unwrap_err();
+    let err = root
+        .open(&team)
+        .mail()
+        .deliver(&bob, Envelope::new("team-lead", "x".repeat(256 * 1024 + 1)))
+        .unwrap_err();
     assert_eq!(err.exit_code(), 2);
     assert!(err.to_string().contains("256 KiB"), "{err}");
     assert_eq!(std::fs::read(&inbox).unwrap(), before);

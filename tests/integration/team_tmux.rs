@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use swarm_model_server::{Fault, Reply, Rule, Script};
 use swarm_store::protocol::Protocol;
-use swarm_store::tasks::{Status, TaskList};
+use swarm_store::tasks::Status;
 
 use crate::harness::{Run, ScriptedModel, TestEnv, run, wait_until};
 
@@ -107,7 +107,8 @@ fn a_killed_teammate_is_marked_dead_its_task_released_and_the_lead_told() {
         &["--permission-mode", "bypassPermissions"],
     )
     .success();
-    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let store = env.store_root().open(&env.team_name("t"));
+    let list = store.tasks();
     assert!(wait_until(T, || list.get("1").unwrap().owner.is_some()
         && list.get("2").unwrap().owner.is_some()));
     let owner = |id: &str| list.get(id).unwrap().owner.unwrap();

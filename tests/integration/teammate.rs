@@ -8,7 +8,7 @@ use swarm_model_server::{Fault, Reply, Rule, Script};
 use swarm_store::protocol::{
     PermissionGrant, PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest,
 };
-use swarm_store::tasks::{Status, TaskList};
+use swarm_store::tasks::Status;
 
 use crate::harness::{ScriptedModel, TestEnv, wait_until};
 
@@ -25,11 +25,10 @@ fn shutdown_request(id: &str, from: &str) -> String {
 }
 
 fn state(env: &TestEnv, agent: &str) -> Option<swarm_store::state::AgentState> {
-    swarm_store::state::read(
-        &env.store_root(),
-        &env.team_name("t"),
-        &swarm_store::names::AgentName::new(agent).unwrap(),
-    )
+    env.store_root()
+        .open(&env.team_name("t"))
+        .agents()
+        .read_state(&swarm_store::names::AgentName::new(agent).unwrap())
 }
 
 fn out(path: &std::path::Path) -> String {
@@ -93,7 +92,8 @@ fn auto_claims_ready_work_not_blocked_work_and_reports_idle_once() {
         Some("Task finished: wrote the file.")
     );
     assert!(env.dir.path().join("work/task-1.txt").exists());
-    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let store = env.store_root().open(&env.team_name("t"));
+    let list = store.tasks();
     assert_eq!(list.get("1").unwrap().status, Status::Completed);
     let blocked = list.get("3").unwrap();
     assert_eq!(
@@ -113,7 +113,12 @@ fn auto_claims_ready_work_not_blocked_work_and_reports_idle_once() {
     assert_eq!(idles, 1, "idle notifications should come once per change");
     assert!(bob.is_running(), "bob exited:\n{}", out(&output));
     // The roster knows its pid and that it is not active.
-    let roster = swarm_store::roster::load(&env.store_root(), &env.team_name("t")).unwrap();
+    let roster = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .load()
+        .unwrap();
     let member = roster.member("bob").unwrap();
     assert_eq!(member.pid, Some(bob.child().id() as i32));
     assert_eq!(member.is_active, Some(false));
@@ -284,12 +289,15 @@ fn permission_requests_round_trip_through_the_lead() {
         let root = env.store_root();
         let team = env.team_name("t");
         let lead = swarm_store::names::AgentName::lead();
-        let keys: Vec<String> = swarm_store::mailbox::read_all(&root, &team, &lead)
+        let keys: Vec<String> = root
+            .open(&team)
+            .mail()
+            .read_all(&lead)
             .unwrap()
             .into_iter()
             .map(|d| d.key)
             .collect();
-        swarm_store::mailbox::ack(&root, &team, &lead, &keys).unwrap();
+        root.open(&team).mail().ack(&lead, &keys).unwrap();
         env.deliver(
             "t",
             "team-lead",
@@ -467,7 +475,8 @@ fn sigterm_stops_cleanly_and_returns_open_tasks() {
     );
     env.run(&["task", "add", "long job"]).success();
     let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
-    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let store = env.store_root().open(&env.team_name("t"));
+    let list = store.tasks();
     assert!(
         wait_until(T, || list.get("1").unwrap().owned_by("bob")),
         "bob never claimed:\n{}",
@@ -528,7 +537,8 @@ fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_w
         "bob never went idle:\n{}",
         out(&output)
     );
-    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let store = env.store_root().open(&env.team_name("t"));
+    let list = store.tasks();
     let given = list.get("1").unwrap();
     assert_eq!(given.owner.as_deref(), Some("alice"), "{given:?}");
     assert_eq!(given.status, Status::InProgress);
@@ -539,15 +549,15 @@ fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_w
         "a blocked task was given away"
     );
     // alice is told about task 1 only, by bob.
-    let alice_inbox: Vec<_> = swarm_store::mailbox::read_all(
-        &env.store_root(),
-        &env.team_name("t"),
-        &swarm_store::names::AgentName::new("alice").unwrap(),
-    )
-    .unwrap()
-    .into_iter()
-    .filter_map(|d| d.envelope.protocol().map(|p| (d.envelope.from.clone(), p)))
-    .collect();
+    let alice_inbox: Vec<_> = env
+        .store_root()
+        .open(&env.team_name("t"))
+        .mail()
+        .read_all(&swarm_store::names::AgentName::new("alice").unwrap())
+        .unwrap()
+        .into_iter()
+        .filter_map(|d| d.envelope.protocol().map(|p| (d.envelope.from.clone(), p)))
+        .collect();
     let assignments: Vec<_> = alice_inbox
         .iter()
         .filter_map(|(from, p)| match p {
@@ -596,7 +606,8 @@ fn sighup_stops_cleanly_and_returns_open_tasks() {
     );
     env.run(&["task", "add", "long job"]).success();
     let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
-    let list = TaskList::new(&env.store_root(), &env.team_name("t"));
+    let store = env.store_root().open(&env.team_name("t"));
+    let list = store.tasks();
     assert!(
         wait_until(T, || list.get("1").unwrap().owned_by("bob")),
         "bob never claimed:\n{}",
@@ -671,14 +682,18 @@ fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_re
     );
     // While that request is unanswered (3 s), the note is still in the live inbox.
     let live = || -> Vec<String> {
-        swarm_store::mailbox::read_all(&root, &team, &bob_name)
+        root.open(&team)
+            .mail()
+            .read_all(&bob_name)
             .unwrap()
             .into_iter()
             .map(|d| d.envelope.text)
             .collect()
     };
     let delivered = || -> Vec<String> {
-        swarm_store::mailbox::read_delivered(&root, &team, &bob_name)
+        root.open(&team)
+            .mail()
+            .read_delivered(&bob_name)
             .unwrap()
             .into_iter()
             .map(|e| e.text)

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
 use swarm_store::names::AgentName;
 use swarm_store::protocol::{PlanApprovalResponse, Protocol, ShutdownApproved, ShutdownRejected};
-use swarm_store::roster::{self, Member};
+use swarm_store::roster::Member;
 use swarm_store::tasks::Status;
 
 use crate::harness::{
@@ -41,23 +41,26 @@ fn start_server(env: &TestEnv) {
 /// A member as a Claude Code teammate writes itself into a roster (no `engine`: swarm
 /// did not start it), in pane `pane` of whatever tmux server it runs on.
 fn add_joined_member(env: &TestEnv, name: &str, pane: &str, pid: Option<i32>) {
-    roster::update(&env.store_root(), &env.team_name("t"), |c| {
-        c.members.push(Member {
-            agent_id: format!("{name}@t"),
-            name: name.to_owned(),
-            agent_type: Some("general-purpose".into()),
-            color: Some("blue".into()),
-            joined_at: 1,
-            tmux_pane_id: pane.to_owned(),
-            cwd: "/".into(),
-            backend_type: Some("tmux".into()),
-            is_active: Some(false),
-            pid,
-            ..Member::default()
-        });
-        Ok(())
-    })
-    .unwrap();
+    env.store_root()
+        .open(&env.team_name("t"))
+        .roster()
+        .update(|c| {
+            c.members.push(Member {
+                agent_id: format!("{name}@t"),
+                name: name.to_owned(),
+                agent_type: Some("general-purpose".into()),
+                color: Some("blue".into()),
+                joined_at: 1,
+                tmux_pane_id: pane.to_owned(),
+                cwd: "/".into(),
+                backend_type: Some("tmux".into()),
+                is_active: Some(false),
+                pid,
+                ..Member::default()
+            });
+            Ok(())
+        })
+        .unwrap();
 }
 
 fn member(env: &TestEnv, name: &str) -> Value {
@@ -93,17 +96,17 @@ fn terminated_notes(env: &TestEnv, name: &str) -> usize {
 fn shutdown_request(env: &TestEnv, name: &str) -> Option<String> {
     let mut request = None;
     wait_until(T, || {
-        request = swarm_store::mailbox::read_all(
-            &env.store_root(),
-            &env.team_name("t"),
-            &AgentName::new(name).unwrap(),
-        )
-        .unwrap()
-        .into_iter()
-        .find_map(|d| match d.envelope.protocol() {
-            Some(Protocol::ShutdownRequest(r)) => Some(r.request_id),
-            _ => None,
-        });
+        request = env
+            .store_root()
+            .open(&env.team_name("t"))
+            .mail()
+            .read_all(&AgentName::new(name).unwrap())
+            .unwrap()
+            .into_iter()
+            .find_map(|d| match d.envelope.protocol() {
+                Some(Protocol::ShutdownRequest(r)) => Some(r.request_id),
+                _ => None,
+            });
         request.is_some()
     });
     request
@@ -154,7 +157,7 @@ fn the_ladder_takes_a_shutdown_answer_only_from_the_member_it_asked() {
     assert_eq!(status.code(), Some(4), "{out}");
     assert!(out.contains("refused: still reviewing"), "{out}");
     assert!(env.on_roster("t", "cc"), "{out}");
-    assert!(env.task_list("t").get("1").unwrap().owned_by("cc"));
+    assert!(env.store("t").tasks().get("1").unwrap().owned_by("cc"));
     let err = std::fs::read_to_string(env.dir.path().join("shutdown.out.err")).unwrap();
     assert!(!err.contains("panicked"), "the shutdown panicked: {err}");
 }
@@ -256,7 +259,7 @@ fn a_member_whose_pane_is_not_on_the_teams_server_is_asked_before_it_is_declared
         m["detail"].as_str().unwrap_or_default().contains("%77"),
         "{m}"
     );
-    assert!(env.task_list("t").get("1").unwrap().owned_by("cc"));
+    assert!(env.store("t").tasks().get("1").unwrap().owned_by("cc"));
     assert_eq!(terminated_notes(&env, "cc"), 0);
     // Shut down, it is asked, and declared dead only when it stays silent.
     let out = run_timeout(
@@ -268,7 +271,10 @@ fn a_member_whose_pane_is_not_on_the_teams_server_is_asked_before_it_is_declared
     assert!(out.stdout.contains("declared dead"), "{}", out.stdout);
     assert!(shutdown_request(&env, "cc").is_some());
     assert!(!env.on_roster("t", "cc"));
-    assert_eq!(env.task_list("t").get("1").unwrap().status, Status::Pending);
+    assert_eq!(
+        env.store("t").tasks().get("1").unwrap().status,
+        Status::Pending
+    );
     assert_eq!(terminated_notes(&env, "cc"), 1);
 }
 

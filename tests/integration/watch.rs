@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use swarm_store::approvals::{self, Approval};
-use swarm_store::mailbox;
 use swarm_store::names::AgentName;
 use swarm_store::protocol::{IdleNotification, PermissionRequest, Protocol, permission_request_id};
 use swarm_util::clock;
@@ -26,7 +25,11 @@ fn permission(env: &TestEnv, agent: &str, id: &str, created_ms: i64) -> Approval
     };
     let mut a = approvals::from_permission(&req);
     a.created_ms = created_ms;
-    approvals::record(&env.store_root(), &env.team_name("alpha"), &a).unwrap()
+    env.store_root()
+        .open(&env.team_name("alpha"))
+        .approvals()
+        .record(&a)
+        .unwrap()
 }
 
 #[test]
@@ -74,12 +77,15 @@ fn once_prints_one_frame_of_a_real_team() {
     let root = env.store_root();
     let alpha = env.team_name("alpha");
     let alice = AgentName::new("alice").unwrap();
-    let keys: Vec<String> = mailbox::read_all(&root, &alpha, &alice)
+    let keys: Vec<String> = root
+        .open(&alpha)
+        .mail()
+        .read_all(&alice)
         .unwrap()
         .into_iter()
         .map(|d| d.key)
         .collect();
-    mailbox::ack(&root, &alpha, &alice, &keys).unwrap();
+    root.open(&alpha).mail().ack(&alice, &keys).unwrap();
 
     let out = env
         .run(&[
@@ -213,11 +219,14 @@ fn enter_on_a_member_switches_the_client_to_its_pane() {
         "work",
         "sleep 300",
     ]);
-    swarm_store::roster::update(&env.store_root(), &env.team_name("alpha"), |c| {
-        c.member_mut("alice").unwrap().tmux_pane_id = pane.clone();
-        Ok(())
-    })
-    .unwrap();
+    env.store_root()
+        .open(&env.team_name("alpha"))
+        .roster()
+        .update(|c| {
+            c.member_mut("alice").unwrap().tmux_pane_id = pane.clone();
+            Ok(())
+        })
+        .unwrap();
     let command = format!("{} watch alpha; sleep 30", crate::harness::SWARM);
     tmux(&[
         "new-session",

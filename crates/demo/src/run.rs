@@ -14,7 +14,6 @@ use crate::job;
 use swarm_config::permissions::{Approver, PermissionMode};
 use swarm_model_server::{ModelServer, Script};
 use swarm_store::names::TeamName;
-use swarm_store::roster;
 use swarm_team::launch::Launcher;
 use swarm_team::run::{self as team_run, Goal};
 use swarm_team::show;
@@ -154,7 +153,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
     } else if !demo.keep {
         // The job's repository keeps the work, not the queue's scaffolding.
         swarm_team::merge::remove_integration(&launcher.root, &team);
-        let _ = roster::delete_files(&launcher.root, &team);
+        let _ = launcher.root.delete_team(&team);
     }
     runtime.block_on(server.shutdown());
     result
@@ -178,10 +177,10 @@ fn clean_up_failed(launcher: &Launcher, keep: bool) {
             tracing::warn!("demo clean-up: {e}");
         }
         // What a dying lead wrote meanwhile.
-        let _ = roster::delete_files(root, team);
+        let _ = root.delete_team(team);
         return;
     }
-    if roster::load(root, team).is_ok() {
+    if root.open(team).roster().load().is_ok() {
         let stops =
             swarm_team::shutdown::stop_team(root, team, Some(&launcher.tmux), &ladder, &quiet);
         for e in stops.into_iter().filter_map(Result::err) {

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use swarm_agent::engine::Engine;
 use swarm_store::layout::Root;
-use swarm_store::mailbox;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_team::status::{self, TeamStatus};
 use swarm_util::clock;
@@ -28,7 +27,7 @@ pub fn restore_conversation(
     if restored.messages.is_empty() {
         return Ok(false);
     }
-    mailbox::ack(root, team, agent, &restored.acked)?;
+    root.open(team).mail().ack(agent, &restored.acked)?;
     engine.restore(restored);
     Ok(true)
 }

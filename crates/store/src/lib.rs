@@ -24,7 +24,8 @@
 //! // The root is `~/.claude` for Claude Code's own teams.
 //! let root = Root::new(dir.path());
 //! let team = TeamName::new("docs")?;
-//! let (store, _) = root.create_team(&team, Some("write the docs".into()), dir.path())?;
+//! root.create_team(&team, Some("write the docs".into()), dir.path())?;
+//! let store = root.open(&team);
 //! let bob = AgentName::new("bob")?;
 //! store.roster().add_member(NewMember {
 //!     name: bob.clone(),

@@ -37,8 +37,8 @@ use swarm_util::error::Result;
 /// A team's roster (Claude Code's `config.json`): its members and their settings.
 pub trait Roster: Send + Sync {
     fn load(&self) -> Result<TeamConfig>;
-    /// Read-modify-write under the roster's lock; an `Err` from `f` writes nothing. `f` may
-    /// be called more than once (a backend may retry a conflicting write).
+    /// Read-modify-write under the roster's lock, calling `f` exactly once; an `Err` from
+    /// `f` writes nothing.
     fn update_with(&self, f: &mut dyn FnMut(&mut TeamConfig) -> Result<()>) -> Result<()>;
     /// Adds a teammate; refuses a name already taken (in any letter case).
     fn add_member(&self, new: NewMember) -> Result<Member>;
@@ -48,9 +48,10 @@ pub trait Roster: Send + Sync {
 
 impl dyn Roster + '_ {
     /// [`Roster::update_with`], returning what `f` returns.
-    pub fn update<T>(&self, mut f: impl FnMut(&mut TeamConfig) -> Result<T>) -> Result<T> {
-        let mut out = None;
+    pub fn update<T>(&self, f: impl FnOnce(&mut TeamConfig) -> Result<T>) -> Result<T> {
+        let (mut f, mut out) = (Some(f), None);
         self.update_with(&mut |config| {
+            let f = f.take().expect("update_with calls f once");
             out = Some(f(config)?);
             Ok(())
         })?;
@@ -58,7 +59,7 @@ impl dyn Roster + '_ {
     }
 
     /// Patches one member in place; an unknown member is an error naming the roster.
-    pub fn update_member<T>(&self, name: &str, mut f: impl FnMut(&mut Member) -> T) -> Result<T> {
+    pub fn update_member<T>(&self, name: &str, f: impl FnOnce(&mut Member) -> T) -> Result<T> {
         self.update(|config| {
             let unknown = config.unknown_member(name);
             let member = config.member_mut(name).ok_or(unknown)?;
@@ -152,7 +153,7 @@ impl Hold {
 /// The merge queue's entries and its settings, and the right to run it.
 pub trait MergeQueue: Send + Sync {
     fn load(&self) -> Result<Queue>;
-    /// Read-modify-write under the queue's lock. `f` may be called more than once.
+    /// Read-modify-write under the queue's lock, calling `f` exactly once.
     fn update_with(&self, f: &mut dyn FnMut(&mut Queue)) -> Result<()>;
     /// Waits for the right to run the queue (one run at a time).
     fn acquire_run(&self) -> Result<Hold>;
@@ -160,9 +161,12 @@ pub trait MergeQueue: Send + Sync {
 
 impl dyn MergeQueue + '_ {
     /// [`MergeQueue::update_with`], returning what `f` returns.
-    pub fn update<T>(&self, mut f: impl FnMut(&mut Queue) -> T) -> Result<T> {
-        let mut out = None;
-        self.update_with(&mut |queue| out = Some(f(queue)))?;
+    pub fn update<T>(&self, f: impl FnOnce(&mut Queue) -> T) -> Result<T> {
+        let (mut f, mut out) = (Some(f), None);
+        self.update_with(&mut |queue| {
+            let f = f.take().expect("update_with calls f once");
+            out = Some(f(queue));
+        })?;
         Ok(out.expect("update_with calls f before it returns Ok"))
     }
 }

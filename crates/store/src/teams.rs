@@ -19,15 +19,14 @@ impl Root {
     }
 
     /// Creates `team` (its roster with the lead as the only member, and its empty
-    /// mailboxes and task list) and opens it; refuses a team that exists.
+    /// mailboxes and task list); refuses a team that exists. Open it to use it.
     pub fn create_team(
         &self,
         team: &TeamName,
         description: Option<String>,
         cwd: &Path,
-    ) -> Result<(Store, TeamConfig)> {
-        let config = roster::create(self, team, description, cwd)?;
-        Ok((self.open(team), config))
+    ) -> Result<TeamConfig> {
+        roster::create(self, team, description, cwd)
     }
 
     /// Every team under this root, by name.

@@ -336,7 +336,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = swarm_store::Root::new(dir.path());
         let team = swarm_store::TeamName::new("t").unwrap();
-        let (store, _) = root.create_team(&team, None, dir.path()).unwrap();
+        root.create_team(&team, None, dir.path()).unwrap();
+        let store = root.open(&team);
         let worker = AgentName::parse_any("worker").unwrap();
         store
             .mail()

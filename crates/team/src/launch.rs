@@ -21,7 +21,7 @@ use swarm_config::project::{PROJECT_DIR_ENV, UserDirs};
 use swarm_llm::budget::Limits;
 use swarm_llm::config::{LlmConfig, LlmFlags, Provider};
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::roster::{self, NewMember, PALETTE};
 use swarm_store::worktrees::Record;
@@ -153,7 +153,7 @@ impl Launcher {
         color: &str,
         project: &Path,
     ) -> Result<TeammateCommand> {
-        let config = roster::load(&self.root, &self.team)?;
+        let config = self.root.open(&self.team).roster().load()?;
         let mut settings = self.lead.clone();
         settings.session_id = config.lead_session_id.clone();
         let spec = spec(&self.team, prepared, color);
@@ -197,7 +197,7 @@ impl Launcher {
     /// The lead's session id, which a Claude Code teammate is started with: the roster's,
     /// made now if the roster has none (a team Claude Code did not create).
     fn session_id(&self) -> Result<()> {
-        roster::update(&self.root, &self.team, |c| {
+        self.root.open(&self.team).roster().update(|c| {
             if c.lead_session_id.is_none() {
                 c.lead_session_id = Some(uuid::Uuid::new_v4().to_string());
             }
@@ -280,10 +280,13 @@ impl Launcher {
             .lead_pane()?
             .map(|p| p.to_string())
             .unwrap_or_default();
-        roster::update_member(&self.root, &self.team, LEAD, |m| {
-            m.tmux_pane_id = pane;
-            m.backend_type = Some("tmux".to_owned());
-        })?;
+        self.root
+            .open(&self.team)
+            .roster()
+            .update_member(LEAD, |m| {
+                m.tmux_pane_id = pane;
+                m.backend_type = Some("tmux".to_owned());
+            })?;
         Ok((window, true))
     }
 
@@ -291,7 +294,7 @@ impl Launcher {
     /// which `remain-on-exit` keeps open) and must start again: a teammate spawned into a
     /// team nobody supervises would go unwatched, its death unreported.
     fn stopped_lead(&self, window: &TeamWindow) -> Result<Option<PaneId>> {
-        if swarm_store::lead::is_running(&self.root, &self.team) {
+        if self.root.open(&self.team).agents().lead_running() {
             return Ok(None);
         }
         Ok(window
@@ -317,7 +320,7 @@ impl Launcher {
             self.check_model(&req.name)?;
         }
         let prepared = self.prepare(req)?;
-        let config = roster::load(&self.root, &self.team)?;
+        let config = self.root.open(&self.team).roster().load()?;
         check_name_free(&config, &self.team, &req.name)?;
         let color = prepared
             .req
@@ -545,7 +548,7 @@ impl Launcher {
             let made = worktree::create(root, team, &plan).and_then(|record| {
                 s.worktree = Some(record.clone());
                 let cwd = worktree::working_dir(&plan);
-                roster::update_member(root, team, &name, |m| {
+                root.open(team).roster().update_member(&name, |m| {
                     m.cwd = cwd.display().to_string();
                     m.worktree_path = Some(record.path.display().to_string());
                     m.extra
@@ -587,9 +590,7 @@ impl Launcher {
             .filter(|p| !p.trim().is_empty())
         {
             let lead_color = s.checked.config.member(LEAD).and_then(|m| m.color.clone());
-            mailbox::deliver(
-                root,
-                team,
+            root.open(team).mail().deliver(
                 &prepared.req.name,
                 Envelope::new(LEAD, prompt).with_color(lead_color),
             )?;
@@ -656,7 +657,7 @@ impl Launcher {
         if started.is_empty() {
             return;
         }
-        let written = roster::update(&self.root, &self.team, |c| {
+        let written = self.root.open(&self.team).roster().update(|c| {
             for (name, pane, engine, pid) in &started {
                 let unknown = c.unknown_member(name);
                 let m = c.member_mut(name).ok_or(unknown)?;
@@ -693,8 +694,11 @@ impl Launcher {
             });
         };
         if s.reserved {
-            let _ = roster::remove_member(root, team, s.name());
-            let _ = mailbox::remove_inbox(root, team, &s.checked.prepared.req.name);
+            let _ = root.open(team).roster().remove_member(s.name());
+            let _ = root
+                .open(team)
+                .mail()
+                .remove_inbox(&s.checked.prepared.req.name);
         }
         if let Some(record) = &s.worktree
             && let Err(e) = worktree::remove(root, team, record)

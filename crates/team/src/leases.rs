@@ -10,7 +10,7 @@ use std::path::Path;
 
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
-use swarm_store::tasks::{TaskList, leases};
+use swarm_store::tasks::leases;
 
 /// The note for `agent` having changed `path` (absolute), if another owner leases it.
 pub fn note(root: &Root, team: &TeamName, agent: &str, cwd: &Path, path: &Path) -> Option<String> {
@@ -21,7 +21,7 @@ pub fn note(root: &Root, team: &TeamName, agent: &str, cwd: &Path, path: &Path) 
     let relative = path.strip_prefix(tree).ok()?;
     let file = leases::normalize(relative.to_str()?).ok()?;
     // Unreadable tasks mean no warning: a lease never stands in the way of the work.
-    let tasks = TaskList::new(root, team).list().ok()?;
+    let tasks = root.open(team).tasks().list().ok()?;
     let holder = leases::leased_to_other(&tasks, &file, agent)?;
     let owner = holder.owner.as_deref()?;
     let owner = owner.split('@').next().unwrap_or(owner);

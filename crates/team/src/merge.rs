@@ -26,7 +26,7 @@ use std::process::{Command, Stdio};
 use crate::merge_handback::{self as handback, HandBack};
 use swarm_store::layout::Root;
 pub use swarm_store::merge_queue::Strategy;
-use swarm_store::merge_queue::{self, Entry, EntryState, Queue, RunLock};
+use swarm_store::merge_queue::{self, Entry, EntryState, Queue};
 use swarm_store::names::TeamName;
 use swarm_store::worktrees;
 use swarm_util::clock;
@@ -195,8 +195,8 @@ fn project_dir(git_dir: &Path) -> PathBuf {
 /// Adds every teammate branch with commits not on the target and not queued already;
 /// returns the queue as it then is.
 fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
-    let records = worktrees::all(root, team)?;
-    let known = merge_queue::load(root, team)?;
+    let records = root.open(team).worktrees().all_worktrees()?;
+    let known = root.open(team).merge_queue().load()?;
     let git_dir = match (records.first(), &known.git_dir) {
         (Some(r), _) => r.git_dir.clone(),
         (None, Some(g)) => g.clone(),
@@ -221,9 +221,7 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
         )));
     }
     // Each agent's completed tasks, newest last, with the commit each was completed at.
-    let mut tasks = swarm_store::tasks::TaskList::new(root, team)
-        .list()
-        .unwrap_or_default();
+    let mut tasks = root.open(team).tasks().list().unwrap_or_default();
     tasks.retain(|t| !t.is_internal() && t.status == swarm_store::tasks::Status::Completed);
     tasks.sort_by_key(|t| t.id.parse::<u64>().unwrap_or(0));
     let completed_at = |t: &swarm_store::tasks::Task| {
@@ -287,7 +285,7 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
         q.git_dir = Some(git_dir);
         return Ok(q);
     }
-    merge_queue::update(root, team, |q| {
+    root.open(team).merge_queue().update(|q| {
         if q.target.as_deref() != Some(target.as_str()) {
             q.integration_tip = None;
         }
@@ -311,7 +309,7 @@ pub fn configure(root: &Root, team: &TeamName, opts: &Options) -> Result<()> {
     if opts.check.is_none() && opts.into.is_none() && opts.strategy.is_none() {
         return Ok(());
     }
-    merge_queue::update(root, team, |q| {
+    root.open(team).merge_queue().update(|q| {
         if opts.check.is_some() {
             q.check = opts.check.clone();
         }
@@ -327,7 +325,7 @@ pub fn configure(root: &Root, team: &TeamName, opts: &Options) -> Result<()> {
 /// Puts the held entry of `branch` back in the queue, as if new, for another try (after
 /// a person fixed what held it). Its hand-back rounds still count.
 pub fn retry(root: &Root, team: &TeamName, branch: &str) -> Result<Entry> {
-    merge_queue::update(root, team, |q| {
+    root.open(team).merge_queue().update(|q| {
         let held = q
             .entries
             .iter_mut()
@@ -359,7 +357,7 @@ pub fn run(
     let _turn = if opts.dry_run {
         None
     } else {
-        Some(RunLock::acquire(root, team)?)
+        Some(root.open(team).merge_queue().acquire_run()?)
     };
     let queue = enqueue(root, team, opts)?;
     let Some(git_dir) = queue.git_dir.clone() else {
@@ -408,7 +406,7 @@ pub fn run(
         on_entry(&set_entry(root, team, i, |e| e.handed_back = Some(fate))?);
     }
     let left_on_integration = advanced?;
-    let entries = merge_queue::load(root, team)?.entries;
+    let entries = root.open(team).merge_queue().load()?.entries;
     let target_commit = rev(&project, &target_ref).unwrap_or_default();
     let removed = tidy(root, team, &project, &target_commit, &entries);
     Ok(Outcome {
@@ -460,7 +458,7 @@ fn prepare_integration(
 }
 
 fn set_entry(root: &Root, team: &TeamName, i: usize, f: impl FnOnce(&mut Entry)) -> Result<Entry> {
-    merge_queue::update(root, team, |q| {
+    root.open(team).merge_queue().update(|q| {
         let e = &mut q.entries[i];
         f(e);
         e.updated_at = clock::now_ms();
@@ -546,7 +544,9 @@ fn land(
         });
     }
     let after = git(wt, &["rev-parse", "HEAD"])?;
-    merge_queue::update(root, team, |q| q.integration_tip = Some(after.clone()))?;
+    root.open(team)
+        .merge_queue()
+        .update(|q| q.integration_tip = Some(after.clone()))?;
     set_entry(root, team, i, |e| {
         e.state = EntryState::Merged;
         e.merged_commit = Some(after);
@@ -630,7 +630,7 @@ fn advance_target(project: &Path, wt: &Path, target: &str) -> Result<Option<Stri
 /// branch when the target has all of it; otherwise the branch stays, and the line
 /// returned says so. `None` when the team never merged anything.
 pub fn remove_integration(root: &Root, team: &TeamName) -> Option<String> {
-    let queue = merge_queue::load(root, team).ok()?;
+    let queue = root.open(team).merge_queue().load().ok()?;
     let git_dir = queue.git_dir?;
     let project = project_dir(&git_dir);
     let wt = integration_path(&git_dir, team);
@@ -672,7 +672,7 @@ fn tidy(
     entries: &[Entry],
 ) -> Vec<String> {
     let mut removed = Vec::new();
-    let Ok(records) = worktrees::all(root, team) else {
+    let Ok(records) = root.open(team).worktrees().all_worktrees() else {
         return removed;
     };
     for r in records {
@@ -684,14 +684,15 @@ fn tidy(
         if r.state != worktrees::RecordState::Kept || !landed || !reachable {
             continue;
         }
-        let Ok(_guard) = worktrees::lock(root, team, &r.agent) else {
+        let Ok(_guard) = root.open(team).worktrees().lock_worktree(&r.agent) else {
             continue;
         };
         let clean = crate::worktree::changes(&r).is_ok_and(|c| c.files == 0);
         if clean && crate::worktree::remove(root, team, &r).is_ok() {
-            let _ = swarm_store::roster::update_member(root, team, &r.agent, |m| {
-                m.worktree_path = None
-            });
+            let _ = root
+                .open(team)
+                .roster()
+                .update_member(&r.agent, |m| m.worktree_path = None);
             removed.push(format!(
                 "removed {}'s worktree {} and branch {} (merged)",
                 r.agent,

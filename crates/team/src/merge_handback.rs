@@ -10,12 +10,12 @@
 
 use serde_json::{Map, Value};
 
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::layout::Root;
+use swarm_store::mailbox::Envelope;
 use swarm_store::merge_queue::{Entry, EntryState};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{Protocol, TaskAssignment};
-use swarm_store::tasks::{NewTask, TaskList, TaskPatch};
-use swarm_store::{layout::Root, roster, state};
+use swarm_store::tasks::{NewTask, TaskPatch};
 use swarm_util::clock;
 use swarm_util::error::Result;
 
@@ -48,7 +48,8 @@ pub fn hand_back(
     target: &str,
     restarts: bool,
 ) -> Result<HandBack> {
-    let tasks = TaskList::new(root, team);
+    let store = root.open(team);
+    let tasks = store.tasks();
     let rounds = tasks
         .list()?
         .iter()
@@ -65,7 +66,12 @@ pub fn hand_back(
             "handed back {rounds} times already; resolve it yourself"
         )));
     }
-    let on_roster = roster::load(root, team)?.member(&entry.agent).is_some();
+    let on_roster = root
+        .open(team)
+        .roster()
+        .load()?
+        .member(&entry.agent)
+        .is_some();
     if !on_roster {
         return Ok(HandBack::Held(format!(
             "{} is no longer in the team",
@@ -73,8 +79,16 @@ pub fn hand_back(
         )));
     }
     let agent = AgentName::parse_any(&entry.agent)?;
-    if restarts && let Some(gone) = state::read(root, team, &agent).filter(|s| !s.process_alive()) {
-        state::claim_exit_report(root, team, &agent, &gone.pid.to_string())?;
+    if restarts
+        && let Some(gone) = root
+            .open(team)
+            .agents()
+            .read_state(&agent)
+            .filter(|s| !s.process_alive())
+    {
+        root.open(team)
+            .agents()
+            .claim_exit_report(&agent, &gone.pid.to_string())?;
     }
     let (subject, description) = match entry.state {
         EntryState::Conflict => (
@@ -138,11 +152,8 @@ pub fn hand_back(
         assigned_by: LEAD.to_owned(),
         timestamp: clock::now_iso(),
     });
-    mailbox::deliver(
-        root,
-        team,
-        &agent,
-        Envelope::new(LEAD, assignment.to_text()),
-    )?;
+    root.open(team)
+        .mail()
+        .deliver(&agent, Envelope::new(LEAD, assignment.to_text()))?;
     Ok(HandBack::Task(task.id))
 }

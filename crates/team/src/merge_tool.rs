@@ -12,7 +12,7 @@ use swarm_store::names::TeamName;
 pub fn run(root: &Root, team: &TeamName, input: &Value) -> ToolOutcome {
     let action = input.get("action").and_then(Value::as_str).unwrap_or("");
     let result = match action {
-        "status" => merge_queue::load(root, team).map(|q| {
+        "status" => root.open(team).merge_queue().load().map(|q| {
             if q.entries.is_empty() {
                 "The merge queue is empty.".to_owned()
             } else {

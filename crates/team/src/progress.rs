@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::status::{self, MemberStatus, TeamStatus};
-use swarm_store::approvals::{self, Kind, State};
+use swarm_store::approvals::{Kind, State};
 use swarm_store::layout::Root;
 use swarm_store::names::{LEAD, TeamName};
 use swarm_store::state::Activity;
@@ -159,7 +159,10 @@ impl Event {
 /// Looks at the team; `None` when its roster cannot be read (it is being made or deleted).
 pub fn look(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Option<Snapshot> {
     let seen = status::observe(root, team, tmux).ok()?;
-    let approvals = approvals::list(root, team)
+    let approvals = root
+        .open(team)
+        .approvals()
+        .list()
         .unwrap_or_default()
         .into_iter()
         .filter(|a| a.state == State::Pending)

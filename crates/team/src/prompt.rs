@@ -40,7 +40,7 @@ pub fn teammate(inputs: &PromptInputs, root: &Root, team: &TeamName) -> String {
         roster = root.roster_path(team).display(),
         tasks = root.tasks_dir(team).display(),
     ));
-    if let Ok(Some(w)) = swarm_store::worktrees::read(root, team, name.as_str()) {
+    if let Ok(Some(w)) = root.open(team).worktrees().worktree(name.as_str()) {
         s.push_str(&format!(
             "\n# Your worktree\n\
              You work in your own git worktree, {path}, on branch {branch}. Commit your work there before you mark a task \

@@ -11,9 +11,8 @@ use crate::status;
 use crate::worktree;
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
-use swarm_store::state;
-use swarm_store::tasks::{Status, TaskList};
-use swarm_store::worktrees::{self, RecordState};
+use swarm_store::tasks::Status;
+use swarm_store::worktrees::RecordState;
 
 /// `git rev-parse HEAD` in `cwd`, if it is a repository with a commit.
 pub fn git_head(cwd: &Path) -> Option<String> {
@@ -75,7 +74,7 @@ pub fn render(
         "# swarm report: team {team}\n\nGoal: {}\n\nResult: {outcome}\n\n## Tasks\n\n",
         goal.trim()
     );
-    let tasks = TaskList::new(root, team).list().unwrap_or_default();
+    let tasks = root.open(team).tasks().list().unwrap_or_default();
     for t in &tasks {
         let mark = match t.status {
             Status::Completed => "x",
@@ -104,7 +103,7 @@ pub fn render(
     let mut total_in = 0u64;
     let mut total_out = 0u64;
     let mut total_cost = 0f64;
-    let states = state::all(root, team);
+    let states = root.open(team).agents().all_states();
     // Task owners swarm keeps no usage for (Claude Code teammates), after those it does.
     let mut unmetered: Vec<&str> = tasks
         .iter()
@@ -175,7 +174,10 @@ pub fn render(
         }
         None => out.push_str("(not a git repository)\n"),
     }
-    let kept: Vec<_> = worktrees::all(root, team)
+    let kept: Vec<_> = root
+        .open(team)
+        .worktrees()
+        .all_worktrees()
         .unwrap_or_default()
         .into_iter()
         .filter(|r| r.state == RecordState::Kept)
@@ -200,7 +202,7 @@ pub fn render(
 
 /// What the merge queue landed and what it holds for a person, when there is a queue.
 fn merge_queue(root: &Root, team: &TeamName) -> String {
-    let Ok(queue) = swarm_store::merge_queue::load(root, team) else {
+    let Ok(queue) = root.open(team).merge_queue().load() else {
         return String::new();
     };
     if queue.entries.is_empty() {
@@ -271,8 +273,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
         let team = TeamName::new("t").unwrap();
-        swarm_store::roster::create(&root, &team, None, t.path()).unwrap();
-        let list = TaskList::new(&root, &team);
+        root.create_team(&team, None, t.path()).unwrap();
+        let store = root.open(&team);
+        let list = store.tasks();
         let task = list
             .create(NewTask {
                 subject: "Review".into(),
@@ -296,11 +299,11 @@ mod tests {
 
     #[test]
     fn the_merge_queue_says_what_landed_and_what_is_held() {
-        use swarm_store::merge_queue::{self, Entry, EntryState};
+        use swarm_store::merge_queue::{Entry, EntryState};
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
         let team = TeamName::new("t").unwrap();
-        swarm_store::roster::create(&root, &team, None, t.path()).unwrap();
+        root.create_team(&team, None, t.path()).unwrap();
         assert!(!render(&root, &team, "goal", "done", t.path(), None).contains("Merge queue"));
         let entry = |agent: &str, state, merged: Option<&str>, conflicts: &[&str]| Entry {
             agent: agent.into(),
@@ -316,18 +319,20 @@ mod tests {
             merged_commit: merged.map(str::to_owned),
             handed_back: None,
         };
-        merge_queue::update(&root, &team, |q| {
-            q.target = Some("main".into());
-            q.entries.push(entry(
-                "alice",
-                EntryState::Merged,
-                Some("0123456789abcdef"),
-                &[],
-            ));
-            q.entries
-                .push(entry("bob", EntryState::Conflict, None, &["README.md"]));
-        })
-        .unwrap();
+        root.open(&team)
+            .merge_queue()
+            .update(|q| {
+                q.target = Some("main".into());
+                q.entries.push(entry(
+                    "alice",
+                    EntryState::Merged,
+                    Some("0123456789abcdef"),
+                    &[],
+                ));
+                q.entries
+                    .push(entry("bob", EntryState::Conflict, None, &["README.md"]));
+            })
+            .unwrap();
         let report = render(&root, &team, "goal", "done", t.path(), None);
         assert!(report.contains("## Merge queue (onto main)"), "{report}");
         assert!(

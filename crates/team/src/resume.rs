@@ -31,15 +31,13 @@ use crate::inherit::{Engine, TeammateCommand};
 use crate::launch::{Launcher, pane_spec};
 use crate::window::{self as team_window, Placement, TeamWindow};
 use swarm_store::documents;
-use swarm_store::launch_record::{self, LaunchRecord};
+use swarm_store::launch_record::LaunchRecord;
 use swarm_store::layout::Root;
-use swarm_store::lead;
-use swarm_store::mailbox;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::Protocol;
 use swarm_store::roster;
-use swarm_store::state::{self, Activity};
-use swarm_store::tasks::{Status, TaskList};
+use swarm_store::state::Activity;
+use swarm_store::tasks::Status;
 use swarm_util::error::{Error, Result};
 
 /// The flag a resumed `swarm lead` or `swarm teammate` is started with.
@@ -65,7 +63,7 @@ pub fn save_launch(
         cwd: cmd.cwd.clone(),
         engine: Some(engine.to_string()),
     };
-    launch_record::save(root, team, agent, &record)
+    root.open(team).launches().save_launch(agent, &record)
 }
 
 /// The command a record describes, its secrets taken from `env` (the restarting
@@ -96,13 +94,13 @@ pub enum Standing {
 }
 
 pub fn standing(root: &Root, team: &TeamName) -> Standing {
-    if lead::is_running(root, team) {
+    if root.open(team).agents().lead_running() {
         return Standing::Running;
     }
-    if !matches!(launch_record::read(root, team, LEAD), Ok(Some(_))) {
+    if !matches!(root.open(team).launches().read_launch(LEAD), Ok(Some(_))) {
         return Standing::Finished;
     }
-    match state::read(root, team, &AgentName::lead()) {
+    match root.open(team).agents().read_state(&AgentName::lead()) {
         Some(s) if s.activity == Activity::Exited => {
             if s.exit.is_some_and(|e| e.clean && e.code == 0) {
                 Standing::Finished
@@ -121,7 +119,7 @@ pub fn unfinished_in(root: &Root, project: &Path) -> Vec<String> {
         let dir = PathBuf::from(dir);
         dir == project || dir.canonicalize().is_ok_and(|d| d == project)
     };
-    roster::list(root)
+    root.teams()
         .unwrap_or_default()
         .into_iter()
         .filter(|c| c.member(LEAD).is_some_and(|l| same(&l.cwd)))
@@ -134,7 +132,7 @@ pub fn unfinished_in(root: &Root, project: &Path) -> Vec<String> {
 /// Whether the team's lead works on a goal (`swarm run`), rather than only supervising
 /// the teammates `swarm spawn` started.
 pub fn has_goal(root: &Root, team: &TeamName) -> bool {
-    matches!(launch_record::read(root, team, LEAD), Ok(Some(r)) if r.argv.iter().any(|a| a.starts_with("--goal-file=")))
+    matches!(root.open(team).launches().read_launch(LEAD), Ok(Some(r)) if r.argv.iter().any(|a| a.starts_with("--goal-file=")))
 }
 
 /// Refuses a team that cannot be resumed, saying why and what to do instead.
@@ -163,7 +161,10 @@ pub fn check_resumable(root: &Root, team: &TeamName) -> Result<()> {
 pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
     let (root, team) = (&launcher.root, &launcher.team);
     check_resumable(root, team)?;
-    let record = launch_record::read(root, team, LEAD)?
+    let record = root
+        .open(team)
+        .launches()
+        .read_launch(LEAD)?
         .ok_or_else(|| Error::not_found(format!("team '{team}' has no launch record")))?;
     let mut cmd = command_from(record, &launcher.env);
     cmd.argv.push(RESUME_FLAG.to_owned());
@@ -173,7 +174,7 @@ pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
             cmd.cwd.display()
         )));
     }
-    state::remove(root, team, &AgentName::lead())?;
+    root.open(team).agents().remove_state(&AgentName::lead())?;
     documents::remove_report(root, team)?;
     let spec = pane_spec(&cmd);
     if let Some(window) = TeamWindow::find(&launcher.tmux, team, launcher.window_options())? {
@@ -207,7 +208,7 @@ pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
         .lead_pane()?
         .map(|p| p.to_string())
         .unwrap_or_default();
-    roster::update_member(root, team, LEAD, |m| {
+    root.open(team).roster().update_member(LEAD, |m| {
         m.tmux_pane_id = pane;
         m.backend_type = Some("tmux".to_owned());
     })?;
@@ -225,7 +226,7 @@ pub struct Resumed {
 /// Called by a resumed lead before it supervises: respawns every teammate that had not
 /// finished and is not alive, adopts the living (see the module comment).
 pub fn respawn_teammates(launcher: &Launcher) -> Result<Vec<Resumed>> {
-    let config = roster::load(&launcher.root, &launcher.team)?;
+    let config = launcher.root.open(&launcher.team).roster().load()?;
     let mut window = None;
     Ok(config
         .members
@@ -244,17 +245,25 @@ pub fn respawn_teammates(launcher: &Launcher) -> Result<Vec<Resumed>> {
 /// the merge queue handed back to it (see `team::merge_handback`); a finished teammate
 /// too. Says what it did; a living one is left alone.
 pub fn respawn_for_merge(launcher: &Launcher, name: &str) -> Result<String> {
-    let config = roster::load(&launcher.root, &launcher.team)?;
+    let config = launcher.root.open(&launcher.team).roster().load()?;
     let m = config
         .member(name)
         .ok_or_else(|| Error::usage(format!("{name} is not in team '{}'", launcher.team)))?;
     // Its worktree was settled (kept) when it stopped; in use again, it is settled again
     // when it stops again.
-    if let Ok(Some(mut record)) = swarm_store::worktrees::read(&launcher.root, &launcher.team, name)
+    if let Ok(Some(mut record)) = launcher
+        .root
+        .open(&launcher.team)
+        .worktrees()
+        .worktree(name)
         && record.state == swarm_store::worktrees::RecordState::Kept
     {
         record.state = swarm_store::worktrees::RecordState::Active;
-        swarm_store::worktrees::save(&launcher.root, &launcher.team, &record)?;
+        launcher
+            .root
+            .open(&launcher.team)
+            .worktrees()
+            .save_worktree(&record)?;
     }
     respawn_one(launcher, m, &mut None, true)
 }
@@ -269,7 +278,7 @@ fn respawn_one(
 ) -> Result<String> {
     let (root, team) = (&launcher.root, &launcher.team);
     let agent = AgentName::parse_any(&m.name)?;
-    let st = state::read(root, team, &agent);
+    let st = root.open(team).agents().read_state(&agent);
     if let Some(s) = &st {
         if !even_finished
             && s.activity == Activity::Exited
@@ -283,7 +292,7 @@ fn respawn_one(
     } else if let Some(pid) = m.pid.filter(|p| swarm_util::process::is_alive(*p)) {
         return Ok(format!("adopted: still running (pid {pid})"));
     }
-    let Some(record) = launch_record::read(root, team, &m.name)? else {
+    let Some(record) = root.open(team).launches().read_launch(&m.name)? else {
         return Ok("not restarted: swarm did not start it (no launch record)".to_owned());
     };
     let engine = record
@@ -335,7 +344,9 @@ fn respawn_one(
     // Its old process must not be reported dead by the lead's supervisor, which
     // would hand out the tasks it is about to continue.
     if let Some(pid) = st.as_ref().map(|s| s.pid).or(m.pid) {
-        state::claim_exit_report(root, team, &agent, &pid.to_string())?;
+        root.open(team)
+            .agents()
+            .claim_exit_report(&agent, &pid.to_string())?;
     }
     let released = st
         .as_ref()
@@ -347,7 +358,7 @@ fn respawn_one(
         how.push(format!("keeps task(s) #{}", kept.join(", #")));
     }
     drop_stale_requests(root, team, &agent);
-    state::remove(root, team, &agent)?;
+    root.open(team).agents().remove_state(&agent)?;
     if window.is_none() {
         *window = TeamWindow::find(&launcher.tmux, team, launcher.window_options())?;
     }
@@ -372,7 +383,7 @@ fn respawn_one(
             .parse::<i32>()
             .ok(),
     };
-    roster::update_member(root, team, &m.name, |member| {
+    root.open(team).roster().update_member(&m.name, |member| {
         member.tmux_pane_id = pane.to_string();
         member.backend_type = Some("tmux".to_owned());
         member.pid = pid;
@@ -394,7 +405,8 @@ fn claude_session(m: &roster::Member) -> Option<String> {
 /// Gives `name` back the tasks it held: those still in progress under its name, and those
 /// returned to pending when it stopped that nobody has taken since. Returns their ids.
 fn reclaim(root: &Root, team: &TeamName, name: &str, released: &[String]) -> Vec<String> {
-    let list = TaskList::new(root, team);
+    let store = root.open(team);
+    let list = store.tasks();
     let mut ids: Vec<String> = list
         .list()
         .unwrap_or_default()
@@ -419,13 +431,16 @@ fn reclaim(root: &Root, team: &TeamName, name: &str, released: &[String]) -> Vec
 /// lead's own notes that `agent` was terminated: the team resumes, so neither holds.
 fn drop_stale_requests(root: &Root, team: &TeamName, agent: &AgentName) {
     let stale = |agent_inbox: &AgentName, pred: &dyn Fn(&Protocol) -> bool| {
-        let keys: Vec<String> = mailbox::read_unread(root, team, agent_inbox)
+        let keys: Vec<String> = root
+            .open(team)
+            .mail()
+            .read_unread(agent_inbox)
             .unwrap_or_default()
             .into_iter()
             .filter(|d| d.envelope.protocol().is_some_and(|p| pred(&p)))
             .map(|d| d.key)
             .collect();
-        if let Err(e) = mailbox::ack(root, team, agent_inbox, &keys) {
+        if let Err(e) = root.open(team).mail().ack(agent_inbox, &keys) {
             tracing::warn!("failed to drop stale mail of {agent_inbox}: {e}");
         }
     };
@@ -456,7 +471,12 @@ mod tests {
         save_launch(&root, &team, "bob", &cmd, Engine::Swarm).unwrap();
         let text = std::fs::read_to_string(root.launch_record_path(&team, "bob")).unwrap();
         assert!(!text.contains("sk-old"), "{text}");
-        let record = launch_record::read(&root, &team, "bob").unwrap().unwrap();
+        let record = root
+            .open(&team)
+            .launches()
+            .read_launch("bob")
+            .unwrap()
+            .unwrap();
         assert_eq!(record.argv, ["swarm", "teammate"]);
         let env = BTreeMap::from([("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]);
         let again = command_from(record, &env);
@@ -466,7 +486,9 @@ mod tests {
         );
         assert_eq!(again.env, cmd.env);
         assert!(
-            launch_record::read(&root, &team, "carol")
+            root.open(&team)
+                .launches()
+                .read_launch("carol")
                 .unwrap()
                 .is_none()
         );

@@ -18,11 +18,10 @@ use crate::progress::{self, Event, Snapshot};
 use crate::window::TeamWindow;
 use swarm_config::permissions::Approver;
 use swarm_llm::budget::Limits;
+use swarm_store::documents;
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, TeamName};
-use swarm_store::roster;
 use swarm_store::state::{self, Activity};
-use swarm_store::{budget, documents, lead};
 use swarm_util::error::{Error, Result, exit};
 use swarm_util::process;
 use swarm_util::watcher::{DirWatcher, RESCAN_EVERY};
@@ -55,14 +54,16 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
         .chars()
         .take(120)
         .collect();
-    roster::create(root, team, Some(description), &launcher.cwd)?;
+    root.create_team(team, Some(description), &launcher.cwd)?;
     // What a teammate's approved plan leaves it in, also when a person approves it before
     // the lead has seen it.
     let mode = launcher.lead.permission_mode.to_string();
-    roster::update_member(root, team, swarm_store::names::LEAD, |lead| {
-        lead.mode = Some(mode.clone())
-    })?;
-    budget::write_limits(root, team, &goal.budget)?;
+    root.open(team)
+        .roster()
+        .update_member(swarm_store::names::LEAD, |lead| {
+            lead.mode = Some(mode.clone())
+        })?;
+    root.open(team).budget().write_limits(&goal.budget)?;
     crate::merge::configure(root, team, &goal.merge)?;
     let goal_file = documents::write_goal(root, team, goal.text)?;
     let extra = [
@@ -95,7 +96,10 @@ pub fn team_from_goal(goal: &str) -> Result<TeamName> {
 
 /// Whether the lead is still at work (it started and has not exited).
 pub fn lead_is_working(root: &Root, team: &TeamName) -> bool {
-    state::read(root, team, &AgentName::lead()).is_some_and(|s| s.activity != Activity::Exited)
+    root.open(team)
+        .agents()
+        .read_state(&AgentName::lead())
+        .is_some_and(|s| s.activity != Activity::Exited)
 }
 
 /// Waits until the team's lead has finished; returns its exit code. Ctrl-C asks the lead
@@ -156,7 +160,7 @@ pub fn follow_lead(
             }
         };
         loop {
-            let lead_state = state::read(root, team, &AgentName::lead());
+            let lead_state = root.open(team).agents().read_state(&AgentName::lead());
             // After reading the lead's state: a lead seen finished is told with the team
             // as it left it.
             tell(&mut seen);
@@ -166,8 +170,11 @@ pub fn follow_lead(
             // Registered (it holds the lock before it writes a state) and now without its
             // lock: its process is past closing its files, so one fresh read is its last
             // word.
-            if lead_state.is_some() && !lead::is_running(root, team) {
-                return match state::read(root, team, &AgentName::lead())
+            if lead_state.is_some() && !root.open(team).agents().lead_running() {
+                return match root
+                    .open(team)
+                    .agents()
+                    .read_state(&AgentName::lead())
                     .as_ref()
                     .and_then(exit_code)
                 {
@@ -240,7 +247,9 @@ fn last_lines(text: &str, n: usize) -> String {
 
 /// Why the lead stopped, as it recorded it.
 pub fn lead_exit_reason(root: &Root, team: &TeamName) -> Option<String> {
-    state::read(root, team, &AgentName::lead())
+    root.open(team)
+        .agents()
+        .read_state(&AgentName::lead())
         .and_then(|s| s.exit)
         .map(|e| swarm_util::text::printable(&e.reason).into_owned())
 }

@@ -40,7 +40,7 @@ use crate::supervisor;
 use crate::window::{TeamWindow, TeamWindowOptions};
 use swarm_config::project::UserDirs;
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{self, Protocol, ShutdownRequest};
 use swarm_store::roster;
@@ -139,7 +139,7 @@ fn shut_down_looking(
     let mut step = |s: String| {
         progress(&format!("{name}: {s}"));
         if !gone.get() {
-            let _ = roster::update_member(root, team, name, |m| {
+            let _ = root.open(team).roster().update_member(name, |m| {
                 m.extra
                     .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
             });
@@ -156,7 +156,7 @@ fn shut_down_looking(
     let observe = || member(look()?);
     let first = observe()?;
     if first.pid.is_none() && first.pane_record.is_none() {
-        let config = roster::load(root, team)?;
+        let config = root.open(team).roster().load()?;
         if first.state == "dead" {
             // Its pane is gone from a server that answers: so is its process.
             step(format!(
@@ -259,9 +259,10 @@ fn ask_and_wait(
             Some(Err(reason)) => {
                 step(format!("refused: {reason}"));
                 // It goes on working: no longer being shut down.
-                let _ = roster::update_member(root, team, name, |m| {
-                    m.extra.remove(status::SHUTDOWN_STEP)
-                });
+                let _ = root
+                    .open(team)
+                    .roster()
+                    .update_member(name, |m| m.extra.remove(status::SHUTDOWN_STEP));
                 return Ok(Some(Outcome::Rejected(reason)));
             }
             Some(Ok(())) if !agreed => {
@@ -321,7 +322,7 @@ fn leave(root: &Root, team: &TeamName, name: &str, mut step: impl FnMut(String))
     if let Some(line) = crate::worktree::settle(root, team, name) {
         step(line);
     }
-    let removed = roster::remove_member(root, team, name)?;
+    let removed = root.open(team).roster().remove_member(name)?;
     let ids: Vec<String> = removed.released.into_iter().map(|t| t.id).collect();
     released(&mut step, &ids);
     step("removed from the roster".to_owned());
@@ -363,9 +364,10 @@ fn shut_down_unseen(
             Some(Ok(())) => break,
             Some(Err(reason)) => {
                 step(format!("refused: {reason}"));
-                let _ = roster::update_member(root, team, name, |m| {
-                    m.extra.remove(status::SHUTDOWN_STEP)
-                });
+                let _ = root
+                    .open(team)
+                    .roster()
+                    .update_member(name, |m| m.extra.remove(status::SHUTDOWN_STEP));
                 return Ok(Outcome::Rejected(reason));
             }
             None if Instant::now() >= deadline => {
@@ -423,9 +425,7 @@ fn ask(root: &Root, team: &TeamName, name: &str) -> Result<String> {
         reason: Some("the lead is shutting the team down".to_owned()),
         timestamp: clock::now_iso(),
     });
-    mailbox::deliver(
-        root,
-        team,
+    root.open(team).mail().deliver(
         &AgentName::parse_any(name)?,
         Envelope::new(LEAD, request.to_text()),
     )?;
@@ -593,7 +593,7 @@ struct Answer {
 
 /// Every answer to a shutdown request in the lead's inbox.
 fn answers(root: &Root, team: &TeamName) -> Vec<Answer> {
-    let Ok(mail) = mailbox::read_all(root, team, &AgentName::lead()) else {
+    let Ok(mail) = root.open(team).mail().read_all(&AgentName::lead()) else {
         return Vec::new();
     };
     mail.into_iter()

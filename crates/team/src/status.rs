@@ -21,13 +21,12 @@ use serde::Serialize;
 use crate::dialogs;
 use swarm_llm::Usage;
 use swarm_llm::budget::{Limits, Spend};
-use swarm_store::budget;
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
-use swarm_store::roster::{self, Member, TeamConfig};
-use swarm_store::state::{self, Activity, AgentState};
+use swarm_store::roster::{Member, TeamConfig};
+use swarm_store::state::{Activity, AgentState};
+use swarm_store::tasks::Status;
 use swarm_store::tasks::leases::{self, Overlap};
-use swarm_store::tasks::{Status, TaskList};
 use swarm_tmux::{PaneRecord, Tmux};
 use swarm_util::error::Result;
 use swarm_util::table::{self, Align, Cell, Look, Table};
@@ -132,7 +131,7 @@ impl TeamStatus {
 
 /// Looks at the team. `tmux` is the server the team's panes live on, if any.
 pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<TeamStatus> {
-    let config = roster::load(root, team)?;
+    let config = root.open(team).roster().load()?;
     let panes = match tmux.map(|t| t.list_panes()) {
         Some(Ok(panes)) => Some(panes),
         Some(Err(e)) if e.is_absent() => None,
@@ -150,7 +149,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         .flatten()
         .map(|p| (p.pane.to_string(), p))
         .collect();
-    let tasks = TaskList::new(root, team).list().unwrap_or_default();
+    let tasks = root.open(team).tasks().list().unwrap_or_default();
     let mut counts = TaskCounts::default();
     for t in &tasks {
         match t.status {
@@ -165,7 +164,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         .map(|m| {
             let state = AgentName::parse_any(&m.name)
                 .ok()
-                .and_then(|a| state::read(root, team, &a));
+                .and_then(|a| root.open(team).agents().read_state(&a));
             // A pane Claude Code (or its lead) made is found by the id the roster gives,
             // unless swarm tagged it for someone else.
             let pane = by_agent
@@ -212,11 +211,11 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         members,
         tasks: counts,
         leases: leases::overlaps(&tasks),
-        budget: Some(budget::limits(root, team))
+        budget: Some(root.open(team).budget().limits())
             .filter(|l| !l.is_none())
             .map(|limits| BudgetStatus {
                 limits,
-                spent: budget::team_spent(root, team),
+                spent: root.open(team).budget().team_spent(),
             }),
     })
 }

@@ -30,9 +30,7 @@ use swarm_store::layout::Root;
 use swarm_store::mailbox::{self, Envelope};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{Protocol, TeammateTerminated};
-use swarm_store::roster;
-use swarm_store::state::{self, Activity, ExitInfo};
-use swarm_store::tasks::TaskList;
+use swarm_store::state::{Activity, ExitInfo};
 use swarm_tmux::Tmux;
 use swarm_util::error::Result;
 
@@ -87,7 +85,7 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
     drop(recorded);
     // Whether every request in this version is settled: recorded, or never to be.
     let mut complete = true;
-    for d in mailbox::read_all(root, team, &lead)? {
+    for d in root.open(team).mail().read_all(&lead)? {
         let Some(p) = d.envelope.protocol() else {
             continue;
         };
@@ -111,11 +109,11 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
             continue;
         }
         // Most were recorded long ago: a read, not a lock, says so.
-        if approvals::get(root, team, &record.request_id).is_ok() {
+        if root.open(team).approvals().get(&record.request_id).is_ok() {
             continue;
         }
         // One bad request (an id that names no file) must not hide the others.
-        if let Err(e) = approvals::record(root, team, &record) {
+        if let Err(e) = root.open(team).approvals().record(&record) {
             complete = false;
             tracing::warn!("failed to record {}: {e}", record.request_id);
         }
@@ -146,7 +144,7 @@ fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
     if !seen.members.iter().any(|m| open_untagged(&m)) {
         return;
     }
-    let Ok(config) = roster::load(root, team) else {
+    let Ok(config) = root.open(team).roster().load() else {
         return;
     };
     for st in seen.members.iter().filter(open_untagged) {
@@ -156,7 +154,7 @@ fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
         if !status::pane_seen_unrecorded(m, st) {
             continue;
         }
-        let recorded = roster::update_member(root, team, &st.name, |member| {
+        let recorded = root.open(team).roster().update_member(&st.name, |member| {
             let pane = member.tmux_pane_id.clone();
             member
                 .extra
@@ -183,7 +181,12 @@ fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
             continue;
         };
         let instance = format!("{}-dialog", m.pid.unwrap_or_default());
-        if !state::claim_exit_report(root, team, &agent, &instance).unwrap_or(false) {
+        if !root
+            .open(team)
+            .agents()
+            .claim_exit_report(&agent, &instance)
+            .unwrap_or(false)
+        {
             continue;
         }
         let why = m.detail.as_deref().unwrap_or("blocked by a dialog");
@@ -193,7 +196,7 @@ fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
         );
         let mut envelope = Envelope::new("system", text.clone());
         envelope.summary = Some(format!("{} is blocked", m.name));
-        match mailbox::deliver(root, team, &AgentName::lead(), envelope) {
+        match root.open(team).mail().deliver(&AgentName::lead(), envelope) {
             Ok(_) => tracing::info!("{text}"),
             Err(e) => tracing::warn!("failed to tell the lead that {} is blocked: {e}", m.name),
         }
@@ -203,7 +206,8 @@ fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
 /// Returns to pending every open task whose owner is not on the roster. The roster is read
 /// after the tasks, so an owner that joined meanwhile is found there.
 fn release_orphans(root: &Root, team: &TeamName) -> Result<Vec<Reported>> {
-    let list = TaskList::new(root, team);
+    let store = root.open(team);
+    let list = store.tasks();
     let mut owners: Vec<String> = list
         .list()?
         .into_iter()
@@ -216,7 +220,7 @@ fn release_orphans(root: &Root, team: &TeamName) -> Result<Vec<Reported>> {
     if owners.is_empty() {
         return Ok(Vec::new());
     }
-    let config = roster::load(root, team)?;
+    let config = root.open(team).roster().load()?;
     let mut reported = Vec::new();
     for owner in owners {
         let name = owner.split('@').next().unwrap_or(&owner);
@@ -284,7 +288,11 @@ pub fn report_exit(
         (None, Some(pane)) => format!("pane{}", pane.trim_start_matches('%')),
         (None, None) => return Ok(None),
     };
-    if !state::claim_exit_report(root, team, &agent, &instance)? {
+    if !root
+        .open(team)
+        .agents()
+        .claim_exit_report(&agent, &instance)?
+    {
         return Ok(None);
     }
     // Its tool commands die with it, so whoever takes its tasks next never races a
@@ -301,7 +309,8 @@ pub fn report_exit(
         .and_then(|s| s.exit.as_ref())
         .map(|e| e.released_tasks.clone())
         .unwrap_or_default();
-    let list = TaskList::new(root, team);
+    let store = root.open(team);
+    let list = store.tasks();
     let mut subjects = Vec::new();
     for t in list.release(&m.name)? {
         released.push(t.id.clone());
@@ -319,12 +328,11 @@ pub fn report_exit(
         .clone()
         .unwrap_or_else(|| "process gone".to_owned());
     // Nobody waits for their answers any more; one that exited cleanly expired its own.
-    if let Err(e) = approvals::expire_all(
-        root,
-        team,
-        &m.name,
-        &format!("{} stopped: {reason}", m.name),
-    ) {
+    if let Err(e) = root
+        .open(team)
+        .approvals()
+        .expire_all(&m.name, &format!("{} stopped: {reason}", m.name))
+    {
         tracing::warn!("failed to expire {}'s pending requests: {e}", m.name);
     }
     // The agent could not record its end itself (nor run its SubagentStop hook): do it
@@ -350,9 +358,12 @@ pub fn report_exit(
             released_tasks: released.clone(),
             clean: false,
         });
-        let _ = state::write(root, team, &agent, &s);
+        let _ = root.open(team).agents().write_state(&agent, &s);
     }
-    let _ = roster::update_member(root, team, &m.name, |member| member.is_active = Some(false));
+    let _ = root
+        .open(team)
+        .roster()
+        .update_member(&m.name, |member| member.is_active = Some(false));
     let mut message = if clean {
         format!("{} has shut down ({reason}).", m.name)
     } else {
@@ -374,7 +385,9 @@ pub fn report_exit(
     });
     let mut envelope = Envelope::new("system", note.to_text());
     envelope.summary = Some(format!("{} stopped", m.name));
-    mailbox::deliver(root, team, &AgentName::lead(), envelope)?;
+    root.open(team)
+        .mail()
+        .deliver(&AgentName::lead(), envelope)?;
     tracing::info!("{message}");
     let worktree = crate::worktree::settle(root, team, &m.name);
     if let Some(line) = &worktree {
@@ -398,14 +411,14 @@ fn fire_subagent_stop(
     reason: &str,
     dirs: &UserDirs,
 ) {
-    let Ok(config) = roster::load(root, team) else {
+    let Ok(config) = root.open(team).roster().load() else {
         return;
     };
     let Some(member) = config.member(&m.name) else {
         return;
     };
     let cwd = std::path::PathBuf::from(&member.cwd);
-    let project = match swarm_store::worktrees::read(root, team, &m.name) {
+    let project = match root.open(team).worktrees().worktree(&m.name) {
         // `git_dir` is `<repo>/.git`.
         Ok(Some(w)) => w.git_dir.parent().map(Path::to_path_buf),
         _ => None,
@@ -474,13 +487,10 @@ mod tests {
             plan_content: "1. do it".into(),
             request_id: id.clone(),
         });
-        mailbox::deliver(
-            root,
-            team,
-            &AgentName::lead(),
-            Envelope::new("bob", request.to_text()),
-        )
-        .unwrap();
+        root.open(team)
+            .mail()
+            .deliver(&AgentName::lead(), Envelope::new("bob", request.to_text()))
+            .unwrap();
         id
     }
 
@@ -503,11 +513,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let team = TeamName::new("t").unwrap();
-        roster::create(&root, &team, None, dir.path()).unwrap();
-        roster::add_member(
-            &root,
-            &team,
-            NewMember {
+        root.create_team(&team, None, dir.path()).unwrap();
+        root.open(&team)
+            .roster()
+            .add_member(NewMember {
                 name: AgentName::new("bob").unwrap(),
                 color: None,
                 agent_type: None,
@@ -515,23 +524,25 @@ mod tests {
                 prompt: None,
                 plan_mode_required: false,
                 cwd: dir.path().display().to_string(),
-            },
-        )
-        .unwrap();
+            })
+            .unwrap();
         let first = plan_request(&root, &team, 1);
         age_inbox(&root, &team);
         let seen = status::observe(&root, &team, None).unwrap();
         record_requests(&root, &team, &seen).unwrap();
-        assert!(approvals::get(&root, &team, &first).is_ok(), "recorded");
+        assert!(root.open(&team).approvals().get(&first).is_ok(), "recorded");
         // The same version of the inbox is not read again: a record taken away meanwhile
         // (only a test would) stays away.
         std::fs::remove_file(root.approval_path(&team, &first)).unwrap();
         record_requests(&root, &team, &seen).unwrap();
-        assert!(approvals::get(&root, &team, &first).is_err(), "read again");
+        assert!(
+            root.open(&team).approvals().get(&first).is_err(),
+            "read again"
+        );
         // A new message is a new version: read in full, both requests recorded.
         let second = plan_request(&root, &team, 2);
         record_requests(&root, &team, &seen).unwrap();
-        assert!(approvals::get(&root, &team, &first).is_ok());
-        assert!(approvals::get(&root, &team, &second).is_ok());
+        assert!(root.open(&team).approvals().get(&first).is_ok());
+        assert!(root.open(&team).approvals().get(&second).is_ok());
     }
 }

@@ -8,7 +8,8 @@
 
 use swarm_config::hooks::{Event, Runner};
 use swarm_config::permissions::PermissionMode;
-use swarm_store::tasks::{NewTask, Status, Task, TaskList};
+use swarm_store::TaskBoard;
+use swarm_store::tasks::{NewTask, Status, Task};
 use swarm_util::error::{Error, Result};
 
 /// Whose hooks run, and in which permission mode (the hooks' payload carries it).
@@ -41,7 +42,7 @@ impl Hooks<'_> {
     }
 
     /// Creates a task, then runs `TaskCreated`; a hook that blocks deletes it again.
-    pub fn create(&self, list: &TaskList, new: NewTask) -> Result<Created> {
+    pub fn create(&self, list: &dyn TaskBoard, new: NewTask) -> Result<Created> {
         let task = list.create(new)?;
         let Some(feedback) = self.fire(Event::TaskCreated, &task) else {
             return Ok(Created::Kept(task));

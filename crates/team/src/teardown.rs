@@ -15,9 +15,7 @@ use crate::window::{TeamWindow, TeamWindowOptions};
 use crate::worktree;
 use swarm_store::layout::Root;
 use swarm_store::names::{LEAD, TeamName};
-use swarm_store::roster;
-use swarm_store::state::{self, Activity};
-use swarm_store::worktrees;
+use swarm_store::state::Activity;
 use swarm_tmux::Tmux;
 use swarm_util::error::{Error, Result};
 use swarm_util::process;
@@ -56,10 +54,10 @@ pub fn delete(
         if let Some(window) = TeamWindow::find(tmux, team, window)? {
             window.close()?;
         }
-        roster::delete_files(root, team)?;
+        root.delete_team(team)?;
         return Ok(Deleted::default());
     }
-    roster::load(root, team)?;
+    root.open(team).roster().load()?;
     let seen = status::observe(root, team, Some(tmux))?;
     let alive: Vec<String> = seen
         .members
@@ -116,7 +114,7 @@ pub fn delete(
         refuse_unmerged(root, team)?;
     }
     let mut deleted = Deleted::default();
-    for record in worktrees::all(root, team)? {
+    for record in root.open(team).worktrees().all_worktrees()? {
         // Only a forced delete gets here with unmerged work: say what it throws away.
         let discarded = worktree::changes(&record)
             .ok()
@@ -139,7 +137,7 @@ pub fn delete(
     if let Some(line) = crate::merge::remove_integration(root, team) {
         deleted.left.push(line);
     }
-    roster::delete_files(root, team)?;
+    root.delete_team(team)?;
     Ok(deleted)
 }
 
@@ -165,7 +163,9 @@ pub fn half_made(root: &Root) -> Vec<TeamName> {
 /// Whether `team`'s lead has finished (it recorded its exit). A lead that died without
 /// saying so is not finished: its team is there to be resumed.
 pub fn is_finished(root: &Root, team: &TeamName) -> bool {
-    state::read(root, team, &swarm_store::names::AgentName::lead())
+    root.open(team)
+        .agents()
+        .read_state(&swarm_store::names::AgentName::lead())
         .is_some_and(|s| s.activity == Activity::Exited)
 }
 
@@ -187,7 +187,7 @@ pub fn close_finished(root: &Root, window: &TeamWindow, keep: bool) {
 /// Refuses when a worktree of the team holds work that deleting it would lose.
 fn refuse_unmerged(root: &Root, team: &TeamName) -> Result<()> {
     let mut held = Vec::new();
-    for record in worktrees::all(root, team)? {
+    for record in root.open(team).worktrees().all_worktrees()? {
         match worktree::changes(&record) {
             Ok(c) if c.unmerged() => held.push(format!(
                 "{} at {} ({})",

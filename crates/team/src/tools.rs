@@ -18,17 +18,17 @@ use swarm_agent::tools::{ToolContext, ToolOutcome, ToolSet, required_str, value_
 use swarm_config::hooks::Runner as HookRunner;
 use swarm_config::tools::ToolName;
 use swarm_llm::ToolSpec;
+use swarm_store::Store;
 use swarm_store::approvals;
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::mailbox::Envelope;
 use swarm_store::merge_queue::TASK_COMMIT_KEY;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{
     self, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest, TaskAssignment,
 };
-use swarm_store::roster;
 use swarm_store::tasks::leases;
-use swarm_store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
+use swarm_store::tasks::{NewTask, Status, Task, TaskPatch};
 use swarm_util::clock;
 
 /// The lead's means to start teammates, as `swarm spawn` would, up to a limit.
@@ -225,7 +225,10 @@ impl TeamTools {
     }
 
     fn my_color(&self, ctx: &ToolContext) -> Option<String> {
-        roster::load(&self.root, &self.team)
+        self.root
+            .open(&self.team)
+            .roster()
+            .load()
             .ok()?
             .member(ctx.agent.as_str())
             .and_then(|m| m.color.clone())
@@ -237,14 +240,15 @@ impl TeamTools {
         to: &str,
         message: &Protocol,
     ) -> Result<(), ToolOutcome> {
-        mailbox::send(
-            &self.root,
-            &self.team,
-            to,
-            Envelope::new(ctx.agent.as_str(), message.to_text()).with_color(self.my_color(ctx)),
-        )
-        .map(|_| ())
-        .map_err(|e| ToolOutcome::err(e.to_string()))
+        self.root
+            .open(&self.team)
+            .mail()
+            .send(
+                to,
+                Envelope::new(ctx.agent.as_str(), message.to_text()).with_color(self.my_color(ctx)),
+            )
+            .map(|_| ())
+            .map_err(|e| ToolOutcome::err(e.to_string()))
     }
 
     fn send_message(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
@@ -262,15 +266,17 @@ impl TeamTools {
                 .map(str::to_owned);
             match input.get("message") {
                 Some(Value::String(text)) => {
-                    let sent = mailbox::send(
-                        &self.root,
-                        &self.team,
-                        to,
-                        Envelope::new(ctx.agent.as_str(), text.clone())
-                            .with_summary(summary.clone())
-                            .with_color(self.my_color(ctx)),
-                    )
-                    .map_err(|e| ToolOutcome::err(e.to_string()))?;
+                    let sent = self
+                        .root
+                        .open(&self.team)
+                        .mail()
+                        .send(
+                            to,
+                            Envelope::new(ctx.agent.as_str(), text.clone())
+                                .with_summary(summary.clone())
+                                .with_color(self.my_color(ctx)),
+                        )
+                        .map_err(|e| ToolOutcome::err(e.to_string()))?;
                     if to != "*" && to != LEAD {
                         let preview = summary.unwrap_or_else(|| text.chars().take(80).collect());
                         *self.last_peer_dm.lock().unwrap() = Some(format!("[to {to}] {preview}"));
@@ -388,19 +394,21 @@ impl TeamTools {
                 })?;
                 let feedback = s("feedback").or_else(|| s("reason"));
                 // Through the approvals record, so each request is answered exactly once.
-                let decided = approvals::resolve(
-                    &self.root,
-                    &self.team,
-                    &request_id,
-                    approvals::Decision {
-                        approve: approved,
-                        feedback,
-                        mode: s("permission_mode"),
-                        by: me.clone(),
-                        via: None,
-                    },
-                )
-                .map_err(|e| ToolOutcome::err(e.to_string()))?;
+                let decided = self
+                    .root
+                    .open(&self.team)
+                    .approvals()
+                    .resolve(
+                        &request_id,
+                        approvals::Decision {
+                            approve: approved,
+                            feedback,
+                            mode: s("permission_mode"),
+                            by: me.clone(),
+                            via: None,
+                        },
+                    )
+                    .map_err(|e| ToolOutcome::err(e.to_string()))?;
                 if decided.agent != to && to != "*" {
                     tracing::info!(
                         "answered {request_id} of {} (SendMessage named {to})",
@@ -420,8 +428,8 @@ impl TeamTools {
         }
     }
 
-    fn list(&self) -> TaskList {
-        TaskList::new(&self.root, &self.team)
+    fn store(&self) -> Store {
+        self.root.open(&self.team)
     }
 
     fn task_create(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
@@ -431,7 +439,7 @@ impl TeamTools {
             let created = self
                 .task_hooks(ctx)
                 .create(
-                    &self.list(),
+                    self.store().tasks(),
                     NewTask {
                         subject: required_str(&input, "subject")?.to_owned(),
                         description: input
@@ -474,7 +482,8 @@ impl TeamTools {
                 .map(value_str)
                 .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
             let t = self
-                .list()
+                .store()
+                .tasks()
                 .get(&id)
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
             let mut out = task_line(&t);
@@ -492,7 +501,8 @@ impl TeamTools {
     fn task_list(&self) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
             let tasks = self
-                .list()
+                .store()
+                .tasks()
                 .list()
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
             let lines: Vec<String> = tasks
@@ -511,7 +521,8 @@ impl TeamTools {
 
     fn task_update(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
-            let tasks = self.list();
+            let store = self.store();
+            let tasks = store.tasks();
             let id = input
                 .get("taskId")
                 .map(value_str)
@@ -549,7 +560,7 @@ impl TeamTools {
             };
             let mut notes = Vec::new();
             if let Some(owner) = &new_owner {
-                let config = roster::load(&self.root, &self.team).map_err(err)?;
+                let config = self.root.open(&self.team).roster().load().map_err(err)?;
                 config.require(owner).map_err(err)?;
                 if current.owner.is_some() && !ctx.agent.is_lead() {
                     return Err(ToolOutcome::err(format!(
@@ -583,13 +594,14 @@ impl TeamTools {
                         timestamp: clock::now_iso(),
                     });
                     let to = AgentName::parse_any(owner).map_err(err)?;
-                    mailbox::deliver(
-                        &self.root,
-                        &self.team,
-                        &to,
-                        Envelope::new(me, assignment.to_text()).with_color(self.my_color(ctx)),
-                    )
-                    .map_err(err)?;
+                    self.root
+                        .open(&self.team)
+                        .mail()
+                        .deliver(
+                            &to,
+                            Envelope::new(me, assignment.to_text()).with_color(self.my_color(ctx)),
+                        )
+                        .map_err(err)?;
                 }
             }
             let clear_owner = input.get("owner").and_then(Value::as_str) == Some("");
@@ -661,7 +673,7 @@ impl TeamTools {
             return inputs.iter().map(|_| refused()).collect();
         };
         let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
-        let current = match roster::load(&self.root, &self.team) {
+        let current = match self.root.open(&self.team).roster().load() {
             Ok(config) => config.teammates().count(),
             Err(e) => return inputs.iter().map(|_| err(e.copy())).collect(),
         };
@@ -761,7 +773,7 @@ fn worktree_commit(
     agent: &str,
     task: &str,
 ) -> Result<Option<String>, String> {
-    let Ok(Some(record)) = swarm_store::worktrees::read(root, team, agent) else {
+    let Ok(Some(record)) = root.open(team).worktrees().worktree(agent) else {
         return Ok(None);
     };
     let Ok(changes) = crate::worktree::changes(&record) else {

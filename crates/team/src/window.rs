@@ -734,7 +734,7 @@ pub fn server_for(
     if explicit.is_some() {
         return Tmux::resolve(explicit, env);
     }
-    let recorded = swarm_store::roster::load(root, team).ok().and_then(|c| {
+    let recorded = root.open(team).roster().load().ok().and_then(|c| {
         c.extra
             .get(SERVER_FIELD)
             .and_then(|v| v.as_str())
@@ -754,7 +754,7 @@ pub fn record_server(root: &Root, window: &TeamWindow) -> Result<()> {
     let socket = window.tmux.display(&window.session, "#{socket_path}")?;
     let socket = socket.trim().to_owned();
     let team = &window.team;
-    swarm_store::roster::update(root, team, |c| {
+    root.open(team).roster().update(|c| {
         c.extra
             .insert(SERVER_FIELD.to_owned(), serde_json::Value::String(socket));
         Ok(())

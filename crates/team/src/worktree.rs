@@ -26,7 +26,7 @@ use git2::{
     BranchType, ErrorCode, Oid, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions,
 };
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{self, Record, RecordState};
 use swarm_util::clock;
@@ -229,7 +229,7 @@ pub fn create(root: &Root, team: &TeamName, plan: &Plan) -> Result<Record> {
         state: RecordState::Active,
         created_at: clock::now_ms(),
     };
-    if let Err(e) = worktrees::save(root, team, &record) {
+    if let Err(e) = root.open(team).worktrees().save_worktree(&record) {
         let _ = remove(root, team, &record);
         return Err(e);
     }
@@ -336,7 +336,7 @@ pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
     for dir in record.path.ancestors().skip(1).take(2) {
         let _ = std::fs::remove_dir(dir);
     }
-    worktrees::remove(root, team, &record.agent)
+    root.open(team).worktrees().remove_worktree(&record.agent)
 }
 
 /// Settles `agent`'s worktree after it stopped: removed without changes, kept with them.
@@ -345,8 +345,8 @@ pub fn finalize(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Fina
     if !worktrees::exists(root, team, agent) {
         return Ok(None);
     }
-    let _guard = worktrees::lock(root, team, agent)?;
-    let Some(mut record) = worktrees::read(root, team, agent)? else {
+    let _guard = root.open(team).worktrees().lock_worktree(agent)?;
+    let Some(mut record) = root.open(team).worktrees().worktree(agent)? else {
         return Ok(None);
     };
     if record.state != RecordState::Active {
@@ -358,7 +358,7 @@ pub fn finalize(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Fina
         return Ok(Some(Finalized::Removed(record)));
     }
     record.state = RecordState::Kept;
-    worktrees::save(root, team, &record)?;
+    root.open(team).worktrees().save_worktree(&record)?;
     Ok(Some(Finalized::Kept(record, changes)))
 }
 
@@ -368,8 +368,10 @@ pub fn settle(root: &Root, team: &TeamName, agent: &str) -> Option<String> {
     match finalize(root, team, agent) {
         Ok(None) => None,
         Ok(Some(Finalized::Removed(r))) => {
-            let _ =
-                swarm_store::roster::update_member(root, team, agent, |m| m.worktree_path = None);
+            let _ = root
+                .open(team)
+                .roster()
+                .update_member(agent, |m| m.worktree_path = None);
             tracing::info!("removed {agent}'s unchanged worktree {}", r.path.display());
             Some(format!(
                 "removed its worktree {} and branch {} (no changes)",
@@ -388,7 +390,7 @@ pub fn settle(root: &Root, team: &TeamName, agent: &str) -> Option<String> {
             );
             let mut envelope = Envelope::new("system", text);
             envelope.summary = Some(format!("{agent}'s worktree kept: {}", r.branch));
-            if let Err(e) = mailbox::deliver(root, team, &AgentName::lead(), envelope) {
+            if let Err(e) = root.open(team).mail().deliver(&AgentName::lead(), envelope) {
                 tracing::warn!("failed to tell the lead about {agent}'s kept worktree: {e}");
             }
             Some(format!(
@@ -522,7 +524,7 @@ mod tests {
         remove(&root, &team, &rec).unwrap();
         assert!(!p.path.exists());
         assert_eq!(
-            worktrees::all(&root, &team).unwrap().len(),
+            root.open(&team).worktrees().all_worktrees().unwrap().len(),
             1,
             "carol's stays"
         );
@@ -535,7 +537,13 @@ mod tests {
         let rec = create(&root, &team, &plan(&team, &bob, &repo).unwrap()).unwrap();
         std::fs::remove_dir_all(&repo).unwrap();
         remove(&root, &team, &rec).unwrap();
-        assert!(worktrees::all(&root, &team).unwrap().is_empty());
+        assert!(
+            root.open(&team)
+                .worktrees()
+                .all_worktrees()
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

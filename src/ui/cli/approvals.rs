@@ -26,7 +26,11 @@ fn catch_up(ctx: &Ctx, team: &TeamName) {
 pub fn list(ctx: &Ctx, pending: bool) -> Result<()> {
     let team = ctx.team()?;
     catch_up(ctx, &team);
-    let all: Vec<approvals::Approval> = approvals::list(&ctx.root, &team)?
+    let all: Vec<approvals::Approval> = ctx
+        .root
+        .open(&team)
+        .approvals()
+        .list()?
         .into_iter()
         .filter(|a| !pending || a.state == approvals::State::Pending)
         .collect();
@@ -61,9 +65,7 @@ pub fn decide(
 ) -> Result<()> {
     let team = ctx.team()?;
     catch_up(ctx, &team);
-    let a = approvals::resolve(
-        &ctx.root,
-        &team,
+    let a = ctx.root.open(&team).approvals().resolve(
         id,
         approvals::Decision {
             approve,

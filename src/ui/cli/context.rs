@@ -12,7 +12,6 @@ use swarm_config::settings::Settings;
 use swarm_llm::{LlmConfig, LlmFlags};
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
-use swarm_store::roster;
 use swarm_team::inherit::Engine;
 use swarm_team::inherit::LeadSettings;
 use swarm_team::launch::Launcher;
@@ -123,7 +122,7 @@ impl Ctx {
         if let Some(t) = explicit.or(self.global.team.as_deref()) {
             return TeamName::new(t);
         }
-        let teams = roster::list(&self.root)?;
+        let teams = self.root.teams()?;
         match teams.as_slice() {
             [only] => TeamName::new(&only.name),
             [] => Err(Error::not_found(format!(

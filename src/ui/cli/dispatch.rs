@@ -151,7 +151,10 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Merge(args) => merge::run(&ctx, args),
         Command::Attach { team } => {
             // A team that does not exist is said to be missing, not to have no window.
-            swarm_store::roster::load(&ctx.root, &ctx.team_or(team.as_deref())?)?;
+            ctx.root
+                .open(&ctx.team_or(team.as_deref())?)
+                .roster()
+                .load()?;
             done(status::attach(&ctx, team))
         }
         Command::Lead(args) => lead::run(&ctx, args),

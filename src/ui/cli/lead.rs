@@ -9,14 +9,14 @@ use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
 use swarm_roles::lead::agent::LeadAgentOptions;
 use swarm_roles::lead::dispatcher::{self, LeadOptions};
-use swarm_store::{mailbox, roster};
+use swarm_store::mailbox;
 use swarm_team::shutdown::LadderOptions;
 use swarm_team::tools::LeadPowers;
 use swarm_util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
     let team = ctx.team()?;
-    roster::load(&ctx.root, &team)?;
+    ctx.root.open(&team).roster().load()?;
     let tmux = ctx.team_tmux(&team)?;
     let agent = match &args.goal_file {
         None => None,

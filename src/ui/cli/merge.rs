@@ -3,15 +3,14 @@
 use crate::ui::cli::args::MergeArgs;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
-use swarm_store::merge_queue;
 use swarm_team::merge;
 use swarm_util::error::{Error, Result};
 
 pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
     let team = ctx.team_or(args.team.as_deref())?;
-    swarm_store::roster::load(&ctx.root, &team)?;
+    ctx.root.open(&team).roster().load()?;
     if args.status {
-        let queue = merge_queue::load(&ctx.root, &team)?;
+        let queue = ctx.root.open(&team).merge_queue().load()?;
         if ctx.json() {
             print_json(&queue);
         } else if queue.entries.is_empty() {

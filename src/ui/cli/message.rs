@@ -10,7 +10,6 @@ use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::output::{message_line, print_json};
 use swarm_store::mailbox::{self, Delivery, Envelope};
 use swarm_store::names::AgentName;
-use swarm_store::roster;
 use swarm_util::error::{Error, Result};
 use swarm_util::watcher::{FileWaiter, RESCAN_EVERY};
 
@@ -63,13 +62,17 @@ fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {
     let from = body.from.as_deref().unwrap_or(ctx.actor.sender());
     let summary = body.summary;
     let team = ctx.team()?;
-    let color = roster::load(&ctx.root, &team)?
+    let color = ctx
+        .root
+        .open(&team)
+        .roster()
+        .load()?
         .member(from)
         .and_then(|m| m.color.clone());
     let envelope = Envelope::new(from, text)
         .with_summary(summary)
         .with_color(color);
-    let sent = mailbox::send(&ctx.root, &team, to, envelope)?;
+    let sent = ctx.root.open(&team).mail().send(to, envelope)?;
     if ctx.json() {
         print_json(&sent);
     } else if sent.is_empty() {
@@ -84,14 +87,14 @@ fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {
 
 pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
     let team = ctx.team()?;
-    let config = roster::load(&ctx.root, &team)?;
+    let config = ctx.root.open(&team).roster().load()?;
     config.require(&args.agent)?;
     let agent = AgentName::parse_any(&args.agent)?;
     let read = |unread: bool| -> Result<Vec<Delivery>> {
         if unread {
-            mailbox::read_unread(&ctx.root, &team, &agent)
+            ctx.root.open(&team).mail().read_unread(&agent)
         } else {
-            mailbox::read_all(&ctx.root, &team, &agent)
+            ctx.root.open(&team).mail().read_all(&agent)
         }
     };
     if !args.follow {
@@ -108,7 +111,7 @@ pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
         }
         if args.ack {
             let keys: Vec<String> = messages.into_iter().map(|d| d.key).collect();
-            mailbox::ack(&ctx.root, &team, &agent, &keys)?;
+            ctx.root.open(&team).mail().ack(&agent, &keys)?;
         }
         return Ok(());
     }
@@ -133,7 +136,7 @@ pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
         }
         let keys: Vec<String> = fresh.into_iter().map(|d| d.key).collect();
         if args.ack {
-            mailbox::ack(&ctx.root, &team, &agent, &keys)?;
+            ctx.root.open(&team).mail().ack(&agent, &keys)?;
         }
         seen.extend(keys);
         waiter.wait(RESCAN_EVERY);

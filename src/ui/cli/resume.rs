@@ -8,7 +8,6 @@ use crate::ui::cli::args::ResumeArgs;
 use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::run::follow;
 use swarm_store::names::TeamName;
-use swarm_store::roster;
 use swarm_team::resume;
 use swarm_util::error::{Error, Result};
 
@@ -22,7 +21,7 @@ pub fn run(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
 
 fn resume_team(ctx: &Ctx, team: &TeamName, no_attach: bool) -> Result<u8> {
     resume::check_resumable(&ctx.root, team)?;
-    let config = roster::load(&ctx.root, team)?;
+    let config = ctx.root.open(team).roster().load()?;
     let cwd = config
         .member(swarm_store::names::LEAD)
         .map(|l| std::path::PathBuf::from(&l.cwd))

@@ -6,7 +6,6 @@ use crate::ui::cli::args::ShutdownArgs;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm_store::names::LEAD;
-use swarm_store::roster;
 use swarm_team::shutdown::{self, LadderOptions, Outcome};
 use swarm_util::error::{Error, Result};
 
@@ -19,7 +18,7 @@ pub fn run(ctx: &Ctx, args: ShutdownArgs) -> Result<()> {
         grace: Duration::from_secs(5),
         dirs: ctx.settings.dirs.clone(),
     };
-    let config = roster::load(&ctx.root, &team)?;
+    let config = ctx.root.open(&team).roster().load()?;
     let names: Vec<String> = match &args.name {
         Some(n) => {
             config.require(n)?;

@@ -10,9 +10,9 @@ use crate::ui::cli::style;
 use swarm_config::hooks::{Hooks, Runner};
 use swarm_config::permissions::PermissionMode;
 use swarm_store::names::LEAD;
-use swarm_store::roster::{self, TeamConfig};
+use swarm_store::roster::TeamConfig;
 use swarm_store::tasks::leases;
-use swarm_store::tasks::{NewTask, Status, Task, TaskList, TaskPatch};
+use swarm_store::tasks::{NewTask, Status, Task, TaskPatch};
 use swarm_team::task_events::{self, Created, one_line};
 use swarm_util::error::{Error, Result, exit};
 use swarm_util::table::{self, Align, Cell, Look, Table};
@@ -23,8 +23,9 @@ use swarm_util::text::printable;
 pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<u8> {
     let team = ctx.team()?;
     // The team must exist: a task list without a roster would be nobody's.
-    let config = roster::load(&ctx.root, &team)?;
-    let list = TaskList::new(&ctx.root, &team);
+    let config = ctx.root.open(&team).roster().load()?;
+    let store = ctx.root.open(&team);
+    let list = store.tasks();
     let show = |t: &Task| {
         if ctx.json() {
             print_json(t);
@@ -43,7 +44,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<u8> {
             let files = leases::normalize_all(&files)?;
             let runner = person_hooks(ctx, &config);
             let created = hooks(runner.as_ref()).create(
-                &list,
+                list,
                 NewTask {
                     subject,
                     description,

@@ -20,7 +20,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             let team = TeamName::new(&team)?;
             ctx.actor.check_team(&team)?;
             let cwd = working_dir(None)?;
-            let config = roster::create(&ctx.root, &team, description, &cwd)?;
+            let config = ctx.root.create_team(&team, description, &cwd)?;
             if ctx.json() {
                 print_json(&config);
             } else {
@@ -32,7 +32,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             Ok(())
         }
         TeamCommand::List => {
-            let teams = roster::list(&ctx.root)?;
+            let teams = ctx.root.teams()?;
             let half = teardown::half_made(&ctx.root);
             if ctx.json() {
                 print_json(&teams);
@@ -57,7 +57,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::Show { team } => {
             let team = ctx.team_or(team.as_deref())?;
-            let config = roster::load(&ctx.root, &team)?;
+            let config = ctx.root.open(&team).roster().load()?;
             if ctx.json() {
                 print_json(&config);
             } else {
@@ -75,19 +75,15 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             let team = ctx.team()?;
             let name = AgentName::new(&agent)?;
             let cwd = working_dir(cwd.as_deref())?;
-            let member = roster::add_member(
-                &ctx.root,
-                &team,
-                NewMember {
-                    name,
-                    color,
-                    agent_type,
-                    model,
-                    prompt: None,
-                    plan_mode_required: false,
-                    cwd: cwd.display().to_string(),
-                },
-            )?;
+            let member = ctx.root.open(&team).roster().add_member(NewMember {
+                name,
+                color,
+                agent_type,
+                model,
+                prompt: None,
+                plan_mode_required: false,
+                cwd: cwd.display().to_string(),
+            })?;
             if ctx.json() {
                 print_json(&member);
             } else {
@@ -98,7 +94,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         TeamCommand::Remove { agent } => {
             let team = ctx.team()?;
             let roster::Removed { member, released } =
-                roster::remove_member(&ctx.root, &team, &agent)?;
+                ctx.root.open(&team).roster().remove_member(&agent)?;
             let ids: Vec<&str> = released.iter().map(|t| t.id.as_str()).collect();
             if ctx.json() {
                 print_json(&json!({"removed": member.name, "releasedTasks": ids}));
@@ -115,7 +111,7 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
             let team = TeamName::new(&team)?;
             ctx.actor.check_team(&team)?;
             if !teardown::is_half_made(&ctx.root, &team) {
-                roster::load(&ctx.root, &team)?;
+                ctx.root.open(&team).roster().load()?;
             }
             let deleted = delete(ctx, &team, force)?;
             for line in &deleted.left {
@@ -164,7 +160,7 @@ fn delete(ctx: &Ctx, team: &TeamName, force: bool) -> Result<teardown::Deleted> 
 fn prune(ctx: &Ctx) -> Result<()> {
     let mut pruned = Vec::new();
     let mut kept = Vec::new();
-    for config in roster::list(&ctx.root)? {
+    for config in ctx.root.teams()? {
         let team = TeamName::new(&config.name)?;
         if ctx.actor.check_team(&team).is_err() || !teardown::is_finished(&ctx.root, &team) {
             continue;

@@ -26,7 +26,7 @@ use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use crate::ui::dashboard::model::{Snapshot, Source};
 use crate::ui::dashboard::ui::{Action, UiState};
 use crate::ui::dashboard::view;
-use swarm_store::approvals::{self, Decision, Kind};
+use swarm_store::approvals::{Decision, Kind};
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
 use swarm_team::status::MemberStatus;
@@ -126,18 +126,21 @@ impl App {
 
     /// Resolves a request as `human`; the outcome, or why it failed, goes to the notice line.
     fn decide(&mut self, request_id: &str, approve: bool, feedback: Option<String>) {
-        let result = approvals::resolve(
-            self.source.root(),
-            self.source.team(),
-            request_id,
-            Decision {
-                approve,
-                feedback,
-                mode: None,
-                by: "human".to_owned(),
-                via: None,
-            },
-        );
+        let result = self
+            .source
+            .root()
+            .open(self.source.team())
+            .approvals()
+            .resolve(
+                request_id,
+                Decision {
+                    approve,
+                    feedback,
+                    mode: None,
+                    by: "human".to_owned(),
+                    via: None,
+                },
+            );
         match result {
             Ok(a) => {
                 let what = match a.kind {

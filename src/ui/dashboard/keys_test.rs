@@ -4,12 +4,11 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use swarm_store::approvals::{self, Approval, Decision, State};
 use swarm_store::layout::Root;
-use swarm_store::mailbox;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::protocol::{
     PermissionRequest, PlanApprovalRequest, Protocol, permission_request_id, plan_request_id,
 };
-use swarm_store::roster::{self, NewMember};
+use swarm_store::roster::NewMember;
 use swarm_tmux::Tmux;
 use swarm_util::clock;
 
@@ -28,12 +27,11 @@ impl TestEnv {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let team = TeamName::new("alpha").unwrap();
-        roster::create(&root, &team, None, dir.path()).unwrap();
+        root.create_team(&team, None, dir.path()).unwrap();
         for name in ["alice", "bob"] {
-            roster::add_member(
-                &root,
-                &team,
-                NewMember {
+            root.open(&team)
+                .roster()
+                .add_member(NewMember {
                     name: AgentName::new(name).unwrap(),
                     color: None,
                     agent_type: None,
@@ -41,9 +39,8 @@ impl TestEnv {
                     prompt: None,
                     plan_mode_required: false,
                     cwd: dir.path().display().to_string(),
-                },
-            )
-            .unwrap();
+                })
+                .unwrap();
         }
         TestEnv { _dir: dir, root }
     }
@@ -73,7 +70,11 @@ fn plan(env: &TestEnv, agent: &str, created_ms: i64) -> Approval {
     };
     let mut a = approvals::from_plan(&req, None);
     a.created_ms = created_ms;
-    approvals::record(&env.store_root(), &env.team_name("alpha"), &a).unwrap()
+    env.store_root()
+        .open(&env.team_name("alpha"))
+        .approvals()
+        .record(&a)
+        .unwrap()
 }
 
 fn permission(env: &TestEnv, agent: &str, id: &str, created_ms: i64) -> Approval {
@@ -88,7 +89,11 @@ fn permission(env: &TestEnv, agent: &str, id: &str, created_ms: i64) -> Approval
     };
     let mut a = approvals::from_permission(&req);
     a.created_ms = created_ms;
-    approvals::record(&env.store_root(), &env.team_name("alpha"), &a).unwrap()
+    env.store_root()
+        .open(&env.team_name("alpha"))
+        .approvals()
+        .record(&a)
+        .unwrap()
 }
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -103,20 +108,23 @@ fn app(env: &TestEnv) -> App {
 }
 
 fn stored(env: &TestEnv, id: &str) -> Approval {
-    approvals::get(&env.store_root(), &env.team_name("alpha"), id).unwrap()
+    env.store_root()
+        .open(&env.team_name("alpha"))
+        .approvals()
+        .get(id)
+        .unwrap()
 }
 
 /// The protocol messages in `agent`'s live inbox.
 fn inbox(env: &TestEnv, agent: &str) -> Vec<Protocol> {
-    mailbox::read_all(
-        &env.store_root(),
-        &env.team_name("alpha"),
-        &AgentName::parse_any(agent).unwrap(),
-    )
-    .unwrap()
-    .into_iter()
-    .filter_map(|d| d.envelope.protocol())
-    .collect()
+    env.store_root()
+        .open(&env.team_name("alpha"))
+        .mail()
+        .read_all(&AgentName::parse_any(agent).unwrap())
+        .unwrap()
+        .into_iter()
+        .filter_map(|d| d.envelope.protocol())
+        .collect()
 }
 
 fn notice(app: &App) -> String {
@@ -189,19 +197,20 @@ fn keys_approve_and_reject_through_the_real_files() {
     assert_eq!(stored(&env, &second.request_id).state, State::Pending);
 
     // Resolved elsewhere meanwhile: the error goes to the status line, nothing breaks.
-    approvals::resolve(
-        &env.store_root(),
-        &env.team_name("alpha"),
-        &second.request_id,
-        Decision {
-            approve: true,
-            feedback: None,
-            mode: None,
-            by: "team-lead".into(),
-            via: None,
-        },
-    )
-    .unwrap();
+    env.store_root()
+        .open(&env.team_name("alpha"))
+        .approvals()
+        .resolve(
+            &second.request_id,
+            Decision {
+                approve: true,
+                feedback: None,
+                mode: None,
+                by: "team-lead".into(),
+                via: None,
+            },
+        )
+        .unwrap();
     assert_eq!(app.snapshot().approvals.len(), 1, "the screen is stale");
     app.handle_key(key(KeyCode::Char('a')));
     let n = app.ui().notice.clone().unwrap();

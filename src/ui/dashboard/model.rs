@@ -13,7 +13,7 @@ use jiff::tz::TimeZone;
 use swarm_store::approvals::{self, Approval};
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
-use swarm_store::tasks::{Status, Task, TaskList};
+use swarm_store::tasks::{Status, Task};
 use swarm_team::board::task_state;
 pub use swarm_team::board::{TaskState, board_order};
 use swarm_team::feed::{FeedEntry, FeedReader};
@@ -145,13 +145,20 @@ impl Source {
         if let Err(e) = swarm_team::supervisor::record_requests(&self.root, &self.team, &seen) {
             problems.push(format!("requests: {e}"));
         }
-        let tasks = TaskList::new(&self.root, &self.team)
+        let tasks = self
+            .root
+            .open(&self.team)
+            .tasks()
             .list()
             .unwrap_or_else(|e| {
                 problems.push(format!("tasks: {e}"));
                 Vec::new()
             });
-        let approvals = approvals::list(&self.root, &self.team)
+        let approvals = self
+            .root
+            .open(&self.team)
+            .approvals()
+            .list()
             .unwrap_or_else(|e| {
                 problems.push(format!("approvals: {e}"));
                 Vec::new()
@@ -167,7 +174,11 @@ impl Source {
                 Vec::new()
             });
         let budget = seen.budget.as_ref().map(|b| b.describe());
-        let merge_queue = swarm_store::merge_queue::load(&self.root, &self.team)
+        let merge_queue = self
+            .root
+            .open(&self.team)
+            .merge_queue()
+            .load()
             .ok()
             .and_then(|q| merge_queue_line(&q));
         Ok(Snapshot {

@@ -41,13 +41,12 @@ use swarm_config::tools::ToolName;
 use swarm_llm::budget::{BudgetedClient, Limits};
 use swarm_llm::{self as llm, LlmConfig, LlmError, StreamEvent};
 use swarm_store::approvals;
-use swarm_store::budget::FileLedger;
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Delivery};
+use swarm_store::mailbox::Delivery;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{IdleNotification, Protocol};
-use swarm_store::state::{self, Activity, AgentState};
-use swarm_store::tasks::{Status, TaskList};
+use swarm_store::state::{Activity, AgentState};
+use swarm_store::tasks::Status;
 use swarm_team::prompt::{mail_turn, wrap_message};
 use swarm_team::status;
 use swarm_team::tools::{LeadPowers, TeamTools};
@@ -190,7 +189,7 @@ struct LeadHost {
 impl LeadHost {
     /// Whether `name` is a Claude Code teammate, by the roster swarm wrote when it spawned it.
     fn runs_claude(&self, name: &str) -> bool {
-        swarm_store::roster::load(&self.root, &self.team).is_ok_and(|r| {
+        self.root.open(&self.team).roster().load().is_ok_and(|r| {
             r.member(name)
                 .is_some_and(|m| m.engine.as_deref() == Some("claude"))
         })
@@ -200,7 +199,11 @@ impl LeadHost {
     /// the model.
     fn poll(&mut self) -> Result<bool> {
         let me = AgentName::lead();
-        let fresh: Vec<Delivery> = mailbox::read_unread(&self.root, &self.team, &me)?
+        let fresh: Vec<Delivery> = self
+            .root
+            .open(&self.team)
+            .mail()
+            .read_unread(&me)?
             .into_iter()
             .filter(|d| !self.seen.contains(&d.key))
             .collect();
@@ -251,11 +254,11 @@ impl LeadHost {
                 Some(Protocol::PlanApprovalRequest(req)) => {
                     consumed.push(d.key.clone());
                     let mode = self.plan_mode.clone();
-                    let record = approvals::record(
-                        &self.root,
-                        &self.team,
-                        &approvals::from_plan(&req, mode),
-                    )?;
+                    let record = self
+                        .root
+                        .open(&self.team)
+                        .approvals()
+                        .record(&approvals::from_plan(&req, mode))?;
                     self.display
                         .incoming(&e.from, &format!("plan for approval [{}]", req.request_id));
                     if record.state == approvals::State::Pending && self.approver == Approver::Lead
@@ -280,11 +283,11 @@ impl LeadHost {
                 }
                 Some(Protocol::PermissionRequest(req)) => {
                     consumed.push(d.key.clone());
-                    let record = approvals::record(
-                        &self.root,
-                        &self.team,
-                        &approvals::from_permission(&req),
-                    )?;
+                    let record = self
+                        .root
+                        .open(&self.team)
+                        .approvals()
+                        .record(&approvals::from_permission(&req))?;
                     self.display.incoming(
                         &e.from,
                         &format!("permission for {} [{}]", req.description, req.request_id),
@@ -326,7 +329,7 @@ impl LeadHost {
                 }
             }
         }
-        mailbox::ack(&self.root, &self.team, &me, &consumed)?;
+        self.root.open(&self.team).mail().ack(&me, &consumed)?;
         Ok(wake)
     }
 
@@ -360,7 +363,11 @@ impl LeadHost {
     fn touch(&mut self, activity: Activity) {
         self.state.activity = activity;
         self.state.last_activity_ms = clock::now_ms();
-        let _ = state::write(&self.root, &self.team, &AgentName::lead(), &self.state);
+        let _ = self
+            .root
+            .open(&self.team)
+            .agents()
+            .write_state(&AgentName::lead(), &self.state);
     }
 }
 
@@ -445,7 +452,12 @@ impl Host for LeadHost {
 
     fn committed(&mut self) {
         let keys = std::mem::take(&mut self.in_flight);
-        if let Err(e) = mailbox::ack(&self.root, &self.team, &AgentName::lead(), &keys) {
+        if let Err(e) = self
+            .root
+            .open(&self.team)
+            .mail()
+            .ack(&AgentName::lead(), &keys)
+        {
             tracing::warn!("failed to acknowledge the lead's mail: {e}");
         }
         self.touch(Activity::Working);
@@ -491,7 +503,9 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
     // Completed tasks are history, which the summary tells: listed one by one they made the
     // compacted context grow with every task the team ever finished, until compacting no
     // longer made room (a soak's lead compacted before every turn after 2,000 tasks).
-    let (done, open): (Vec<_>, Vec<_>) = TaskList::new(root, team)
+    let (done, open): (Vec<_>, Vec<_>) = root
+        .open(team)
+        .tasks()
         .list()
         .unwrap_or_default()
         .into_iter()
@@ -522,7 +536,10 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
             }
         ));
     }
-    let pending: Vec<approvals::Approval> = approvals::list(root, team)
+    let pending: Vec<approvals::Approval> = root
+        .open(team)
+        .approvals()
+        .list()
         .unwrap_or_default()
         .into_iter()
         .filter(|a| a.state == approvals::State::Pending)
@@ -551,7 +568,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     let budget = Arc::new(BudgetedClient::new(
         inner,
         Limits::default(),
-        FileLedger::new(&o.root, &o.team, &AgentName::lead()),
+        o.root.open(&o.team).budget().ledger(&AgentName::lead()),
     ));
     let client: Arc<dyn llm::LlmClient> = budget.clone();
     let mut ctx = ToolContext::new(o.cwd.clone(), AgentName::lead(), PermissionMode::Default);
@@ -630,7 +647,8 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     let _watcher = DirWatcher::file(&o.root.inbox_path(&o.team, &AgentName::lead()), move || {
         notify.notify_one()
     });
-    let tasks = TaskList::new(&o.root, &o.team);
+    let store = o.root.open(&o.team);
+    let tasks = store.tasks();
 
     let first = if o.resumed {
         crate::resume::lead_turn(
@@ -656,7 +674,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             host.touch(Activity::Working);
             match engine.run(&mut host, text).await {
                 Ok(Finish::EndTurn(last)) => {
-                    if let Some(outcome) = without_a_team(&o, &tasks, &last) {
+                    if let Some(outcome) = without_a_team(&o, tasks, &last) {
                         return Ok((outcome, engine));
                     }
                 }
@@ -686,7 +704,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             host.state.model_calls = engine.model_calls;
             host.touch(Activity::Idle);
             quiet_since = Instant::now();
-            if told_done && host.mail.is_empty() && all_done(&tasks) && merging.settled() {
+            if told_done && host.mail.is_empty() && all_done(tasks) && merging.settled() {
                 return Ok((
                     Outcome::Done("done: every task is completed".to_owned()),
                     engine,
@@ -698,7 +716,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         if std::mem::take(&mut host.teammate_stopped) {
             merging.poke();
         }
-        merging.watch(&tasks);
+        merging.watch(tasks);
         if let Some(news) = merging.step().await {
             host.notes.extend(news.lines);
             news_now |= news.urgent;
@@ -716,7 +734,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             pending_input = Some(notice);
             continue;
         }
-        if all_done(&tasks) && !told_done && merging.settled() {
+        if all_done(tasks) && !told_done && merging.settled() {
             told_done = true;
             let n = tasks.list().map(|t| t.len()).unwrap_or(0);
             pending_input = Some(format!(
@@ -735,7 +753,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
                 quiet_since = Instant::now();
             } else {
                 nudges += 1;
-                let waiting = waiting_for(&tasks, &seen);
+                let waiting = waiting_for(tasks, &seen);
                 if nudges > 3 {
                     return Ok((
                         Outcome::Failed(format!(
@@ -772,8 +790,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
         let team = TeamName::new("t").unwrap();
-        swarm_store::roster::create(&root, &team, None, t.path()).unwrap();
-        TaskList::new(&root, &team)
+        root.create_team(&team, None, t.path()).unwrap();
+        root.open(&team)
+            .tasks()
             .create(NewTask {
                 subject: "Write the parser".into(),
                 ..NewTask::default()
@@ -788,7 +807,10 @@ mod tests {
             input: serde_json::json!({"command": "rm -rf build"}),
             permission_suggestions: Vec::new(),
         };
-        approvals::record(&root, &team, &approvals::from_permission(&request)).unwrap();
+        root.open(&team)
+            .approvals()
+            .record(&approvals::from_permission(&request))
+            .unwrap();
         let id = request.request_id.clone();
         let state = team_state(&root, &team, "GOAL-9");
         assert!(state.contains("GOAL-9"), "{state}");
@@ -802,8 +824,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
         let team = TeamName::new("t").unwrap();
-        swarm_store::roster::create(&root, &team, None, t.path()).unwrap();
-        let tasks = TaskList::new(&root, &team);
+        root.create_team(&team, None, t.path()).unwrap();
+        let store = root.open(&team);
+        let tasks = store.tasks();
         let new = |subject: String| NewTask {
             subject,
             ..NewTask::default()

@@ -23,10 +23,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::lead::agent::{self as lead_agent, LeadAgentOptions};
 use swarm_store::documents;
 use swarm_store::layout::Root;
-use swarm_store::lead::LeadLock;
 use swarm_store::names::{AgentName, LEAD, TeamName};
-use swarm_store::roster;
-use swarm_store::state::{self, Activity, AgentState, ExitInfo};
+use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_team::launch::Launcher;
 use swarm_team::report;
 use swarm_team::resume;
@@ -58,7 +56,7 @@ pub struct LeadOptions {
 /// member's pane).
 pub fn register(root: &Root, team: &TeamName, pane: Option<&str>) -> Result<AgentState> {
     let pid = std::process::id() as i32;
-    roster::update(root, team, |c| {
+    root.open(team).roster().update(|c| {
         c.extra.insert(
             "leadProcess".to_owned(),
             json!({
@@ -75,7 +73,9 @@ pub fn register(root: &Root, team: &TeamName, pane: Option<&str>) -> Result<Agen
         Ok(())
     })?;
     let state = AgentState::new(Activity::Idle);
-    state::write(root, team, &AgentName::lead(), &state)?;
+    root.open(team)
+        .agents()
+        .write_state(&AgentName::lead(), &state)?;
     Ok(state)
 }
 
@@ -97,7 +97,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
     // From here on a signal is an orderly stop, not a death without a record.
     let stop = CancellationToken::new();
     listen_for_signals(stop.clone())?;
-    let _lock = LeadLock::acquire(&opts.root, &opts.team)?;
+    let _lock = opts.root.open(&opts.team).agents().acquire_lead()?;
     let mut me = AgentState::new(Activity::Idle);
     let led = AssertUnwindSafe(lead(&opts, agent, stop, &mut me))
         .catch_unwind()
@@ -178,7 +178,12 @@ fn record_end(opts: &LeadOptions, me: &mut AgentState, end: &End) -> Result<()> 
         end.code,
         end.reason
     );
-    let write = || state::write(&opts.root, &opts.team, &AgentName::lead(), me);
+    let write = || {
+        opts.root
+            .open(&opts.team)
+            .agents()
+            .write_state(&AgentName::lead(), me)
+    };
     write().or_else(|e| {
         let line = format!("failed to record the lead's end (retrying once): {e}");
         tracing::error!("{line}");
@@ -289,7 +294,12 @@ async fn lead(
 /// Writes the lead's state on the way to its end; a failure is logged (the end record,
 /// which matters, is written after it and retried).
 fn write_state(opts: &LeadOptions, me: &AgentState) {
-    if let Err(e) = state::write(&opts.root, &opts.team, &AgentName::lead(), me) {
+    if let Err(e) = opts
+        .root
+        .open(&opts.team)
+        .agents()
+        .write_state(&AgentName::lead(), me)
+    {
         tracing::warn!("failed to write the lead's state: {e}");
     }
 }

@@ -3,8 +3,9 @@
 //! what it waits for so that nobody has to guess.
 
 use crate::lead::agent::{LeadAgentOptions, Outcome};
+use swarm_store::TaskBoard;
 use swarm_store::names::LEAD;
-use swarm_store::tasks::{Status, TaskList};
+use swarm_store::tasks::Status;
 use swarm_team::status;
 
 /// How a lead's final text says that the goal needed no team and is met.
@@ -14,13 +15,17 @@ pub(super) const DONE_MARK: &str = "DONE:";
 /// so (see [`DONE_MARK`]), failed otherwise, with its words as the reason.
 pub(super) fn without_a_team(
     o: &LeadAgentOptions,
-    tasks: &TaskList,
+    tasks: &dyn TaskBoard,
     last: &str,
 ) -> Option<Outcome> {
     let has_tasks = tasks
         .list()
         .map_or(true, |t| t.iter().any(|t| !t.is_internal()));
-    let has_teammates = swarm_store::roster::load(&o.root, &o.team)
+    let has_teammates = o
+        .root
+        .open(&o.team)
+        .roster()
+        .load()
         .map_or(true, |r| r.members.iter().any(|m| m.name != LEAD));
     if has_tasks || has_teammates {
         return None;
@@ -44,7 +49,7 @@ pub(super) fn without_a_team(
 }
 
 /// What a quiet team is waiting for: each open task, and what holds it.
-pub(super) fn waiting_for(tasks: &TaskList, seen: &status::TeamStatus) -> String {
+pub(super) fn waiting_for(tasks: &dyn TaskBoard, seen: &status::TeamStatus) -> String {
     let Ok(list) = tasks.list() else {
         return "the task list, which cannot be read".to_owned();
     };
@@ -82,7 +87,7 @@ pub(super) fn waiting_for(tasks: &TaskList, seen: &status::TeamStatus) -> String
 }
 
 /// True when the list has tasks and every one is completed.
-pub(super) fn all_done(tasks: &TaskList) -> bool {
+pub(super) fn all_done(tasks: &dyn TaskBoard) -> bool {
     tasks.list().is_ok_and(|t| {
         !t.is_empty()
             && t.iter()
@@ -103,7 +108,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let team = TeamName::new("t").unwrap();
-        let tasks = TaskList::new(&root, &team);
+        let store = root.open(&team);
+        let tasks = store.tasks();
         let new = |subject: &str, blocked_by: Vec<String>| NewTask {
             subject: subject.into(),
             description: String::new(),
@@ -134,7 +140,7 @@ mod tests {
             budget: None,
         };
         assert_eq!(
-            waiting_for(&tasks, &seen),
+            waiting_for(tasks, &seen),
             "task #1 (owned by bob, who is gone), #2 (blocked by #1), #3 (unclaimed)"
         );
     }

@@ -16,10 +16,11 @@ use std::collections::HashSet;
 
 use tokio::task::JoinHandle;
 
+use swarm_store::TaskBoard;
 use swarm_store::merge_queue::Entry;
 use swarm_store::names::AgentName;
-use swarm_store::state::{self, Activity};
-use swarm_store::tasks::{Status, TaskList};
+use swarm_store::state::Activity;
+use swarm_store::tasks::Status;
 use swarm_team::launch::Launcher;
 use swarm_team::merge::{self, Options, Outcome};
 use swarm_team::resume;
@@ -58,7 +59,7 @@ impl Merging {
     }
 
     /// Marks a run due when more tasks are completed than at the last look.
-    pub fn watch(&mut self, tasks: &TaskList) {
+    pub fn watch(&mut self, tasks: &dyn TaskBoard) {
         let completed = tasks.list().map_or(0, |t| {
             t.iter().filter(|t| t.status == Status::Completed).count()
         });
@@ -131,7 +132,10 @@ impl Merging {
 /// running to do it.
 fn run_once(launcher: &Launcher) -> Result<Ran> {
     let (root, team) = (&launcher.root, &launcher.team);
-    let before: HashSet<(String, String)> = swarm_store::merge_queue::load(root, team)?
+    let before: HashSet<(String, String)> = root
+        .open(team)
+        .merge_queue()
+        .load()?
         .entries
         .iter()
         .filter(|e| handed_back(e))
@@ -170,6 +174,10 @@ fn running(launcher: &Launcher, agent: &str) -> bool {
     let Ok(name) = AgentName::parse_any(agent) else {
         return false;
     };
-    state::read(&launcher.root, &launcher.team, &name)
+    launcher
+        .root
+        .open(&launcher.team)
+        .agents()
+        .read_state(&name)
         .is_some_and(|s| s.activity != Activity::Exited && s.process_alive())
 }

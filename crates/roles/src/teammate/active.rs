@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, TeamName};
-use swarm_store::roster;
 
 /// How long a wish waits for the next before it is written: a flag that flips back within
 /// it (a turn of a few milliseconds) costs the shared roster nothing.
@@ -44,7 +43,11 @@ impl ActiveFlag {
                     if want == written {
                         continue;
                     }
-                    match roster::update_member(&root, &team, &name, |m| m.is_active = Some(want)) {
+                    match root
+                        .open(&team)
+                        .roster()
+                        .update_member(&name, |m| m.is_active = Some(want))
+                    {
                         Ok(()) => written = want,
                         Err(e) => tracing::warn!("failed to update the roster: {e}"),
                     }

@@ -27,7 +27,6 @@ use swarm_store::approvals;
 use swarm_store::documents;
 use swarm_store::names::LEAD;
 use swarm_store::protocol::{self, PermissionRequest, PlanApprovalRequest, Protocol};
-use swarm_store::roster;
 use swarm_store::state::Activity;
 use swarm_util::clock;
 
@@ -41,9 +40,20 @@ impl Runtime {
     /// Expires a request this agent stopped waiting for. False when someone decided it
     /// first: the answer is then in the inbox already (it is sent under the record's lock).
     pub(super) fn expire(&self, request_id: &str, why: &str) -> bool {
-        match approvals::expire(&self.opts.root, &self.opts.team, request_id, why) {
+        match self
+            .opts
+            .root
+            .open(&self.opts.team)
+            .approvals()
+            .expire(request_id, why)
+        {
             Ok(Some(_)) => true,
-            Ok(None) => approvals::get(&self.opts.root, &self.opts.team, request_id)
+            Ok(None) => self
+                .opts
+                .root
+                .open(&self.opts.team)
+                .approvals()
+                .get(request_id)
                 .map_or(true, |a| a.state == approvals::State::Expired),
             Err(e) => {
                 tracing::warn!("failed to expire {request_id}: {e}");
@@ -99,7 +109,13 @@ impl Runtime {
     /// Who decided a request, as its pane and the model are told: a person (`swarm
     /// approve`, recorded as `human`) or the lead, whose address every answer comes from.
     fn decider(&self, request_id: &str) -> &'static str {
-        match approvals::get(&self.opts.root, &self.opts.team, request_id) {
+        match self
+            .opts
+            .root
+            .open(&self.opts.team)
+            .approvals()
+            .get(request_id)
+        {
             Ok(a) if a.resolved_by.as_deref() == Some("human") => "a person",
             _ => LEAD,
         }
@@ -128,11 +144,12 @@ impl Host for Runtime {
             input: input.clone(),
             permission_suggestions: Vec::new(),
         };
-        let recorded = approvals::record(
-            &self.opts.root,
-            &self.opts.team,
-            &approvals::from_permission(&request),
-        );
+        let recorded = self
+            .opts
+            .root
+            .open(&self.opts.team)
+            .approvals()
+            .record(&approvals::from_permission(&request));
         if let Err(e) = recorded {
             return Authorization::Deny(format!("could not record the request: {e}"));
         }
@@ -215,11 +232,12 @@ impl Host for Runtime {
             plan_content: plan.to_owned(),
             request_id: request_id.clone(),
         };
-        let recorded = approvals::record(
-            &self.opts.root,
-            &self.opts.team,
-            &approvals::from_plan(&request, None),
-        );
+        let recorded = self
+            .opts
+            .root
+            .open(&self.opts.team)
+            .approvals()
+            .record(&approvals::from_plan(&request, None));
         if let Err(e) = recorded {
             return ToolOutcome::err(format!("could not record the plan for approval: {e}"));
         }
@@ -256,12 +274,12 @@ impl Host for Runtime {
                     .unwrap_or(PermissionMode::Default);
                 self.ctx.set_mode(mode);
                 self.touch();
-                let _ = roster::update_member(
-                    &self.opts.root,
-                    &self.opts.team,
-                    self.opts.name.as_str(),
-                    |m| m.mode = Some(mode.to_string()),
-                );
+                let _ = self
+                    .opts
+                    .root
+                    .open(&self.opts.team)
+                    .roster()
+                    .update_member(self.opts.name.as_str(), |m| m.mode = Some(mode.to_string()));
                 let by = self.decider(&request_id);
                 self.display.incoming(by, "plan approved");
                 ToolOutcome::ok(format!(

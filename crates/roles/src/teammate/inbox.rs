@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Delivery, bell};
+use swarm_store::mailbox::{Delivery, bell};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
 use swarm_team::prompt::wrap_message;
@@ -109,7 +109,11 @@ impl Inbox {
 
     /// Reads new messages and sorts them.
     pub fn poll(&mut self) -> Result<()> {
-        let fresh: Vec<Delivery> = mailbox::read_unread(&self.root, &self.team, &self.me)?
+        let fresh: Vec<Delivery> = self
+            .root
+            .open(&self.team)
+            .mail()
+            .read_unread(&self.me)?
             .into_iter()
             .filter(|d| !self.seen.contains(&d.key))
             .collect();
@@ -174,7 +178,7 @@ impl Inbox {
                 Some(other) => self.mail.push(for_model(other.describe())),
             }
         }
-        mailbox::ack(&self.root, &self.team, &self.me, &consumed)?;
+        self.root.open(&self.team).mail().ack(&self.me, &consumed)?;
         Ok(())
     }
 
@@ -204,7 +208,7 @@ impl Inbox {
             return Ok(());
         }
         let keys = std::mem::take(&mut self.in_flight);
-        mailbox::ack(&self.root, &self.team, &self.me, &keys)?;
+        self.root.open(&self.team).mail().ack(&self.me, &keys)?;
         Ok(())
     }
 

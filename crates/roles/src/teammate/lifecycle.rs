@@ -35,15 +35,12 @@ use swarm_config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as 
 use swarm_config::permissions::PermissionMode;
 use swarm_llm::budget::BudgetedClient;
 use swarm_llm::{self as llm};
-use swarm_store::approvals;
-use swarm_store::budget::FileLedger;
+use swarm_store::Store;
 use swarm_store::layout::Root;
-use swarm_store::mailbox::{self, Envelope};
+use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{Protocol, ShutdownApproved};
-use swarm_store::roster;
-use swarm_store::state::{self, Activity, AgentState, ExitInfo};
-use swarm_store::tasks::TaskList;
+use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_team::prompt::{self};
 use swarm_team::tools::TeamTools;
 use swarm_util::clock;
@@ -55,7 +52,7 @@ const TOUCH_EVERY_MS: i64 = 1000;
 /// Runs the teammate until it is told to stop; returns the process exit code.
 pub async fn run(opts: TeammateOptions) -> Result<i32> {
     swarm_util::fault::point("teammate.start");
-    let config = roster::load(&opts.root, &opts.team)?;
+    let config = opts.root.open(&opts.team).roster().load()?;
     if config.member(opts.name.as_str()).is_none() {
         return Err(Error::not_found(format!(
             "teammate '{}' is not in team '{}'s roster; start teammates with `swarm spawn {}`",
@@ -70,7 +67,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     let client: Arc<dyn llm::LlmClient> = Arc::new(BudgetedClient::new(
         inner,
         opts.budget,
-        FileLedger::new(&opts.root, &opts.team, &opts.name),
+        opts.root.open(&opts.team).budget().ledger(&opts.name),
     ));
     // Plan mode beats everything else when a plan is required, unless resumed: then the
     // mode is the one it had, which an approved plan may have changed.
@@ -145,7 +142,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         hooks,
         tools,
         display: Display::new(opts.color.as_deref()),
-        tasks: TaskList::new(&opts.root, &opts.team),
+        store: opts.root.open(&opts.team),
         opts,
         ctx,
         inbox,
@@ -207,8 +204,12 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
 /// death find it; its log has the error too, as every pane process's fatal error. Nothing
 /// is written for a name the roster lacks, nor over the state of a live namesake.
 pub fn record_start_failure(root: &Root, team: &TeamName, name: &AgentName, error: &Error) {
-    let member = roster::load(root, team).is_ok_and(|c| c.member(name.as_str()).is_some());
-    let previous = state::read(root, team, name);
+    let member = root
+        .open(team)
+        .roster()
+        .load()
+        .is_ok_and(|c| c.member(name.as_str()).is_some());
+    let previous = root.open(team).agents().read_state(name);
     let me = std::process::id() as i32;
     let namesake = previous
         .as_ref()
@@ -230,7 +231,7 @@ pub fn record_start_failure(root: &Root, team: &TeamName, name: &AgentName, erro
         released_tasks: Vec::new(),
         clean: false,
     });
-    if let Err(e) = state::write(root, team, name, &s) {
+    if let Err(e) = root.open(team).agents().write_state(name, &s) {
         tracing::warn!("failed to record why {name} could not start: {e}");
     }
 }
@@ -258,7 +259,8 @@ pub(super) struct Runtime {
     /// Its team tools (which remember its last message to a peer).
     pub(super) tools: Arc<TeamTools>,
     pub(super) inbox: Inbox,
-    pub(super) tasks: TaskList,
+    /// The team's shared state.
+    pub(super) store: Store,
     pub(super) display: Display,
     pub(super) state: AgentState,
     pub(super) model_cancel: Arc<Mutex<CancellationToken>>,
@@ -303,11 +305,11 @@ impl Runtime {
         let pane = self.opts.pane.clone();
         let mode = self.ctx.mode().to_string();
         let cwd = self.opts.cwd.display().to_string();
-        roster::update_member(
-            &self.opts.root,
-            &self.opts.team,
-            self.opts.name.as_str(),
-            |m| {
+        self.opts
+            .root
+            .open(&self.opts.team)
+            .roster()
+            .update_member(self.opts.name.as_str(), |m| {
                 m.pid = Some(pid);
                 m.is_active = Some(false);
                 m.mode = Some(mode);
@@ -318,8 +320,7 @@ impl Runtime {
                     m.tmux_pane_id = p;
                     m.backend_type = Some("tmux".to_owned());
                 }
-            },
-        )?;
+            })?;
         self.active = Some(false);
         self.active_flag = Some(ActiveFlag::new(
             &self.opts.root,
@@ -350,12 +351,13 @@ impl Runtime {
             return;
         }
         self.state.last_activity_ms = now;
-        match state::write(
-            &self.opts.root,
-            &self.opts.team,
-            &self.opts.name,
-            &self.state,
-        ) {
+        match self
+            .opts
+            .root
+            .open(&self.opts.team)
+            .agents()
+            .write_state(&self.opts.name, &self.state)
+        {
             Ok(()) => self.written = Some(self.state.clone()),
             Err(e) => {
                 self.written = None;
@@ -427,7 +429,7 @@ impl Runtime {
                 if !in_turn.load(Ordering::Relaxed) {
                     continue;
                 }
-                let asked = mailbox::read_unread(&root, &team, &me).is_ok_and(|mail| {
+                let asked = root.open(&team).mail().read_unread(&me).is_ok_and(|mail| {
                     mail.iter().any(|d| {
                         d.envelope.from == LEAD
                             && d.envelope.protocol().is_some_and(|p| {
@@ -445,27 +447,28 @@ impl Runtime {
     pub(super) fn send_to_lead(&mut self, message: &Protocol) -> Result<()> {
         let envelope = Envelope::new(self.opts.name.as_str(), message.to_text())
             .with_color(self.opts.color.clone());
-        mailbox::deliver(
-            &self.opts.root,
-            &self.opts.team,
-            &AgentName::lead(),
-            envelope,
-        )?;
+        self.opts
+            .root
+            .open(&self.opts.team)
+            .mail()
+            .deliver(&AgentName::lead(), envelope)?;
         Ok(())
     }
 
     pub(super) fn finish(&mut self, code: i32, reason: &str, clean: bool, engine: &Engine) {
         let me = self.opts.name.to_string();
-        if let Err(e) = approvals::expire_all(
-            &self.opts.root,
-            &self.opts.team,
-            &me,
-            &format!("{me} stopped: {reason}"),
-        ) {
+        if let Err(e) = self
+            .opts
+            .root
+            .open(&self.opts.team)
+            .approvals()
+            .expire_all(&me, &format!("{me} stopped: {reason}"))
+        {
             tracing::warn!("failed to expire this agent's pending requests: {e}");
         }
         let released: Vec<String> = self
-            .tasks
+            .store
+            .tasks()
             .release(&me)
             .map(|tasks| tasks.into_iter().map(|t| t.id).collect())
             .unwrap_or_default();
@@ -473,9 +476,12 @@ impl Runtime {
         if let Some(mut flag) = self.active_flag.take() {
             flag.finish();
         }
-        let _ = roster::update_member(&self.opts.root, &self.opts.team, &me, |m| {
-            m.is_active = Some(false)
-        });
+        let _ = self
+            .opts
+            .root
+            .open(&self.opts.team)
+            .roster()
+            .update_member(&me, |m| m.is_active = Some(false));
         self.state.usage = engine.usage;
         self.state.cost_usd = engine.cost_usd;
         self.state.model_calls = engine.model_calls;

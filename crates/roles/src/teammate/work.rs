@@ -57,7 +57,7 @@ impl Runtime {
                 continue;
             }
             if self.backoff_until.is_none_or(|t| Instant::now() >= t)
-                && let Some(task) = self.tasks.next(self.opts.name.as_str())?
+                && let Some(task) = self.store.tasks().next(self.opts.name.as_str())?
             {
                 if let Some(stop) = self.work_on_task(engine, task, false).await? {
                     return Ok(stop);
@@ -144,7 +144,8 @@ impl Runtime {
     fn held_task(&self) -> Result<Option<Task>> {
         let me = self.opts.name.as_str();
         Ok(self
-            .tasks
+            .store
+            .tasks()
             .list()?
             .into_iter()
             .find(|t| t.status == Status::InProgress && t.owned_by(me)))
@@ -224,7 +225,8 @@ impl Runtime {
     }
 
     pub(super) fn task_status(&self, id: &str) -> Option<Status> {
-        self.tasks
+        self.store
+            .tasks()
             .get(id)
             .ok()
             .filter(|t| t.owned_by(self.opts.name.as_str()))
@@ -292,7 +294,7 @@ impl Runtime {
                 self.backoff_until = Some(Instant::now() + FAILURE_BACKOFF);
                 if let Some(id) = task {
                     // Let someone else have it rather than sit on it.
-                    let _ = self.tasks.update(
+                    let _ = self.store.tasks().update(
                         id,
                         TaskPatch {
                             owner: Some(None),
