@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use swarm_store::worktrees::{self, Record, RecordState};
+use swarm_store::worktrees::{Record, RecordState};
 
 use crate::harness::{Run, TestEnv, git, run};
 
@@ -361,11 +361,13 @@ fn a_dirty_user_checkout_is_never_touched_and_the_result_stays_on_the_integratio
         "hi\n"
     ); // Not on main yet: alice's branch and worktree stay.
     assert_ne!(git(&repo, &["branch", "--list", "swarm/t/alice"]), "");
-    assert!(worktrees::exists(
-        &env.store_root(),
-        &env.team_name("t"),
-        "alice"
-    ));
+    assert!(
+        env.store("t")
+            .worktrees()
+            .worktree("alice")
+            .unwrap()
+            .is_some()
+    );
     // A forced delete keeps the integration branch, which holds what main lacks.
     let out = env.run(&["team", "delete", "t", "--force"]).success();
     assert!(

@@ -154,7 +154,7 @@ pub fn from_permission(req: &PermissionRequest) -> Approval {
 }
 
 /// Records a request as pending, unless it is known already. Returns the record as stored.
-pub fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Approval> {
+pub(crate) fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Approval> {
     let p = path(root, team, &approval.request_id)?;
     let d = root.approvals_dir(team);
     std::fs::create_dir_all(&d).ctx("create directory", &d)?;
@@ -188,12 +188,12 @@ fn unknown(team: &TeamName, id: &str) -> Error {
     ))
 }
 
-pub fn get(root: &Root, team: &TeamName, id: &str) -> Result<Approval> {
+pub(crate) fn get(root: &Root, team: &TeamName, id: &str) -> Result<Approval> {
     read(root, &path(root, team, id)?)?.ok_or_else(|| unknown(team, id))
 }
 
 /// Every request, oldest first.
-pub fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
+pub(crate) fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
     let d = root.approvals_dir(team);
     let entries = match std::fs::read_dir(&d) {
         Ok(e) => e,
@@ -213,7 +213,7 @@ pub fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
 }
 
 /// Resolves a pending request exactly once and sends the answer to the teammate.
-pub fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Result<Approval> {
+pub(crate) fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Result<Approval> {
     let p = path(root, team, id)?;
     // Records are never deleted, so one that is not there yet needs no lock to say so
     // (and its directory may not exist for the lock file either).
@@ -316,7 +316,7 @@ fn lead_mode(root: &Root, team: &TeamName) -> Option<String> {
 
 /// Marks a pending request expired (its teammate stopped waiting, or stopped). `None` when
 /// there is no such request or it was resolved already.
-pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Option<Approval>> {
+pub(crate) fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Option<Approval>> {
     let p = path(root, team, id)?;
     if !p.exists() {
         return Ok(None);
@@ -337,7 +337,7 @@ pub fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Optio
 }
 
 /// Expires every request of `agent` still pending: it stopped, so nobody waits for them.
-pub fn expire_all(root: &Root, team: &TeamName, agent: &str, why: &str) -> Result<Vec<Approval>> {
+pub(crate) fn expire_all(root: &Root, team: &TeamName, agent: &str, why: &str) -> Result<Vec<Approval>> {
     let mut expired = Vec::new();
     for a in list(root, team)? {
         if a.agent == agent && a.state == State::Pending {
@@ -399,7 +399,7 @@ mod tests {
             },
         )
         .unwrap();
-        crate::roster::update_member(&root, &team, LEAD, |lead| {
+        root.open(&team).roster().update_member(LEAD, |lead| {
             lead.mode = Some("acceptEdits".into())
         })
         .unwrap();

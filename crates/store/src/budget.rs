@@ -121,7 +121,7 @@ pub trait Ledger: Send + Sync {
 }
 
 /// Records the team's limits (nothing when there are none).
-pub fn write_limits(root: &Root, team: &TeamName, limits: &Limits) -> Result<()> {
+pub(crate) fn write_limits(root: &Root, team: &TeamName, limits: &Limits) -> Result<()> {
     if limits.is_none() {
         return Ok(());
     }
@@ -129,17 +129,17 @@ pub fn write_limits(root: &Root, team: &TeamName, limits: &Limits) -> Result<()>
 }
 
 /// The team's limits; none when no run set them.
-pub fn limits(root: &Root, team: &TeamName) -> Limits {
+pub(crate) fn limits(root: &Root, team: &TeamName) -> Limits {
     read_json(root, &root.budget_path(team)).unwrap_or_default()
 }
 
 /// What `agent` has spent, by its ledger.
-pub fn spent(root: &Root, team: &TeamName, agent: &AgentName) -> Spend {
+pub(crate) fn spent(root: &Root, team: &TeamName, agent: &AgentName) -> Spend {
     read_json(root, &root.spend_path(team, agent)).unwrap_or_default()
 }
 
 /// Replaces `agent`'s ledger with `total`.
-pub fn record(root: &Root, team: &TeamName, agent: &AgentName, total: &Spend) -> Result<()> {
+pub(crate) fn record(root: &Root, team: &TeamName, agent: &AgentName, total: &Spend) -> Result<()> {
     let dir = root.spend_dir(team);
     if !dir.is_dir() {
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
@@ -148,7 +148,7 @@ pub fn record(root: &Root, team: &TeamName, agent: &AgentName, total: &Spend) ->
 }
 
 /// What the whole team has spent: the sum of every ledger.
-pub fn team_spent(root: &Root, team: &TeamName) -> Spend {
+pub(crate) fn team_spent(root: &Root, team: &TeamName) -> Spend {
     let mut total = Spend::default();
     let Ok(entries) = std::fs::read_dir(root.spend_dir(team)) else {
         return total;
@@ -179,7 +179,7 @@ fn read_json<T: serde::de::DeserializeOwned>(root: &Root, path: &std::path::Path
 }
 
 /// One agent's ledger in its team's directory.
-pub struct FileLedger {
+pub(crate) struct FileLedger {
     root: Root,
     team: TeamName,
     agent: AgentName,

@@ -31,7 +31,7 @@ pub struct LaunchRecord {
 }
 
 /// Writes `agent`'s record, replacing an older one.
-pub fn save(root: &Root, team: &TeamName, agent: &str, record: &LaunchRecord) -> Result<()> {
+pub(crate) fn save(root: &Root, team: &TeamName, agent: &str, record: &LaunchRecord) -> Result<()> {
     let dir = root.launch_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     files::write(
@@ -42,7 +42,7 @@ pub fn save(root: &Root, team: &TeamName, agent: &str, record: &LaunchRecord) ->
 }
 
 /// `agent`'s record; `None` when its pane was never started by swarm (or before records).
-pub fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<LaunchRecord>> {
+pub(crate) fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<LaunchRecord>> {
     match files::read(root, &root.launch_record_path(team, agent))? {
         None => Ok(None),
         Some(bytes) => json::parse(&bytes).map(Some).map_err(|e| {

@@ -13,7 +13,7 @@ use swarm_util::error::{Error, Result};
 use swarm_util::life_lock;
 
 /// Holds the team's lead lock; the lead is whoever holds it.
-pub struct LeadLock {
+pub(crate) struct LeadLock {
     _file: File,
 }
 
@@ -35,7 +35,7 @@ impl LeadLock {
 }
 
 /// Whether a process holds the team's lead lock right now.
-pub fn is_running(root: &Root, team: &TeamName) -> bool {
+pub(crate) fn is_running(root: &Root, team: &TeamName) -> bool {
     let path = root.lead_lock_path(team);
     crate::files::check(root, &path).is_ok() && life_lock::is_held(&path)
 }

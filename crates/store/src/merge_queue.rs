@@ -140,7 +140,7 @@ pub struct Queue {
 }
 
 /// The team's queue; an empty one if there is none yet.
-pub fn load(root: &Root, team: &TeamName) -> Result<Queue> {
+pub(crate) fn load(root: &Root, team: &TeamName) -> Result<Queue> {
     let path = root.merge_queue_path(team);
     match files::read(root, &path)? {
         Some(bytes) => json::parse(&bytes).map_err(|e| Error::Corrupt {
@@ -152,7 +152,7 @@ pub fn load(root: &Root, team: &TeamName) -> Result<Queue> {
 }
 
 /// Changes the queue under its lock and writes it back.
-pub fn update<T>(root: &Root, team: &TeamName, f: impl FnOnce(&mut Queue) -> T) -> Result<T> {
+pub(crate) fn update<T>(root: &Root, team: &TeamName, f: impl FnOnce(&mut Queue) -> T) -> Result<T> {
     let path = root.merge_queue_path(team);
     let _guard = files::lock_sidecar_only(root, &path)?;
     let mut queue = load(root, team)?;
@@ -164,7 +164,7 @@ pub fn update<T>(root: &Root, team: &TeamName, f: impl FnOnce(&mut Queue) -> T) 
 /// The right to run the team's queue: an flock on `teams/<team>/merge.flock`, held while
 /// one run merges, so the lead's runs and a person's `swarm merge` take turns in the one
 /// integration worktree. The kernel frees it when its holder dies.
-pub struct RunLock {
+pub(crate) struct RunLock {
     _file: File,
 }
 

@@ -163,7 +163,7 @@ pub struct NewMember {
 }
 
 /// Creates a team: roster with the lead as its only member, inbox and task directories.
-pub fn create(
+pub(crate) fn create(
     root: &Root,
     team: &TeamName,
     description: Option<String>,
@@ -214,7 +214,7 @@ pub fn create(
 const TORN_READ_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Reads a team's roster.
-pub fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
+pub(crate) fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
     let path = root.roster_path(team);
     let started = std::time::Instant::now();
     let mut attempt = 0;
@@ -248,7 +248,7 @@ pub fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
 }
 
 /// Locked read-modify-write of the roster. `f` may fail, in which case nothing is written.
-pub fn update<T>(
+pub(crate) fn update<T>(
     root: &Root,
     team: &TeamName,
     f: impl FnOnce(&mut TeamConfig) -> Result<T>,
@@ -268,7 +268,7 @@ pub fn update<T>(
 }
 
 /// Adds a teammate; refuses a name already taken (in any letter case).
-pub fn add_member(root: &Root, team: &TeamName, new: NewMember) -> Result<Member> {
+pub(crate) fn add_member(root: &Root, team: &TeamName, new: NewMember) -> Result<Member> {
     add_members(root, team, vec![new])?
         .pop()
         .expect("one result per new member")
@@ -338,20 +338,6 @@ fn add_to(config: &mut TeamConfig, team: &TeamName, new: NewMember) -> Result<Me
     Ok(member)
 }
 
-/// Patches one member in place.
-pub fn update_member<T>(
-    root: &Root,
-    team: &TeamName,
-    name: &str,
-    f: impl FnOnce(&mut Member) -> T,
-) -> Result<T> {
-    update(root, team, |config| {
-        let unknown = config.unknown_member(name);
-        let member = config.member_mut(name).ok_or(unknown)?;
-        Ok(f(member))
-    })
-}
-
 /// A member taken off the roster, and its open tasks, now pending with no owner.
 #[derive(Debug, Clone)]
 pub struct Removed {
@@ -361,7 +347,7 @@ pub struct Removed {
 
 /// Removes a teammate from the roster (the lead cannot be removed) and returns its open
 /// tasks to pending. Whether it may still be running is the caller's to settle first.
-pub fn remove_member(root: &Root, team: &TeamName, name: &str) -> Result<Removed> {
+pub(crate) fn remove_member(root: &Root, team: &TeamName, name: &str) -> Result<Removed> {
     if name == LEAD {
         return Err(Error::usage(
             "the lead cannot be removed from its team; delete the team with `swarm team delete`",
@@ -381,7 +367,7 @@ pub fn remove_member(root: &Root, team: &TeamName, name: &str) -> Result<Removed
 }
 
 /// Every team under the root whose directory name is a valid team name and has a roster.
-pub fn list(root: &Root) -> Result<Vec<TeamConfig>> {
+pub(crate) fn list(root: &Root) -> Result<Vec<TeamConfig>> {
     let dir = root.teams_dir();
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
@@ -407,7 +393,7 @@ pub fn list(root: &Root) -> Result<Vec<TeamConfig>> {
 }
 
 /// Removes a team's directories (roster, inboxes, state) and its task list.
-pub fn delete_files(root: &Root, team: &TeamName) -> Result<()> {
+pub(crate) fn delete_files(root: &Root, team: &TeamName) -> Result<()> {
     for dir in [root.team_dir(team), root.tasks_dir(team)] {
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => {}

@@ -124,7 +124,7 @@ impl AgentState {
     }
 }
 
-pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState) -> Result<()> {
+pub(crate) fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState) -> Result<()> {
     let dir = root.state_dir(team);
     if !dir.is_dir() {
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
@@ -138,7 +138,7 @@ pub fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState
 /// first, however many observers noticed (an exclusive create of
 /// `state/<agent>.<instance>.reported`), so a death is reported once, and a restarted
 /// lead never reports it again.
-pub fn claim_exit_report(
+pub(crate) fn claim_exit_report(
     root: &Root,
     team: &TeamName,
     agent: &AgentName,
@@ -159,7 +159,7 @@ pub fn claim_exit_report(
 }
 
 /// Forgets `agent`'s state, so a restarted process is not judged by the one before it.
-pub fn remove(root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
+pub(crate) fn remove(root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
     let path = root.state_path(team, agent);
     files::check(root, &path)?;
     match std::fs::remove_file(&path) {
@@ -168,12 +168,12 @@ pub fn remove(root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
     }
 }
 
-pub fn read(root: &Root, team: &TeamName, agent: &AgentName) -> Option<AgentState> {
+pub(crate) fn read(root: &Root, team: &TeamName, agent: &AgentName) -> Option<AgentState> {
     json::parse(&files::read(root, &root.state_path(team, agent)).ok()??).ok()
 }
 
 /// Every agent that has a state file, by name (teammates that left the roster included).
-pub fn all(root: &Root, team: &TeamName) -> Vec<(String, AgentState)> {
+pub(crate) fn all(root: &Root, team: &TeamName) -> Vec<(String, AgentState)> {
     let Ok(entries) = std::fs::read_dir(root.state_dir(team)) else {
         return Vec::new();
     };

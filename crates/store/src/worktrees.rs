@@ -42,7 +42,7 @@ pub struct Record {
 }
 
 /// Writes `record` (making the records' directory if need be).
-pub fn save(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
+pub(crate) fn save(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
     let dir = root.worktrees_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     files::write(
@@ -53,7 +53,7 @@ pub fn save(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
 }
 
 /// Removes `agent`'s record; one that is not there is fine.
-pub fn remove(root: &Root, team: &TeamName, agent: &str) -> Result<()> {
+pub(crate) fn remove(root: &Root, team: &TeamName, agent: &str) -> Result<()> {
     let path = root.worktree_record_path(team, agent);
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(()),
@@ -62,18 +62,13 @@ pub fn remove(root: &Root, team: &TeamName, agent: &str) -> Result<()> {
     }
 }
 
-/// Whether `agent` has a record.
-pub fn exists(root: &Root, team: &TeamName, agent: &str) -> bool {
-    root.worktree_record_path(team, agent).exists()
-}
-
 /// Holds `agent`'s record while its fate is decided.
-pub fn lock(root: &Root, team: &TeamName, agent: &str) -> Result<Locked> {
+pub(crate) fn lock(root: &Root, team: &TeamName, agent: &str) -> Result<Locked> {
     files::lock_sidecar_only(root, &root.worktree_record_path(team, agent))
 }
 
 /// Reads one record, if there is one.
-pub fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Record>> {
+pub(crate) fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Record>> {
     let path = root.worktree_record_path(team, agent);
     match files::read(root, &path)? {
         Some(bytes) => json::parse(&bytes).map(Some).map_err(|e| Error::Corrupt {
@@ -85,7 +80,7 @@ pub fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Record>>
 }
 
 /// Every worktree record of the team.
-pub fn all(root: &Root, team: &TeamName) -> Result<Vec<Record>> {
+pub(crate) fn all(root: &Root, team: &TeamName) -> Result<Vec<Record>> {
     let dir = root.worktrees_dir(team);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,

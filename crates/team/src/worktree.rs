@@ -28,7 +28,7 @@ use git2::{
 use swarm_store::layout::Root;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, TeamName};
-use swarm_store::worktrees::{self, Record, RecordState};
+use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
 use swarm_util::error::{Error, IoContext, Result};
 
@@ -342,7 +342,8 @@ pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
 /// Settles `agent`'s worktree after it stopped: removed without changes, kept with them.
 /// `None` when it has no worktree in use (none, or already settled).
 pub fn finalize(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Finalized>> {
-    if !worktrees::exists(root, team, agent) {
+    // A look without the lock first: most agents have no worktree to settle.
+    if root.open(team).worktrees().worktree(agent)?.is_none() {
         return Ok(None);
     }
     let _guard = root.open(team).worktrees().lock_worktree(agent)?;

@@ -66,7 +66,7 @@ pub(super) fn truncate_delivered(path: &Path, len: u64) {
 }
 
 /// Messages already acknowledged, oldest first (the delivered log).
-pub fn read_delivered(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Envelope>> {
+pub(crate) fn read_delivered(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Envelope>> {
     let path = root.delivered_log_path(team, agent);
     let Some(bytes) = files::read(root, &path)? else {
         return Ok(Vec::new());
@@ -97,7 +97,7 @@ pub struct Appended {
 
 /// The messages appended to `agent`'s delivered log since `cursor`, which moves past them.
 /// Only whole lines are read: a line still being appended is read next time.
-pub fn read_delivered_since(
+pub(crate) fn read_delivered_since(
     root: &Root,
     team: &TeamName,
     agent: &AgentName,
@@ -144,7 +144,7 @@ pub fn read_delivered_since(
 }
 
 /// The agents of `team` that have a live inbox or a delivered log, sorted by name.
-pub fn agents_with_mail(root: &Root, team: &TeamName) -> Result<Vec<AgentName>> {
+pub(crate) fn agents_with_mail(root: &Root, team: &TeamName) -> Result<Vec<AgentName>> {
     let dir = root.inbox_dir(team);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,

@@ -18,7 +18,7 @@ use swarm_util::{clock, json, lock};
 
 /// Every unread message in `agent`'s inbox, oldest first. Takes no lock unless the inbox
 /// is corrupt and has to be moved aside.
-pub fn read_unread(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Delivery>> {
+pub(crate) fn read_unread(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Delivery>> {
     Ok(read_all(root, team, agent)?
         .into_iter()
         .filter(|d| !d.envelope.is_read())
@@ -27,7 +27,7 @@ pub fn read_unread(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Ve
 
 /// Every entry in the live inbox (unread, and entries a Claude Code 2.1.88 reader marked
 /// read), oldest first.
-pub fn read_all(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Delivery>> {
+pub(crate) fn read_all(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Delivery>> {
     let path = root.inbox_path(team, agent);
     let spool = root.spool_dir(team, agent);
     if spool_has_mail(&spool) {
@@ -94,7 +94,7 @@ pub fn version(root: &Root, team: &TeamName, agent: &AgentName) -> Option<Versio
 
 /// Acknowledges delivered messages: appends them to the delivered log, then removes them
 /// from the live inbox. Keys not in the inbox are ignored. Returns how many were removed.
-pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> Result<usize> {
+pub(crate) fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> Result<usize> {
     if keys.is_empty() {
         return Ok(0);
     }
@@ -120,7 +120,7 @@ pub fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> 
 
 /// Removes `agent`'s inbox, when the member it was made for never started (a spawn that
 /// failed after delivering the first instructions). A missing inbox is fine.
-pub fn remove_inbox(root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
+pub(crate) fn remove_inbox(root: &Root, team: &TeamName, agent: &AgentName) -> Result<()> {
     let path = root.inbox_path(team, agent);
     match std::fs::remove_file(&path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &path, e)),

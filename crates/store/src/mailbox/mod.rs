@@ -25,7 +25,9 @@ pub mod envelope;
 pub mod inbox;
 pub mod send;
 
-pub use delivered::{Cursor, agents_with_mail, read_delivered, read_delivered_since};
+pub use delivered::Cursor;
+pub(crate) use delivered::{agents_with_mail, read_delivered, read_delivered_since};
 pub use envelope::{Delivery, Envelope, Sent, check_text};
-pub use inbox::{Version, ack, read_all, read_unread, remove_inbox, version};
-pub use send::{deliver, send};
+pub use inbox::{Version, version};
+pub(crate) use inbox::{ack, read_all, read_unread, remove_inbox};
+pub(crate) use send::{deliver, send};

@@ -22,7 +22,7 @@
 //! - every mutation here drops the claim index under the lock.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Map;
 
@@ -36,7 +36,7 @@ use swarm_util::{fault, json, lock};
 
 /// A team's task list.
 #[derive(Debug, Clone)]
-pub struct TaskList {
+pub(crate) struct TaskList {
     pub(super) dir: PathBuf,
     /// Where the list's files are, and how they are written and locked.
     pub(super) root: Root,
@@ -50,10 +50,6 @@ impl TaskList {
             root: root.clone(),
             team: team.clone(),
         }
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     pub(super) fn task_path(&self, id: &str) -> PathBuf {

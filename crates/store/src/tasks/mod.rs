@@ -32,5 +32,5 @@ pub mod leases;
 pub mod list;
 pub mod model;
 
-pub use list::TaskList;
+pub(crate) use list::TaskList;
 pub use model::{ClaimRefusal, NewTask, Status, Task, TaskPatch};
