@@ -131,6 +131,10 @@ pub fn follow_lead(
     runtime.block_on(async {
         let started = Instant::now();
         let mut interrupts = 0;
+        // Listening from the start: a Ctrl-C before the first wait below would otherwise
+        // kill this process and leave the team running without anyone waiting for it.
+        let mut ctrl_c = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .map_err(|e| Error::Other(format!("failed to listen for Ctrl-C: {e}")))?;
         // Woken when the lead writes its state (with progress to tell, when anyone writes
         // theirs, or the roster or a task changes); the rescan notices a lead that died.
         let changed = std::sync::Arc::new(tokio::sync::Notify::new());
@@ -188,7 +192,7 @@ pub fn follow_lead(
             tokio::select! {
                 _ = changed.notified() => {}
                 _ = tokio::time::sleep(RESCAN_EVERY) => {}
-                _ = tokio::signal::ctrl_c() => {
+                _ = ctrl_c.recv() => {
                     interrupts += 1;
                     if interrupts > 1 {
                         return Ok(exit::INTERRUPTED);

@@ -16,7 +16,7 @@
 //! roster names: that pane's process is what the ladder asks, signals and waits for, and
 //! a pane that is gone from the team's tmux server means its process is gone too.
 //!
-//! The ladders of [`shut_down_all`] share their looks at the team ([`SharedLooks`]), and a
+//! The ladders of [`shut_down_all`] share their looks at the team (`SharedLooks`), and a
 //! step is shown on the roster only while the teammate's process is still there, so
 //! stopping 64 teammates neither looks at the team 640 times a second nor writes the
 //! roster for steps nobody would see.
@@ -771,7 +771,7 @@ pub fn stop_team(
 }
 
 /// Runs the ladder for several teammates at once; each result in input order. The ladders
-/// share their looks at the team (see [`SharedLooks`]).
+/// share their looks at the team (see `SharedLooks`).
 pub fn shut_down_all(
     root: &Root,
     team: &TeamName,

@@ -72,7 +72,7 @@ pub fn reconcile(
 ///
 /// An inbox nobody drains (a team of `swarm spawn` with no lead agent) grows by an idle
 /// notification per teammate turn, and was read in full twice a second: a version of it
-/// read to the end with nothing left to retry is not read again (see [`RECORDED`]).
+/// read to the end with nothing left to retry is not read again (see `RECORDED`).
 pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
     let lead = AgentName::lead();
     let path = root.inbox_path(team, &lead);

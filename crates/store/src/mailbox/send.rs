@@ -21,7 +21,7 @@ use swarm_util::{json, lock, no_symlinks, parallel};
 
 /// Sends `envelope` to `to`: a member's name, or `*` for every member but the sender.
 /// Recipients are checked against the roster first; nothing is written if any is unknown.
-/// A broadcast's copies are delivered at once ([`deliver_each`]), each tried whatever
+/// A broadcast's copies are delivered at once (`deliver_each`), each tried whatever
 /// becomes of the others; the first failure, in roster order, is the result.
 pub(crate) fn send(root: &Root, team: &TeamName, to: &str, envelope: Envelope) -> Result<Vec<Sent>> {
     check_text(&envelope.text)?;
