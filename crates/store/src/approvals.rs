@@ -213,7 +213,12 @@ pub(crate) fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
 }
 
 /// Resolves a pending request exactly once and sends the answer to the teammate.
-pub(crate) fn resolve(root: &Root, team: &TeamName, id: &str, decision: Decision) -> Result<Approval> {
+pub(crate) fn resolve(
+    root: &Root,
+    team: &TeamName,
+    id: &str,
+    decision: Decision,
+) -> Result<Approval> {
     let p = path(root, team, id)?;
     // Records are never deleted, so one that is not there yet needs no lock to say so
     // (and its directory may not exist for the lock file either).
@@ -316,7 +321,12 @@ fn lead_mode(root: &Root, team: &TeamName) -> Option<String> {
 
 /// Marks a pending request expired (its teammate stopped waiting, or stopped). `None` when
 /// there is no such request or it was resolved already.
-pub(crate) fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Result<Option<Approval>> {
+pub(crate) fn expire(
+    root: &Root,
+    team: &TeamName,
+    id: &str,
+    why: &str,
+) -> Result<Option<Approval>> {
     let p = path(root, team, id)?;
     if !p.exists() {
         return Ok(None);
@@ -337,7 +347,12 @@ pub(crate) fn expire(root: &Root, team: &TeamName, id: &str, why: &str) -> Resul
 }
 
 /// Expires every request of `agent` still pending: it stopped, so nobody waits for them.
-pub(crate) fn expire_all(root: &Root, team: &TeamName, agent: &str, why: &str) -> Result<Vec<Approval>> {
+pub(crate) fn expire_all(
+    root: &Root,
+    team: &TeamName,
+    agent: &str,
+    why: &str,
+) -> Result<Vec<Approval>> {
     let mut expired = Vec::new();
     for a in list(root, team)? {
         if a.agent == agent && a.state == State::Pending {
@@ -399,10 +414,10 @@ mod tests {
             },
         )
         .unwrap();
-        root.open(&team).roster().update_member(LEAD, |lead| {
-            lead.mode = Some("acceptEdits".into())
-        })
-        .unwrap();
+        root.open(&team)
+            .roster()
+            .update_member(LEAD, |lead| lead.mode = Some("acceptEdits".into()))
+            .unwrap();
         // Recorded by bob alone: the lead has not filled in the mode yet.
         let id = "plan_approval-3@bob@t";
         record(&root, &team, &from_plan(&plan(id), None)).unwrap();

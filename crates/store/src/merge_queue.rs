@@ -152,7 +152,11 @@ pub(crate) fn load(root: &Root, team: &TeamName) -> Result<Queue> {
 }
 
 /// Changes the queue under its lock and writes it back.
-pub(crate) fn update<T>(root: &Root, team: &TeamName, f: impl FnOnce(&mut Queue) -> T) -> Result<T> {
+pub(crate) fn update<T>(
+    root: &Root,
+    team: &TeamName,
+    f: impl FnOnce(&mut Queue) -> T,
+) -> Result<T> {
     let path = root.merge_queue_path(team);
     let _guard = files::lock_sidecar_only(root, &path)?;
     let mut queue = load(root, team)?;

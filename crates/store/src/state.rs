@@ -124,7 +124,12 @@ impl AgentState {
     }
 }
 
-pub(crate) fn write(root: &Root, team: &TeamName, agent: &AgentName, state: &AgentState) -> Result<()> {
+pub(crate) fn write(
+    root: &Root,
+    team: &TeamName,
+    agent: &AgentName,
+    state: &AgentState,
+) -> Result<()> {
     let dir = root.state_dir(team);
     if !dir.is_dir() {
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;

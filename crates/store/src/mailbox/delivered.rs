@@ -66,7 +66,11 @@ pub(super) fn truncate_delivered(path: &Path, len: u64) {
 }
 
 /// Messages already acknowledged, oldest first (the delivered log).
-pub(crate) fn read_delivered(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Envelope>> {
+pub(crate) fn read_delivered(
+    root: &Root,
+    team: &TeamName,
+    agent: &AgentName,
+) -> Result<Vec<Envelope>> {
     let path = root.delivered_log_path(team, agent);
     let Some(bytes) = files::read(root, &path)? else {
         return Ok(Vec::new());

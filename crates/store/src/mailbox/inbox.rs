@@ -18,7 +18,11 @@ use swarm_util::{clock, json, lock};
 
 /// Every unread message in `agent`'s inbox, oldest first. Takes no lock unless the inbox
 /// is corrupt and has to be moved aside.
-pub(crate) fn read_unread(root: &Root, team: &TeamName, agent: &AgentName) -> Result<Vec<Delivery>> {
+pub(crate) fn read_unread(
+    root: &Root,
+    team: &TeamName,
+    agent: &AgentName,
+) -> Result<Vec<Delivery>> {
     Ok(read_all(root, team, agent)?
         .into_iter()
         .filter(|d| !d.envelope.is_read())
@@ -94,7 +98,12 @@ pub fn version(root: &Root, team: &TeamName, agent: &AgentName) -> Option<Versio
 
 /// Acknowledges delivered messages: appends them to the delivered log, then removes them
 /// from the live inbox. Keys not in the inbox are ignored. Returns how many were removed.
-pub(crate) fn ack(root: &Root, team: &TeamName, agent: &AgentName, keys: &[String]) -> Result<usize> {
+pub(crate) fn ack(
+    root: &Root,
+    team: &TeamName,
+    agent: &AgentName,
+    keys: &[String],
+) -> Result<usize> {
     if keys.is_empty() {
         return Ok(0);
     }

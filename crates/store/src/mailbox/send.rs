@@ -23,7 +23,12 @@ use swarm_util::{json, lock, no_symlinks, parallel};
 /// Recipients are checked against the roster first; nothing is written if any is unknown.
 /// A broadcast's copies are delivered at once (`deliver_each`), each tried whatever
 /// becomes of the others; the first failure, in roster order, is the result.
-pub(crate) fn send(root: &Root, team: &TeamName, to: &str, envelope: Envelope) -> Result<Vec<Sent>> {
+pub(crate) fn send(
+    root: &Root,
+    team: &TeamName,
+    to: &str,
+    envelope: Envelope,
+) -> Result<Vec<Sent>> {
     check_text(&envelope.text)?;
     let config = roster::load(root, team)?;
     config.require(&envelope.from).map_err(|_| {
@@ -110,7 +115,12 @@ fn deliver_each(
 ///
 /// The result tells the truth: `Ok` means the message is in the inbox, once; an error means
 /// it is not and never will be (a sender that gives up settles its message's fate first).
-pub(crate) fn deliver(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope) -> Result<String> {
+pub(crate) fn deliver(
+    root: &Root,
+    team: &TeamName,
+    to: &AgentName,
+    envelope: Envelope,
+) -> Result<String> {
     check_text(&envelope.text)?;
     let key = envelope.key();
     let spool = root.spool_dir(team, to);
