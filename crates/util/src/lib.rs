@@ -22,4 +22,5 @@ pub mod parallel;
 pub mod process;
 pub mod table;
 pub mod text;
+pub mod vars;
 pub mod watcher;

@@ -14,8 +14,7 @@
 //! bytes (413), and must arrive within the client time limit (408). What a background
 //! action came to is told to the team's pages as a notice, and logged.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{Path, Request, State};
@@ -25,10 +24,10 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::app::App;
 use crate::auth::Caller;
 use crate::errors::{ApiError, blocking};
 use crate::hub::Hub;
-use crate::routes::App;
 use swarm_config::permissions::PermissionMode;
 use swarm_store::approvals::Decision;
 use swarm_store::mailbox::Envelope;
@@ -39,24 +38,6 @@ use swarm_team::shutdown::{self, Outcome};
 /// The largest request body an action takes: a message is far smaller than the 256 KiB a
 /// mailbox takes, and anything bigger is refused before it is read.
 pub const MAX_BODY: usize = 64 * 1024;
-
-/// Background actions under way, so a second click does not start a second one.
-#[derive(Debug, Default)]
-pub struct InFlight(Mutex<HashSet<String>>);
-
-impl InFlight {
-    /// Marks `key` as under way; false if it already was.
-    fn start(&self, key: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_owned())
-    }
-
-    fn finish(&self, key: &str) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
-    }
-}
 
 /// The request's JSON body, within the limits the module comment gives.
 async fn body<T: DeserializeOwned>(app: &App, req: Request) -> Result<T, ApiError> {

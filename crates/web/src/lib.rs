@@ -19,6 +19,7 @@
 //!   their own tasks, and every connection, body and webhook has a time limit.
 
 pub mod actions;
+pub mod app;
 pub mod assets;
 pub mod auth;
 pub mod errors;

@@ -17,7 +17,6 @@
 //! | `POST /api/teams/{team}/merge-queue/retry` | retry a held branch |
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -27,22 +26,11 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-use crate::auth::{self, Auth, Caller};
+use crate::auth::{self, Caller};
 use crate::errors::{ApiError, blocking};
-use crate::hub::Hubs;
-use crate::{actions, assets, events};
-use swarm_team::shutdown::LadderOptions;
 
-/// What every route shares.
-pub struct App {
-    pub auth: Arc<Auth>,
-    pub hubs: Hubs,
-    /// How long a client may take to send a request's body.
-    pub client_timeout: Duration,
-    /// The shutdown ladder's settings, as `swarm shutdown` has them.
-    pub ladder: LadderOptions,
-    pub actions: actions::InFlight,
-}
+use crate::app::App;
+use crate::{actions, assets, events};
 
 pub fn router(app: Arc<App>) -> Router {
     let api = Router::new()

@@ -22,11 +22,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
-use crate::actions::InFlight;
+use crate::app::App;
+use crate::app::InFlight;
 use crate::auth::{Auth, Secret};
 use crate::hub::{Hubs, TmuxFor};
 use crate::notify::Notifier;
-use crate::routes::{self, App};
+use crate::routes;
 use swarm_store::Root;
 use swarm_store::names::TeamName;
 use swarm_team::shutdown::LadderOptions;
