@@ -4,7 +4,8 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::ui::cli::args::{BroadcastArgs, InboxArgs, MessageBody, SendArgs};
+use clap::Args;
+
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::output::{message_line, print_json};
@@ -12,6 +13,53 @@ use swarm_store::mailbox::{self, Delivery, Envelope};
 use swarm_store::names::AgentName;
 use swarm_util::error::{Error, Result};
 use swarm_util::watcher::{FileWaiter, RESCAN_EVERY};
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// A member's name, or '*' for everyone but the sender
+    pub to: String,
+    #[command(flatten)]
+    pub body: MessageBody,
+}
+
+#[derive(Debug, Args)]
+pub struct BroadcastArgs {
+    #[command(flatten)]
+    pub body: MessageBody,
+}
+
+/// A message and who sends it: what `send` and `broadcast` share.
+#[derive(Debug, Args)]
+pub struct MessageBody {
+    /// The message; '-' reads it from stdin
+    #[arg(required_unless_present = "file")]
+    pub text: Option<String>,
+    /// Read the message from a file
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    /// Sender name [default: the agent whose environment this is (SWARM_AGENT_NAME), which
+    /// may send only as itself; else team-lead]
+    #[arg(long)]
+    pub from: Option<String>,
+    /// A 5-10 word preview shown in feeds
+    #[arg(long)]
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    /// Whose inbox: a member's name, e.g. team-lead
+    pub agent: String,
+    /// Only messages not yet delivered
+    #[arg(long)]
+    pub unread: bool,
+    /// Acknowledge the messages printed: they move to the delivered log
+    #[arg(long)]
+    pub ack: bool,
+    /// Keep printing messages as they arrive, until interrupted
+    #[arg(long, short)]
+    pub follow: bool,
+}
 
 pub fn send(ctx: &Ctx, args: SendArgs) -> Result<()> {
     deliver(ctx, &args.to, args.body)

@@ -1,19 +1,104 @@
 //! `swarm spawn`: a teammate in its own pane (several names, several teammates, spawned
 //! together), or with `--dry-run` what that would run.
+// The doc comments here are clap's help text, where `<team>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
+use clap::Args;
 use serde_json::json;
 
-use crate::ui::cli::args::SpawnArgs;
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::message::MESSAGE;
+use crate::ui::cli::options::{ApiOpts, BudgetOpts, EngineOpts, allow_rule, colour};
 use crate::ui::cli::output::print_json;
+use swarm_config::agents::Isolation;
+use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_store::mailbox;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_team::launch::{SpawnRequest, Spawned};
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct SpawnArgs {
+    /// The teammate's name (unique within the team); several names spawn several
+    /// teammates together, each with the options given
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+    /// First instructions, delivered to its inbox before it starts [default: the agent definition's initialPrompt]
+    #[arg(long, conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+    /// Read the first instructions from a file
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// An agent definition (.claude/agents/*.md, ~/.claude/agents/*.md, or general-purpose, Explore, Plan); see `swarm agents list`
+    #[arg(long, value_name = "TYPE")]
+    pub agent_type: Option<String>,
+    /// The teammate's model, unless $SWARM_SUBAGENT_MODEL (or $CLAUDE_CODE_SUBAGENT_MODEL) is set, which wins [default: the agent definition's, else the lead's ($SWARM_MODEL), else the provider's]
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The teammate's permission mode [default: the lead's ($SWARM_PERMISSION_MODE)]
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<PermissionMode>,
+    /// Start in plan mode; only team-lead's approval of a plan lets it make changes
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// red, blue, green, yellow, purple, orange, pink or cyan [default: the agent definition's, else next in turn]
+    #[arg(long, value_parser = colour)]
+    pub color: Option<String>,
+    /// worktree: work in a new git worktree on branch swarm/<team>/<name>, made from HEAD; none: in --cwd [default: the agent definition's, else none]
+    #[arg(long, value_name = "MODE")]
+    pub isolation: Option<Isolation>,
+    /// Print the tmux commands the spawn would run (secrets only by name); create nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub engine: EngineOpts,
+    /// The API teammates use
+    #[command(flatten)]
+    pub api: ApiOpts,
+    /// The lead's model, which a teammate gets when nothing else chooses one (only its
+    /// environment twin is meant to be used)
+    #[arg(long, env = "SWARM_MODEL", hide = true, value_name = "MODEL")]
+    pub lead_model: Option<String>,
+    /// The lead's permission mode, which a teammate gets unless --permission-mode or its
+    /// definition says otherwise (only its environment twin is meant to be used)
+    #[arg(
+        long,
+        env = "SWARM_PERMISSION_MODE",
+        default_value = "default",
+        value_parser = mode_or_default,
+        hide = true,
+        value_name = "MODE"
+    )]
+    pub lead_permission_mode: PermissionMode,
+    /// Allow rules teammates inherit, e.g. 'Bash(cargo test:*)' (repeatable)
+    #[arg(long = "allow", value_name = "RULE", value_parser = allow_rule)]
+    pub allow: Vec<AllowRule>,
+    /// Stop after this many model turns per piece of work [default: the agent definition's, else 200]
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// This teammate's own budget (the team's, from `swarm run`, applies too)
+    #[command(flatten)]
+    pub budget: BudgetOpts,
+    /// The teammate's context window in tokens; compacted at 80 % of it [default: the model's, from swarm's table]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
+}
+
+/// A permission mode, where an empty value (an environment variable set to nothing) is
+/// the default mode.
+fn mode_or_default(value: &str) -> Result<PermissionMode, Error> {
+    if value.is_empty() {
+        return Ok(PermissionMode::Default);
+    }
+    value.parse()
+}
 
 /// Returns the exit code: with several names, each failure is said on its own line and the
 /// first one's code is the exit code.

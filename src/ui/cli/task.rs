@@ -1,8 +1,8 @@
 //! `swarm task ...`: the shared task list by hand.
 
+use clap::Subcommand;
 use serde_json::json;
 
-use crate::ui::cli::args::TaskCommand;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::identity::Actor;
 use crate::ui::cli::output::{print_json, task_detail, task_line};
@@ -17,6 +17,106 @@ use swarm_team::task_events::{self, Created, one_line};
 use swarm_util::error::{Error, Result, exit};
 use swarm_util::table::{self, Align, Cell, Look, Table};
 use swarm_util::text::printable;
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Create a task
+    Add {
+        /// A short title in the imperative ("Write the parser")
+        subject: String,
+        /// What to do, in detail
+        #[arg(long, short, default_value = "")]
+        description: String,
+        /// Present-continuous text shown while the task runs ("Writing tests")
+        #[arg(long)]
+        active_form: Option<String>,
+        /// A task that must be completed first (repeatable)
+        #[arg(long = "blocked-by", value_name = "ID")]
+        blocked_by: Vec<String>,
+        /// Files the task will touch, relative to the project (comma-separated or repeated);
+        /// others editing them are warned
+        #[arg(long, value_name = "PATHS")]
+        files: Vec<String>,
+    },
+    /// List tasks
+    List {
+        /// Only tasks with this status: pending, in_progress or completed
+        #[arg(long)]
+        status: Option<String>,
+        /// Only tasks this member owns
+        #[arg(long, value_name = "AGENT")]
+        owner: Option<String>,
+        /// Include internal tasks
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one task
+    Show {
+        /// The task's id
+        id: String,
+    },
+    /// Change fields of a task
+    Update {
+        /// The task's id
+        id: String,
+        /// New title
+        #[arg(long)]
+        subject: Option<String>,
+        /// New description
+        #[arg(long, short)]
+        description: Option<String>,
+        /// New present-continuous text shown while the task runs
+        #[arg(long)]
+        active_form: Option<String>,
+        /// pending, in_progress or completed
+        #[arg(long)]
+        status: Option<String>,
+        /// New owner; an empty string clears it
+        #[arg(long)]
+        owner: Option<String>,
+        /// Add a blocker (repeatable)
+        #[arg(long = "blocked-by", value_name = "ID")]
+        blocked_by: Vec<String>,
+        /// Add a task this one blocks (repeatable)
+        #[arg(long = "blocks", value_name = "ID")]
+        blocks: Vec<String>,
+    },
+    /// Claim a task for an agent (compare-and-set)
+    Claim {
+        /// The task's id
+        id: String,
+        /// The member who takes it
+        #[arg(long = "as", value_name = "AGENT")]
+        agent: String,
+        /// Refuse if the agent already owns an open task
+        #[arg(long)]
+        busy_check: bool,
+    },
+    /// Claim the first ready task for an agent
+    ///
+    /// With no task ready it prints so and exits 10.
+    Next {
+        /// The member who takes it
+        #[arg(long = "as", value_name = "AGENT")]
+        agent: String,
+    },
+    /// Mark a task completed
+    Done {
+        /// The task's id
+        id: String,
+    },
+    /// Return every open task of an agent to pending with no owner
+    Release {
+        /// The member whose tasks are returned
+        #[arg(long = "as", alias = "owner", value_name = "AGENT")]
+        agent: String,
+    },
+    /// Delete a task
+    Delete {
+        /// The task's id
+        id: String,
+    },
+}
 
 /// Runs one task command; its exit code is 0, or [`exit::NO_READY_TASK`] when `next` finds
 /// nothing to claim.

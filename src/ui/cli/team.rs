@@ -1,11 +1,13 @@
 //! `swarm team ...`: the roster by hand.
 
 use std::io::Write;
+use std::path::PathBuf;
 
+use clap::Subcommand;
 use serde_json::json;
 
-use crate::ui::cli::args::TeamCommand;
 use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::options::colour;
 use crate::ui::cli::output::print_json;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::{self, NewMember, TeamConfig};
@@ -13,6 +15,58 @@ use swarm_team::shutdown::LadderOptions;
 use swarm_team::teardown;
 use swarm_team::window::TeamWindowOptions;
 use swarm_util::error::Result;
+
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Create a team with the lead as its first member
+    Create {
+        /// The new team's name: 1-64 characters of a-z, 0-9 and '-'
+        team: String,
+        /// What the team is for, recorded in its roster
+        #[arg(long, short)]
+        description: Option<String>,
+    },
+    /// List teams
+    List,
+    /// Show a team's members
+    Show {
+        /// The team [default: --team, else the only team]
+        team: Option<String>,
+    },
+    /// Add a member to the roster (without starting it)
+    Add {
+        /// The member's name (unique within the team)
+        agent: String,
+        /// One of red, blue, green, yellow, purple, orange, pink, cyan [default: next in turn]
+        #[arg(long, value_parser = colour)]
+        color: Option<String>,
+        /// The member's agent type, recorded in the roster
+        #[arg(long, value_name = "TYPE")]
+        agent_type: Option<String>,
+        /// The member's model, recorded in the roster
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// The member's working directory [default: the current one]
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
+    /// Remove a member from the roster, returning its open tasks to pending
+    Remove {
+        /// The member to remove
+        agent: String,
+    },
+    /// Delete a team's roster, inboxes and task list, and its teammates' worktrees
+    Delete {
+        /// The team to delete
+        team: String,
+        /// Delete even if teammates are still running, or worktrees hold unmerged work
+        #[arg(long)]
+        force: bool,
+    },
+    /// Delete every finished team (its lead exited); never one still running, nor one
+    /// whose worktrees hold unmerged work
+    Prune,
+}
 
 pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
     match cmd {

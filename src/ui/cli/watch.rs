@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use clap::Args;
 
 use crate::ui::cli::context::Ctx;
+use crate::ui::cli::logging::log_filter;
 use crate::ui::dashboard::{self, App, Jumper, Source};
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
@@ -56,7 +57,7 @@ fn log_to_file(root: &Root, team: &TeamName) -> tracing::subscriber::DefaultGuar
     });
     match file {
         Ok(f) => {
-            let filter = crate::ui::cli::dispatch::log_filter("warn");
+            let filter = log_filter("warn");
             tracing::subscriber::set_default(
                 tracing_subscriber::fmt()
                     .with_env_filter(filter)
