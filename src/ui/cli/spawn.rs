@@ -4,7 +4,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::json;
@@ -14,12 +14,14 @@ use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::message::MESSAGE;
 use crate::ui::cli::options::{ApiOpts, BudgetOpts, EngineOpts, allow_rule, colour};
 use crate::ui::cli::output::print_json;
+use crate::ui::cli::run::warn_unpriced;
 use swarm_config::agents::Isolation;
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_store::mailbox;
 use swarm_store::names::{AgentName, TeamName};
-use swarm_team::launch::{SpawnRequest, Spawned};
-use swarm_util::error::{Error, Result};
+use swarm_team::inherit::LeadSettings;
+use swarm_team::launch::{Launcher, SpawnRequest, Spawned};
+use swarm_util::error::{Error, Result, exit};
 
 #[derive(Debug, Args)]
 pub struct SpawnArgs {
@@ -104,6 +106,23 @@ fn mode_or_default(value: &str) -> Result<PermissionMode, Error> {
 /// first one's code is the exit code.
 pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
     let team = ctx.team()?;
+    let prompt = first_prompt(&args)?;
+    if args.dry_run && args.names.len() > 1 {
+        return Err(Error::usage(
+            "--dry-run shows one spawn: give one name (each of several would go where the one before it went)",
+        ));
+    }
+    let reqs = requests(&args, prompt)?;
+    let launcher = ctx.launcher(&team, lead_settings(ctx, &args)?, lead_dir())?;
+    if args.dry_run {
+        dry_run(ctx, &launcher, &reqs[0])?;
+        return Ok(exit::SUCCESS);
+    }
+    spawn_all(ctx, &team, &launcher, &reqs)
+}
+
+/// The first instructions: `--prompt-file`'s text, else `--prompt`'s, checked as a message.
+fn first_prompt(args: &SpawnArgs) -> Result<Option<String>> {
     let prompt = match (&args.prompt, &args.prompt_file) {
         (_, Some(f)) => Some(read_text(
             Source::File(f),
@@ -117,14 +136,13 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
     if let Some(p) = &prompt {
         mailbox::check_text(p)?;
     }
-    if args.dry_run && args.names.len() > 1 {
-        return Err(Error::usage(
-            "--dry-run shows one spawn: give one name (each of several would go where the one before it went)",
-        ));
-    }
+    Ok(prompt)
+}
+
+/// One request per name, each with the options given.
+fn requests(args: &SpawnArgs, prompt: Option<String>) -> Result<Vec<SpawnRequest>> {
     let cwd = working_dir(args.cwd.as_deref())?;
-    let reqs = args
-        .names
+    args.names
         .iter()
         .map(|name| {
             Ok(SpawnRequest {
@@ -141,7 +159,11 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
                 budget: args.budget.limits(),
             })
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// What the lead passes on to the teammates, from the flags (and their environment twins).
+fn lead_settings(ctx: &Ctx, args: &SpawnArgs) -> Result<LeadSettings> {
     let mut lead = ctx.lead_settings()?;
     lead.provider = args.api.provider.map(|p| p.to_string());
     lead.base_url = args.api.base_url.clone();
@@ -154,43 +176,52 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
     lead.context_window = args.context_window;
     // The engine is this teammate's (in `req`), not the lead's that a first spawn opens.
     lead.claude_bin = ctx.claude_bin(&args.engine)?;
-    let launcher = ctx.launcher(&team, lead, lead_dir())?;
-    let worktree_json = |path: &std::path::Path, branch: &str, base: &str| json!({"path": path, "branch": branch, "base": base});
-    if args.dry_run {
-        let req = &reqs[0];
-        let dry = launcher.dry_run(req)?;
-        let cmd = &dry.command;
-        if ctx.json() {
-            let redacted = cmd
-                .secret_env
-                .iter()
-                .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
-            print_json(&json!({
-                "commands": dry.tmux,
-                "cwd": cmd.cwd,
-                "engine": req.engine.map(|e| e.to_string()),
-                "argv": cmd.argv,
-                "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),
-                "worktree": dry.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
-            }));
-        } else {
-            for line in &dry.tmux {
-                println!("{line}");
-            }
-            if let Some(w) = &dry.worktree {
-                println!(
-                    "(would first create worktree {} on new branch {} from {})",
-                    w.path.display(),
-                    w.branch,
-                    &w.base[..12.min(w.base.len())]
-                );
-            }
-        }
-        return Ok(swarm_util::error::exit::SUCCESS);
+    Ok(lead)
+}
+
+/// `--dry-run`: prints what spawning `req` would run (secrets only by name).
+fn dry_run(ctx: &Ctx, launcher: &Launcher, req: &SpawnRequest) -> Result<()> {
+    let dry = launcher.dry_run(req)?;
+    let cmd = &dry.command;
+    if ctx.json() {
+        let redacted = cmd
+            .secret_env
+            .iter()
+            .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
+        print_json(&json!({
+            "commands": dry.tmux,
+            "cwd": cmd.cwd,
+            "engine": req.engine.map(|e| e.to_string()),
+            "argv": cmd.argv,
+            "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),
+            "worktree": dry.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
+        }));
+        return Ok(());
     }
+    for line in &dry.tmux {
+        println!("{line}");
+    }
+    if let Some(w) = &dry.worktree {
+        println!(
+            "(would first create worktree {} on new branch {} from {})",
+            w.path.display(),
+            w.branch,
+            &w.base[..12.min(w.base.len())]
+        );
+    }
+    Ok(())
+}
+
+fn worktree_json(path: &Path, branch: &str, base: &str) -> serde_json::Value {
+    json!({"path": path, "branch": branch, "base": base})
+}
+
+/// Spawns every request together and says what started; with several, a failure is said
+/// and the rest go on.
+fn spawn_all(ctx: &Ctx, team: &TeamName, launcher: &Launcher, reqs: &[SpawnRequest]) -> Result<u8> {
     let mut first_error: Option<u8> = None;
     let mut spawned_json = Vec::new();
-    for (req, result) in reqs.iter().zip(launcher.spawn_many(&reqs)) {
+    for (req, result) in reqs.iter().zip(launcher.spawn_many(reqs)) {
         let spawned = match result {
             Ok(s) => s,
             Err(e) if reqs.len() > 1 => {
@@ -201,7 +232,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
             Err(e) => return Err(e),
         };
         if let Some(model) = &spawned.model {
-            crate::ui::cli::run::warn_unpriced(&req.budget, model);
+            warn_unpriced(&req.budget, model);
         }
         if ctx.json() {
             spawned_json.push(json!({
@@ -214,7 +245,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
                 "worktree": spawned.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
             }));
         } else {
-            print_spawned(&team, &spawned);
+            print_spawned(team, &spawned);
         }
     }
     if ctx.json() {
@@ -224,7 +255,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
             Err(many) => print_json(&many),
         }
     }
-    Ok(first_error.unwrap_or(swarm_util::error::exit::SUCCESS))
+    Ok(first_error.unwrap_or(exit::SUCCESS))
 }
 
 fn print_spawned(team: &TeamName, spawned: &Spawned) {
