@@ -47,6 +47,8 @@ pub fn run(ctx: &Ctx, args: WatchArgs) -> Result<()> {
     dashboard::run(app)
 }
 
+/// This process's own log while the dashboard holds the screen: a local file beside the
+/// team's, not shared state, so it is opened here rather than through the store.
 fn log_to_file(root: &Root, team: &TeamName) -> tracing::subscriber::DefaultGuard {
     let dir = root.logs_dir(team);
     let file = std::fs::create_dir_all(&dir).and_then(|()| {
