@@ -1,8 +1,8 @@
 //! swarm's settings that come from the environment alone, resolved once at the edge and
 //! passed down.
 //!
-//! Flags and their environment twins are clap's business (`ui::cli::args`); what is left
-//! here has no flag: where the user's configuration lives, the store's lock timeout and
+//! Flags and their environment twins are clap's business (each command's args beside it in
+//! `ui::cli`, the shared groups in `ui::cli::options`); what is left here has no flag: where the user's configuration lives, the store's lock timeout and
 //! durability, how many panes a team window holds, the benchmark's timings file, and the
 //! Claude Code client `--claude-bin` falls back to. A
 //! value that does not parse is warned about once, here, and the default used. Nothing

@@ -1,12 +1,76 @@
 //! `swarm agent -p` and `swarm teammate`: running an agent in this process.
+// The doc comments here are clap's help text, where `<team>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
-use crate::ui::cli::args::{AgentArgs, TeammateArgs};
+use std::path::PathBuf;
+
+use clap::Args;
+
 use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::options::{BudgetOpts, ModelOpts, PermissionOpts};
 use swarm_roles::solo::{self, SoloOptions};
 use swarm_roles::teammate::options::{self, Given};
 use swarm_roles::teammate::{self, TeammateOptions};
 use swarm_store::names::{AgentName, TeamName, agent_id};
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The task
+    #[arg(long, short = 'p', value_name = "PROMPT")]
+    pub prompt: String,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct TeammateArgs {
+    /// Restore its conversation and continue its work (started by a resumed lead)
+    #[arg(long, hide = true)]
+    pub resume: bool,
+    /// <name>@<team>
+    #[arg(long)]
+    pub agent_id: String,
+    /// Its name in the team's roster
+    #[arg(long)]
+    pub agent_name: String,
+    /// Its team
+    #[arg(long)]
+    pub team_name: String,
+    /// The colour its pane and messages are shown in
+    #[arg(long)]
+    pub agent_color: Option<String>,
+    /// The lead's session id (for correlation only)
+    #[arg(long)]
+    pub parent_session_id: Option<String>,
+    /// Start in plan mode; leave it only when team-lead approves a plan
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// Load this agent definition: its instructions, tools, permission mode and turn limit apply
+    #[arg(long)]
+    pub agent_type: Option<String>,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+    /// This teammate's own budget
+    #[command(flatten)]
+    pub budget: BudgetOpts,
+    /// Whether --permission-mode was given (flag or environment), set after parsing.
+    #[arg(skip)]
+    pub mode_given: bool,
+    /// Whether --max-turns was given, set after parsing.
+    #[arg(skip)]
+    pub max_turns_given: bool,
+}
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()

@@ -1,12 +1,24 @@
 //! `swarm agents list`: the agent types in reach and where each comes from.
 
+use std::path::PathBuf;
+
+use clap::Subcommand;
 use serde_json::{Value, json};
 
-use crate::ui::cli::args::AgentsCommand;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm_config::agents::{Catalog, Definition};
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// List the agent types in reach: built-in, project (.claude/agents) and user (~/.claude/agents)
+    List {
+        /// Look for project definitions from this directory [default: the current one]
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
+}
 
 pub fn run(ctx: &Ctx, cmd: AgentsCommand) -> Result<()> {
     match cmd {

@@ -2,6 +2,8 @@
 //! by a person (recorded as `human`) or by the lead agent through its Bash tool (recorded
 //! as `team-lead`); teammates may only look (see `identity`).
 
+use clap::Args;
+
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm_config::permissions::PermissionMode;
@@ -11,6 +13,31 @@ use swarm_team::{status, supervisor};
 use swarm_util::clock;
 use swarm_util::error::Result;
 use swarm_util::text::printable;
+
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    /// Only requests still waiting for a decision
+    #[arg(long)]
+    pub pending: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The request's id, as `swarm approvals` lists it
+    pub request_id: String,
+    /// For a plan: the permission mode the teammate gets [default: the lead agent's, else default]
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<PermissionMode>,
+}
+
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    /// The request's id, as `swarm approvals` lists it
+    pub request_id: String,
+    /// What to change (required for a plan)
+    #[arg(long)]
+    pub feedback: Option<String>,
+}
 
 /// Records what teammates asked the lead that nobody recorded yet (a Claude Code
 /// teammate records nothing itself, and no `swarm lead` may be running to do it).
@@ -23,7 +50,8 @@ fn catch_up(ctx: &Ctx, team: &TeamName) {
     }
 }
 
-pub fn list(ctx: &Ctx, pending: bool) -> Result<()> {
+pub fn list(ctx: &Ctx, args: ApprovalsArgs) -> Result<()> {
+    let pending = args.pending;
     let team = ctx.team()?;
     catch_up(ctx, &team);
     let all: Vec<approvals::Approval> = ctx
@@ -56,7 +84,15 @@ pub fn list(ctx: &Ctx, pending: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn decide(
+pub fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<()> {
+    decide(ctx, &args.request_id, true, None, args.mode)
+}
+
+pub fn reject(ctx: &Ctx, args: RejectArgs) -> Result<()> {
+    decide(ctx, &args.request_id, false, args.feedback, None)
+}
+
+fn decide(
     ctx: &Ctx,
     id: &str,
     approve: bool,

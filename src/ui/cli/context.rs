@@ -3,8 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ui::cli::args::{EngineOpts, GlobalOpts, ModelOpts};
+use clap::Args;
+
 use crate::ui::cli::identity::Actor;
+use crate::ui::cli::options::{EngineOpts, ModelOpts};
 use swarm_config::claude_settings::ClaudeSettings;
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::project::UserDirs;
@@ -19,6 +21,30 @@ use swarm_team::window;
 use swarm_tmux::{Caller, Tmux};
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Clone, Args)]
+pub struct GlobalOpts {
+    /// Directory holding teams/ and tasks/ [default: $SWARM_ROOT, else $CLAUDE_CONFIG_DIR, else ~/.claude]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// The team to act on [default: the only team, if there is exactly one]
+    #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
+    pub team: Option<String>,
+
+    /// Print machine-readable JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// The tmux server to use, by socket name (tmux -L) [default: the team's, else the one you are in, else the default]
+    #[arg(long, global = true, env = "SWARM_TMUX_SOCKET", value_name = "NAME")]
+    pub tmux_socket: Option<String>,
+
+    /// Whether the command's --permission-mode was given (flag or environment), set after
+    /// parsing: only then does it win over the settings files' `permissions.defaultMode`.
+    #[arg(skip)]
+    pub permission_mode_given: bool,
+}
 
 pub struct Ctx {
     pub root: Root,

@@ -7,8 +7,10 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::ui::cli::args::{Cli, Command};
+use crate::ui::cli::authorize::authorize;
+use crate::ui::cli::command::{Cli, Command};
 use crate::ui::cli::context::Ctx;
+use crate::ui::cli::logging::init_logging;
 use crate::ui::cli::{
     agent, agents, approvals, completions, config, lead, merge, message, model_server, resume, run,
     serve, shutdown, spawn, status, task, team, watch,
@@ -131,12 +133,14 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
     // Commands that never touch the store come before resolving its root.
     let command = match cli.command {
         Command::ModelServer(args) => return model_server::run(args).map(|()| 0),
-        Command::Completions { shell } => return completions::completions(shell).map(|()| 0),
-        Command::Man => return completions::manual().map(|()| 0),
+        Command::Completions(args) => {
+            return completions::completions(Cli::command(), args).map(|()| 0);
+        }
+        Command::Man => return completions::manual(Cli::command()).map(|()| 0),
         other => other,
     };
     let ctx = Ctx::new(cli.global, env)?;
-    ctx.actor.authorize(&command)?;
+    authorize(&ctx.actor, &command)?;
     let done = |r: Result<()>| r.map(|()| 0);
     match command {
         Command::Team(cmd) => done(team::run(&ctx, cmd)),
@@ -149,23 +153,11 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Status => done(status::status(&ctx)),
         Command::Shutdown(args) => done(shutdown::run(&ctx, args)),
         Command::Merge(args) => merge::run(&ctx, args),
-        Command::Attach { team } => {
-            // A team that does not exist is said to be missing, not to have no window.
-            ctx.root
-                .open(&ctx.team_or(team.as_deref())?)
-                .roster()
-                .load()?;
-            done(status::attach(&ctx, team))
-        }
+        Command::Attach(args) => done(status::attach(&ctx, args)),
         Command::Lead(args) => lead::run(&ctx, args),
-        Command::Approvals { pending } => done(approvals::list(&ctx, pending)),
-        Command::Approve { request_id, mode } => {
-            done(approvals::decide(&ctx, &request_id, true, None, mode))
-        }
-        Command::Reject {
-            request_id,
-            feedback,
-        } => done(approvals::decide(&ctx, &request_id, false, feedback, None)),
+        Command::Approvals(args) => done(approvals::list(&ctx, args)),
+        Command::Approve(args) => done(approvals::approve(&ctx, args)),
+        Command::Reject(args) => done(approvals::reject(&ctx, args)),
         Command::Run(args) => run::run(&ctx, args),
         Command::Resume(args) => resume::run(&ctx, args),
         Command::Demo(args) => run::demo(&ctx, args),
@@ -174,7 +166,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Agents(cmd) => done(agents::run(&ctx, cmd)),
         Command::Watch(args) => done(watch::run(&ctx, args)),
         Command::Serve(args) => done(serve::run(&ctx, args)),
-        Command::ModelServer(_) | Command::Completions { .. } | Command::Man => {
+        Command::ModelServer(_) | Command::Completions(_) | Command::Man => {
             unreachable!("dispatched above")
         }
     }
@@ -191,30 +183,4 @@ fn log_file(cli: &Cli, env: &Environment) -> Option<std::fs::File> {
     let team = TeamName::new(&team).ok()?;
     let agent = AgentName::parse_any(&agent).ok()?;
     swarm_store::documents::open_log(&root, &team, &agent).ok()
-}
-
-/// Warnings go to stderr (or a teammate's log file); `SWARM_LOG` (an env-filter, e.g.
-/// `swarm=debug`) says more.
-fn init_logging(file: Option<std::fs::File>) {
-    let filter = log_filter(if file.is_some() { "info" } else { "warn" });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
-    let _ = match file {
-        Some(f) => builder
-            .with_ansi(false)
-            .with_writer(std::sync::Mutex::new(f))
-            .try_init(),
-        None => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
-            .without_time()
-            .try_init(),
-    };
-}
-
-/// What to log: `SWARM_LOG` (an env-filter, e.g. `swarm=debug`), else `default`.
-pub fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
-    tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
 }

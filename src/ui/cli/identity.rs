@@ -6,8 +6,8 @@
 //! acts as that agent and nobody else ([`Actor::Agent`]): messages go out under its name,
 //! a `--from` or `--as` naming anyone else is refused, it works only in its own
 //! team, and what only the lead may do (decide requests, shut teammates down, spawn,
-//! change the roster, start teams) is refused to teammates. Decisions it makes are recorded
-//! under its name.
+//! change the roster, start teams) is refused to teammates (`authorize` decides that per
+//! command). Decisions it makes are recorded under its name.
 //!
 //! Without that environment a person is at the keyboard ([`Actor::Person`]): the team is
 //! theirs, they send as `team-lead` unless they say otherwise, may speak for any member
@@ -17,7 +17,6 @@
 //! the CLI. It is not a sandbox: a process that clears its environment, or writes the
 //! team's files itself, is not stopped here.
 
-use crate::ui::cli::args::{Command, TaskCommand, TeamCommand};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
@@ -83,71 +82,6 @@ impl Actor {
             _ => Ok(()),
         }
     }
-
-    /// Refuses a command the actor may not run (see the module comment).
-    pub fn authorize(&self, command: &Command) -> Result<()> {
-        let Actor::Agent { name, team } = self else {
-            return Ok(());
-        };
-        if let Some((other, how)) = acts_as(command)
-            && other != name.as_str()
-        {
-            return Err(Error::usage(format!(
-                "you are {name} (SWARM_AGENT_NAME) and cannot act as {other} ({how}); act only as {name}"
-            )));
-        }
-        if let (Command::Teammate(args), Some(own)) = (command, team)
-            && args.team_name != own.as_str()
-        {
-            return Err(Error::usage(format!(
-                "you are {name} of team {own} (SWARM_AGENT_NAME, SWARM_TEAM) and cannot run in team {}",
-                args.team_name
-            )));
-        }
-        match lead_only(command) {
-            Some(what) if !name.is_lead() => Err(Error::usage(format!(
-                "only {LEAD} may {what}; you are {name} (SWARM_AGENT_NAME): ask {LEAD} with SendMessage"
-            ))),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// The member a command speaks or acts for, and the argument that names it.
-fn acts_as(command: &Command) -> Option<(&str, &'static str)> {
-    match command {
-        Command::Send(args) => Some((args.body.from.as_deref()?, "--from")),
-        Command::Broadcast(args) => Some((args.body.from.as_deref()?, "--from")),
-        Command::Inbox(args) if args.ack => Some((&args.agent, "inbox --ack")),
-        Command::Task(
-            TaskCommand::Claim { agent, .. }
-            | TaskCommand::Next { agent }
-            | TaskCommand::Release { agent },
-        ) => Some((agent, "--as")),
-        Command::Teammate(args) => Some((&args.agent_name, "--agent-name")),
-        _ => None,
-    }
-}
-
-/// What a command does that only the lead may, in words for the refusal.
-fn lead_only(command: &Command) -> Option<&'static str> {
-    Some(match command {
-        Command::Approve { .. } | Command::Reject { .. } => "decide plan and permission requests",
-        Command::Shutdown(_) => "shut teammates down",
-        Command::Merge(args) if !args.status => "merge teammates' branches",
-        Command::Spawn(_) => "spawn teammates",
-        Command::Team(
-            TeamCommand::Create { .. }
-            | TeamCommand::Add { .. }
-            | TeamCommand::Remove { .. }
-            | TeamCommand::Delete { .. },
-        ) => "create, change or delete teams",
-        Command::Lead(_) => "run a team's lead",
-        Command::Run(_) | Command::Demo(_) | Command::Resume(_) => "start a team",
-        Command::Watch(args) if !args.once => "open the dashboard, which decides requests",
-        Command::Serve(_) => "serve the team's web view, which decides requests",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

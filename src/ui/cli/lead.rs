@@ -4,15 +4,48 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use crate::ui::cli::args::{LeadArgs, ModelOpts, PermissionOpts};
+use std::path::PathBuf;
+
+use clap::Args;
+
 use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
+use crate::ui::cli::options::{EngineOpts, ModelOpts, PermissionOpts};
+use swarm_config::permissions::Approver;
 use swarm_roles::lead::agent::LeadAgentOptions;
 use swarm_roles::lead::dispatcher::{self, LeadOptions};
 use swarm_store::mailbox;
 use swarm_team::shutdown::LadderOptions;
 use swarm_team::tools::LeadPowers;
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    /// Restore the lead's conversation and restart its unfinished teammates (`swarm resume`)
+    #[arg(long, hide = true)]
+    pub resume: bool,
+    /// Leave the teammates running when the lead stops
+    #[arg(long)]
+    pub keep_team: bool,
+    /// Run a lead agent on the goal in this file (without it, the lead only supervises)
+    #[arg(long, value_name = "FILE")]
+    pub goal_file: Option<PathBuf>,
+    /// Who approves plans and permissions: lead (its model) or human (swarm approve)
+    #[arg(long, default_value = "lead", value_name = "WHO")]
+    pub approver: Approver,
+    /// The most teammates the lead agent may spawn
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Where the team works [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+    #[command(flatten)]
+    pub engine: EngineOpts,
+}
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
     let team = ctx.team()?;

@@ -1,10 +1,29 @@
 //! `swarm merge`: run the team's merge queue by hand, or list it (`--status`).
 
-use crate::ui::cli::args::MergeArgs;
+use clap::Args;
+
 use crate::ui::cli::context::Ctx;
+use crate::ui::cli::options::MergeOpts;
 use crate::ui::cli::output::print_json;
 use swarm_team::merge;
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The team [default: --team, else the only team]
+    pub team: Option<String>,
+    #[command(flatten)]
+    pub merge: MergeOpts,
+    /// Only list what would be queued and merged
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Put the held entry of this branch back in the queue, then run the queue
+    #[arg(long, value_name = "BRANCH", conflicts_with = "dry_run")]
+    pub retry: Option<String>,
+    /// List the queue's entries and their states, and change nothing
+    #[arg(long, conflicts_with_all = ["check", "into", "dry_run", "retry"])]
+    pub status: bool,
+}
 
 pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
     let team = ctx.team_or(args.team.as_deref())?;

@@ -3,15 +3,65 @@
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::mpsc;
 
-use crate::ui::cli::args::{BroadcastArgs, InboxArgs, MessageBody, SendArgs};
+use clap::Args;
+
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::output::{message_line, print_json};
+use swarm_store::Topic;
 use swarm_store::mailbox::{self, Delivery, Envelope};
 use swarm_store::names::AgentName;
 use swarm_util::error::{Error, Result};
-use swarm_util::watcher::{FileWaiter, RESCAN_EVERY};
+use swarm_util::watcher::RESCAN_EVERY;
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// A member's name, or '*' for everyone but the sender
+    pub to: String,
+    #[command(flatten)]
+    pub body: MessageBody,
+}
+
+#[derive(Debug, Args)]
+pub struct BroadcastArgs {
+    #[command(flatten)]
+    pub body: MessageBody,
+}
+
+/// A message and who sends it: what `send` and `broadcast` share.
+#[derive(Debug, Args)]
+pub struct MessageBody {
+    /// The message; '-' reads it from stdin
+    #[arg(required_unless_present = "file")]
+    pub text: Option<String>,
+    /// Read the message from a file
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    /// Sender name [default: the agent whose environment this is (SWARM_AGENT_NAME), which
+    /// may send only as itself; else team-lead]
+    #[arg(long)]
+    pub from: Option<String>,
+    /// A 5-10 word preview shown in feeds
+    #[arg(long)]
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    /// Whose inbox: a member's name, e.g. team-lead
+    pub agent: String,
+    /// Only messages not yet delivered
+    #[arg(long)]
+    pub unread: bool,
+    /// Acknowledge the messages printed: they move to the delivered log
+    #[arg(long)]
+    pub ack: bool,
+    /// Keep printing messages as they arrive, until interrupted
+    #[arg(long, short)]
+    pub follow: bool,
+}
 
 pub fn send(ctx: &Ctx, args: SendArgs) -> Result<()> {
     deliver(ctx, &args.to, args.body)
@@ -87,14 +137,14 @@ fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {
 
 pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
     let team = ctx.team()?;
-    let config = ctx.root.open(&team).roster().load()?;
-    config.require(&args.agent)?;
+    let store = ctx.root.open(&team);
+    store.roster().load()?.require(&args.agent)?;
     let agent = AgentName::parse_any(&args.agent)?;
     let read = |unread: bool| -> Result<Vec<Delivery>> {
         if unread {
-            ctx.root.open(&team).mail().read_unread(&agent)
+            store.mail().read_unread(&agent)
         } else {
-            ctx.root.open(&team).mail().read_all(&agent)
+            store.mail().read_all(&agent)
         }
     };
     if !args.follow {
@@ -111,12 +161,18 @@ pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
         }
         if args.ack {
             let keys: Vec<String> = messages.into_iter().map(|d| d.key).collect();
-            ctx.root.open(&team).mail().ack(&agent, &keys)?;
+            store.mail().ack(&agent, &keys)?;
         }
         return Ok(());
     }
     // --follow: everything unread now, then each new message as it lands.
-    let waiter = FileWaiter::new(ctx.root.inbox_path(&team, &agent));
+    let (tx, landed) = mpsc::channel();
+    let _watch = store.watch(
+        Topic::Inbox(agent.clone()),
+        Box::new(move || {
+            let _ = tx.send(());
+        }),
+    );
     let mut seen: HashSet<String> = HashSet::new();
     let mut out = std::io::stdout().lock();
     loop {
@@ -136,9 +192,12 @@ pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
         }
         let keys: Vec<String> = fresh.into_iter().map(|d| d.key).collect();
         if args.ack {
-            ctx.root.open(&team).mail().ack(&agent, &keys)?;
+            store.mail().ack(&agent, &keys)?;
         }
         seen.extend(keys);
-        waiter.wait(RESCAN_EVERY);
+        // A notice is a hint that may be lost: look again after a while without one.
+        if landed.recv_timeout(RESCAN_EVERY).is_ok() {
+            while landed.try_recv().is_ok() {}
+        }
     }
 }

@@ -1,20 +1,29 @@
-//! The `swarm` command line: argument types, the dispatcher, and one file per command
-//! group. Each command parses, calls the library, and prints.
+//! The `swarm` command line: the dispatcher, the table of commands (`command`), one file
+//! per command group holding its clap arguments beside the code that runs them, and the
+//! parts they share below them (`context`, `options`, `identity`, `input`, `output`,
+//! `style`, `logging`). Each command parses, calls the library, and prints.
+//!
+//! Imports point one way: `dispatch` → `command` and `authorize` → the command files →
+//! the shared parts; no file imports one that imports it back.
 
-pub mod agent;
+mod agent;
 mod agents;
 mod approvals;
-pub mod args;
+mod authorize;
+mod command;
 mod completions;
 mod config;
 mod context;
-pub(crate) mod dispatch;
+mod dispatch;
+mod follow;
 mod identity;
 mod input;
 mod lead;
+mod logging;
 mod merge;
 mod message;
-pub(crate) mod model_server;
+mod model_server;
+mod options;
 mod output;
 mod resume;
 mod run;

@@ -8,12 +8,30 @@
 use std::io::Write;
 use std::net::SocketAddr;
 
+use std::path::PathBuf;
+
+use clap::Args;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::ui::cli::args::ModelServerArgs;
 use crate::ui::cli::input::{Limit, Source, read_text};
 use swarm_model_server::{ModelServer, Script};
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct ModelServerArgs {
+    /// The script: JSON rules saying what to answer (its format: see `swarm model-server --help`)
+    #[arg(long, value_name = "FILE")]
+    pub script: PathBuf,
+    /// Where to listen: a loopback address and port; port 0 picks a free one
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Append one JSON line per request (time, agent, the rule that answered, body size, latest user text) to this file
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Append one JSON line per request (time, agent, path, the whole request body) to this file
+    #[arg(long, value_name = "FILE")]
+    pub log_requests: Option<PathBuf>,
+}
 
 /// The script format, for `swarm model-server --help` (the full reference is the doc
 /// comment of `llm::model_server::script`, which this follows).

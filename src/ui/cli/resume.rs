@@ -4,12 +4,22 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use crate::ui::cli::args::ResumeArgs;
+use clap::Args;
+
 use crate::ui::cli::context::{Ctx, working_dir};
-use crate::ui::cli::run::follow;
+use crate::ui::cli::follow::{Speak, follow};
 use swarm_store::names::TeamName;
 use swarm_team::resume;
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The team [default: the unfinished team whose lead worked in this directory]
+    pub team: Option<String>,
+    /// Do not attach to the team window: wait for the end and print the report
+    #[arg(long)]
+    pub no_attach: bool,
+}
 
 pub fn run(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
     let team = match args.team.as_deref().or(ctx.global.team.as_deref()) {
@@ -38,7 +48,7 @@ fn resume_team(ctx: &Ctx, team: &TeamName, no_attach: bool) -> Result<u8> {
     }
     // As a finished `swarm run` does: the lead's dead pane (and a crashed teammate's) would
     // otherwise keep the window, its session and the tmux server alive after the team ended.
-    follow(ctx, team, &window, no_attach)
+    follow(ctx, team, &window, no_attach, Speak::Text)
         .inspect(|_| swarm_team::teardown::close_finished(&ctx.root, &window, false))
 }
 

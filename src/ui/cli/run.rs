@@ -1,22 +1,81 @@
-//! `swarm run` and `swarm demo`: a goal, a lead agent in the team window, and the wait for
-//! its report.
+//! `swarm run` and `swarm demo`: a goal, a lead agent in the team window, and (in `follow`) the wait
+//! for its report.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 
-use serde_json::json;
+use clap::Args;
 
-use crate::ui::cli::args::{DemoArgs, RunArgs};
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
+use crate::ui::cli::follow::{Speak, attaches, follow};
 use crate::ui::cli::lead::inherited;
-use crate::ui::cli::output::print_json;
+use crate::ui::cli::options::{BudgetOpts, EngineOpts, MergeOpts, ModelOpts, PermissionOpts};
+use crate::ui::cli::resume;
+use swarm_config::permissions::Approver;
 use swarm_demo::run::{self as demo_run, Demo};
 use swarm_llm::budget::Limits;
 use swarm_llm::{Usage, estimate_cost_usd};
 use swarm_store::names::TeamName;
 use swarm_team::progress::Event;
 use swarm_team::run::{self as team_run, Goal};
-use swarm_util::clock;
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What the team should achieve
+    pub goal: String,
+    /// The most teammates the lead may spawn
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Who approves plans and permissions: lead (its model) or human (swarm approve)
+    #[arg(long, default_value = "lead", value_name = "WHO")]
+    pub approver: Approver,
+    /// Do not attach to the team window: wait for the end, telling progress on stderr, and
+    /// print the report (as one JSON object with --json)
+    #[arg(long)]
+    pub no_attach: bool,
+    /// Stream what happens as JSON lines on stdout (one object a line, with its "type" and
+    /// "time"), ending with the report; implies --no-attach
+    #[arg(long)]
+    pub events: bool,
+    /// Keep the team's tmux window when the run ends (its finished panes stay to look at)
+    #[arg(long)]
+    pub keep: bool,
+    /// Where the team works [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub permissions: PermissionOpts,
+    #[command(flatten)]
+    pub engine: EngineOpts,
+    /// The whole team's budget
+    #[command(flatten)]
+    pub budget: BudgetOpts,
+    /// How teammates' worktree branches land: the team's merge queue
+    #[command(flatten)]
+    pub merge: MergeOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Do not attach: run to the end and exit 0 only if the job's check passes
+    #[arg(long)]
+    pub no_attach: bool,
+    /// How many teammates (1-3)
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub teammates: usize,
+    /// Where to make the scratch repository [default: a new directory under the system temp dir]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Keep the team's files afterwards (they are deleted by default)
+    #[arg(long)]
+    pub keep: bool,
+    /// The job: toolkit (the shared checkout, a plan approval) or worktrees (a worktree per teammate, landed by the merge queue with a check)
+    #[arg(long, default_value = "toolkit", value_name = "JOB")]
+    pub job: swarm_demo::job::Job,
+}
 
 pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     if args.goal.trim().is_empty() {
@@ -32,7 +91,7 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     let budget = args.budget.limits();
     warn_unpriced(&budget, &llm.model);
     let here = working_dir(args.cwd.as_deref())?;
-    if let Some(code) = super::resume::offer(ctx, &here)? {
+    if let Some(code) = resume::offer(ctx, &here)? {
         return Ok(code);
     }
     let team = match &ctx.global.team {
@@ -72,97 +131,8 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     } else {
         speak.tell(&started);
     }
-    follow_speaking(ctx, &team, &window, no_attach, speak)
+    follow(ctx, &team, &window, no_attach, speak)
         .inspect(|_| swarm_team::teardown::close_finished(&ctx.root, &window, args.keep))
-}
-
-/// What an unattached wait prints on stdout: the report as text, the report as JSON
-/// (`--json`), or every event as a JSON line ending with the report (`--events`). Progress
-/// lines go to stderr whichever it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Speak {
-    Text,
-    Json,
-    Events,
-}
-
-impl Speak {
-    /// Tells one event: a timestamped line on stderr, and with `--events` its JSON line on
-    /// stdout, flushed so a reader sees it at once.
-    fn tell(self, event: &Event) {
-        eprintln!("{} {}", clock::local_hms(clock::now_ms()), event.line());
-        if self == Speak::Events {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{}", event.json_now());
-            let _ = out.flush();
-        }
-    }
-}
-
-/// Whether the wait attaches to the team window: on a terminal, unless told not to.
-fn attaches(no_attach: bool) -> bool {
-    !no_attach && std::io::stdout().is_terminal()
-}
-
-/// Attaches to the team's window on a terminal (unless `no_attach`), else waits for the
-/// lead's end and prints the report; returns the lead's exit code.
-pub fn follow(
-    ctx: &Ctx,
-    team: &TeamName,
-    window: &swarm_team::window::TeamWindow,
-    no_attach: bool,
-) -> Result<u8> {
-    follow_speaking(ctx, team, window, no_attach, Speak::Text)
-}
-
-fn follow_speaking(
-    ctx: &Ctx,
-    team: &TeamName,
-    window: &swarm_team::window::TeamWindow,
-    no_attach: bool,
-    speak: Speak,
-) -> Result<u8> {
-    if attaches(no_attach) {
-        window.attach(ctx.caller.inside())?;
-        if team_run::lead_is_working(&ctx.root, team) {
-            println!(
-                "detached; the team keeps working. `swarm attach {team}` to look again, `swarm status` for a summary."
-            );
-            return Ok(0);
-        }
-    }
-    let code = team_run::follow_lead(
-        &ctx.root,
-        team,
-        window,
-        &|line| eprintln!("{line}"),
-        Some(&|event| speak.tell(event)),
-    )?;
-    let report = team_run::report(&ctx.root, team);
-    let result = team_run::lead_exit_reason(&ctx.root, team);
-    match speak {
-        Speak::Text => println!("{report}"),
-        Speak::Json => print_json(&json!({
-            "team": team.as_str(),
-            "code": code,
-            "result": result,
-            "report": report,
-        })),
-        Speak::Events => {
-            let end = Event::Ended {
-                code,
-                result: result.clone(),
-                report,
-            };
-            println!("{}", end.json_now());
-        }
-    }
-    if code != 0
-        && let Some(why) = result
-    {
-        eprintln!("swarm: the run of team {team} ended with exit code {code}: {why}");
-    }
-    Ok(code)
 }
 
 /// Says once, before anything starts, that a dollar budget cannot see `model`'s tokens.

@@ -2,12 +2,29 @@
 
 use std::time::Duration;
 
-use crate::ui::cli::args::ShutdownArgs;
+use clap::Args;
+
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm_store::names::LEAD;
 use swarm_team::shutdown::{self, LadderOptions, Outcome};
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct ShutdownArgs {
+    /// The teammate to stop
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub name: Option<String>,
+    /// Every teammate
+    #[arg(long)]
+    pub all: bool,
+    /// How long to wait for a teammate to agree and exit before terminating it
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+    /// Do not ask: terminate at once
+    #[arg(long)]
+    pub force: bool,
+}
 
 pub fn run(ctx: &Ctx, args: ShutdownArgs) -> Result<()> {
     let team = ctx.team()?;

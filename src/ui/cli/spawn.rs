@@ -1,24 +1,128 @@
 //! `swarm spawn`: a teammate in its own pane (several names, several teammates, spawned
 //! together), or with `--dry-run` what that would run.
+// The doc comments here are clap's help text, where `<team>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use serde_json::json;
 
-use crate::ui::cli::args::SpawnArgs;
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::message::MESSAGE;
+use crate::ui::cli::options::{ApiOpts, BudgetOpts, EngineOpts, allow_rule, colour};
 use crate::ui::cli::output::print_json;
+use crate::ui::cli::run::warn_unpriced;
+use swarm_config::agents::Isolation;
+use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_store::mailbox;
 use swarm_store::names::{AgentName, TeamName};
-use swarm_team::launch::{SpawnRequest, Spawned};
-use swarm_util::error::{Error, Result};
+use swarm_team::inherit::LeadSettings;
+use swarm_team::launch::{Launcher, SpawnRequest, Spawned};
+use swarm_util::error::{Error, Result, exit};
+
+#[derive(Debug, Args)]
+pub struct SpawnArgs {
+    /// The teammate's name (unique within the team); several names spawn several
+    /// teammates together, each with the options given
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+    /// First instructions, delivered to its inbox before it starts [default: the agent definition's initialPrompt]
+    #[arg(long, conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+    /// Read the first instructions from a file
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// An agent definition (.claude/agents/*.md, ~/.claude/agents/*.md, or general-purpose, Explore, Plan); see `swarm agents list`
+    #[arg(long, value_name = "TYPE")]
+    pub agent_type: Option<String>,
+    /// The teammate's model, unless $SWARM_SUBAGENT_MODEL (or $CLAUDE_CODE_SUBAGENT_MODEL) is set, which wins [default: the agent definition's, else the lead's ($SWARM_MODEL), else the provider's]
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The teammate's permission mode [default: the lead's ($SWARM_PERMISSION_MODE)]
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<PermissionMode>,
+    /// Start in plan mode; only team-lead's approval of a plan lets it make changes
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// Working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// red, blue, green, yellow, purple, orange, pink or cyan [default: the agent definition's, else next in turn]
+    #[arg(long, value_parser = colour)]
+    pub color: Option<String>,
+    /// worktree: work in a new git worktree on branch swarm/<team>/<name>, made from HEAD; none: in --cwd [default: the agent definition's, else none]
+    #[arg(long, value_name = "MODE")]
+    pub isolation: Option<Isolation>,
+    /// Print the tmux commands the spawn would run (secrets only by name); create nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub engine: EngineOpts,
+    /// The API teammates use
+    #[command(flatten)]
+    pub api: ApiOpts,
+    /// The lead's model, which a teammate gets when nothing else chooses one (only its
+    /// environment twin is meant to be used)
+    #[arg(long, env = "SWARM_MODEL", hide = true, value_name = "MODEL")]
+    pub lead_model: Option<String>,
+    /// The lead's permission mode, which a teammate gets unless --permission-mode or its
+    /// definition says otherwise (only its environment twin is meant to be used)
+    #[arg(
+        long,
+        env = "SWARM_PERMISSION_MODE",
+        default_value = "default",
+        value_parser = mode_or_default,
+        hide = true,
+        value_name = "MODE"
+    )]
+    pub lead_permission_mode: PermissionMode,
+    /// Allow rules teammates inherit, e.g. 'Bash(cargo test:*)' (repeatable)
+    #[arg(long = "allow", value_name = "RULE", value_parser = allow_rule)]
+    pub allow: Vec<AllowRule>,
+    /// Stop after this many model turns per piece of work [default: the agent definition's, else 200]
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// This teammate's own budget (the team's, from `swarm run`, applies too)
+    #[command(flatten)]
+    pub budget: BudgetOpts,
+    /// The teammate's context window in tokens; compacted at 80 % of it [default: the model's, from swarm's table]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
+}
+
+/// A permission mode, where an empty value (an environment variable set to nothing) is
+/// the default mode.
+fn mode_or_default(value: &str) -> Result<PermissionMode, Error> {
+    if value.is_empty() {
+        return Ok(PermissionMode::Default);
+    }
+    value.parse()
+}
 
 /// Returns the exit code: with several names, each failure is said on its own line and the
 /// first one's code is the exit code.
 pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
     let team = ctx.team()?;
+    let prompt = first_prompt(&args)?;
+    if args.dry_run && args.names.len() > 1 {
+        return Err(Error::usage(
+            "--dry-run shows one spawn: give one name (each of several would go where the one before it went)",
+        ));
+    }
+    let reqs = requests(&args, prompt)?;
+    let launcher = ctx.launcher(&team, lead_settings(ctx, &args)?, lead_dir())?;
+    if args.dry_run {
+        dry_run(ctx, &launcher, &reqs[0])?;
+        return Ok(exit::SUCCESS);
+    }
+    spawn_all(ctx, &team, &launcher, &reqs)
+}
+
+/// The first instructions: `--prompt-file`'s text, else `--prompt`'s, checked as a message.
+fn first_prompt(args: &SpawnArgs) -> Result<Option<String>> {
     let prompt = match (&args.prompt, &args.prompt_file) {
         (_, Some(f)) => Some(read_text(
             Source::File(f),
@@ -32,14 +136,13 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
     if let Some(p) = &prompt {
         mailbox::check_text(p)?;
     }
-    if args.dry_run && args.names.len() > 1 {
-        return Err(Error::usage(
-            "--dry-run shows one spawn: give one name (each of several would go where the one before it went)",
-        ));
-    }
+    Ok(prompt)
+}
+
+/// One request per name, each with the options given.
+fn requests(args: &SpawnArgs, prompt: Option<String>) -> Result<Vec<SpawnRequest>> {
     let cwd = working_dir(args.cwd.as_deref())?;
-    let reqs = args
-        .names
+    args.names
         .iter()
         .map(|name| {
             Ok(SpawnRequest {
@@ -56,7 +159,11 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
                 budget: args.budget.limits(),
             })
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// What the lead passes on to the teammates, from the flags (and their environment twins).
+fn lead_settings(ctx: &Ctx, args: &SpawnArgs) -> Result<LeadSettings> {
     let mut lead = ctx.lead_settings()?;
     lead.provider = args.api.provider.map(|p| p.to_string());
     lead.base_url = args.api.base_url.clone();
@@ -69,43 +176,52 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
     lead.context_window = args.context_window;
     // The engine is this teammate's (in `req`), not the lead's that a first spawn opens.
     lead.claude_bin = ctx.claude_bin(&args.engine)?;
-    let launcher = ctx.launcher(&team, lead, lead_dir())?;
-    let worktree_json = |path: &std::path::Path, branch: &str, base: &str| json!({"path": path, "branch": branch, "base": base});
-    if args.dry_run {
-        let req = &reqs[0];
-        let dry = launcher.dry_run(req)?;
-        let cmd = &dry.command;
-        if ctx.json() {
-            let redacted = cmd
-                .secret_env
-                .iter()
-                .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
-            print_json(&json!({
-                "commands": dry.tmux,
-                "cwd": cmd.cwd,
-                "engine": req.engine.map(|e| e.to_string()),
-                "argv": cmd.argv,
-                "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),
-                "worktree": dry.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
-            }));
-        } else {
-            for line in &dry.tmux {
-                println!("{line}");
-            }
-            if let Some(w) = &dry.worktree {
-                println!(
-                    "(would first create worktree {} on new branch {} from {})",
-                    w.path.display(),
-                    w.branch,
-                    &w.base[..12.min(w.base.len())]
-                );
-            }
-        }
-        return Ok(swarm_util::error::exit::SUCCESS);
+    Ok(lead)
+}
+
+/// `--dry-run`: prints what spawning `req` would run (secrets only by name).
+fn dry_run(ctx: &Ctx, launcher: &Launcher, req: &SpawnRequest) -> Result<()> {
+    let dry = launcher.dry_run(req)?;
+    let cmd = &dry.command;
+    if ctx.json() {
+        let redacted = cmd
+            .secret_env
+            .iter()
+            .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
+        print_json(&json!({
+            "commands": dry.tmux,
+            "cwd": cmd.cwd,
+            "engine": req.engine.map(|e| e.to_string()),
+            "argv": cmd.argv,
+            "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),
+            "worktree": dry.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
+        }));
+        return Ok(());
     }
+    for line in &dry.tmux {
+        println!("{line}");
+    }
+    if let Some(w) = &dry.worktree {
+        println!(
+            "(would first create worktree {} on new branch {} from {})",
+            w.path.display(),
+            w.branch,
+            &w.base[..12.min(w.base.len())]
+        );
+    }
+    Ok(())
+}
+
+fn worktree_json(path: &Path, branch: &str, base: &str) -> serde_json::Value {
+    json!({"path": path, "branch": branch, "base": base})
+}
+
+/// Spawns every request together and says what started; with several, a failure is said
+/// and the rest go on.
+fn spawn_all(ctx: &Ctx, team: &TeamName, launcher: &Launcher, reqs: &[SpawnRequest]) -> Result<u8> {
     let mut first_error: Option<u8> = None;
     let mut spawned_json = Vec::new();
-    for (req, result) in reqs.iter().zip(launcher.spawn_many(&reqs)) {
+    for (req, result) in reqs.iter().zip(launcher.spawn_many(reqs)) {
         let spawned = match result {
             Ok(s) => s,
             Err(e) if reqs.len() > 1 => {
@@ -116,7 +232,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
             Err(e) => return Err(e),
         };
         if let Some(model) = &spawned.model {
-            crate::ui::cli::run::warn_unpriced(&req.budget, model);
+            warn_unpriced(&req.budget, model);
         }
         if ctx.json() {
             spawned_json.push(json!({
@@ -129,7 +245,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
                 "worktree": spawned.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
             }));
         } else {
-            print_spawned(&team, &spawned);
+            print_spawned(team, &spawned);
         }
     }
     if ctx.json() {
@@ -139,7 +255,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
             Err(many) => print_json(&many),
         }
     }
-    Ok(first_error.unwrap_or(swarm_util::error::exit::SUCCESS))
+    Ok(first_error.unwrap_or(exit::SUCCESS))
 }
 
 fn print_spawned(team: &TeamName, spawned: &Spawned) {

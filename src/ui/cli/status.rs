@@ -3,6 +3,8 @@
 
 use std::io::IsTerminal;
 
+use clap::Args;
+
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::ui::cli::style;
@@ -11,6 +13,12 @@ use swarm_team::supervisor;
 use swarm_team::window::{TeamWindow, TeamWindowOptions};
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// The team [default: --team, else the only team]
+    pub team: Option<String>,
+}
 
 pub fn status(ctx: &Ctx) -> Result<()> {
     let team = ctx.team()?;
@@ -34,8 +42,10 @@ pub fn status(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
-pub fn attach(ctx: &Ctx, team: Option<String>) -> Result<()> {
-    let team = ctx.team_or(team.as_deref())?;
+pub fn attach(ctx: &Ctx, args: AttachArgs) -> Result<()> {
+    let team = ctx.team_or(args.team.as_deref())?;
+    // A team that does not exist is said to be missing, not to have no window.
+    ctx.root.open(&team).roster().load()?;
     let tmux = ctx.team_tmux(&team)?;
     let options = TeamWindowOptions::for_team(&ctx.root, &team, ctx.settings.panes_per_window);
     let window = TeamWindow::find(&tmux, &team, options)?.ok_or_else(|| {

@@ -1,11 +1,13 @@
 //! `swarm team ...`: the roster by hand.
 
 use std::io::Write;
+use std::path::PathBuf;
 
+use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::ui::cli::args::TeamCommand;
 use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::options::colour;
 use crate::ui::cli::output::print_json;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::{self, NewMember, TeamConfig};
@@ -14,130 +16,190 @@ use swarm_team::teardown;
 use swarm_team::window::TeamWindowOptions;
 use swarm_util::error::Result;
 
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Create a team with the lead as its first member
+    Create {
+        /// The new team's name: 1-64 characters of a-z, 0-9 and '-'
+        team: String,
+        /// What the team is for, recorded in its roster
+        #[arg(long, short)]
+        description: Option<String>,
+    },
+    /// List teams
+    List,
+    /// Show a team's members
+    Show {
+        /// The team [default: --team, else the only team]
+        team: Option<String>,
+    },
+    /// Add a member to the roster (without starting it)
+    Add(AddMemberArgs),
+    /// Remove a member from the roster, returning its open tasks to pending
+    Remove {
+        /// The member to remove
+        agent: String,
+    },
+    /// Delete a team's roster, inboxes and task list, and its teammates' worktrees
+    Delete {
+        /// The team to delete
+        team: String,
+        /// Delete even if teammates are still running, or worktrees hold unmerged work
+        #[arg(long)]
+        force: bool,
+    },
+    /// Delete every finished team (its lead exited); never one still running, nor one
+    /// whose worktrees hold unmerged work
+    Prune,
+}
+
+#[derive(Debug, Args)]
+pub struct AddMemberArgs {
+    /// The member's name (unique within the team)
+    pub agent: String,
+    /// One of red, blue, green, yellow, purple, orange, pink, cyan [default: next in turn]
+    #[arg(long, value_parser = colour)]
+    pub color: Option<String>,
+    /// The member's agent type, recorded in the roster
+    #[arg(long, value_name = "TYPE")]
+    pub agent_type: Option<String>,
+    /// The member's model, recorded in the roster
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The member's working directory [default: the current one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
 pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
     match cmd {
-        TeamCommand::Create { team, description } => {
-            let team = TeamName::new(&team)?;
-            ctx.actor.check_team(&team)?;
-            let cwd = working_dir(None)?;
-            let config = ctx.root.create_team(&team, description, &cwd)?;
-            if ctx.json() {
-                print_json(&config);
-            } else {
-                println!(
-                    "created team {team} at {}",
-                    ctx.root.team_dir(&team).display()
-                );
-            }
-            Ok(())
-        }
-        TeamCommand::List => {
-            let teams = ctx.root.teams()?;
-            let half = teardown::half_made(&ctx.root);
-            if ctx.json() {
-                print_json(&teams);
-            } else if teams.is_empty() && half.is_empty() {
-                println!("no teams under {}", ctx.root.path().display());
-            } else {
-                for t in teams {
-                    println!(
-                        "{}  {} member(s){}",
-                        t.name,
-                        t.members.len(),
-                        t.description.map(|d| format!("  {d}")).unwrap_or_default()
-                    );
-                }
-                for t in half {
-                    println!(
-                        "{t}  half-made (no config.json): remove it with `swarm team delete {t}`"
-                    );
-                }
-            }
-            Ok(())
-        }
-        TeamCommand::Show { team } => {
-            let team = ctx.team_or(team.as_deref())?;
-            let config = ctx.root.open(&team).roster().load()?;
-            if ctx.json() {
-                print_json(&config);
-            } else {
-                print_roster(&config);
-            }
-            Ok(())
-        }
-        TeamCommand::Add {
-            agent,
-            color,
-            agent_type,
-            model,
-            cwd,
-        } => {
-            let team = ctx.team()?;
-            let name = AgentName::new(&agent)?;
-            let cwd = working_dir(cwd.as_deref())?;
-            let member = ctx.root.open(&team).roster().add_member(NewMember {
-                name,
-                color,
-                agent_type,
-                model,
-                prompt: None,
-                plan_mode_required: false,
-                cwd: cwd.display().to_string(),
-            })?;
-            if ctx.json() {
-                print_json(&member);
-            } else {
-                println!("added {} to team {team}", member.name);
-            }
-            Ok(())
-        }
-        TeamCommand::Remove { agent } => {
-            let team = ctx.team()?;
-            let roster::Removed { member, released } =
-                ctx.root.open(&team).roster().remove_member(&agent)?;
-            let ids: Vec<&str> = released.iter().map(|t| t.id.as_str()).collect();
-            if ctx.json() {
-                print_json(&json!({"removed": member.name, "releasedTasks": ids}));
-            } else {
-                println!("removed {} from team {team}", member.name);
-                if !ids.is_empty() {
-                    println!("returned task(s) #{} to pending", ids.join(", #"));
-                }
-            }
-            Ok(())
-        }
+        TeamCommand::Create { team, description } => create(ctx, &team, description),
+        TeamCommand::List => list(ctx),
+        TeamCommand::Show { team } => show(ctx, team.as_deref()),
+        TeamCommand::Add(args) => add_member(ctx, args),
+        TeamCommand::Remove { agent } => remove_member(ctx, &agent),
         TeamCommand::Prune => prune(ctx),
-        TeamCommand::Delete { team, force } => {
-            let team = TeamName::new(&team)?;
-            ctx.actor.check_team(&team)?;
-            if !teardown::is_half_made(&ctx.root, &team) {
-                ctx.root.open(&team).roster().load()?;
-            }
-            let deleted = delete(ctx, &team, force)?;
-            for line in &deleted.left {
-                eprintln!("swarm: warning: {line}");
-            }
-            if ctx.json() {
-                let removed: Vec<&str> =
-                    deleted.removed.iter().map(|r| r.branch.as_str()).collect();
-                print_json(&json!({"deleted": team.as_str(), "removedWorktrees": removed}));
-            } else {
-                for r in &deleted.removed {
-                    println!(
-                        "removed worktree {} and branch {}{}",
-                        r.path.display(),
-                        r.branch,
-                        r.discarded
-                            .as_ref()
-                            .map(|l| format!(", discarding {l}"))
-                            .unwrap_or_default()
-                    );
-                }
-                println!("deleted team {team}");
-            }
-            Ok(())
+        TeamCommand::Delete { team, force } => delete_team(ctx, &team, force),
+    }
+}
+
+fn create(ctx: &Ctx, team: &str, description: Option<String>) -> Result<()> {
+    let team = TeamName::new(team)?;
+    ctx.actor.check_team(&team)?;
+    let cwd = working_dir(None)?;
+    let config = ctx.root.create_team(&team, description, &cwd)?;
+    if ctx.json() {
+        print_json(&config);
+    } else {
+        // Only shown, never opened: where the person finds the new team's files.
+        println!(
+            "created team {team} at {}",
+            ctx.root.team_dir(&team).display()
+        );
+    }
+    Ok(())
+}
+
+fn list(ctx: &Ctx) -> Result<()> {
+    let teams = ctx.root.teams()?;
+    let half = teardown::half_made(&ctx.root);
+    if ctx.json() {
+        print_json(&teams);
+    } else if teams.is_empty() && half.is_empty() {
+        println!("no teams under {}", ctx.root.path().display());
+    } else {
+        for t in teams {
+            println!(
+                "{}  {} member(s){}",
+                t.name,
+                t.members.len(),
+                t.description.map(|d| format!("  {d}")).unwrap_or_default()
+            );
+        }
+        for t in half {
+            println!("{t}  half-made (no config.json): remove it with `swarm team delete {t}`");
         }
     }
+    Ok(())
+}
+
+fn show(ctx: &Ctx, team: Option<&str>) -> Result<()> {
+    let team = ctx.team_or(team)?;
+    let config = ctx.root.open(&team).roster().load()?;
+    if ctx.json() {
+        print_json(&config);
+    } else {
+        print_roster(&config);
+    }
+    Ok(())
+}
+
+fn add_member(ctx: &Ctx, args: AddMemberArgs) -> Result<()> {
+    let team = ctx.team()?;
+    let name = AgentName::new(&args.agent)?;
+    let cwd = working_dir(args.cwd.as_deref())?;
+    let member = ctx.root.open(&team).roster().add_member(NewMember {
+        name,
+        color: args.color,
+        agent_type: args.agent_type,
+        model: args.model,
+        prompt: None,
+        plan_mode_required: false,
+        cwd: cwd.display().to_string(),
+    })?;
+    if ctx.json() {
+        print_json(&member);
+    } else {
+        println!("added {} to team {team}", member.name);
+    }
+    Ok(())
+}
+
+fn remove_member(ctx: &Ctx, agent: &str) -> Result<()> {
+    let team = ctx.team()?;
+    let roster::Removed { member, released } =
+        ctx.root.open(&team).roster().remove_member(agent)?;
+    let ids: Vec<&str> = released.iter().map(|t| t.id.as_str()).collect();
+    if ctx.json() {
+        print_json(&json!({"removed": member.name, "releasedTasks": ids}));
+    } else {
+        println!("removed {} from team {team}", member.name);
+        if !ids.is_empty() {
+            println!("returned task(s) #{} to pending", ids.join(", #"));
+        }
+    }
+    Ok(())
+}
+
+/// `swarm team delete`: one team (a half-made one too), through [`delete`].
+fn delete_team(ctx: &Ctx, team: &str, force: bool) -> Result<()> {
+    let team = TeamName::new(team)?;
+    ctx.actor.check_team(&team)?;
+    if !teardown::is_half_made(&ctx.root, &team) {
+        ctx.root.open(&team).roster().load()?;
+    }
+    let deleted = delete(ctx, &team, force)?;
+    for line in &deleted.left {
+        eprintln!("swarm: warning: {line}");
+    }
+    if ctx.json() {
+        let removed: Vec<&str> = deleted.removed.iter().map(|r| r.branch.as_str()).collect();
+        print_json(&json!({"deleted": team.as_str(), "removedWorktrees": removed}));
+        return Ok(());
+    }
+    for r in &deleted.removed {
+        println!(
+            "removed worktree {} and branch {}{}",
+            r.path.display(),
+            r.branch,
+            r.discarded
+                .as_ref()
+                .map(|l| format!(", discarding {l}"))
+                .unwrap_or_default()
+        );
+    }
+    println!("deleted team {team}");
+    Ok(())
 }
 
 /// Deletes `team` through the shutdown ladder (see `team::teardown`), saying its steps.

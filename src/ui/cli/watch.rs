@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use clap::Args;
 
 use crate::ui::cli::context::Ctx;
+use crate::ui::cli::logging::log_filter;
 use crate::ui::dashboard::{self, App, Jumper, Source};
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
@@ -46,6 +47,8 @@ pub fn run(ctx: &Ctx, args: WatchArgs) -> Result<()> {
     dashboard::run(app)
 }
 
+/// This process's own log while the dashboard holds the screen: a local file beside the
+/// team's, not shared state, so it is opened here rather than through the store.
 fn log_to_file(root: &Root, team: &TeamName) -> tracing::subscriber::DefaultGuard {
     let dir = root.logs_dir(team);
     let file = std::fs::create_dir_all(&dir).and_then(|()| {
@@ -56,7 +59,7 @@ fn log_to_file(root: &Root, team: &TeamName) -> tracing::subscriber::DefaultGuar
     });
     match file {
         Ok(f) => {
-            let filter = crate::ui::cli::dispatch::log_filter("warn");
+            let filter = log_filter("warn");
             tracing::subscriber::set_default(
                 tracing_subscriber::fmt()
                     .with_env_filter(filter)

@@ -3,11 +3,11 @@
 //! [`run`], its event loop in a terminal.
 //!
 //! The loop sleeps until something happens. Three things wake it, all through one channel:
-//! a key (a thread blocked in crossterm's `event::read`), a change on disk (directory
-//! watchers on the team's inboxes, state files, approvals, tasks and roster; a burst of
-//! events becomes one reload after [`SETTLE`], at most one per [`MIN_RELOAD_GAP`]), and a
-//! once-a-second tick, which refreshes the "ago" columns, notices pane deaths (no file
-//! changes when a pane dies) and is the rescan that covers any event the watchers missed.
+//! a key (a thread blocked in crossterm's `event::read`), a change in the team (the store's
+//! change notices on its mail, agent states, approvals, tasks and roster; a burst of
+//! them becomes one reload after [`SETTLE`], at most one per [`MIN_RELOAD_GAP`]), and a
+//! once-a-second tick, which refreshes the "ago" columns, notices pane deaths (nothing in
+//! the store changes when a pane dies) and is the rescan that covers any notice missed.
 //! Nothing else runs between wake-ups.
 //!
 //! The terminal is restored on every way out: `ratatui::try_init` installs a panic hook that
@@ -27,12 +27,12 @@ use crate::ui::dashboard::model::{Snapshot, Source};
 use crate::ui::dashboard::ui::{Action, UiState};
 use crate::ui::dashboard::view;
 use swarm_store::approvals::{Decision, Kind};
-use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
+use swarm_store::{Hold, Store, Topic};
 use swarm_team::status::MemberStatus;
 use swarm_tmux::{Caller, PaneId, Tmux};
 use swarm_util::error::{Error, Result};
-use swarm_util::watcher::{self as watch, DirWatcher};
+use swarm_util::watcher as watch;
 
 /// How long a burst of file events may go on before the dashboard reloads.
 pub const SETTLE: Duration = Duration::from_millis(50);
@@ -245,13 +245,9 @@ pub fn run(app: App) -> Result<()> {
     let mut app = app;
     let (tx, rx) = mpsc::channel::<Wake>();
     let changed = Arc::new(AtomicBool::new(false));
-    let mut watchers = Watchers::new(
-        app.source.root(),
-        app.source.team(),
-        tx.clone(),
-        changed.clone(),
-    );
-    watchers.ensure();
+    let store = app.source.root().open(app.source.team());
+    let mut watches = Watches::new(store, tx.clone(), changed.clone());
+    watches.ensure(&app.snap);
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
         Err(e) => {
@@ -279,7 +275,7 @@ pub fn run(app: App) -> Result<()> {
         ratatui::restore();
         return Err(Error::Other(format!("failed to start the key reader: {e}")));
     }
-    let result = event_loop(&mut terminal, &mut app, &rx, &mut watchers, &changed);
+    let result = event_loop(&mut terminal, &mut app, &rx, &mut watches, &changed);
     ratatui::restore();
     result
 }
@@ -288,7 +284,7 @@ fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     rx: &mpsc::Receiver<Wake>,
-    watchers: &mut Watchers,
+    watches: &mut Watches,
     changed: &AtomicBool,
 ) -> Result<()> {
     let tick = watch::RESCAN_EVERY;
@@ -335,7 +331,7 @@ fn event_loop(
                     redraw = true;
                 }
                 if ticked {
-                    watchers.ensure();
+                    watches.ensure(&app.snap);
                     next_tick = now + tick;
                 }
             }
@@ -344,65 +340,64 @@ fn event_loop(
     }
 }
 
-/// Directory watchers on everything the dashboard shows. A directory that does not exist
-/// yet (no approval was ever made) is watched from the first tick after it appears.
-struct Watchers {
-    wanted: Vec<(PathBuf, EntryFilter)>,
-    active: Vec<Option<DirWatcher>>,
+/// The store's change notices for everything the dashboard shows, each waking the loop.
+///
+/// A topic is watched from the first snapshot that shows something of it: a backend may
+/// be unable to watch what does not exist yet (the file store cannot watch a directory
+/// before it is made, and says so), and until then the once-a-second tick covers it.
+struct Watches {
+    store: Store,
     tx: mpsc::Sender<Wake>,
     changed: Arc<AtomicBool>,
+    /// One per topic; `None` until the topic has something.
+    holds: Vec<(Topic, Option<Hold>)>,
 }
 
-/// Which entries of a watched directory matter.
-type EntryFilter = fn(&Path) -> bool;
-
-fn json_entry(p: &Path) -> bool {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| !n.starts_with('.') && (n.ends_with(".json") || n.ends_with(".jsonl")))
-}
-
-fn roster_file(p: &Path) -> bool {
-    p.file_name().is_some_and(|n| n == "config.json")
-}
-
-impl Watchers {
-    fn new(
-        root: &Root,
-        team: &TeamName,
-        tx: mpsc::Sender<Wake>,
-        changed: Arc<AtomicBool>,
-    ) -> Watchers {
-        let wanted: Vec<(PathBuf, EntryFilter)> = vec![
-            (root.team_dir(team), roster_file),
-            (root.inbox_dir(team), json_entry),
-            (root.state_dir(team), json_entry),
-            (root.approvals_dir(team), json_entry),
-            (root.tasks_dir(team), json_entry),
+impl Watches {
+    fn new(store: Store, tx: mpsc::Sender<Wake>, changed: Arc<AtomicBool>) -> Watches {
+        let topics = [
+            Topic::Roster,
+            Topic::Mail,
+            Topic::States,
+            Topic::Approvals,
+            Topic::Tasks,
         ];
-        let active = wanted.iter().map(|_| None).collect();
-        Watchers {
-            wanted,
-            active,
+        Watches {
+            store,
             tx,
             changed,
+            holds: topics.into_iter().map(|t| (t, None)).collect(),
         }
     }
 
-    /// Starts a watcher on every wanted directory that exists and has none yet.
-    fn ensure(&mut self) {
-        for ((dir, filter), slot) in self.wanted.iter().zip(self.active.iter_mut()) {
-            if slot.is_some() || !dir.is_dir() {
+    /// Starts watching every topic `snap` shows something of that is not watched yet.
+    fn ensure(&mut self, snap: &Snapshot) {
+        for (topic, hold) in &mut self.holds {
+            if hold.is_some() || !shows_any(snap, topic) {
                 continue;
             }
             let tx = self.tx.clone();
             let changed = self.changed.clone();
-            *slot = Some(DirWatcher::new(dir, *filter, move || {
-                // One message per burst: the loop clears the flag when it reloads.
-                if !changed.swap(true, Ordering::SeqCst) {
-                    let _ = tx.send(Wake::Changed);
-                }
-            }));
+            *hold = Some(self.store.watch(
+                topic.clone(),
+                Box::new(move || {
+                    // One message per burst: the loop clears the flag when it reloads.
+                    if !changed.swap(true, Ordering::SeqCst) {
+                        let _ = tx.send(Wake::Changed);
+                    }
+                }),
+            ));
         }
+    }
+}
+
+/// Whether `snap` shows anything of `topic` (the roster always: the team was read).
+fn shows_any(snap: &Snapshot, topic: &Topic) -> bool {
+    match topic {
+        Topic::Roster => true,
+        Topic::Mail | Topic::Inbox(_) => !snap.feed.is_empty(),
+        Topic::States | Topic::State(_) => snap.members.iter().any(|m| m.state_file.is_some()),
+        Topic::Approvals => !snap.approvals.is_empty(),
+        Topic::Tasks => !snap.tasks.is_empty(),
     }
 }

@@ -178,12 +178,33 @@ pub const PLAN_ID: &str = "plan_approval-1770873595000@alice@alpha";
 pub const PERM_ID: &str = "perm-1770873735000-abc1234";
 
 pub fn feed() -> Vec<FeedEntry> {
-    let lead = "team-lead";
-    let ts = |s: i64| clock::iso_from_ms(ago(s));
-    let mut raw: Vec<(&str, Envelope, bool)> =
-        vec![
+    let mut raw = first_messages();
+    raw.extend(last_messages());
+    for s in [280, 260, 240, 200, 30, 20] {
+        raw.push((LEAD, envelope("carol", idle("carol", s, None), s), s == 20));
+    }
+    feed::build(
+        raw.into_iter()
+            .map(|(to, e, unread)| FeedEntry::new(to, &e, unread))
+            .collect(),
+    )
+}
+
+const LEAD: &str = "team-lead";
+
+/// One message of the feed: to whom, the envelope, and whether it is still unread.
+type Mail = (&'static str, Envelope, bool);
+
+fn ts(secs_ago: i64) -> String {
+    clock::iso_from_ms(ago(secs_ago))
+}
+
+/// The feed's older half: a death, instructions, an assignment, an idle notice, a plan
+/// request and a question between teammates.
+fn first_messages() -> Vec<Mail> {
+    vec![
         (
-            lead,
+            LEAD,
             envelope(
                 "system",
                 Protocol::TeammateTerminated(TeammateTerminated {
@@ -199,7 +220,7 @@ pub fn feed() -> Vec<FeedEntry> {
         (
             "alice",
             envelope(
-                lead,
+                LEAD,
                 "Please start on #2, the lexer.\nKeep the token types small; details in PLAN.md."
                     .into(),
                 300,
@@ -209,12 +230,12 @@ pub fn feed() -> Vec<FeedEntry> {
         (
             "bob",
             envelope(
-                lead,
+                LEAD,
                 Protocol::TaskAssignment(TaskAssignment {
                     task_id: "3".into(),
                     subject: "Parse expressions".into(),
                     description: "Pratt parser".into(),
-                    assigned_by: lead.into(),
+                    assigned_by: LEAD.into(),
                     timestamp: ts(290),
                 })
                 .to_text(),
@@ -222,9 +243,13 @@ pub fn feed() -> Vec<FeedEntry> {
             ),
             false,
         ),
-        (lead, envelope("alice", idle("alice", 160, Some("1")), 160), false),
         (
-            lead,
+            LEAD,
+            envelope("alice", idle("alice", 160, Some("1")), 160),
+            false,
+        ),
+        (
+            LEAD,
             envelope(
                 "alice",
                 Protocol::PlanApprovalRequest(PlanApprovalRequest {
@@ -241,16 +266,27 @@ pub fn feed() -> Vec<FeedEntry> {
         ),
         (
             "alice",
-            envelope("bob", "Which token type do you use for numbers?".into(), 120),
+            envelope(
+                "bob",
+                "Which token type do you use for numbers?".into(),
+                120,
+            ),
             false,
         ),
+    ]
+}
+
+/// The feed's newer half: a shutdown asked for and approved, a permission request and an
+/// instruction, the last two unread.
+fn last_messages() -> Vec<Mail> {
+    vec![
         (
             "erin",
             envelope(
-                lead,
+                LEAD,
                 Protocol::ShutdownRequest(ShutdownRequest {
                     request_id: "shutdown-1770873695000@erin".into(),
-                    from: lead.into(),
+                    from: LEAD.into(),
                     reason: Some("README is done".into()),
                     timestamp: ts(50),
                 })
@@ -260,7 +296,7 @@ pub fn feed() -> Vec<FeedEntry> {
             false,
         ),
         (
-            lead,
+            LEAD,
             envelope(
                 "erin",
                 Protocol::ShutdownApproved(ShutdownApproved {
@@ -276,7 +312,7 @@ pub fn feed() -> Vec<FeedEntry> {
             false,
         ),
         (
-            lead,
+            LEAD,
             envelope(
                 "bob",
                 Protocol::PermissionRequest(PermissionRequest {
@@ -295,18 +331,10 @@ pub fn feed() -> Vec<FeedEntry> {
         ),
         (
             "bob",
-            envelope(lead, "Run the whole suite before you report.".into(), 3),
+            envelope(LEAD, "Run the whole suite before you report.".into(), 3),
             true,
         ),
-    ];
-    for s in [280, 260, 240, 200, 30, 20] {
-        raw.push((lead, envelope("carol", idle("carol", s, None), s), s == 20));
-    }
-    feed::build(
-        raw.into_iter()
-            .map(|(to, e, unread)| FeedEntry::new(to, &e, unread))
-            .collect(),
-    )
+    ]
 }
 
 pub fn approvals() -> Vec<Approval> {
