@@ -32,8 +32,8 @@ use crate::transcript::{self, Record, Restored, Transcript};
 use swarm_config::permissions::{self, Verdict};
 use swarm_config::tools::ToolName;
 use swarm_llm::{
-    ContentBlock, LlmClient, LlmError, Message, Request, Role, StopReason, StreamEvent, Usage,
-    anthropic::INVALID_ARGUMENTS_KEY, context_window, estimate_cost_usd,
+    ContentBlock, INVALID_ARGUMENTS_KEY, LlmClient, LlmError, Message, Request, Role, StopReason,
+    StreamEvent, Usage, context_window, estimate_cost_usd,
 };
 
 /// What the loop reports as it goes, for displays and state files.

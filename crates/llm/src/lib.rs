@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod budget;
+pub mod client;
 pub mod config;
 pub mod http;
 pub mod models;
@@ -16,7 +17,8 @@ pub mod retry;
 pub mod sse;
 pub mod types;
 
-pub use config::{ApiKey, LlmConfig, LlmFlags, Provider, build_client, estimate_cost_usd};
+pub use client::build_client;
+pub use config::{ApiKey, LlmConfig, LlmFlags, Provider, estimate_cost_usd};
 pub use http::install_crypto_provider;
 pub use models::context_window;
 pub use types::*;
