@@ -15,13 +15,14 @@
 //! - Every error is one line that says what to do.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::rate_gate::{RateGate, provider_key};
+use crate::rate_gate::{Gate, provider_key};
 use crate::retry::{DEFAULT_MAX_RETRIES, DEFAULT_RATE_LIMIT_WAIT, Policy};
 use crate::types::{LlmError, Usage};
+use swarm_store::seam::RateGate;
 
 pub const DEFAULT_ANTHROPIC_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_OPENAI_URL: &str = "https://api.openai.com";
@@ -113,8 +114,9 @@ pub struct LlmConfig {
     pub connect_timeout: Duration,
     /// How long one model call may wait for rate limits in all before failing.
     pub rate_limit_wait: Duration,
-    /// The team's shared rate-limit file; `None` keeps the gate in this process.
-    pub rate_limit_file: Option<PathBuf>,
+    /// The team's rate-limit gate, which its agents share; `None` keeps the gate in this
+    /// process.
+    pub rate_gate: Option<Arc<dyn RateGate>>,
 }
 
 /// The command-line side of the configuration; `None` means "not given".
@@ -210,19 +212,19 @@ impl LlmConfig {
             idle_timeout: flags.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             rate_limit_wait: flags.rate_limit_wait.unwrap_or(DEFAULT_RATE_LIMIT_WAIT),
-            rate_limit_file: None,
+            rate_gate: None,
         })
     }
 
     /// How a client of this configuration retries, at this provider's rate-limit gate
-    /// (shared through the team's file if set).
+    /// (the team's too, if set).
     pub(crate) fn retry_policy(&self) -> Policy {
         Policy {
             max_retries: self.max_retries,
             rate_limit_wait: self.rate_limit_wait,
-            gate: RateGate::new(
+            gate: Gate::new(
                 provider_key(self.provider.as_str(), &self.base_url),
-                self.rate_limit_file.clone(),
+                self.rate_gate.clone(),
             ),
         }
     }

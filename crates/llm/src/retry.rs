@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::rate_gate::RateGate;
+use crate::rate_gate::Gate;
 use crate::types::{LlmError, Request, Response, StreamEvent};
 use swarm_util::clock;
 
@@ -178,7 +178,7 @@ pub(crate) struct Policy {
     pub max_retries: u32,
     /// The most one call waits for rate limits in all.
     pub rate_limit_wait: Duration,
-    pub gate: RateGate,
+    pub gate: Gate,
 }
 
 /// One model call: the request encoded once (asking for `default_model` unless it names
@@ -222,7 +222,7 @@ pub(crate) struct Retrier<'g> {
     limited: u32,
     /// Retries of either kind, for the announcements.
     retries: u32,
-    gate: &'g RateGate,
+    gate: &'g Gate,
     /// The most this call waits for rate limits in all.
     bound: Duration,
     waited: Duration,
@@ -233,12 +233,7 @@ pub(crate) struct Retrier<'g> {
 }
 
 impl<'g> Retrier<'g> {
-    pub fn new(
-        max_retries: u32,
-        bound: Duration,
-        gate: &'g RateGate,
-        by: Option<&str>,
-    ) -> Retrier<'g> {
+    pub fn new(max_retries: u32, bound: Duration, gate: &'g Gate, by: Option<&str>) -> Retrier<'g> {
         Retrier {
             max_retries,
             taken: 0,
@@ -524,9 +519,9 @@ mod tests {
         );
     }
 
-    fn solo_gate() -> RateGate {
+    fn solo_gate() -> Gate {
         // A key of its own: the process's gates are shared by every test in it.
-        RateGate::new(format!("test {}", uuid::Uuid::new_v4()), None)
+        Gate::new(format!("test {}", uuid::Uuid::new_v4()), None)
     }
 
     fn limited(retry_after_ms: Option<u64>) -> Failure {

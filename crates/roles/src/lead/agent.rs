@@ -562,7 +562,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     llm::install_crypto_provider();
     let mut llm_config = o.llm.clone();
     // One 429 makes the whole team wait, together.
-    llm_config.rate_limit_file = Some(o.root.rate_limit_path(&o.team));
+    llm_config.rate_gate = Some(o.root.open(&o.team).rate_gate());
     let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
     // The lead has no limit of its own: the team's, from budget.json, is the one it keeps to.
     let budget = Arc::new(BudgetedClient::new(

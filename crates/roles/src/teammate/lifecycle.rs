@@ -62,7 +62,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     llm::install_crypto_provider();
     let mut llm_config = opts.llm.clone();
     // One 429 makes the whole team wait, together.
-    llm_config.rate_limit_file = Some(opts.root.rate_limit_path(&opts.team));
+    llm_config.rate_gate = Some(opts.root.open(&opts.team).rate_gate());
     let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
     let client: Arc<dyn llm::LlmClient> = Arc::new(BudgetedClient::new(
         inner,
