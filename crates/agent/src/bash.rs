@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use crate::tools::{ToolContext, ToolOutcome, required_str, truncation_marker};
+use crate::tool_context::{ToolContext, ToolOutcome, required_str, truncation_marker};
 
 const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 

@@ -32,8 +32,8 @@ use crate::transcript::{self, Record, Restored, Transcript};
 use swarm_config::permissions::{self, Verdict};
 use swarm_config::tools::ToolName;
 use swarm_llm::{
-    ContentBlock, LlmClient, LlmError, Message, Request, Role, StopReason, StreamEvent, Usage,
-    anthropic::INVALID_ARGUMENTS_KEY, context_window, estimate_cost_usd,
+    ContentBlock, INVALID_ARGUMENTS_KEY, LlmClient, LlmError, Message, Request, Response, Role,
+    StopReason, StreamEvent, Usage, context_window, estimate_cost_usd,
 };
 
 /// What the loop reports as it goes, for displays and state files.
@@ -209,19 +209,7 @@ impl Engine {
                 return Ok(Finish::MaxTurns);
             }
             turns += 1;
-            let mut request = Request {
-                model: self.model.clone(),
-                system: self.system.clone(),
-                messages: self.messages.clone(),
-                tools: self
-                    .tools
-                    .iter()
-                    .filter_map(|t| tools::spec(*t, host.ctx()))
-                    .collect(),
-                max_tokens: self.max_tokens,
-                thinking: None,
-                agent: Some(host.ctx().agent.to_string()),
-            };
+            let mut request = self.request(host.ctx());
             if !self.compacted
                 && self.estimate.tokens(&request) >= compaction::threshold(self.context_window)
                 && compaction::worth_it(&self.messages)
@@ -243,58 +231,12 @@ impl Engine {
                 Err(LlmError::Cancelled) => return Ok(Finish::Stopped),
                 Err(e) => return Err(e),
             };
-            self.model_calls += 1;
-            self.usage.add(&response.usage);
-            let cost = estimate_cost_usd(&response.model, &response.usage)
-                .or_else(|| estimate_cost_usd(&self.model, &response.usage));
-            self.cost_usd += cost.unwrap_or(0.0);
-            let content: Vec<ContentBlock> = response
-                .content
-                .into_iter()
-                .filter(|b| !matches!(b, ContentBlock::Text { text } if text.is_empty()))
-                .collect();
-            let record = transcript::response_record(
-                &content,
-                response.usage,
-                &response.model,
-                cost.unwrap_or(0.0),
-                host.in_flight_keys(),
-            );
-            self.record(|t, blocks| t.record_turn(blocks, record));
-            // Only now, with the turn on disk: the host acknowledges the mail it carried.
-            host.committed();
-            host.event(Event::Response {
-                usage: response.usage,
-                cost_usd: cost,
-            });
-            let text = Message {
-                role: Role::Assistant,
-                content: content.clone(),
-            }
-            .text();
-            let calls: Vec<(String, String, Value)> = content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::ToolUse { id, name, input } => {
-                        Some((id.clone(), name.clone(), input.clone()))
-                    }
-                    _ => None,
-                })
-                .collect();
-            if !content.is_empty() {
-                self.messages.push(Message {
-                    role: Role::Assistant,
-                    content,
-                });
-            }
-            self.estimate
-                .after_response(&response.usage, &self.messages);
-            self.compacted = false;
-            match response.stop_reason {
+            let (text, calls, stop) = self.take_response(host, response);
+            match stop {
                 StopReason::Refusal => return Ok(Finish::Refusal(text)),
                 StopReason::PauseTurn if calls.is_empty() => continue,
                 _ if !calls.is_empty() => {
-                    let truncated = response.stop_reason == StopReason::MaxTokens;
+                    let truncated = stop == StopReason::MaxTokens;
                     let mut blocks = self.run_tools(host, calls, truncated).await;
                     if let Some(extra) = host.interject().await {
                         blocks.push(ContentBlock::Text { text: extra });
@@ -313,6 +255,81 @@ impl Engine {
                 },
             }
         }
+    }
+
+    /// The next request: the whole conversation, with the tools' specs.
+    fn request(&self, ctx: &ToolContext) -> Request {
+        Request {
+            model: self.model.clone(),
+            system: self.system.clone(),
+            messages: self.messages.clone(),
+            tools: self
+                .tools
+                .iter()
+                .filter_map(|t| tools::spec(*t, ctx))
+                .collect(),
+            max_tokens: self.max_tokens,
+            thinking: None,
+            agent: Some(ctx.agent.to_string()),
+        }
+    }
+
+    /// Takes a response into the conversation: counts what it cost, records it (and the
+    /// user blocks before it), lets the host acknowledge what it carried. Returns its text,
+    /// its tool calls and why it stopped.
+    fn take_response<H: Host>(
+        &mut self,
+        host: &mut H,
+        response: Response,
+    ) -> (String, Vec<(String, String, Value)>, StopReason) {
+        self.model_calls += 1;
+        self.usage.add(&response.usage);
+        let cost = estimate_cost_usd(&response.model, &response.usage)
+            .or_else(|| estimate_cost_usd(&self.model, &response.usage));
+        self.cost_usd += cost.unwrap_or(0.0);
+        let content: Vec<ContentBlock> = response
+            .content
+            .into_iter()
+            .filter(|b| !matches!(b, ContentBlock::Text { text } if text.is_empty()))
+            .collect();
+        let record = transcript::response_record(
+            &content,
+            response.usage,
+            &response.model,
+            cost.unwrap_or(0.0),
+            host.in_flight_keys(),
+        );
+        self.record(|t, blocks| t.record_turn(blocks, record));
+        // Only now, with the turn on disk: the host acknowledges the mail it carried.
+        host.committed();
+        host.event(Event::Response {
+            usage: response.usage,
+            cost_usd: cost,
+        });
+        let text = Message {
+            role: Role::Assistant,
+            content: content.clone(),
+        }
+        .text();
+        let calls: Vec<(String, String, Value)> = content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse { id, name, input } => {
+                    Some((id.clone(), name.clone(), input.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        if !content.is_empty() {
+            self.messages.push(Message {
+                role: Role::Assistant,
+                content,
+            });
+        }
+        self.estimate
+            .after_response(&response.usage, &self.messages);
+        self.compacted = false;
+        (text, calls, response.stop_reason)
     }
 
     /// Appends a user message, merging into a trailing user message so roles alternate.

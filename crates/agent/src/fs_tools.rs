@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::tools::{ToolContext, ToolOutcome, required_str};
+use crate::tool_context::{ToolContext, ToolOutcome, required_str};
 use swarm_config::tools::ToolName;
 
 const READ_DEFAULT_LINES: usize = 2000;

@@ -10,5 +10,6 @@ pub mod display;
 pub mod engine;
 pub mod fs_tools;
 pub mod prompt;
+pub mod tool_context;
 pub mod tools;
 pub mod transcript;

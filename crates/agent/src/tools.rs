@@ -1,28 +1,24 @@
 //! The tools an agent can call: the general ones (Bash, Read, Write, Edit, Glob, Grep,
 //! and ExitPlanMode, which the host answers), their input schemas (Claude Code's, so
 //! prompts carry over), what a call touches for the permission check, and dispatch. Tools
-//! from a layer above (the team's) plug in as a [`ToolSet`].
+//! from a layer above (the team's) plug in as a [`ToolSet`] (see `tool_context`, which
+//! also holds what every call is given and gives back).
 //!
 //! Tools never fail the loop: every problem becomes a tool result with `is_error`, which the
 //! model can read and act on. Outputs over the cap are cut with a marker saying how much
 //! was dropped.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::{bash, fs_tools};
-use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::tools::ToolName;
 use swarm_llm::ToolSpec;
-use swarm_store::names::AgentName;
 
-/// Largest tool output sent to the model, in bytes.
-pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
+pub use crate::tool_context::{
+    DEFAULT_OUTPUT_CAP, ToolContext, ToolOutcome, ToolSet, required_str, truncation_marker,
+};
 
 /// The spec of a general tool; `None` for a tool this layer does not implement.
 pub fn general_spec(tool: ToolName) -> Option<ToolSpec> {
@@ -96,37 +92,6 @@ pub fn general_spec(tool: ToolName) -> Option<ToolSpec> {
     })
 }
 
-/// Tools implemented above this layer (the team's), plugged into an agent's context.
-pub trait ToolSet: Send + Sync + std::fmt::Debug {
-    /// The spec of `tool`, if this set implements it.
-    fn spec(&self, tool: ToolName) -> Option<ToolSpec>;
-    /// What a call is about, shown as `Tool(detail)`.
-    fn detail(&self, tool: ToolName, input: &Value) -> String;
-    fn run(&self, tool: ToolName, input: Value, ctx: &ToolContext) -> ToolOutcome;
-    /// A note to add to the result of a Write or Edit that changed `path` (a file leased
-    /// by someone else's task, say); the change itself is never refused here.
-    fn note_on_change(&self, _path: &Path, _ctx: &ToolContext) -> Option<String> {
-        None
-    }
-    /// Whether calls of `tool` made in a row in one turn are better run together by
-    /// [`ToolSet::run_together`] (the lead's Agent calls, which spawn at once).
-    fn runs_together(&self, _tool: ToolName) -> bool {
-        false
-    }
-    /// Runs calls of `tool` that came in a row in one turn: one outcome per input, in order.
-    fn run_together(
-        &self,
-        tool: ToolName,
-        inputs: Vec<Value>,
-        ctx: &ToolContext,
-    ) -> Vec<ToolOutcome> {
-        inputs
-            .into_iter()
-            .map(|input| self.run(tool, input, ctx))
-            .collect()
-    }
-}
-
 /// Whether calls of `tool` in a row run together (see [`ToolSet::runs_together`]).
 pub fn runs_together(tool: ToolName, ctx: &ToolContext) -> bool {
     ctx.tool_set.as_ref().is_some_and(|s| s.runs_together(tool))
@@ -147,82 +112,6 @@ pub fn run_together(tool: ToolName, inputs: Vec<Value>, ctx: &ToolContext) -> Ve
 /// The spec the model is given for `tool`: a general tool's, else the plugged-in set's.
 pub fn spec(tool: ToolName, ctx: &ToolContext) -> Option<ToolSpec> {
     general_spec(tool).or_else(|| ctx.tool_set.as_ref()?.spec(tool))
-}
-
-/// A tool's answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutcome {
-    pub content: String,
-    pub is_error: bool,
-}
-
-impl ToolOutcome {
-    pub fn ok(content: impl Into<String>) -> ToolOutcome {
-        ToolOutcome {
-            content: content.into(),
-            is_error: false,
-        }
-    }
-
-    pub fn err(content: impl Into<String>) -> ToolOutcome {
-        ToolOutcome {
-            content: content.into(),
-            is_error: true,
-        }
-    }
-}
-
-/// Everything tools share during one agent's life.
-#[derive(Debug)]
-pub struct ToolContext {
-    pub cwd: PathBuf,
-    pub agent: AgentName,
-    pub mode: Mutex<PermissionMode>,
-    pub allow: Vec<AllowRule>,
-    /// Variables the agent's commands get on top of this process's own (a settings file's
-    /// `env`).
-    pub env: std::collections::BTreeMap<String, String>,
-    pub bash_timeout: Duration,
-    pub output_cap: usize,
-    /// Set when the agent is to stop after the current step (it approved its own shutdown).
-    stop_requested: AtomicBool,
-    pub cancel: CancellationToken,
-    /// The tools a layer above adds (the team tools), if any.
-    pub tool_set: Option<Arc<dyn ToolSet>>,
-}
-
-impl ToolContext {
-    pub fn new(cwd: PathBuf, agent: AgentName, mode: PermissionMode) -> ToolContext {
-        ToolContext {
-            cwd,
-            agent,
-            mode: Mutex::new(mode),
-            allow: Vec::new(),
-            env: Default::default(),
-            bash_timeout: Duration::from_secs(120),
-            output_cap: DEFAULT_OUTPUT_CAP,
-            stop_requested: AtomicBool::new(false),
-            cancel: CancellationToken::new(),
-            tool_set: None,
-        }
-    }
-
-    pub fn mode(&self) -> PermissionMode {
-        *self.mode.lock().unwrap()
-    }
-
-    pub fn set_mode(&self, mode: PermissionMode) {
-        *self.mode.lock().unwrap() = mode;
-    }
-
-    /// Asks the loop to stop once the current step is done.
-    pub fn request_stop(&self) {
-        self.stop_requested.store(true, Ordering::SeqCst);
-    }
-
-    pub fn stop_requested(&self) -> bool {
-        self.stop_requested.load(Ordering::SeqCst)
-    }
 }
 
 /// The command or path a call touches, for the permission check and the request text.
@@ -319,18 +208,6 @@ pub fn truncate(mut outcome: ToolOutcome, cap: usize) -> ToolOutcome {
         outcome.content.push_str(&truncation_marker(dropped));
     }
     outcome
-}
-
-pub fn truncation_marker(dropped: usize) -> String {
-    format!("\n… [output truncated: {dropped} more bytes not shown]")
-}
-
-/// Input field helpers shared by the implementations.
-pub fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, ToolOutcome> {
-    input
-        .get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolOutcome::err(format!("missing required string parameter '{key}'")))
 }
 
 #[cfg(test)]

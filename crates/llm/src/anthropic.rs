@@ -28,15 +28,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{ApiKey, LlmConfig, Provider};
 use crate::http::{self, EventReader};
-use crate::rate_gate::RateGate;
-use crate::retry::{Failure, Retrier};
+use crate::retry::{self, Attempt, Failure, Policy};
 use crate::types::{
     ContentBlock, LlmClient, LlmError, LlmFuture, Request, Response, Role, StopReason, StreamEvent,
-    Usage,
+    Usage, parse_tool_input,
 };
-
-/// The key under which unparseable tool input is kept, for both clients.
-pub const INVALID_ARGUMENTS_KEY: &str = "_invalid_arguments";
 
 pub struct AnthropicClient {
     http: reqwest::Client,
@@ -45,10 +41,8 @@ pub struct AnthropicClient {
     base_url: String,
     api_key: Option<ApiKey>,
     version: String,
-    max_retries: u32,
     idle: Duration,
-    rate_limit_wait: Duration,
-    gate: RateGate,
+    policy: Policy,
 }
 
 impl AnthropicClient {
@@ -60,10 +54,8 @@ impl AnthropicClient {
             base_url: config.base_url.clone(),
             api_key: config.api_key.clone(),
             version: config.anthropic_version.clone(),
-            max_retries: config.max_retries,
             idle: config.idle_timeout,
-            rate_limit_wait: config.rate_limit_wait,
-            gate: config.rate_gate(),
+            policy: config.retry_policy(),
         })
     }
 
@@ -95,13 +87,19 @@ impl AnthropicClient {
         }
         Ok(rb)
     }
+}
 
-    async fn attempt(
-        &self,
-        request: &Request,
-        body: &[u8],
-        on_event: &mut (dyn FnMut(StreamEvent) + Send),
-        cancel: &CancellationToken,
+impl Attempt for AnthropicClient {
+    fn body(&self, request: &Request, model: &str) -> Value {
+        request_body(request, model)
+    }
+
+    async fn attempt<'a>(
+        &'a self,
+        request: &'a Request,
+        body: &'a [u8],
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &'a CancellationToken,
     ) -> Result<Response, Failure> {
         let rb = self.prepare(request, body).map_err(Failure::fatal)?;
         let response = http::send(rb, self.idle, cancel).await?;
@@ -142,28 +140,14 @@ impl LlmClient for AnthropicClient {
         on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
         cancel: &'a CancellationToken,
     ) -> LlmFuture<'a> {
-        Box::pin(async move {
-            let model = if request.model.is_empty() {
-                &self.model
-            } else {
-                &request.model
-            };
-            let body = serde_json::to_vec(&request_body(request, model))
-                .map_err(|e| LlmError::Stream(format!("failed to encode the request: {e}")))?;
-            let mut retrier = Retrier::new(
-                self.max_retries,
-                self.rate_limit_wait,
-                &self.gate,
-                request.agent.as_deref(),
-            );
-            loop {
-                retrier.before_attempt(on_event, cancel).await?;
-                match self.attempt(request, &body, on_event, cancel).await {
-                    Ok(response) => return Ok(response),
-                    Err(failure) => retrier.after_failure(failure, on_event, cancel).await?,
-                }
-            }
-        })
+        Box::pin(retry::call(
+            self,
+            &self.policy,
+            &self.model,
+            request,
+            on_event,
+            cancel,
+        ))
     }
 
     fn describe(&self) -> String {
@@ -259,17 +243,6 @@ fn stop_reason_or_default(value: Option<&Value>, content: &[ContentBlock]) -> St
             StopReason::ToolUse
         }
         None => StopReason::EndTurn,
-    }
-}
-
-/// Tool input from its concatenated JSON fragments.
-pub(crate) fn parse_tool_input(raw: &str) -> Value {
-    if raw.trim().is_empty() {
-        return json!({});
-    }
-    match serde_json::from_str::<Value>(raw) {
-        Ok(v) => v,
-        Err(_) => json!({ INVALID_ARGUMENTS_KEY: raw }),
     }
 }
 
@@ -395,72 +368,8 @@ impl Accumulator {
                 self.model = str_field(message, "model");
                 merge_usage(&mut self.usage, message.get("usage"));
             }
-            "content_block_start" => {
-                let index = index_of(&v)?;
-                let block = v
-                    .get("content_block")
-                    .ok_or_else(|| malformed("content_block_start without a content_block"))?;
-                let state = match block.get("type").and_then(Value::as_str) {
-                    Some("text") => Block::Text(str_field(block, "text")),
-                    Some("tool_use") => {
-                        let (id, name) = (str_field(block, "id"), str_field(block, "name"));
-                        on_event(StreamEvent::ToolUseStart {
-                            id: id.clone(),
-                            name: name.clone(),
-                        });
-                        Block::ToolUse {
-                            id,
-                            name,
-                            json: String::new(),
-                            start_input: block.get("input").cloned().unwrap_or(Value::Null),
-                        }
-                    }
-                    Some("thinking") => Block::Thinking {
-                        thinking: str_field(block, "thinking"),
-                        signature: str_field(block, "signature"),
-                    },
-                    _ => Block::Verbatim {
-                        value: block.clone(),
-                        json: String::new(),
-                    },
-                };
-                self.blocks.insert(index, state);
-            }
-            "content_block_delta" => {
-                let index = index_of(&v)?;
-                let delta = v.get("delta").unwrap_or(&Value::Null);
-                let dtype = delta.get("type").and_then(Value::as_str).unwrap_or("");
-                let Some(block) = self.blocks.get_mut(&index) else {
-                    return Err(malformed(format_args!(
-                        "content_block_delta for block {index}, which never started"
-                    )));
-                };
-                match (block, dtype) {
-                    (Block::Text(text), "text_delta") => {
-                        let t = str_field(delta, "text");
-                        text.push_str(&t);
-                        on_event(StreamEvent::TextDelta(t));
-                    }
-                    (
-                        Block::ToolUse { json, .. } | Block::Verbatim { json, .. },
-                        "input_json_delta",
-                    ) => {
-                        let part = str_field(delta, "partial_json");
-                        json.push_str(&part);
-                        on_event(StreamEvent::ToolInputDelta(part));
-                    }
-                    (Block::Thinking { thinking, .. }, "thinking_delta") => {
-                        let t = str_field(delta, "thinking");
-                        thinking.push_str(&t);
-                        on_event(StreamEvent::ThinkingDelta(t));
-                    }
-                    (Block::Thinking { signature, .. }, "signature_delta") => {
-                        signature.push_str(&str_field(delta, "signature"));
-                    }
-                    // citations_delta and whatever the API adds later.
-                    _ => {}
-                }
-            }
+            "content_block_start" => self.block_start(&v, on_event)?,
+            "content_block_delta" => self.block_delta(&v, on_event)?,
             "content_block_stop" => {
                 on_event(StreamEvent::BlockStop);
             }
@@ -485,39 +394,120 @@ impl Accumulator {
                     request_id: None,
                 }));
             }
-            "error" => {
-                let error = v.get("error").unwrap_or(&Value::Null);
-                let kind = error
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("api_error")
-                    .to_string();
-                let status = http::status_for_kind(&kind);
-                return Err(Failure {
-                    retryable: crate::retry::should_retry_status(status, None)
-                        && !crate::retry::is_spend_limit(error),
-                    retry_after: None,
-                    error: LlmError::Api {
-                        status,
-                        message: format!(
-                            "{} (error event in the stream)",
-                            error
-                                .get("message")
-                                .and_then(Value::as_str)
-                                .unwrap_or("no message")
-                        ),
-                        kind,
-                        request_id: v
-                            .get("request_id")
-                            .and_then(Value::as_str)
-                            .map(str::to_string),
-                    },
-                });
-            }
+            "error" => return Err(error_event(&v)),
             // New event types are allowed by the API's versioning policy.
             _ => {}
         }
         Ok(None)
+    }
+
+    /// `content_block_start`: a block begins at its index.
+    fn block_start(
+        &mut self,
+        v: &Value,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<(), Failure> {
+        let index = index_of(v)?;
+        let block = v
+            .get("content_block")
+            .ok_or_else(|| malformed("content_block_start without a content_block"))?;
+        let state = match block.get("type").and_then(Value::as_str) {
+            Some("text") => Block::Text(str_field(block, "text")),
+            Some("tool_use") => {
+                let (id, name) = (str_field(block, "id"), str_field(block, "name"));
+                on_event(StreamEvent::ToolUseStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                Block::ToolUse {
+                    id,
+                    name,
+                    json: String::new(),
+                    start_input: block.get("input").cloned().unwrap_or(Value::Null),
+                }
+            }
+            Some("thinking") => Block::Thinking {
+                thinking: str_field(block, "thinking"),
+                signature: str_field(block, "signature"),
+            },
+            _ => Block::Verbatim {
+                value: block.clone(),
+                json: String::new(),
+            },
+        };
+        self.blocks.insert(index, state);
+        Ok(())
+    }
+
+    /// `content_block_delta`: more of a block that started.
+    fn block_delta(
+        &mut self,
+        v: &Value,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<(), Failure> {
+        let index = index_of(v)?;
+        let delta = v.get("delta").unwrap_or(&Value::Null);
+        let dtype = delta.get("type").and_then(Value::as_str).unwrap_or("");
+        let Some(block) = self.blocks.get_mut(&index) else {
+            return Err(malformed(format_args!(
+                "content_block_delta for block {index}, which never started"
+            )));
+        };
+        match (block, dtype) {
+            (Block::Text(text), "text_delta") => {
+                let t = str_field(delta, "text");
+                text.push_str(&t);
+                on_event(StreamEvent::TextDelta(t));
+            }
+            (Block::ToolUse { json, .. } | Block::Verbatim { json, .. }, "input_json_delta") => {
+                let part = str_field(delta, "partial_json");
+                json.push_str(&part);
+                on_event(StreamEvent::ToolInputDelta(part));
+            }
+            (Block::Thinking { thinking, .. }, "thinking_delta") => {
+                let t = str_field(delta, "thinking");
+                thinking.push_str(&t);
+                on_event(StreamEvent::ThinkingDelta(t));
+            }
+            (Block::Thinking { signature, .. }, "signature_delta") => {
+                signature.push_str(&str_field(delta, "signature"));
+            }
+            // citations_delta and whatever the API adds later.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// An `error` event inside the stream, as the failure of its attempt: retryable as the
+/// status its type maps to would be, unless it is a spend limit.
+fn error_event(v: &Value) -> Failure {
+    let error = v.get("error").unwrap_or(&Value::Null);
+    let kind = error
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("api_error")
+        .to_string();
+    let status = http::status_for_kind(&kind);
+    Failure {
+        retryable: crate::retry::should_retry_status(status, None)
+            && !crate::retry::is_spend_limit(error),
+        retry_after: None,
+        error: LlmError::Api {
+            status,
+            message: format!(
+                "{} (error event in the stream)",
+                error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message")
+            ),
+            kind,
+            request_id: v
+                .get("request_id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        },
     }
 }
 
@@ -720,16 +710,6 @@ mod tests {
                 "details": {"error_code": "enforced_spend_limit_reached"}}}),
         )]);
         assert!(!r.unwrap_err().retryable, "a spend limit is final");
-    }
-
-    #[test]
-    fn invalid_tool_json_is_kept_raw() {
-        assert_eq!(parse_tool_input(""), json!({}));
-        assert_eq!(parse_tool_input("{\"a\":1}"), json!({"a": 1}));
-        assert_eq!(
-            parse_tool_input("{\"a\":"),
-            json!({"_invalid_arguments": "{\"a\":"})
-        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Which model to talk to and how: the provider, model, base URL, key and client limits,
-//! resolved from flags and the environment, plus the client factory and a cost estimate.
+//! resolved from flags and the environment, plus a cost estimate. (The client for a
+//! configuration is [`crate::client::build_client`]'s.)
 //!
 //! Invariants:
 //! - A flag beats an environment variable, which beats the default.
@@ -14,15 +15,14 @@
 //! - Every error is one line that says what to do.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::anthropic::AnthropicClient;
-use crate::openai::OpenAiClient;
-use crate::rate_gate::{RateGate, provider_key};
-use crate::retry::{DEFAULT_MAX_RETRIES, DEFAULT_RATE_LIMIT_WAIT};
-use crate::types::{LlmClient, LlmError, Usage};
+use crate::rate_gate::{Gate, provider_key};
+use crate::retry::{DEFAULT_MAX_RETRIES, DEFAULT_RATE_LIMIT_WAIT, Policy};
+use crate::types::{LlmError, Usage};
+use swarm_store::seam::RateGate;
 
 pub const DEFAULT_ANTHROPIC_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_OPENAI_URL: &str = "https://api.openai.com";
@@ -114,8 +114,9 @@ pub struct LlmConfig {
     pub connect_timeout: Duration,
     /// How long one model call may wait for rate limits in all before failing.
     pub rate_limit_wait: Duration,
-    /// The team's shared rate-limit file; `None` keeps the gate in this process.
-    pub rate_limit_file: Option<PathBuf>,
+    /// The team's rate-limit gate, which its agents share; `None` keeps the gate in this
+    /// process.
+    pub rate_gate: Option<Arc<dyn RateGate>>,
 }
 
 /// The command-line side of the configuration; `None` means "not given".
@@ -211,26 +212,20 @@ impl LlmConfig {
             idle_timeout: flags.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             rate_limit_wait: flags.rate_limit_wait.unwrap_or(DEFAULT_RATE_LIMIT_WAIT),
-            rate_limit_file: None,
+            rate_gate: None,
         })
     }
 
-    /// The rate-limit gate of this provider, shared through the team's file if set.
-    pub fn rate_gate(&self) -> RateGate {
-        RateGate::new(
-            provider_key(self.provider.as_str(), &self.base_url),
-            self.rate_limit_file.clone(),
-        )
-    }
-
-    /// The model id behind one of Claude Code's aliases (`sonnet`, `opus`, `haiku`), which
-    /// agent definitions use and the Messages API does not accept as written.
-    pub fn anthropic_alias(model: &str) -> Option<&'static str> {
-        match model.trim().to_ascii_lowercase().as_str() {
-            "sonnet" => Some(DEFAULT_ANTHROPIC_MODEL),
-            "opus" => Some("claude-opus-4-1"),
-            "haiku" => Some("claude-haiku-4-5"),
-            _ => None,
+    /// How a client of this configuration retries, at this provider's rate-limit gate
+    /// (the team's too, if set).
+    pub(crate) fn retry_policy(&self) -> Policy {
+        Policy {
+            max_retries: self.max_retries,
+            rate_limit_wait: self.rate_limit_wait,
+            gate: Gate::new(
+                provider_key(self.provider.as_str(), &self.base_url),
+                self.rate_gate.clone(),
+            ),
         }
     }
 
@@ -270,14 +265,6 @@ fn is_openai_api(base_url: &str) -> bool {
     reqwest::Url::parse(base_url).is_ok_and(|u| {
         u.host_str()
             .is_some_and(|h| h.eq_ignore_ascii_case("api.openai.com"))
-    })
-}
-
-/// The client for a configuration.
-pub fn build_client(config: &LlmConfig) -> Result<Box<dyn LlmClient>, LlmError> {
-    Ok(match config.provider {
-        Provider::Anthropic | Provider::Scripted => Box::new(AnthropicClient::new(config)?),
-        Provider::OpenAi => Box::new(OpenAiClient::new(config)?),
     })
 }
 
@@ -333,8 +320,6 @@ fn family_version(model: &str, family: &str) -> Option<(u32, u32)> {
     })
 }
 
-/// The approximate price of a call, from list prices: cache writes cost 1.25× input (the
-/// 5-minute TTL), cache reads 0.1×. `None` for models not in the table.
 /// The model id behind one of Claude Code's aliases (`sonnet`, `opus`, `haiku`), which
 /// agent definitions use and the Messages API does not accept as written.
 pub fn anthropic_alias(model: &str) -> Option<&'static str> {
@@ -346,6 +331,8 @@ pub fn anthropic_alias(model: &str) -> Option<&'static str> {
     }
 }
 
+/// The approximate price of a call, from list prices: cache writes cost 1.25× input (the
+/// 5-minute TTL), cache reads 0.1×. `None` for models not in the table.
 pub fn estimate_cost_usd(model: &str, usage: &Usage) -> Option<f64> {
     let (input, output) = price_per_mtok(model)?;
     let dollars = usage.input_tokens as f64 * input

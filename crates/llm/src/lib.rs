@@ -1,12 +1,14 @@
 //! Talking to language models, both ways: one trait, an Anthropic Messages API client,
-//! an OpenAI-compatible client, retries and the rate-limit gate a team shares, budgets, the
-//! shared conversation types, and the scripted model server that stands in for a real API
-//! in tests and the demo.
+//! an OpenAI-compatible client, retries and the rate-limit gate a team shares, budgets, and
+//! the shared conversation types. (The scripted model server that stands in for a real API
+//! in tests and the demo is the `swarm-model-server` crate.)
 //!
-//! Knows nothing of teams, files or tmux. Uses only `util`.
+//! Knows nothing of files or tmux: what a team shares (the budget ledger, the rate-limit
+//! gate) comes through the store's traits. Uses `store` and `util`.
 
 pub mod anthropic;
 pub mod budget;
+pub mod client;
 pub mod config;
 pub mod http;
 pub mod models;
@@ -16,7 +18,8 @@ pub mod retry;
 pub mod sse;
 pub mod types;
 
-pub use config::{ApiKey, LlmConfig, LlmFlags, Provider, build_client, estimate_cost_usd};
+pub use client::build_client;
+pub use config::{ApiKey, LlmConfig, LlmFlags, Provider, estimate_cost_usd};
 pub use http::install_crypto_provider;
 pub use models::context_window;
 pub use types::*;

@@ -26,14 +26,12 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::anthropic::{INVALID_ARGUMENTS_KEY, parse_tool_input};
 use crate::config::{ApiKey, LlmConfig};
 use crate::http::{self, EventReader};
-use crate::rate_gate::RateGate;
-use crate::retry::{Failure, Retrier};
+use crate::retry::{self, Attempt, Failure, Policy};
 use crate::types::{
-    ContentBlock, LlmClient, LlmError, LlmFuture, Request, Response, Role, StopReason, StreamEvent,
-    Usage,
+    ContentBlock, INVALID_ARGUMENTS_KEY, LlmClient, LlmError, LlmFuture, Request, Response, Role,
+    StopReason, StreamEvent, Usage, parse_tool_input,
 };
 
 pub struct OpenAiClient {
@@ -41,10 +39,8 @@ pub struct OpenAiClient {
     model: String,
     base_url: String,
     api_key: Option<ApiKey>,
-    max_retries: u32,
     idle: Duration,
-    rate_limit_wait: Duration,
-    gate: RateGate,
+    policy: Policy,
 }
 
 impl OpenAiClient {
@@ -54,18 +50,23 @@ impl OpenAiClient {
             model: config.model.clone(),
             base_url: config.base_url.clone(),
             api_key: config.api_key.clone(),
-            max_retries: config.max_retries,
             idle: config.idle_timeout,
-            rate_limit_wait: config.rate_limit_wait,
-            gate: config.rate_gate(),
+            policy: config.retry_policy(),
         })
     }
+}
 
-    async fn attempt(
-        &self,
-        body: &[u8],
-        on_event: &mut (dyn FnMut(StreamEvent) + Send),
-        cancel: &CancellationToken,
+impl Attempt for OpenAiClient {
+    fn body(&self, request: &Request, model: &str) -> Value {
+        request_body(request, model)
+    }
+
+    async fn attempt<'a>(
+        &'a self,
+        _request: &'a Request,
+        body: &'a [u8],
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &'a CancellationToken,
     ) -> Result<Response, Failure> {
         let mut rb = self
             .http
@@ -130,28 +131,14 @@ impl LlmClient for OpenAiClient {
         on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
         cancel: &'a CancellationToken,
     ) -> LlmFuture<'a> {
-        Box::pin(async move {
-            let model = if request.model.is_empty() {
-                &self.model
-            } else {
-                &request.model
-            };
-            let body = serde_json::to_vec(&request_body(request, model))
-                .map_err(|e| LlmError::Stream(format!("failed to encode the request: {e}")))?;
-            let mut retrier = Retrier::new(
-                self.max_retries,
-                self.rate_limit_wait,
-                &self.gate,
-                request.agent.as_deref(),
-            );
-            loop {
-                retrier.before_attempt(on_event, cancel).await?;
-                match self.attempt(&body, on_event, cancel).await {
-                    Ok(response) => return Ok(response),
-                    Err(failure) => retrier.after_failure(failure, on_event, cancel).await?,
-                }
-            }
-        })
+        Box::pin(retry::call(
+            self,
+            &self.policy,
+            &self.model,
+            request,
+            on_event,
+            cancel,
+        ))
     }
 
     fn describe(&self) -> String {

@@ -21,13 +21,16 @@
 //!   announces the wait as [`StreamEvent::RateLimited`]; each retry is announced through
 //!   [`StreamEvent::Retry`] first. Deltas reported before a retry belong to the discarded
 //!   attempt.
+//! - Every provider's client goes through [`call`]: the client makes one attempt
+//!   ([`Attempt`]), the loop around it is the same for all.
 
+use std::future::Future;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::rate_gate::RateGate;
-use crate::types::{LlmError, StreamEvent};
+use crate::rate_gate::Gate;
+use crate::types::{LlmError, Request, Response, StreamEvent};
 use swarm_util::clock;
 
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
@@ -151,6 +154,65 @@ fn backoff(initial: Duration, max: Duration, n: u32, rand: f64) -> Duration {
     Duration::from_secs_f64(backoff * jitter)
 }
 
+/// One attempt at a request, as a provider's client makes it; the attempts around it are
+/// [`call`]'s, the same for every provider.
+pub(crate) trait Attempt: Sync {
+    /// The request's JSON body, asking for `model`.
+    fn body(&self, request: &Request, model: &str) -> serde_json::Value;
+
+    /// Sends `body` once and reads the whole response; a failure says whether the policy
+    /// may try again.
+    fn attempt<'a>(
+        &'a self,
+        request: &'a Request,
+        body: &'a [u8],
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &'a CancellationToken,
+    ) -> impl Future<Output = Result<Response, Failure>> + Send + 'a;
+}
+
+/// How a client retries: its limits and its provider's gate.
+#[derive(Debug)]
+pub(crate) struct Policy {
+    /// Transient retries after the first attempt.
+    pub max_retries: u32,
+    /// The most one call waits for rate limits in all.
+    pub rate_limit_wait: Duration,
+    pub gate: Gate,
+}
+
+/// One model call: the request encoded once (asking for `default_model` unless it names
+/// one), then attempts until one succeeds or the policy makes a failure final.
+pub(crate) async fn call(
+    client: &impl Attempt,
+    policy: &Policy,
+    default_model: &str,
+    request: &Request,
+    on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    cancel: &CancellationToken,
+) -> Result<Response, LlmError> {
+    let model = if request.model.is_empty() {
+        default_model
+    } else {
+        &request.model
+    };
+    let body = serde_json::to_vec(&client.body(request, model))
+        .map_err(|e| LlmError::Stream(format!("failed to encode the request: {e}")))?;
+    let mut retrier = Retrier::new(
+        policy.max_retries,
+        policy.rate_limit_wait,
+        &policy.gate,
+        request.agent.as_deref(),
+    );
+    loop {
+        retrier.before_attempt(on_event, cancel).await?;
+        match client.attempt(request, &body, on_event, cancel).await {
+            Ok(response) => return Ok(response),
+            Err(failure) => retrier.after_failure(failure, on_event, cancel).await?,
+        }
+    }
+}
+
 /// Counts retries for one `complete` call and waits between attempts.
 pub(crate) struct Retrier<'g> {
     max_retries: u32,
@@ -160,7 +222,7 @@ pub(crate) struct Retrier<'g> {
     limited: u32,
     /// Retries of either kind, for the announcements.
     retries: u32,
-    gate: &'g RateGate,
+    gate: &'g Gate,
     /// The most this call waits for rate limits in all.
     bound: Duration,
     waited: Duration,
@@ -171,12 +233,7 @@ pub(crate) struct Retrier<'g> {
 }
 
 impl<'g> Retrier<'g> {
-    pub fn new(
-        max_retries: u32,
-        bound: Duration,
-        gate: &'g RateGate,
-        by: Option<&str>,
-    ) -> Retrier<'g> {
+    pub fn new(max_retries: u32, bound: Duration, gate: &'g Gate, by: Option<&str>) -> Retrier<'g> {
         Retrier {
             max_retries,
             taken: 0,
@@ -462,9 +519,9 @@ mod tests {
         );
     }
 
-    fn solo_gate() -> RateGate {
+    fn solo_gate() -> Gate {
         // A key of its own: the process's gates are shared by every test in it.
-        RateGate::new(format!("test {}", uuid::Uuid::new_v4()), None)
+        Gate::new(format!("test {}", uuid::Uuid::new_v4()), None)
     }
 
     fn limited(retry_after_ms: Option<u64>) -> Failure {

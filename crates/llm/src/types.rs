@@ -81,6 +81,24 @@ pub enum ContentBlock {
     Other(Value),
 }
 
+/// The one key of a tool call's input whose arguments were not valid JSON (a call that
+/// `max_tokens` cut short, a local server's slip): `{"_invalid_arguments": "<raw text>"}`.
+/// Every client makes this shape, so the agent loop can answer such a call with a tool
+/// error instead of running it, and a client sending the turn back can restore the text.
+pub const INVALID_ARGUMENTS_KEY: &str = "_invalid_arguments";
+
+/// A tool call's input from the raw text of its arguments: `{}` when empty, the text under
+/// [`INVALID_ARGUMENTS_KEY`] when it does not parse.
+pub(crate) fn parse_tool_input(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return serde_json::json!({});
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => v,
+        Err(_) => serde_json::json!({ INVALID_ARGUMENTS_KEY: raw }),
+    }
+}
+
 /// The wire shape of the known blocks; `ContentBlock` adds the verbatim fallback.
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -303,6 +321,16 @@ impl fmt::Debug for dyn LlmClient {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn invalid_tool_json_is_kept_raw() {
+        assert_eq!(parse_tool_input(""), json!({}));
+        assert_eq!(parse_tool_input("{\"a\":1}"), json!({"a": 1}));
+        assert_eq!(
+            parse_tool_input("{\"a\":"),
+            json!({"_invalid_arguments": "{\"a\":"})
+        );
+    }
 
     #[test]
     fn blocks_round_trip_and_unknown_ones_are_kept() {

@@ -291,33 +291,45 @@ fn header_value(v: &str) -> HeaderValue {
     HeaderValue::from_str(v).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
 }
 
-async fn handle(state: Arc<ServerState>, api: Api, headers: HeaderMap, body: Bytes) -> Response {
-    let n = state.counter.fetch_add(1, Ordering::Relaxed) + 1;
-    let request_id = format!("req_scripted_{n:06}");
-    let path = match api {
-        Api::Anthropic => "/v1/messages",
-        Api::OpenAi => "/v1/chat/completions",
-    };
-    let agent = headers
-        .get("x-swarm-agent")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let recorded_headers = headers
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    let record = |body: Value, outcome: Outcome| {
+/// Who asked and where, kept for the request's record.
+struct Received {
+    path: &'static str,
+    agent: Option<String>,
+    headers: Vec<(String, String)>,
+}
+
+impl Received {
+    fn new(api: Api, headers: &HeaderMap) -> Received {
+        Received {
+            path: match api {
+                Api::Anthropic => "/v1/messages",
+                Api::OpenAi => "/v1/chat/completions",
+            },
+            agent: headers
+                .get("x-swarm-agent")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            headers: headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Writes the body to the body log, if there is one, and keeps the request for the
+    /// test, if it asked to.
+    fn record(&self, state: &ServerState, body: Value, outcome: Outcome) {
         if let Some(log) = state.body_log.lock().unwrap().as_mut() {
             use std::io::Write as _;
             let line = json!({
                 "receivedMs": swarm_util::clock::now_ms(),
-                "agent": agent,
-                "path": path,
+                "agent": self.agent,
+                "path": self.path,
                 "body": body,
             });
             if let Err(e) = writeln!(log, "{line}") {
@@ -328,38 +340,50 @@ async fn handle(state: Arc<ServerState>, api: Api, headers: HeaderMap, body: Byt
             return;
         }
         state.requests.lock().unwrap().push(RecordedRequest {
-            path: path.to_string(),
-            headers: recorded_headers,
+            path: self.path.to_string(),
+            headers: self.headers.clone(),
             body,
             outcome,
             received_at: Instant::now(),
         });
-    };
-    let json: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            let message = format!("the request body is not valid JSON: {e}");
-            record(Value::Null, Outcome::Invalid(message.clone()));
-            return error_response(400, &message, &request_id, &[], None);
-        }
-    };
-    let view = match api {
-        Api::Anthropic => RequestView::anthropic(&json, agent.as_deref()),
-        Api::OpenAi => RequestView::openai(&json, agent.as_deref()),
-    };
-    let selection = state.matcher.lock().unwrap().select(&view);
-    record(json.clone(), selection.outcome.clone());
+    }
+}
+
+/// One line of the request log, if there is one: who asked, which rule answered.
+fn log_request(state: &ServerState, view: &RequestView, outcome: &Outcome, bytes: usize) {
     if let Some(log) = state.log.lock().unwrap().as_mut() {
         use std::io::Write as _;
         let line = serde_json::json!({
             "receivedMs": swarm_util::clock::now_ms(),
             "agent": view.agent,
-            "rule": selection.outcome.label(),
-            "bytes": body.len(),
+            "rule": outcome.label(),
+            "bytes": bytes,
             "userText": view.user_text,
         });
         let _ = writeln!(log, "{line}");
     }
+}
+
+async fn handle(state: Arc<ServerState>, api: Api, headers: HeaderMap, body: Bytes) -> Response {
+    let n = state.counter.fetch_add(1, Ordering::Relaxed) + 1;
+    let request_id = format!("req_scripted_{n:06}");
+    let received = Received::new(api, &headers);
+    let agent = received.agent.as_deref();
+    let json: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            let message = format!("the request body is not valid JSON: {e}");
+            received.record(&state, Value::Null, Outcome::Invalid(message.clone()));
+            return error_response(400, &message, &request_id, &[], None);
+        }
+    };
+    let view = match api {
+        Api::Anthropic => RequestView::anthropic(&json, agent),
+        Api::OpenAi => RequestView::openai(&json, agent),
+    };
+    let selection = state.matcher.lock().unwrap().select(&view);
+    received.record(&state, json.clone(), selection.outcome.clone());
+    log_request(&state, &view, &selection.outcome, body.len());
     let Some(reply) = selection.reply else {
         let message = format!(
             "the model server's script has no rule for this request and no default reply \

@@ -1,9 +1,12 @@
 //! What runs in a pane: a teammate (`swarm teammate`), the lead (`swarm lead`: the
-//! supervisor loop and the lead agent), and the one-agent `swarm agent -p`; what a resumed one does first.
+//! supervisor loop and the lead agent), and the one-agent `swarm agent -p`; how each is
+//! put together (`builder`, one way for all three); what a resumed one does first.
 //!
 //! Uses `team` and everything below it.
 
+pub mod builder;
 pub mod lead;
 pub mod resume;
+pub mod sender;
 pub mod solo;
 pub mod teammate;

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use swarm_agent::engine::Engine;
-use swarm_store::layout::Root;
-use swarm_store::names::{AgentName, TeamName};
+use swarm_store::Store;
+use swarm_store::names::AgentName;
 use swarm_team::status::{self, TeamStatus};
 use swarm_util::clock;
 use swarm_util::error::Result;
@@ -15,8 +15,7 @@ use swarm_util::error::Result;
 /// Restores `agent`'s conversation from the transcript at `path` into `engine`; false
 /// when there is nothing to restore (no transcript, or nothing said yet).
 pub fn restore_conversation(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     agent: &AgentName,
     path: &Path,
     engine: &mut Engine,
@@ -27,7 +26,7 @@ pub fn restore_conversation(
     if restored.messages.is_empty() {
         return Ok(false);
     }
-    root.open(team).mail().ack(agent, &restored.acked)?;
+    store.mail().ack(agent, &restored.acked)?;
     engine.restore(restored);
     Ok(true)
 }

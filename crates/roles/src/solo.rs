@@ -5,17 +5,17 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::builder::{Agent, AgentBuilder};
 use swarm_agent::display::Display;
-use swarm_agent::engine::{Authorization, Engine, Event, Finish, Host};
+use swarm_agent::engine::{Authorization, Event, Finish, Host};
 use swarm_agent::prompt::{self, PromptInputs};
 use swarm_agent::tools::{ToolContext, ToolOutcome};
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::tools::ToolName;
-use swarm_llm::{self as llm, LlmConfig};
+use swarm_llm::LlmConfig;
 use swarm_store::names::AgentName;
 use swarm_util::error::{Error, Result};
 
@@ -37,12 +37,7 @@ pub struct SoloOptions {
 /// Runs the agent on its prompt until it ends its turn; Ctrl-C stops it. The answer goes
 /// to stdout, what it cost to stderr. Returns the exit code.
 pub async fn run(o: SoloOptions) -> Result<u8> {
-    llm::install_crypto_provider();
-    let client: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&o.llm)?);
     let agent = AgentName::new("agent").expect("valid");
-    let mut ctx = ToolContext::new(o.cwd.clone(), agent.clone(), o.mode);
-    ctx.allow = o.allow;
-    ctx.env = o.env;
     let system = prompt::solo(&PromptInputs {
         agent: &agent,
         cwd: &o.cwd,
@@ -50,12 +45,20 @@ pub async fn run(o: SoloOptions) -> Result<u8> {
         plan_mode_required: false,
         custom: None,
     });
-    let mut engine = Engine::new(client, o.llm.model.clone(), system, ToolName::SOLO.to_vec());
-    engine.max_turns = o.max_turns;
-    engine.timings = o.timings;
-    if let Some(n) = o.context_window {
-        engine.context_window = n;
+    let Agent { mut engine, ctx } = AgentBuilder {
+        name: agent,
+        llm: o.llm,
+        cwd: o.cwd,
+        mode: o.mode,
+        allow: o.allow,
+        env: o.env,
+        system,
+        tools: ToolName::SOLO.to_vec(),
+        max_turns: o.max_turns,
+        timings: o.timings,
+        context_window: o.context_window,
     }
+    .alone()?;
     let mut host = SoloHost {
         ctx,
         display: Display::new(None),
@@ -84,7 +87,7 @@ pub async fn run(o: SoloOptions) -> Result<u8> {
         Finish::EndTurn(_) => Ok(0),
         Finish::MaxTurns => Err(Error::Model(format!(
             "stopped after {} model turns; raise --max-turns",
-            o.max_turns
+            engine.max_turns
         ))),
         Finish::Refusal(text) => Err(Error::Model(format!("the model refused: {text}"))),
         Finish::Stopped => Err(Error::Interrupted),

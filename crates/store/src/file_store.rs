@@ -1,6 +1,9 @@
 //! The file backend of the store's seam: a team as files under the root, in Claude Code's
 //! own layout and formats (`docs/design/formats.md`), through the modules of this crate.
-//! Every trait method is the module function of the same name for this root and team.
+//! Every trait method is the module function of the same name for this root and team;
+//! the rate-limit gates' file is kept by [`rate_gate`].
+
+mod rate_gate;
 
 use std::sync::Arc;
 
@@ -15,8 +18,8 @@ use crate::merge_queue::{self, Queue, RunLock};
 use crate::names::{AgentName, TeamName};
 use crate::roster::{self, Member, NewMember, Removed, TeamConfig};
 use crate::seam::{
-    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, Roster,
-    TaskBoard, Topic, Worktrees,
+    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, RateGate,
+    Roster, TaskBoard, Topic, Worktrees,
 };
 use crate::state::{self, AgentState};
 use crate::tasks::{ClaimRefusal, NewTask, Task, TaskList, TaskPatch};
@@ -74,6 +77,9 @@ impl Backend for FileStore {
     }
     fn root(&self) -> &Root {
         &self.root
+    }
+    fn rate_gate(&self) -> Arc<dyn RateGate> {
+        Arc::new(rate_gate::FileRateGate::new(&self.root, &self.team))
     }
 
     fn watch(&self, topic: Topic, wake: Box<dyn Fn() + Send + Sync>) -> Hold {

@@ -20,6 +20,8 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::approvals::{Approval, Decision};
 use crate::budget::{Ledger, Limits, Spend};
 use crate::launch_record::LaunchRecord;
@@ -199,6 +201,51 @@ pub trait Worktrees: Send + Sync {
     fn lock_worktree(&self, agent: &str) -> Result<Hold>;
 }
 
+/// One provider's closed spell at the team's rate-limit gate (see [`RateGate`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateLimit {
+    /// Epoch milliseconds before which nobody sends.
+    pub until_ms: i64,
+    pub reason: String,
+    /// When this spell began.
+    pub since_ms: i64,
+    /// The agent that last pushed `until_ms` later.
+    pub by: String,
+}
+
+impl RateLimit {
+    /// The spell after `new` meets `current` at `now_ms`: the later moment wins; a spell
+    /// still running keeps its start. Every backend merges this way.
+    pub fn merged(current: Option<&RateLimit>, new: RateLimit, now_ms: i64) -> RateLimit {
+        match current {
+            Some(c) if c.until_ms >= new.until_ms => c.clone(),
+            Some(c) if c.until_ms > now_ms => RateLimit {
+                since_ms: c.since_ms,
+                ..new
+            },
+            _ => new,
+        }
+    }
+}
+
+/// The team's rate-limit gates, one per provider (a key naming the provider and its base
+/// URL: two servers are two limits): the moment before which no agent of the team sends to
+/// it, so that one 429 makes the whole team wait once, together, instead of each agent
+/// finding the limit for itself. A gate's moment only moves later ([`RateLimit::merged`]).
+pub trait RateGate: Send + Sync {
+    /// The spell recorded for `provider`, if any (it may be over already).
+    fn read(&self, provider: &str) -> Result<Option<RateLimit>>;
+    /// Merges `spell` into `provider`'s gate, atomically; returns the spell now in force.
+    /// Blocks on the gate's lock: call it off the async threads.
+    fn close(&self, provider: &str, spell: RateLimit) -> Result<RateLimit>;
+}
+
+impl std::fmt::Debug for dyn RateGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RateGate")
+    }
+}
+
 /// What a change concerns, for [`Backend::watch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Topic {
@@ -227,6 +274,8 @@ pub trait Backend: Send + Sync {
     fn budget(&self) -> &dyn Budget;
     fn launches(&self) -> &dyn LaunchRecords;
     fn worktrees(&self) -> &dyn Worktrees;
+    /// The team's rate-limit gates, for a model client to keep.
+    fn rate_gate(&self) -> Arc<dyn RateGate>;
     /// Calls `wake` soon after a change that concerns `topic`, until the hold is dropped.
     /// A wake-up is a hint: it may be late, spurious or (rarely) lost, so whoever waits also
     /// looks again on a timer (`swarm_util::watcher::RESCAN_EVERY`).

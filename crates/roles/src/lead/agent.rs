@@ -34,28 +34,31 @@ use tokio_util::sync::CancellationToken;
 use swarm_agent::display::Display;
 use swarm_agent::engine::{Authorization, Engine, Event, Finish, Host};
 use swarm_agent::tools::{ToolContext, ToolOutcome};
-use swarm_agent::transcript::Transcript;
-use swarm_config::permissions::Approver;
-use swarm_config::permissions::PermissionMode;
+use swarm_config::hooks::Hooks;
+use swarm_config::permissions::{Approver, PermissionMode};
 use swarm_config::tools::ToolName;
 use swarm_llm::budget::{BudgetedClient, Limits};
-use swarm_llm::{self as llm, LlmConfig, LlmError, StreamEvent};
+use swarm_llm::{LlmConfig, LlmError, StreamEvent};
 use swarm_store::approvals;
 use swarm_store::layout::Root;
-use swarm_store::mailbox::Delivery;
+use swarm_store::mailbox::{Delivery, Envelope};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{IdleNotification, Protocol};
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
+use swarm_store::{Store, Topic};
 use swarm_team::prompt::{mail_turn, wrap_message};
 use swarm_team::status;
 use swarm_team::tools::{LeadPowers, TeamTools};
 use swarm_util::clock;
 use swarm_util::error::Result;
-use swarm_util::watcher::DirWatcher;
 
 use super::ending::{DONE_MARK, all_done, waiting_for, without_a_team};
 use super::merging::Merging;
+use crate::builder::{Agent, AgentBuilder, InTeam, Membership};
+use crate::sender::forged;
+
+pub use super::ending::Outcome;
 
 #[derive(Debug, Clone)]
 pub struct LeadAgentOptions {
@@ -76,40 +79,6 @@ pub struct LeadAgentOptions {
     pub timings: Option<std::path::PathBuf>,
     /// `--context-window`: overrides the model's window from the table.
     pub context_window: Option<u64>,
-}
-
-/// How the lead's work ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// The goal is met; what the run's result says.
-    Done(String),
-    Stopped(String),
-    Failed(String),
-    /// The team's budget is spent: "the team spent … of …".
-    Budget(String),
-}
-
-impl Outcome {
-    /// The lead's exit code for it, as the README's table has them.
-    pub fn exit_code(&self) -> i32 {
-        use swarm_util::error::exit;
-        i32::from(match self {
-            Outcome::Done(_) => exit::SUCCESS,
-            Outcome::Stopped(_) => exit::INTERRUPTED,
-            Outcome::Failed(_) => exit::MODEL,
-            Outcome::Budget(_) => exit::BUDGET,
-        })
-    }
-
-    /// The run's result line.
-    pub fn describe(&self) -> String {
-        match self {
-            Outcome::Done(result) => result.clone(),
-            Outcome::Stopped(why) => format!("stopped: {why}"),
-            Outcome::Failed(why) => format!("failed: {why}"),
-            Outcome::Budget(why) => format!("the budget ended the run: {why}"),
-        }
-    }
 }
 
 pub fn system_prompt(o: &LeadAgentOptions) -> String {
@@ -212,46 +181,26 @@ impl LeadHost {
         for d in fresh {
             self.seen.insert(d.key.clone());
             let e = &d.envelope;
-            let wrap = |text: String| {
-                wrap_message(&e.from, e.color.as_deref(), e.summary.as_deref(), &text)
+            let Some(p) = e.protocol() else {
+                self.reported.insert(e.from.clone());
+                self.display.incoming(&e.from, &e.text);
+                self.mail.push((d.key.clone(), wrapped(e, e.text.clone())));
+                wake = true;
+                continue;
             };
-            match e.protocol() {
-                // Filed, shown and answered only under the envelope's sender, so one
-                // teammate cannot ask (or report, or answer) in another's name.
-                Some(p) if distrust(&p, &e.from).is_some() => {
+            // Filed, shown and answered only under the envelope's sender, so one teammate
+            // cannot ask (or report, or answer) in another's name.
+            if let Some(why) = distrust(&p, &e.from) {
+                consumed.push(d.key.clone());
+                tracing::warn!("ignoring a {} from {}: {why}", p.kind(), e.from);
+                continue;
+            }
+            match p {
+                Protocol::IdleNotification(n) => {
                     consumed.push(d.key.clone());
-                    let why = distrust(&p, &e.from).unwrap_or_default();
-                    tracing::warn!("ignoring a {} from {}: {why}", p.kind(), e.from);
+                    wake |= self.idle_notification(&d, n);
                 }
-                None => {
-                    self.reported.insert(e.from.clone());
-                    self.display.incoming(&e.from, &e.text);
-                    self.mail.push((d.key.clone(), wrap(e.text.clone())));
-                    wake = true;
-                }
-                Some(Protocol::IdleNotification(n)) => {
-                    consumed.push(d.key.clone());
-                    // Claude Code never says which task it finished (no completedTaskId):
-                    // its final words are the only news it sends, so they wake the lead.
-                    // A finished task is news only when its teammate has not already
-                    // said so in a message of its own since it last went idle (its prompt
-                    // asks it to); else the lead would take a whole turn to read it twice.
-                    let reported = self.reported.remove(&n.from);
-                    let news = (n.completed_task_id.is_some() && !reported)
-                        || n.failure_reason.is_some()
-                        || n.summary.is_some()
-                        || (n.result.is_some() && self.runs_claude(&n.from));
-                    if news {
-                        self.display
-                            .incoming(&e.from, &Protocol::IdleNotification(n.clone()).describe());
-                        self.mail.push((d.key.clone(), wrap(render_idle(&n))));
-                        self.idle.remove(&n.from);
-                        wake = true;
-                    } else {
-                        self.idle.insert(n.from.clone(), n);
-                    }
-                }
-                Some(Protocol::PlanApprovalRequest(req)) => {
+                Protocol::PlanApprovalRequest(req) => {
                     consumed.push(d.key.clone());
                     let mode = self.plan_mode.clone();
                     let record = self
@@ -261,27 +210,14 @@ impl LeadHost {
                         .record(&approvals::from_plan(&req, mode))?;
                     self.display
                         .incoming(&e.from, &format!("plan for approval [{}]", req.request_id));
-                    if record.state == approvals::State::Pending && self.approver == Approver::Lead
-                    {
-                        self.mail.push((
-                            d.key.clone(),
-                            wrap(format!(
-                                "{} asks you to approve a plan (request id {}).\n\nPlan:\n{}\n\nAnswer with SendMessage to {}: message {{\"type\": \"plan_approval_response\", \"request_id\": \"{}\", \"approve\": true}} (or approve false with feedback).",
-                                req.from, req.request_id, req.plan_content, req.from, req.request_id
-                            )),
-                        ));
-                        wake = true;
-                    } else if self.approver == Approver::Human {
-                        self.mail.push((
-                            d.key.clone(),
-                            wrap(human_decides(
-                                &format!("approval of a {}", record.summary),
-                                &record,
-                            )),
-                        ));
-                    }
+                    let ask = format!(
+                        "{} asks you to approve a plan (request id {}).\n\nPlan:\n{}\n\nAnswer with SendMessage to {}: message {{\"type\": \"plan_approval_response\", \"request_id\": \"{}\", \"approve\": true}} (or approve false with feedback).",
+                        req.from, req.request_id, req.plan_content, req.from, req.request_id
+                    );
+                    let what = format!("approval of a {}", record.summary);
+                    wake |= self.request(&d, &record, ask, &what);
                 }
-                Some(Protocol::PermissionRequest(req)) => {
+                Protocol::PermissionRequest(req) => {
                     consumed.push(d.key.clone());
                     let record = self
                         .root
@@ -292,45 +228,89 @@ impl LeadHost {
                         &e.from,
                         &format!("permission for {} [{}]", req.description, req.request_id),
                     );
-                    if record.state == approvals::State::Pending && self.approver == Approver::Lead
-                    {
-                        self.mail.push((
-                            d.key.clone(),
-                            wrap(format!(
-                                "{} asks permission to run {} (request id {}). Input: {}\n\nAnswer with SendMessage to {}: message {{\"type\": \"permission_response\", \"request_id\": \"{}\", \"approve\": true}} (or approve false with a reason).",
-                                req.agent_id, req.description, req.request_id, req.input, req.agent_id, req.request_id
-                            )),
-                        ));
-                        wake = true;
-                    } else if self.approver == Approver::Human {
-                        self.mail.push((
-                            d.key.clone(),
-                            wrap(human_decides(
-                                &format!("permission to run {}", req.description),
-                                &record,
-                            )),
-                        ));
-                    }
+                    let ask = format!(
+                        "{} asks permission to run {} (request id {}). Input: {}\n\nAnswer with SendMessage to {}: message {{\"type\": \"permission_response\", \"request_id\": \"{}\", \"approve\": true}} (or approve false with a reason).",
+                        req.agent_id,
+                        req.description,
+                        req.request_id,
+                        req.input,
+                        req.agent_id,
+                        req.request_id
+                    );
+                    let what = format!("permission to run {}", req.description);
+                    wake |= self.request(&d, &record, ask, &what);
                 }
-                Some(Protocol::ShutdownApproved(a)) => {
+                Protocol::ShutdownApproved(a) => {
                     // Information only: whoever sent it, the lead goes on.
                     consumed.push(d.key.clone());
                     tracing::info!("{} approved shutdown {}", a.from, a.request_id);
                 }
-                Some(other @ (Protocol::TeammateTerminated(_) | Protocol::ShutdownRejected(_))) => {
+                other @ (Protocol::TeammateTerminated(_) | Protocol::ShutdownRejected(_)) => {
                     self.teammate_stopped |= matches!(other, Protocol::TeammateTerminated(_));
                     self.display.incoming(&e.from, &other.describe());
-                    self.mail.push((d.key.clone(), wrap(other.describe())));
+                    self.mail
+                        .push((d.key.clone(), wrapped(e, other.describe())));
                     wake = true;
                 }
-                Some(other) => {
-                    self.mail.push((d.key.clone(), wrap(other.describe())));
+                other => {
+                    self.mail
+                        .push((d.key.clone(), wrapped(e, other.describe())));
                     wake = true;
                 }
             }
         }
         self.root.open(&self.team).mail().ack(&me, &consumed)?;
         Ok(wake)
+    }
+
+    /// An idle notification: news wakes the model, a bare "I'm idle" waits for the next
+    /// wake. Returns whether it wakes the model.
+    fn idle_notification(&mut self, d: &Delivery, n: IdleNotification) -> bool {
+        // Claude Code never says which task it finished (no completedTaskId): its final
+        // words are the only news it sends, so they wake the lead. A finished task is news
+        // only when its teammate has not already said so in a message of its own since it
+        // last went idle (its prompt asks it to); else the lead would take a whole turn to
+        // read it twice.
+        let reported = self.reported.remove(&n.from);
+        let news = (n.completed_task_id.is_some() && !reported)
+            || n.failure_reason.is_some()
+            || n.summary.is_some()
+            || (n.result.is_some() && self.runs_claude(&n.from));
+        if !news {
+            self.idle.insert(n.from.clone(), n);
+            return false;
+        }
+        let e = &d.envelope;
+        self.display
+            .incoming(&e.from, &Protocol::IdleNotification(n.clone()).describe());
+        self.mail.push((d.key.clone(), wrapped(e, render_idle(&n))));
+        self.idle.remove(&n.from);
+        true
+    }
+
+    /// A plan or permission request, recorded: with the lead as approver a pending one is
+    /// put to the model (`ask`) and wakes it; with a person as approver the lead is told of
+    /// it (`what` is asked for) at its next wake. Returns whether it wakes the model.
+    fn request(
+        &mut self,
+        d: &Delivery,
+        record: &approvals::Approval,
+        ask: String,
+        what: &str,
+    ) -> bool {
+        let e = &d.envelope;
+        match self.approver {
+            Approver::Lead if record.state == approvals::State::Pending => {
+                self.mail.push((d.key.clone(), wrapped(e, ask)));
+                true
+            }
+            Approver::Lead => false,
+            Approver::Human => {
+                self.mail
+                    .push((d.key.clone(), wrapped(e, human_decides(what, record))));
+                false
+            }
+        }
     }
 
     /// The next turn's text: the mail and the merge queue's notes, and the budget notice
@@ -375,20 +355,19 @@ impl LeadHost {
 /// another sender than its envelope, answers a shutdown request sent to someone else, or
 /// answers a plan or permission request (the teammates ask those; the lead never does).
 fn distrust(p: &Protocol, from: &str) -> Option<String> {
-    if !p.signed_by(from) {
-        return Some(format!(
-            "it names {} as its sender",
-            p.named_sender().unwrap_or_default()
-        ));
-    }
-    if !p.answers_own_request(from) {
-        return Some("it answers a shutdown request that was sent to someone else".to_owned());
+    if let Some(why) = forged(p, from) {
+        return Some(why);
     }
     matches!(
         p,
         Protocol::PlanApprovalResponse(_) | Protocol::PermissionResponse(_)
     )
     .then(|| "it answers a request the lead never makes".to_owned())
+}
+
+/// A message's text as the model is given it, with its sender.
+fn wrapped(e: &Envelope, text: String) -> String {
+    wrap_message(&e.from, e.color.as_deref(), e.summary.as_deref(), &text)
 }
 
 /// What the lead is told of a request a person decides. It does not wake the lead: there
@@ -557,65 +536,48 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
     out
 }
 
-/// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.
-pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcome, Engine)> {
-    llm::install_crypto_provider();
-    let mut llm_config = o.llm.clone();
-    // One 429 makes the whole team wait, together.
-    llm_config.rate_limit_file = Some(o.root.rate_limit_path(&o.team));
-    let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
-    // The lead has no limit of its own: the team's, from budget.json, is the one it keeps to.
-    let budget = Arc::new(BudgetedClient::new(
-        inner,
-        Limits::default(),
-        o.root.open(&o.team).budget().ledger(&AgentName::lead()),
-    ));
-    let client: Arc<dyn llm::LlmClient> = budget.clone();
-    let mut ctx = ToolContext::new(o.cwd.clone(), AgentName::lead(), PermissionMode::Default);
-    ctx.cancel = stop.child_token();
-    let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
-    tools.lead = Some(o.powers.clone());
-    let hooks = swarm_config::hooks::Hooks::load(&o.cwd, &o.powers.launcher.dirs);
+/// Puts the lead's agent together; returns its engine, its host, and whether its
+/// conversation was restored.
+fn start(o: &LeadAgentOptions, stop: &CancellationToken) -> Result<(Engine, LeadHost, bool)> {
+    let hooks = Hooks::load(&o.cwd, &o.powers.launcher.dirs);
     for problem in &hooks.problems {
         swarm_config::hooks::report(problem);
     }
-    tools.hooks = Some(Arc::new(swarm_config::hooks::Runner {
+    let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
+    tools.lead = Some(o.powers.clone());
+    let team = Membership {
+        store: o.root.open(&o.team),
+        // The lead has no limit of its own: the team's, from budget.json, is the one it
+        // keeps to.
+        budget: Limits::default(),
         hooks,
-        session_id: uuid::Uuid::new_v4().to_string(),
+        agent_type: LEAD.to_owned(),
+        tools,
+        resumed: o.resumed,
+    };
+    let (
+        Agent { engine, mut ctx },
+        InTeam {
+            budget, restored, ..
+        },
+    ) = AgentBuilder {
+        name: AgentName::lead(),
+        llm: o.llm.clone(),
         cwd: o.cwd.clone(),
-        team: o.team.to_string(),
-        agent: swarm_store::names::LEAD.to_owned(),
-        agent_type: Some(swarm_store::names::LEAD.to_owned()),
-    }));
-    ctx.tool_set = Some(Arc::new(tools));
-    let mut engine = Engine::new(
-        client.clone(),
-        o.llm.model.clone(),
-        system_prompt(&o),
-        ToolName::LEAD.to_vec(),
-    );
-    engine.max_turns = o.max_turns;
-    engine.timings = o.timings.clone();
-    if let Some(n) = o.context_window {
-        engine.context_window = n;
+        mode: PermissionMode::Default,
+        allow: Vec::new(),
+        env: Default::default(),
+        system: system_prompt(o),
+        tools: ToolName::LEAD.to_vec(),
+        max_turns: o.max_turns,
+        timings: o.timings.clone(),
+        context_window: o.context_window,
     }
-    let path = o.root.transcript_path(&o.team, &AgentName::lead());
-    let restored = o.resumed
-        && crate::resume::restore_conversation(
-            &o.root,
-            &o.team,
-            &AgentName::lead(),
-            &path,
-            &mut engine,
-        )?;
-    let mut transcript = Transcript::open(&path)?;
-    if !restored {
-        transcript.mark_fresh_start()?;
-    }
-    engine.transcript = Some(transcript);
+    .in_team(team)?;
+    ctx.cancel = stop.child_token();
     let mut state = AgentState::new(Activity::Working);
     state.model = Some(o.llm.model.clone());
-    let mut host = LeadHost {
+    let host = LeadHost {
         ctx,
         plan_mode: Some(o.powers.launcher.lead.permission_mode)
             .filter(|m| *m != PermissionMode::Plan)
@@ -635,148 +597,192 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         notes: Vec::new(),
         teammate_stopped: false,
     };
-    let mut merging = Merging::new(o.powers.launcher.clone());
-    host.display.status(&format!(
+    Ok((engine, host, restored))
+}
+
+/// The lead's first turn: the goal, or for a resumed lead where the team stands.
+fn first_turn(o: &LeadAgentOptions, restored: bool) -> String {
+    if o.resumed {
+        return crate::resume::lead_turn(
+            status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux)),
+            &o.goal,
+            restored,
+        );
+    }
+    format!(
+        "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
+        o.goal, o.team, o.powers.max_teammates
+    )
+}
+
+/// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.
+pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcome, Engine)> {
+    let (mut engine, host, restored) = start(&o, &stop)?;
+    let mut lead = Lead {
+        store: o.root.open(&o.team),
+        merging: Merging::new(o.powers.launcher.clone()),
+        o: &o,
+        host,
+        told_done: false,
+        quiet_since: Instant::now(),
+        nudges: 0,
+    };
+    lead.host.display.status(&format!(
         "team-lead@{} · {} · approver: {:?}",
         o.team,
-        client.describe(),
+        engine.client.describe(),
         o.approver
     ));
     let wake = Arc::new(tokio::sync::Notify::new());
     let notify = wake.clone();
-    let _watcher = DirWatcher::file(&o.root.inbox_path(&o.team, &AgentName::lead()), move || {
-        notify.notify_one()
-    });
-    let store = o.root.open(&o.team);
-    let tasks = store.tasks();
-
-    let first = if o.resumed {
-        crate::resume::lead_turn(
-            status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux)),
-            &o.goal,
-            restored,
-        )
-    } else {
-        format!(
-            "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
-            o.goal, o.team, o.powers.max_teammates
-        )
-    };
-    let mut pending_input = Some(first);
-    let mut told_done = false;
-    let mut quiet_since = Instant::now();
-    let mut nudges = 0;
+    let _watch = lead.store.watch(
+        Topic::Inbox(AgentName::lead()),
+        Box::new(move || notify.notify_one()),
+    );
+    let mut pending_input = Some(first_turn(&o, restored));
     loop {
         if stop.is_cancelled() {
             return Ok((Outcome::Stopped("stopped by a signal".to_owned()), engine));
         }
         if let Some(text) = pending_input.take() {
-            host.touch(Activity::Working);
-            match engine.run(&mut host, text).await {
-                Ok(Finish::EndTurn(last)) => {
-                    if let Some(outcome) = without_a_team(&o, tasks, &last) {
-                        return Ok((outcome, engine));
-                    }
-                }
-                Ok(Finish::Stopped) => {
-                    return Ok((Outcome::Stopped("stopped by a signal".to_owned()), engine));
-                }
-                Ok(Finish::MaxTurns) => {
-                    return Ok((
-                        Outcome::Failed(format!(
-                            "the lead hit its limit of {} turns",
-                            engine.max_turns
-                        )),
-                        engine,
-                    ));
-                }
-                Ok(Finish::Refusal(t)) => {
-                    return Ok((
-                        Outcome::Failed(format!("the lead's model refused: {t}")),
-                        engine,
-                    ));
-                }
-                Err(LlmError::BudgetExhausted(why)) => return Ok((Outcome::Budget(why), engine)),
-                Err(e) => return Ok((Outcome::Failed(e.to_string()), engine)),
-            }
-            host.state.usage = engine.usage;
-            host.state.cost_usd = engine.cost_usd;
-            host.state.model_calls = engine.model_calls;
-            host.touch(Activity::Idle);
-            quiet_since = Instant::now();
-            if told_done && host.mail.is_empty() && all_done(tasks) && merging.settled() {
-                return Ok((
-                    Outcome::Done("done: every task is completed".to_owned()),
-                    engine,
-                ));
+            if let Some(outcome) = lead.turn(&mut engine, text).await {
+                return Ok((outcome, engine));
             }
             continue;
         }
-        let mut news_now = host.poll()?;
-        if std::mem::take(&mut host.teammate_stopped) {
-            merging.poke();
+        match lead.next().await? {
+            Next::Turn(text) => pending_input = Some(text),
+            Next::End(outcome) => return Ok((outcome, engine)),
+            Next::Again => {}
+            Next::Wait => tokio::select! {
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = stop.cancelled() => {}
+            },
         }
-        merging.watch(tasks);
-        if let Some(news) = merging.step().await {
-            host.notes.extend(news.lines);
+    }
+}
+
+/// A lead at work: its host, the merge queue it runs, and how quiet the team has been.
+struct Lead<'o> {
+    o: &'o LeadAgentOptions,
+    store: Store,
+    host: LeadHost,
+    merging: Merging,
+    /// The model was told that every task is completed.
+    told_done: bool,
+    quiet_since: Instant,
+    /// Nudges since the team last moved.
+    nudges: u32,
+}
+
+/// What the lead does next, between turns.
+enum Next {
+    Turn(String),
+    End(Outcome),
+    /// Nothing to do until news or the next look.
+    Wait,
+    /// Look again at once.
+    Again,
+}
+
+impl Lead<'_> {
+    /// One turn of the model on `text`; the outcome when the run ends with it.
+    async fn turn(&mut self, engine: &mut Engine, text: String) -> Option<Outcome> {
+        self.host.touch(Activity::Working);
+        match engine.run(&mut self.host, text).await {
+            Ok(Finish::EndTurn(last)) => {
+                if let Some(outcome) = without_a_team(&self.store, &last) {
+                    return Some(outcome);
+                }
+            }
+            Ok(Finish::Stopped) => return Some(Outcome::Stopped("stopped by a signal".to_owned())),
+            Ok(Finish::MaxTurns) => {
+                return Some(Outcome::Failed(format!(
+                    "the lead hit its limit of {} turns",
+                    engine.max_turns
+                )));
+            }
+            Ok(Finish::Refusal(t)) => {
+                return Some(Outcome::Failed(format!("the lead's model refused: {t}")));
+            }
+            Err(LlmError::BudgetExhausted(why)) => return Some(Outcome::Budget(why)),
+            Err(e) => return Some(Outcome::Failed(e.to_string())),
+        }
+        self.host.state.usage = engine.usage;
+        self.host.state.cost_usd = engine.cost_usd;
+        self.host.state.model_calls = engine.model_calls;
+        self.host.touch(Activity::Idle);
+        self.quiet_since = Instant::now();
+        let tasks = self.store.tasks();
+        (self.told_done && self.host.mail.is_empty() && all_done(tasks) && self.merging.settled())
+            .then(|| Outcome::Done("done: every task is completed".to_owned()))
+    }
+
+    /// Between turns: the news, the merge queue, the budget, whether all is done, and
+    /// whether the team stalled.
+    async fn next(&mut self) -> Result<Next> {
+        let mut news_now = self.host.poll()?;
+        if std::mem::take(&mut self.host.teammate_stopped) {
+            self.merging.poke();
+        }
+        let tasks = self.store.tasks();
+        self.merging.watch(tasks);
+        if let Some(news) = self.merging.step().await {
+            self.host.notes.extend(news.lines);
             news_now |= news.urgent;
         }
         // The lead hears what landed before it sums up.
-        news_now |= told_done && !host.notes.is_empty() && merging.settled();
+        news_now |= self.told_done && !self.host.notes.is_empty() && self.merging.settled();
         if news_now {
             // News: whatever stalled has moved (the waiting `swarm run` shows this detail).
-            host.state.detail = None;
-            pending_input = host.take_mail();
-            continue;
+            self.host.state.detail = None;
+            return Ok(self.host.take_mail().map_or(Next::Again, Next::Turn));
         }
         // Told while it can still act on it, not at its next news, which may come too late.
-        if let Some(notice) = host.budget.team_notice_once() {
-            pending_input = Some(notice);
-            continue;
+        if let Some(notice) = self.host.budget.team_notice_once() {
+            return Ok(Next::Turn(notice));
         }
-        if all_done(tasks) && !told_done && merging.settled() {
-            told_done = true;
+        if all_done(tasks) && !self.told_done && self.merging.settled() {
+            self.told_done = true;
             let n = tasks.list().map(|t| t.len()).unwrap_or(0);
-            pending_input = Some(format!(
+            return Ok(Next::Turn(format!(
                 "All tasks are completed ({n} of {n}). Check the result if you want, then end your turn with a short summary: the team will be shut down."
-            ));
-            continue;
+            )));
         }
-        if quiet_since.elapsed() >= o.stall_after {
-            let seen = status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux))?;
-            let working = !merging.settled()
-                || seen
-                    .members
-                    .iter()
-                    .any(|m| m.name != LEAD && m.alive && m.state != "idle");
-            if working {
-                quiet_since = Instant::now();
-            } else {
-                nudges += 1;
-                let waiting = waiting_for(tasks, &seen);
-                if nudges > 3 {
-                    return Ok((
-                        Outcome::Failed(format!(
-                            "the team stalled: nobody is working; waiting for {waiting}"
-                        )),
-                        engine,
-                    ));
-                }
-                host.state.detail = Some(format!("stalled, waiting for {waiting}"));
-                quiet_since = Instant::now();
-                pending_input = Some(format!(
-                    "Nothing has happened for {} s: no teammate is working, and the run is waiting for {waiting}. Here is the team:\n{}\nDecide what to do (assign tasks, spawn a teammate, or message someone).",
-                    o.stall_after.as_secs(),
-                    status::render_for_width(&seen, clock::now_ms(), 90)
-                ));
-                continue;
-            }
+        if self.quiet_since.elapsed() >= self.o.stall_after {
+            return self.quiet();
         }
-        tokio::select! {
-            _ = wake.notified() => {}
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = stop.cancelled() => {}
+        Ok(Next::Wait)
+    }
+
+    /// The team has been quiet for a while: if nobody is working, the lead is nudged with
+    /// the team's status; after a few fruitless nudges the run stops as stalled.
+    fn quiet(&mut self) -> Result<Next> {
+        let o = self.o;
+        let seen = status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux))?;
+        let working = !self.merging.settled()
+            || seen
+                .members
+                .iter()
+                .any(|m| m.name != LEAD && m.alive && m.state != "idle");
+        self.quiet_since = Instant::now();
+        if working {
+            return Ok(Next::Wait);
         }
+        self.nudges += 1;
+        let waiting = waiting_for(self.store.tasks(), &seen);
+        if self.nudges > 3 {
+            return Ok(Next::End(Outcome::Failed(format!(
+                "the team stalled: nobody is working; waiting for {waiting}"
+            ))));
+        }
+        self.host.state.detail = Some(format!("stalled, waiting for {waiting}"));
+        Ok(Next::Turn(format!(
+            "Nothing has happened for {} s: no teammate is working, and the run is waiting for {waiting}. Here is the team:\n{}\nDecide what to do (assign tasks, spawn a teammate, or message someone).",
+            o.stall_after.as_secs(),
+            status::render_for_width(&seen, clock::now_ms(), 90)
+        )))
     }
 }
 

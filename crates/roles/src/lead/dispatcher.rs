@@ -378,8 +378,8 @@ fn say(line: &str) {
 fn draw(seen: &status::TeamStatus, events: &[String]) {
     use std::io::Write;
     let mut out = String::from("\x1b[H\x1b[2J");
-    let width = ratatui::crossterm::terminal::size()
-        .map(|(w, _)| usize::from(w))
+    let width = terminal_size::terminal_size()
+        .map(|(w, _)| usize::from(w.0))
         .unwrap_or(80);
     out.push_str(&status::render_for_width(seen, clock::now_ms(), width));
     if !events.is_empty() {

@@ -1,29 +1,58 @@
 //! How a lead agent's run comes to an end, apart from a signal: every task completed, no
 //! team at all (the lead answered the goal itself, or gave up), or a stall, which names
-//! what it waits for so that nobody has to guess.
+//! what it waits for so that nobody has to guess; and what the run's end says
+//! ([`Outcome`]).
 
-use crate::lead::agent::{LeadAgentOptions, Outcome};
-use swarm_store::TaskBoard;
 use swarm_store::names::LEAD;
 use swarm_store::tasks::Status;
+use swarm_store::{Store, TaskBoard};
 use swarm_team::status;
+
+/// How the lead's work ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The goal is met; what the run's result says.
+    Done(String),
+    Stopped(String),
+    Failed(String),
+    /// The team's budget is spent: "the team spent … of …".
+    Budget(String),
+}
+
+impl Outcome {
+    /// The lead's exit code for it, as the README's table has them.
+    pub fn exit_code(&self) -> i32 {
+        use swarm_util::error::exit;
+        i32::from(match self {
+            Outcome::Done(_) => exit::SUCCESS,
+            Outcome::Stopped(_) => exit::INTERRUPTED,
+            Outcome::Failed(_) => exit::MODEL,
+            Outcome::Budget(_) => exit::BUDGET,
+        })
+    }
+
+    /// The run's result line.
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Done(result) => result.clone(),
+            Outcome::Stopped(why) => format!("stopped: {why}"),
+            Outcome::Failed(why) => format!("failed: {why}"),
+            Outcome::Budget(why) => format!("the budget ended the run: {why}"),
+        }
+    }
+}
 
 /// How a lead's final text says that the goal needed no team and is met.
 pub(super) const DONE_MARK: &str = "DONE:";
 
 /// When a turn ended with no task and no teammate, the run is over: done if the lead said
 /// so (see [`DONE_MARK`]), failed otherwise, with its words as the reason.
-pub(super) fn without_a_team(
-    o: &LeadAgentOptions,
-    tasks: &dyn TaskBoard,
-    last: &str,
-) -> Option<Outcome> {
-    let has_tasks = tasks
+pub(super) fn without_a_team(store: &Store, last: &str) -> Option<Outcome> {
+    let has_tasks = store
+        .tasks()
         .list()
         .map_or(true, |t| t.iter().any(|t| !t.is_internal()));
-    let has_teammates = o
-        .root
-        .open(&o.team)
+    let has_teammates = store
         .roster()
         .load()
         .map_or(true, |r| r.members.iter().any(|m| m.name != LEAD));

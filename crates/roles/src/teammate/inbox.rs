@@ -1,9 +1,9 @@
 //! A teammate's mailbox, seen from inside: mail for the model, and protocol messages for
 //! the runtime.
 //!
-//! A protocol message that names another sender than its envelope is dropped with a
-//! warning ([`Protocol::signed_by`]), and a shutdown request is obeyed only from the lead's
-//! mailbox name: a peer pasting the lead's JSON into a message stops nobody.
+//! A protocol message its envelope does not bear out (see [`crate::sender`]) is dropped
+//! with a warning, and a shutdown request is obeyed only from the lead's mailbox name: a
+//! peer pasting the lead's JSON into a message stops nobody.
 //!
 //! Mail for the model is acknowledged only after a model request carrying it was answered
 //! ([`Inbox::commit`]), so a crash before that re-delivers it; protocol messages are
@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::sender::forged;
 use swarm_store::layout::Root;
 use swarm_store::mailbox::{Delivery, bell};
 use swarm_store::names::{AgentName, LEAD, TeamName};
@@ -127,16 +128,15 @@ impl Inbox {
                 wrapped: wrap_message(&e.from, e.color.as_deref(), e.summary.as_deref(), &text),
                 text,
             };
-            match e.protocol() {
-                Some(p) if !p.signed_by(&e.from) => {
-                    consumed.push(d.key.clone());
-                    tracing::warn!(
-                        "ignoring a {} from {} that names {} as its sender",
-                        p.kind(),
-                        e.from,
-                        p.named_sender().unwrap_or_default()
-                    );
-                }
+            let protocol = e.protocol();
+            if let Some(p) = &protocol
+                && let Some(why) = forged(p, &e.from)
+            {
+                consumed.push(d.key.clone());
+                tracing::warn!("ignoring a {} from {}: {why}", p.kind(), e.from);
+                continue;
+            }
+            match protocol {
                 None => self.mail.push(for_model(e.text.clone())),
                 Some(Protocol::ShutdownRequest(req)) => {
                     consumed.push(d.key.clone());

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
+use crate::builder::{Agent, AgentBuilder, InTeam, Membership};
 use crate::teammate::active::ActiveFlag;
 use crate::teammate::inbox::Inbox;
 use crate::teammate::options::TeammateOptions;
@@ -30,11 +31,8 @@ use swarm_agent::display::Display;
 use swarm_agent::engine::Engine;
 use swarm_agent::prompt::PromptInputs;
 use swarm_agent::tools::ToolContext;
-use swarm_agent::transcript::Transcript;
 use swarm_config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
 use swarm_config::permissions::PermissionMode;
-use swarm_llm::budget::BudgetedClient;
-use swarm_llm::{self as llm};
 use swarm_store::Store;
 use swarm_store::layout::Root;
 use swarm_store::mailbox::Envelope;
@@ -59,81 +57,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
             opts.name, opts.team, opts.name
         )));
     }
-    llm::install_crypto_provider();
-    let mut llm_config = opts.llm.clone();
-    // One 429 makes the whole team wait, together.
-    llm_config.rate_limit_file = Some(opts.root.rate_limit_path(&opts.team));
-    let inner: Arc<dyn llm::LlmClient> = Arc::from(llm::build_client(&llm_config)?);
-    let client: Arc<dyn llm::LlmClient> = Arc::new(BudgetedClient::new(
-        inner,
-        opts.budget,
-        opts.root.open(&opts.team).budget().ledger(&opts.name),
-    ));
-    // Plan mode beats everything else when a plan is required, unless resumed: then the
-    // mode is the one it had, which an approved plan may have changed.
-    let mode = if opts.plan_mode_required && !opts.resumed {
-        PermissionMode::Plan
-    } else {
-        opts.mode
-    };
-    let mut ctx = ToolContext::new(opts.cwd.clone(), opts.name.clone(), mode);
-    ctx.allow = opts.allow.clone();
-    ctx.env = opts.env.clone();
-    let hooks = Arc::new(HookRunner {
-        hooks: opts.hooks.clone(),
-        session_id: uuid::Uuid::new_v4().to_string(),
-        cwd: opts.cwd.clone(),
-        team: opts.team.to_string(),
-        agent: opts.name.to_string(),
-        // As the roster has it: a teammate started without a type is general-purpose.
-        agent_type: Some(
-            opts.agent_type
-                .clone()
-                .unwrap_or_else(|| "general-purpose".to_owned()),
-        ),
-    });
-    let mut tools = TeamTools::new(opts.root.clone(), opts.team.clone());
-    tools.hooks = Some(hooks.clone());
-    tools.pane = opts.pane.clone();
-    let tools = Arc::new(tools);
-    ctx.tool_set = Some(tools.clone());
-    let system = prompt::teammate(
-        &PromptInputs {
-            agent: &opts.name,
-            cwd: &opts.cwd,
-            mode,
-            plan_mode_required: opts.plan_mode_required,
-            custom: opts.custom_instructions.as_deref(),
-        },
-        &opts.root,
-        &opts.team,
-    );
-    let mut engine = Engine::new(
-        client.clone(),
-        opts.llm.model.clone(),
-        system,
-        opts.tools.clone(),
-    );
-    engine.max_turns = opts.max_turns;
-    engine.timings = opts.timings.clone();
-    if let Some(n) = opts.context_window {
-        engine.context_window = n;
-    }
-    let path = opts.root.transcript_path(&opts.team, &opts.name);
-    let restored = opts.resumed
-        && crate::resume::restore_conversation(
-            &opts.root,
-            &opts.team,
-            &opts.name,
-            &path,
-            &mut engine,
-        )?;
-    let mut transcript = Transcript::open(&path)?;
-    if !restored {
-        transcript.mark_fresh_start()?;
-    }
-    engine.transcript = Some(transcript);
-
+    let (mode, Agent { mut engine, ctx }, InTeam { hooks, tools, .. }) = build(&opts)?;
     let mut state = AgentState::new(Activity::Starting);
     state.model = Some(opts.llm.model.clone());
     state.mode = Some(mode.to_string());
@@ -166,30 +90,14 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         "{}@{} · {} · mode {} · {}",
         rt.opts.name,
         rt.opts.team,
-        client.describe(),
+        engine.client.describe(),
         mode,
         rt.opts.cwd.display()
     ));
     rt.watch_for_shutdown();
     rt.fire(HookEvent::SubagentStart, Map::new()).await;
-    let code = rt.main_loop(&mut engine).await;
-    let (code, reason, clean) = match code {
-        Ok(Stop::Approved) => (0, "shutdown approved".to_owned(), true),
-        Ok(Stop::Budget(why)) => (
-            i32::from(swarm_util::error::exit::BUDGET),
-            format!("budget exhausted: {why}"),
-            true,
-        ),
-        Ok(Stop::Signalled) => {
-            let signal = rt.caught.lock().unwrap().unwrap_or("a signal");
-            (
-                swarm_util::error::exit::INTERRUPTED as i32,
-                format!("stopped by {signal}"),
-                false,
-            )
-        }
-        Err(e) => (i32::from(e.exit_code()), e.to_string(), false),
-    };
+    let stopped = rt.main_loop(&mut engine).await;
+    let (code, reason, clean) = rt.exit(stopped);
     rt.finish(code, &reason, clean, &engine);
     // After the bookkeeping, so a slow hook cut short by the ladder loses nothing.
     let mut stop = Map::new();
@@ -197,6 +105,57 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     stop.insert("reason".into(), Value::String(reason.clone()));
     rt.fire(HookEvent::SubagentStop, stop).await;
     Ok(code)
+}
+
+/// Puts the teammate's agent together, in its permission mode.
+fn build(opts: &TeammateOptions) -> Result<(PermissionMode, Agent, InTeam)> {
+    // Plan mode beats everything else when a plan is required, unless resumed: then the
+    // mode is the one it had, which an approved plan may have changed.
+    let mode = if opts.plan_mode_required && !opts.resumed {
+        PermissionMode::Plan
+    } else {
+        opts.mode
+    };
+    let system = prompt::teammate(
+        &PromptInputs {
+            agent: &opts.name,
+            cwd: &opts.cwd,
+            mode,
+            plan_mode_required: opts.plan_mode_required,
+            custom: opts.custom_instructions.as_deref(),
+        },
+        &opts.root,
+        &opts.team,
+    );
+    let mut tools = TeamTools::new(opts.root.clone(), opts.team.clone());
+    tools.pane = opts.pane.clone();
+    let team = Membership {
+        store: opts.root.open(&opts.team),
+        budget: opts.budget,
+        hooks: opts.hooks.clone(),
+        // As the roster has it: a teammate started without a type is general-purpose.
+        agent_type: opts
+            .agent_type
+            .clone()
+            .unwrap_or_else(|| "general-purpose".to_owned()),
+        tools,
+        resumed: opts.resumed,
+    };
+    let (agent, parts) = AgentBuilder {
+        name: opts.name.clone(),
+        llm: opts.llm.clone(),
+        cwd: opts.cwd.clone(),
+        mode,
+        allow: opts.allow.clone(),
+        env: opts.env.clone(),
+        system,
+        tools: opts.tools.clone(),
+        max_turns: opts.max_turns,
+        timings: opts.timings.clone(),
+        context_window: opts.context_window,
+    }
+    .in_team(team)?;
+    Ok((mode, agent, parts))
 }
 
 /// Records why a teammate stopped before its work began (no key for its model, a project
@@ -298,6 +257,28 @@ impl Runtime {
         tokio::task::spawn_blocking(move || runner.fire(event, mode, extra))
             .await
             .unwrap_or_default()
+    }
+
+    /// The exit code, the reason and whether it stopped cleanly, for how the work loop
+    /// ended.
+    fn exit(&self, stopped: Result<Stop>) -> (i32, String, bool) {
+        match stopped {
+            Ok(Stop::Approved) => (0, "shutdown approved".to_owned(), true),
+            Ok(Stop::Budget(why)) => (
+                i32::from(swarm_util::error::exit::BUDGET),
+                format!("budget exhausted: {why}"),
+                true,
+            ),
+            Ok(Stop::Signalled) => {
+                let signal = self.caught.lock().unwrap().unwrap_or("a signal");
+                (
+                    swarm_util::error::exit::INTERRUPTED as i32,
+                    format!("stopped by {signal}"),
+                    false,
+                )
+            }
+            Err(e) => (i32::from(e.exit_code()), e.to_string(), false),
+        }
     }
 
     pub(super) fn register(&mut self) -> Result<()> {
