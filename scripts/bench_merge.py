@@ -2,7 +2,7 @@
 commits each onto the target, one at a time, with a trivial check after each merge.
 
 The branches and their worktree records are made directly (git, and the record format of
-src/store/worktrees.rs), as a team of 16 isolated teammates would have left them; each
+crates/store/src/worktrees.rs), as a team of 16 isolated teammates would have left them; each
 touches its own files, so nothing conflicts. The figure is the whole `swarm merge` wall
 time with the check `true` (whose own cost is a fork and exec per merge), and the same
 queue again with no check at all, to show what the gate itself costs.

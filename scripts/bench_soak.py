@@ -113,7 +113,7 @@ def teammate_prompt(name, replaces=None):
 
 
 def job_script(work_log, burst_chance):
-    """The model's side of the job (rules are tried in order: src/llm/model_server/script.rs)."""
+    """The model's side of the job (rules are tried in order: crates/model-server/src/script.rs)."""
     rules = []
 
     def rule(name, **kw):

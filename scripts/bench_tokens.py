@@ -109,7 +109,7 @@ def call(tool, **input):
 
 
 def job_script():
-    """The model's side of the job; rules are tried in order (src/llm/model_server/script.rs)."""
+    """The model's side of the job; rules are tried in order (crates/model-server/src/script.rs)."""
     rules = []
 
     def rule(name, **kw):

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Writes src/demo/script.json: the scripted model that drives `swarm demo`.
+"""Writes crates/demo/src/script.json: the scripted model that drives `swarm demo`.
 
 The demo job: three independent bash tools and an entry point that needs them, checked
 by check.sh. The lead creates the tasks one at a time (so their ids are 1-4 in order)
 and spawns bob in plan mode; bob claims the first task and sends a plan; the lead
 approves it, brings in alice and carol, and briefs everyone. Teammates claim tasks,
 write the file the task gives, run its check, mark it completed and report. Rules are tried in
-order; see src/llm/model_server/script.rs for the format.
+order; see crates/model-server/src/script.rs for the format.
 
     scripts/demo-script.py        # regenerate after editing
 """
@@ -126,7 +126,7 @@ TEAMMATE_RULES = rules[[r["name"] for r in rules].index("write"):]
 
 def write(name, rules):
     script = {"rules": rules, "default": {"text": "OK."}}
-    out = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "demo", name)
+    out = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "crates", "demo", "src", name)
     with open(out, "w") as f:
         json.dump(script, f, indent=2)
         f.write("\n")
