@@ -275,7 +275,7 @@ impl Launcher {
             self.window_options(),
         )?;
         team_window::record_server(&self.root, &window)?;
-        crate::resume::save_launch(&self.root, &self.team, LEAD, lead, self.lead.engine)?;
+        crate::launch_record::save_launch(&self.root, &self.team, LEAD, lead, self.lead.engine)?;
         let pane = window
             .lead_pane()?
             .map(|p| p.to_string())
@@ -582,7 +582,7 @@ impl Launcher {
         // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
         let project = self.dirs.project_dir(&s.checked.project_cwd);
         let cmd = self.teammate_command(prepared, &s.checked.color, &project)?;
-        crate::resume::save_launch(root, team, s.name(), &cmd, s.engine)?;
+        crate::launch_record::save_launch(root, team, s.name(), &cmd, s.engine)?;
         if let Some(prompt) = prepared
             .req
             .prompt

@@ -11,6 +11,7 @@ pub mod dialogs;
 pub mod feed;
 pub mod inherit;
 pub mod launch;
+pub mod launch_record;
 pub mod layout;
 pub mod leases;
 pub mod merge;
