@@ -344,40 +344,12 @@ pub fn report_exit(
     if !finished_itself {
         fire_subagent_stop(root, team, m, &reason, dirs);
     }
-    if let Some(mut s) = m
-        .state_file
-        .clone()
-        .filter(|s| s.activity != Activity::Exited)
-    {
-        s.activity = Activity::Exited;
-        s.current_task = None;
-        s.detail = Some(reason.clone());
-        s.exit = Some(ExitInfo {
-            code: m.exit_code.unwrap_or(-1),
-            reason: reason.clone(),
-            released_tasks: released.clone(),
-            clean: false,
-        });
-        let _ = root.open(team).agents().write_state(&agent, &s);
-    }
+    record_end(root, team, &agent, m, &reason, &released);
     let _ = root
         .open(team)
         .roster()
         .update_member(&m.name, |member| member.is_active = Some(false));
-    let mut message = if clean {
-        format!("{} has shut down ({reason}).", m.name)
-    } else {
-        format!("{} was terminated ({reason}).", m.name)
-    };
-    if released.is_empty() {
-        message.push_str(" It held no open tasks.");
-    } else {
-        message.push_str(&format!(
-            " {} task(s) were unassigned: {}. Use TaskList to see them and give them to someone else.",
-            released.len(),
-            subjects.join(", ")
-        ));
-    }
+    let message = stopped_message(&m.name, clean, &reason, &subjects);
     let note = Protocol::TeammateTerminated(TeammateTerminated {
         message: message.clone(),
         agent: Some(m.name.clone()),
@@ -399,6 +371,53 @@ pub fn report_exit(
         released,
         worktree,
     }))
+}
+
+/// Writes the end of a teammate that could not write it itself (its state said it still
+/// ran): exited, not cleanly, with the tasks released for it.
+fn record_end(
+    root: &Root,
+    team: &TeamName,
+    agent: &AgentName,
+    m: &MemberStatus,
+    reason: &str,
+    released: &[String],
+) {
+    if let Some(mut s) = m
+        .state_file
+        .clone()
+        .filter(|s| s.activity != Activity::Exited)
+    {
+        s.activity = Activity::Exited;
+        s.current_task = None;
+        s.detail = Some(reason.to_owned());
+        s.exit = Some(ExitInfo {
+            code: m.exit_code.unwrap_or(-1),
+            reason: reason.to_owned(),
+            released_tasks: released.to_vec(),
+            clean: false,
+        });
+        let _ = root.open(team).agents().write_state(agent, &s);
+    }
+}
+
+/// What the lead is told of a teammate that stopped, naming the tasks it released.
+fn stopped_message(name: &str, clean: bool, reason: &str, released: &[String]) -> String {
+    let mut message = if clean {
+        format!("{name} has shut down ({reason}).")
+    } else {
+        format!("{name} was terminated ({reason}).")
+    };
+    if released.is_empty() {
+        message.push_str(" It held no open tasks.");
+    } else {
+        message.push_str(&format!(
+            " {} task(s) were unassigned: {}. Use TaskList to see them and give them to someone else.",
+            released.len(),
+            released.join(", ")
+        ));
+    }
+    message
 }
 
 /// Runs the SubagentStop hooks of a teammate that died without running them, from the
