@@ -94,7 +94,7 @@ pub fn has_goal(root: &Root, team: &TeamName) -> bool {
 
 /// Refuses a team that cannot be resumed, saying why and what to do instead.
 pub fn check_resumable(root: &Root, team: &TeamName) -> Result<()> {
-    if !root.roster_path(team).exists() {
+    if !root.has_team(team) {
         return Err(Error::not_found(format!(
             "no team '{team}' under {}; `swarm status` lists teams",
             root.path().display()

@@ -22,9 +22,10 @@ use swarm_store::documents;
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::state::{self, Activity};
+use swarm_store::{Hold, Topic};
 use swarm_util::error::{Error, Result, exit};
 use swarm_util::process;
-use swarm_util::watcher::{DirWatcher, RESCAN_EVERY};
+use swarm_util::watcher::RESCAN_EVERY;
 
 /// How long a lead may take to write its first state before the run gives up on it.
 const LEAD_START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -142,17 +143,15 @@ pub fn follow_lead(
             let notify = changed.clone();
             move || notify.notify_one()
         };
-        let _watchers = match progress {
-            None => vec![DirWatcher::file(
-                &root.state_path(team, &AgentName::lead()),
-                wake(&changed),
-            )],
-            Some(_) => vec![
-                DirWatcher::new(&root.state_dir(team), |_| true, wake(&changed)),
-                DirWatcher::new(&root.tasks_dir(team), |_| true, wake(&changed)),
-                DirWatcher::file(&root.roster_path(team), wake(&changed)),
-            ],
+        let topics = match progress {
+            None => vec![Topic::State(AgentName::lead())],
+            Some(_) => vec![Topic::States, Topic::Tasks, Topic::Roster],
         };
+        let store = root.open(team);
+        let _watches: Vec<Hold> = topics
+            .into_iter()
+            .map(|topic| store.watch(topic, Box::new(wake(&changed))))
+            .collect();
         let mut seen: Option<Snapshot> = None;
         let tell = |seen: &mut Option<Snapshot>| {
             let Some(progress) = progress else { return };

@@ -75,13 +75,14 @@ pub fn reconcile(
 /// read to the end with nothing left to retry is not read again (see `RECORDED`).
 pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
     let lead = AgentName::lead();
-    let path = root.inbox_path(team, &lead);
+    // The lead's inbox of this team under this root.
+    let inbox = (root.path().to_path_buf(), team.clone());
     let before = mailbox::version(root, team, &lead);
     let mut recorded = RECORDED.lock().unwrap_or_else(|p| p.into_inner());
-    if before.is_some() && recorded.get(&path) == before.as_ref() {
+    if before.is_some() && recorded.get(&inbox) == before.as_ref() {
         return Ok(());
     }
-    recorded.remove(&path);
+    recorded.remove(&inbox);
     drop(recorded);
     // Whether every request in this version is settled: recorded, or never to be.
     let mut complete = true;
@@ -126,7 +127,7 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
         RECORDED
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(path, version);
+            .insert(inbox, version);
     }
     Ok(())
 }
@@ -170,7 +171,7 @@ fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
 /// [`record_requests`] last read to the end with every request in it recorded or never to
 /// be: the same version holds nothing new.
 static RECORDED: std::sync::Mutex<
-    std::collections::BTreeMap<std::path::PathBuf, mailbox::Version>,
+    std::collections::BTreeMap<(std::path::PathBuf, TeamName), mailbox::Version>,
 > = std::sync::Mutex::new(std::collections::BTreeMap::new());
 
 /// Tells the lead, once per process, which teammate waits at a first-run dialog and how
