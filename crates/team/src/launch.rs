@@ -206,58 +206,9 @@ impl Launcher {
     }
 
     /// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
-    /// supervise in turn.
+    /// supervise in turn (see [`inherit::lead_command`]).
     pub fn lead_command(&self, extra: &[String]) -> TeammateCommand {
-        let lead = &self.lead;
-        let team = &self.team;
-        let mut argv = vec![
-            lead.exe.display().to_string(),
-            format!("--root={}", lead.root.display()),
-            "lead".to_owned(),
-            format!("--team={team}"),
-        ];
-        if let Some(p) = &lead.provider {
-            argv.push(format!("--provider={p}"));
-        }
-        if let Some(m) = &lead.model {
-            argv.push(format!("--model={m}"));
-        }
-        if let Some(u) = &lead.base_url {
-            argv.push(format!("--base-url={u}"));
-        }
-        if let Some(v) = &lead.anthropic_version {
-            argv.push(format!("--anthropic-version={v}"));
-        }
-        argv.push(format!("--permission-mode={}", lead.permission_mode));
-        for rule in &lead.allow {
-            argv.push(format!("--allow={rule}"));
-        }
-        if let Some(n) = lead.max_turns {
-            argv.push(format!("--max-turns={n}"));
-        }
-        if let Some(n) = lead.context_window {
-            argv.push(format!("--context-window={n}"));
-        }
-        if let Some(t) = lead.permission_timeout {
-            argv.push(inherit::permission_timeout_flag(t));
-        }
-        if lead.engine == Engine::Claude {
-            argv.push(format!("--engine={}", lead.engine));
-            if let Some(bin) = &lead.claude_bin {
-                argv.push(format!("--claude-bin={}", bin.display()));
-            }
-        }
-        argv.extend(extra.iter().cloned());
-        let (mut env, secret_env) = inherit::environment(lead, &self.env);
-        env.insert("SWARM_AGENT_ID".to_owned(), format!("{LEAD}@{team}"));
-        env.insert("SWARM_AGENT_NAME".to_owned(), LEAD.to_owned());
-        env.insert("SWARM_TEAM".to_owned(), team.to_string());
-        TeammateCommand {
-            argv,
-            env: env.into_iter().collect(),
-            secret_env: secret_env.into_iter().collect(),
-            cwd: self.cwd.clone(),
-        }
+        inherit::lead_command(&self.lead, &self.env, &self.team, &self.cwd, extra)
     }
 
     /// Opens the team's window with the lead in its first pane, unless it is open already.
