@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::status;
-use crate::worktree;
+use crate::git::worktree;
+use crate::life::status;
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
 use swarm_store::state::AgentState;

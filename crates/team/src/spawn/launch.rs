@@ -3,19 +3,19 @@
 //! Order matters: the agent definition named by `--agent-type` is applied (model,
 //! isolation, colour, initial prompt, permission mode; an unknown type is refused), the
 //! roster entry is reserved (so the name is taken), the teammate's git worktree is made
-//! when it is isolated (see [`crate::worktree`]), the first instructions are written to
+//! when it is isolated (see [`crate::git::worktree`]), the first instructions are written to
 //! its inbox, then the pane is made running the teammate directly (argv, no shell, no
 //! keystrokes), and the roster gets the pane id. If anything fails after the reservation,
 //! the reservation, the worktree and the inbox go again. The team window, and the lead
 //! process in its first pane, are opened by the first spawn. Every pane's command is kept
-//! as a launch record, for `swarm resume` (see [`crate::resume`]).
+//! as a launch record, for `swarm resume` (see [`crate::life::resume`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
-use crate::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
-use crate::worktree;
+use crate::git::worktree;
+use crate::spawn::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
+use crate::spawn::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use swarm_config::agents::{Catalog, Definition, Isolation};
 use swarm_config::project::{PROJECT_DIR_ENV, UserDirs};
 use swarm_llm::budget::Limits;
@@ -226,7 +226,13 @@ impl Launcher {
             self.window_options(),
         )?;
         team_window::record_server(&self.root, &window)?;
-        crate::launch_record::save_launch(&self.root, &self.team, LEAD, lead, self.lead.engine)?;
+        crate::spawn::launch_record::save_launch(
+            &self.root,
+            &self.team,
+            LEAD,
+            lead,
+            self.lead.engine,
+        )?;
         let pane = window
             .lead_pane()?
             .map(|p| p.to_string())
@@ -533,7 +539,7 @@ impl Launcher {
         // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
         let project = self.dirs.project_dir(&s.checked.project_cwd);
         let cmd = self.teammate_command(prepared, &s.checked.color, &project)?;
-        crate::launch_record::save_launch(root, team, s.name(), &cmd, s.engine)?;
+        crate::spawn::launch_record::save_launch(root, team, s.name(), &cmd, s.engine)?;
         if let Some(prompt) = prepared
             .req
             .prompt

@@ -9,10 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::shutdown::{self, LadderOptions};
-use crate::status;
-use crate::window::{TeamWindow, TeamWindowOptions};
-use crate::worktree;
+use crate::git::worktree;
+use crate::life::shutdown::{self, LadderOptions};
+use crate::life::status;
+use crate::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_store::layout::Root;
 use swarm_store::names::{LEAD, TeamName};
 use swarm_store::state::Activity;
@@ -134,7 +134,7 @@ pub fn delete(
             )),
         }
     }
-    if let Some(line) = crate::merge::remove_integration(root, team) {
+    if let Some(line) = crate::git::merge::remove_integration(root, team) {
         deleted.left.push(line);
     }
     root.delete_team(team)?;

@@ -4,7 +4,7 @@
 //! a `teammate_terminated` message naming the tasks released.
 //!
 //! A teammate that worked in its own git worktree has it settled here too: removed when
-//! unchanged, kept (and the lead told where) when not; see [`crate::worktree`].
+//! unchanged, kept (and the lead told where) when not; see [`crate::git::worktree`].
 //!
 //! A task whose owner is not on the roster any more goes back to pending too: the owner
 //! left by a path that did not release it (a crash while being removed, or a Claude Code
@@ -22,7 +22,7 @@
 
 use std::path::Path;
 
-use crate::status::{self, MemberStatus, TeamStatus};
+use crate::life::status::{self, MemberStatus, TeamStatus};
 use swarm_config::hooks::{Event as HookEvent, Hooks, Runner};
 use swarm_config::project::UserDirs;
 use swarm_store::approvals;
@@ -362,7 +362,7 @@ pub fn report_exit(
         .mail()
         .deliver(&AgentName::lead(), envelope)?;
     tracing::info!("{message}");
-    let worktree = crate::worktree::settle(root, team, &m.name);
+    let worktree = crate::git::worktree::settle(root, team, &m.name);
     if let Some(line) = &worktree {
         tracing::info!("{}: {line}", m.name);
     }

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::launch::Launcher;
-use crate::progress::{self, Event, Snapshot};
-use crate::window::TeamWindow;
+use crate::runs::progress::{self, Event, Snapshot};
+use crate::spawn::launch::Launcher;
+use crate::spawn::window::TeamWindow;
 use swarm_config::permissions::Approver;
 use swarm_llm::budget::Limits;
 use swarm_store::documents;
@@ -41,7 +41,7 @@ pub struct Goal<'a> {
     /// What the whole team may spend (every agent keeps to it; see `llm::budget`).
     pub budget: Limits,
     /// How teammates' worktree branches land (the team's merge queue settings).
-    pub merge: crate::merge::Options,
+    pub merge: crate::git::merge::Options,
 }
 
 /// Creates the team and opens its window with the lead agent in the first pane.
@@ -65,7 +65,7 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
             lead.mode = Some(mode.clone())
         })?;
     root.open(team).budget().write_limits(&goal.budget)?;
-    crate::merge::configure(root, team, &goal.merge)?;
+    crate::git::merge::configure(root, team, &goal.merge)?;
     let goal_file = documents::write_goal(root, team, goal.text)?;
     let extra = [
         format!("--goal-file={}", goal_file.display()),
@@ -116,7 +116,7 @@ pub fn wait_for_lead(
 }
 
 /// [`wait_for_lead`], telling `progress` of every change to the team as it sees it (see
-/// [`crate::progress`]): woken by the files that change, and looking again at least
+/// [`crate::runs::progress`]): woken by the files that change, and looking again at least
 /// every [`RESCAN_EVERY`].
 pub fn follow_lead(
     root: &Root,

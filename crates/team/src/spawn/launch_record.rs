@@ -1,12 +1,12 @@
 //! A pane's launch record: how its command was started, kept so `swarm resume` can start
-//! it again (see [`crate::resume`]). The record keeps the argv without `--resume`, the
+//! it again (see [`crate::life::resume`]). The record keeps the argv without `--resume`, the
 //! environment, the working directory and the engine, and the names of its secrets only:
 //! a secret's value never reaches the store, and comes back from the environment of the
 //! process that restarts the pane.
 
 use std::collections::BTreeMap;
 
-use crate::inherit::{Engine, TeammateCommand};
+use crate::spawn::inherit::{Engine, TeammateCommand};
 use swarm_store::launch_record::LaunchRecord;
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;

@@ -5,15 +5,15 @@
 //! Recipients are checked against the roster (an unknown name is an error the model sees,
 //! never a new inbox). Setting a task's owner goes through the real claim (compare-and-set
 //! under the list lock) and tells the new owner with a `task_assignment` message. Task
-//! hooks run through [`crate::task_events`]; a hook's refusal fails the tool with the
+//! hooks run through [`crate::toolset::task_events`]; a hook's refusal fails the tool with the
 //! hook's stderr as feedback.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
-use crate::launch::{Launcher, SpawnRequest, Spawned};
-use crate::task_events::{self, Created};
+use crate::spawn::launch::{Launcher, SpawnRequest, Spawned};
+use crate::toolset::task_events::{self, Created};
 use swarm_agent::tools::{ToolContext, ToolOutcome, ToolSet, required_str, value_str};
 use swarm_config::hooks::Runner as HookRunner;
 use swarm_config::tools::ToolName;
@@ -90,7 +90,7 @@ impl ToolSet for TeamTools {
                 .pop()
                 .expect("one outcome per call"),
             ToolName::TeamStatus => self.team_status(),
-            ToolName::MergeQueue => crate::merge_tool::run(&self.root, &self.team, &input),
+            ToolName::MergeQueue => crate::toolset::merge_tool::run(&self.root, &self.team, &input),
             other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
         }
     }
@@ -115,7 +115,7 @@ impl ToolSet for TeamTools {
     }
 
     fn note_on_change(&self, path: &std::path::Path, ctx: &ToolContext) -> Option<String> {
-        crate::leases::note(&self.root, &self.team, ctx.agent.as_str(), &ctx.cwd, path)
+        crate::toolset::leases::note(&self.root, &self.team, ctx.agent.as_str(), &ctx.cwd, path)
     }
 }
 
@@ -752,9 +752,9 @@ impl TeamTools {
     fn team_status(&self) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
             let tmux = self.lead.as_ref().map(|p| &p.launcher.tmux);
-            let seen = crate::status::observe(&self.root, &self.team, tmux)
+            let seen = crate::life::status::observe(&self.root, &self.team, tmux)
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
-            Ok(ToolOutcome::ok(crate::status::render_for_width(
+            Ok(ToolOutcome::ok(crate::life::status::render_for_width(
                 &seen,
                 clock::now_ms(),
                 90,
@@ -805,7 +805,7 @@ fn worktree_commit(
     let Ok(Some(record)) = root.open(team).worktrees().worktree(agent) else {
         return Ok(None);
     };
-    let Ok(changes) = crate::worktree::changes(&record) else {
+    let Ok(changes) = crate::git::worktree::changes(&record) else {
         return Ok(None);
     };
     if changes.files > 0 {
@@ -815,7 +815,7 @@ fn worktree_commit(
             changes.files
         ));
     }
-    Ok(crate::worktree::branch_head(&record))
+    Ok(crate::git::worktree::branch_head(&record))
 }
 
 fn strings(input: &Value, key: &str) -> Vec<String> {

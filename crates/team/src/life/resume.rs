@@ -1,7 +1,7 @@
 //! Bringing a team back after its lead crashed, its tmux server died or the machine
 //! rebooted (`swarm resume`).
 //!
-//! Every pane swarm starts leaves a launch record (see [`crate::launch_record`]).
+//! Every pane swarm starts leaves a launch record (see [`crate::spawn::launch_record`]).
 //! `swarm resume` starts the lead again from its record with `--resume`, in a new team
 //! window or in the lead's dead pane ([`resume_lead`]); the resumed lead, before it
 //! supervises anything, starts again every teammate of the roster that had not finished
@@ -26,10 +26,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::inherit::{Engine, TeammateCommand};
-use crate::launch::{Launcher, pane_spec};
-use crate::launch_record::{RESUME_FLAG, command_from};
-use crate::window::{self as team_window, Placement, TeamWindow};
+use crate::spawn::inherit::{Engine, TeammateCommand};
+use crate::spawn::launch::{Launcher, pane_spec};
+use crate::spawn::launch_record::{RESUME_FLAG, command_from};
+use crate::spawn::window::{self as team_window, Placement, TeamWindow};
 use swarm_store::documents;
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
@@ -318,7 +318,7 @@ fn respawn_one(
         member.backend_type = Some("tmux".to_owned());
         member.pid = pid;
         member.is_active = None;
-        member.extra.remove(crate::status::SHUTDOWN_STEP);
+        member.extra.remove(crate::life::status::SHUTDOWN_STEP);
     })?;
     Ok(how.join("; "))
 }
