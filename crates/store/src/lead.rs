@@ -1,7 +1,7 @@
 //! Who leads a team right now: whoever holds the lock on `teams/<team>/lead.flock`, for
 //! the life of its process (a [`life_lock`]). The kernel frees it when the lead's process
 //! ends, so a lead that crashed never blocks a new one, two leads never run at once, and
-//! a lock seen free means the lead has written all it ever will. Looking ([`is_running`])
+//! a lock seen free means the lead has written all it ever will. Looking (`is_running`)
 //! takes nothing, so it never makes a lead that starts at that moment refuse.
 
 use std::fs::File;

@@ -2,7 +2,7 @@
 //! branches waiting to land on the integration target, first in first out, one entry per
 //! branch and task, each with its state and what came of it.
 //!
-//! Every change is a read-modify-write under the file's lock ([`update`]), written whole
+//! Every change is a read-modify-write under the file's lock (`update`), written whole
 //! and atomically, so a crash leaves either the old queue or the new one. An entry found
 //! `merging` or `checking` was interrupted: `team::merge` redoes it from a clean
 //! integration worktree, after checking its head did not land already.

@@ -8,7 +8,7 @@
 //! since Claude Code 2.1.328 rewrites the file in place under that lock (it writes, then
 //! truncates, so a reader can find the new text with the old one's tail after it).
 //!
-//! Whoever takes a member off ([`remove_member`]) returns its open tasks to pending, so
+//! Whoever takes a member off (`remove_member`) returns its open tasks to pending, so
 //! no task stays owned by a name nobody answers to. The roster is written first: a crash
 //! in between, or another program removing a member, leaves tasks whose owner is gone,
 //! and the lead's reconcile loop returns those.

@@ -3,7 +3,7 @@
 //! it is still in use (`active`) or was kept after its teammate stopped (`kept`).
 //!
 //! A record is written whole and atomically. Deciding a worktree's fate (see
-//! `team::worktree::finalize`) happens under the record's lock ([`lock`]), so it happens
+//! `team::worktree::finalize`) happens under the record's lock (`lock`), so it happens
 //! once however many observers notice the teammate stop.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! Claiming tasks: [`TaskList::claim`] takes a named task, [`TaskList::next`] the first
+//! Claiming tasks: `TaskList::claim` takes a named task, `TaskList::next` the first
 //! ready one, with the readiness and refusal rules they share. Both set the owner and
 //! status `in_progress`.
 //!

@@ -1,4 +1,4 @@
-//! [`TaskList`], a team's task list on disk: one JSON file per task, `tasks/<team>/<id>.json`,
+//! `TaskList`, a team's task list on disk: one JSON file per task, `tasks/<team>/<id>.json`,
 //! plus `.highwatermark` (the highest id ever used) and `.lock` (the list lock's anchor). Here
 //! are its paths, its locking, reading and writing task files, ids and the high-water mark,
 //! and the operations list, get, create, update, delete and release. Claiming is in

@@ -3,7 +3,7 @@
 //! anchor) and `.swarm-index` (swarm's claim cache).
 //!
 //! - [`model`]: the data types: a task, its status, a new task, a patch, a claim refusal;
-//! - [`list`]: [`TaskList`]: paths, locking, task files, ids and the high-water mark, and
+//! - [`list`]: `TaskList`: paths, locking, task files, ids and the high-water mark, and
 //!   list, get, create, update, delete and release;
 //! - [`claim`]: claiming a named task, or the next ready one;
 //! - [`graph`]: the dependency graph: edge and cycle checks, id lists without repeats;
