@@ -200,11 +200,12 @@ def one_sided_edges(root, team_name):
 
 def fault_points():
     points = set()
-    for dirpath, _, names in os.walk(os.path.join(B.REPO, "src")):
-        for name in names:
-            if name.endswith(".rs"):
-                with open(os.path.join(dirpath, name)) as f:
-                    points.update(re.findall(r'fault::point\("([^"]+)"\)', f.read()))
+    for top in ("src", "crates"):
+        for dirpath, _, names in os.walk(os.path.join(B.REPO, top)):
+            for name in names:
+                if name.endswith(".rs"):
+                    with open(os.path.join(dirpath, name)) as f:
+                        points.update(re.findall(r'fault::point\("([^"]+)"\)', f.read()))
     return points
 
 
