@@ -277,7 +277,7 @@ pub(crate) fn resolve(
             request_id: a.request_id.clone(),
             subtype: if decision.approve { "success" } else { "error" }.to_owned(),
             // Claude Code runs the tool only with the input it may use and the rule
-            // changes to make, both present (claude-code-live.md §5.5).
+            // changes to make, both present (docs/design/claude-code-client.md §3).
             response: decision.approve.then(|| PermissionGrant {
                 updated_input: Some(a.detail.clone()),
                 permission_updates: Some(Vec::new()),

@@ -1,5 +1,5 @@
 //! The teams under a root: creating one, opening one (which is where its backend is
-//! chosen), listing and deleting them. Everything else a team holds is reached through
+//! chosen), whether one exists or is half made, listing and deleting them. Everything else a team holds is reached through
 //! the [`Store`] handle these return.
 
 use std::path::Path;
@@ -32,6 +32,32 @@ impl Root {
     /// Every team under this root, by name.
     pub fn teams(&self) -> Result<Vec<TeamConfig>> {
         roster::list(self)
+    }
+
+    /// Whether `team` exists under this root: it has a roster (`teams/<team>/config.json`).
+    /// Reads nothing but whether the roster is there.
+    pub fn has_team(&self, team: &TeamName) -> bool {
+        self.roster_path(team).exists()
+    }
+
+    /// Whether `team` is half made: it has a folder but no roster, as a run that failed
+    /// while the team was being made leaves it.
+    pub fn is_half_made(&self, team: &TeamName) -> bool {
+        self.team_dir(team).is_dir() && !self.has_team(team)
+    }
+
+    /// The half-made teams under this root, by name.
+    pub fn half_made_teams(&self) -> Vec<TeamName> {
+        let Ok(entries) = std::fs::read_dir(self.teams_dir()) else {
+            return Vec::new();
+        };
+        let mut teams: Vec<TeamName> = entries
+            .flatten()
+            .filter_map(|e| TeamName::new(&e.file_name().to_string_lossy()).ok())
+            .filter(|t| self.is_half_made(t))
+            .collect();
+        teams.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        teams
     }
 
     /// Removes `team`'s files (roster, mailboxes, state, task list). Whether its members

@@ -16,18 +16,20 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::command::{Direction, Layout, PaneSpec, Size, TmuxCommand, batch_args, show};
+use crate::command::{
+    Direction, Layout, NewSession, PaneSpec, Size, TmuxCommand, batch_args, show,
+};
 use crate::error::{TmuxError, classify};
 use crate::escape::{SEP, config_quote, sanitized, shell_word};
 use crate::ids::{PaneId, SessionId, Target, WindowId};
-use crate::pane::{NewPane, NewSession, PaneRecord, SessionRecord, pane_format, parse_panes};
+use crate::pane::{NewPane, PaneRecord, SessionRecord, pane_format, parse_panes};
 use crate::server::{Server, choose};
 use swarm_util::environment::Environment;
 use swarm_util::error::Error;
@@ -692,6 +694,11 @@ fn wait_with_timeout(
         stdout,
         stderr,
     })
+}
+
+/// True if `path` is the socket of `tmux`'s server (both sides taken literally).
+pub fn is_server_path(tmux: &Tmux, path: &Path) -> bool {
+    matches!(tmux.server(), Server::Path(p) if p == path)
 }
 
 #[cfg(test)]

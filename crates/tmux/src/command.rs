@@ -1,7 +1,8 @@
 //! What swarm asks tmux to do: [`PaneSpec`] (the program a pane runs, its directory and
-//! environment), the argument types [`Direction`], [`Size`] and [`Layout`], and
-//! [`TmuxCommand`], one tmux command built argument by argument together with its display
-//! form; `batch_args` joins several into one invocation.
+//! environment), [`NewSession`] (what `new-session` needs), the argument types
+//! [`Direction`], [`Size`] and [`Layout`], and [`TmuxCommand`], one tmux command built
+//! argument by argument together with its display form; `batch_args` joins several into
+//! one invocation.
 //!
 //! Invariants: every argument of a [`TmuxCommand`] has passed [`escape_arg`], and every
 //! value tmux expands as a format has passed [`escape_format`] too, so the only unescaped
@@ -18,7 +19,6 @@ use std::path::PathBuf;
 use crate::error::TmuxError;
 use crate::escape::{SEP, config_quote, escape_arg, escape_format};
 use crate::ids::{PaneId, SessionId, Target, WindowId};
-use crate::pane::NewSession;
 
 /// What a new pane runs: a working directory, extra environment, and the argv exec'd as the
 /// pane's own process.
@@ -115,6 +115,17 @@ impl PaneSpec {
             many => many.iter().map(String::as_str).collect(),
         }
     }
+}
+
+/// What `new-session` needs.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    pub name: &'a str,
+    pub window_name: Option<&'a str>,
+    /// Columns and rows; a detached session is otherwise 80x24. Later windows of the
+    /// session get the same size (tmux sets the session's `default-size`).
+    pub size: Option<(u16, u16)>,
+    pub spec: &'a PaneSpec,
 }
 
 /// A pane split direction: `Horizontal` puts the new pane beside the target (`-h`),

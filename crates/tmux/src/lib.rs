@@ -35,9 +35,9 @@ pub mod ids;
 pub mod pane;
 pub mod server;
 
-pub use client::Tmux;
-pub use command::{Direction, Layout, PaneSpec, Size, TmuxCommand};
+pub use client::{Tmux, is_server_path};
+pub use command::{Direction, Layout, NewSession, PaneSpec, Size, TmuxCommand};
 pub use error::TmuxError;
 pub use ids::{PaneId, SessionId, Target, WindowId};
-pub use pane::{AGENT_OPTION, NewPane, NewSession, PANE_OPTION, PaneRecord, TEAM_OPTION};
-pub use server::{Caller, Server, is_server_path};
+pub use pane::{AGENT_OPTION, NewPane, PANE_OPTION, PaneRecord, TEAM_OPTION};
+pub use server::{Caller, Server};

@@ -1,7 +1,6 @@
 //! What tmux reports about panes and sessions: [`PaneRecord`], parsed by [`parse_panes`]
-//! from one batched `list-panes -F` query; [`SessionRecord`]; [`NewPane`], the ids of a
-//! freshly created pane; and [`NewSession`], what `new-session` needs. Also the pane
-//! options swarm tags its panes with ([`TEAM_OPTION`], [`AGENT_OPTION`], [`PANE_OPTION`]).
+//! from one batched `list-panes -F` query; [`SessionRecord`]; and [`NewPane`], the ids of
+//! a freshly created pane. Also the pane options swarm tags its panes with ([`TEAM_OPTION`], [`AGENT_OPTION`], [`PANE_OPTION`]).
 //!
 //! Invariants: the query (`pane_format`) and the parser agree on `PANE_FIELDS` fields in
 //! one order, separated by `SEP`; free-text fields pass through `sanitized`, so neither a
@@ -12,7 +11,6 @@
 
 use std::str::FromStr;
 
-use crate::command::PaneSpec;
 use crate::escape::{SEP, sanitized};
 use crate::ids::{InvalidId, PaneId, SessionId, WindowId};
 
@@ -172,17 +170,6 @@ pub struct NewPane {
     pub session: SessionId,
     pub window: WindowId,
     pub pane: PaneId,
-}
-
-/// What `new-session` needs.
-#[derive(Debug, Clone)]
-pub struct NewSession<'a> {
-    pub name: &'a str,
-    pub window_name: Option<&'a str>,
-    /// Columns and rows; a detached session is otherwise 80x24. Later windows of the
-    /// session get the same size (tmux sets the session's `default-size`).
-    pub size: Option<(u16, u16)>,
-    pub spec: &'a PaneSpec,
 }
 
 #[cfg(test)]

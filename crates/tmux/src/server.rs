@@ -1,15 +1,15 @@
 //! Which tmux server swarm talks to: [`Server`]; how it is picked ([`choose`], behind
 //! [`Tmux::resolve`]): `-L NAME` from a flag or `$SWARM_TMUX_SOCKET`, else the server the
 //! caller is inside, else the default; and what `$TMUX` and `$TMUX_PANE` say about a
-//! caller inside tmux ([`Caller`], [`socket_of`], [`is_server_path`]). `$TMUX` is read
-//! only to choose a server.
+//! caller inside tmux ([`Caller`], [`socket_of`]). `$TMUX` is read only to choose a server.
+//!
+//! [`Tmux::resolve`]: crate::Tmux::resolve
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::client::Tmux;
 use crate::ids::PaneId;
 use swarm_util::environment::Environment;
 use swarm_util::error::Error;
@@ -17,7 +17,7 @@ use swarm_util::error::Error;
 /// The environment variable naming swarm's tmux socket (`-L NAME`).
 pub const SOCKET_ENV: &str = "SWARM_TMUX_SOCKET";
 
-/// Which tmux server a [`Tmux`] talks to.
+/// Which tmux server a [`Tmux`](crate::Tmux) talks to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Server {
     /// `-L NAME`: a socket named NAME in tmux's socket directory.
@@ -38,7 +38,8 @@ impl fmt::Display for Server {
     }
 }
 
-/// The server [`Tmux::resolve`] picks, with the environment passed in, so it can be tested
+/// The server [`Tmux::resolve`](crate::Tmux::resolve) picks, with the environment passed
+/// in, so it can be tested
 /// without mutating the process environment.
 pub fn choose(flag: Option<&str>, env: impl Fn(&str) -> Option<OsString>) -> Result<Server, Error> {
     let named = match flag {
@@ -97,14 +98,10 @@ impl Caller {
     }
 }
 
-/// True if `path` is the socket of `tmux`'s server (both sides taken literally).
-pub fn is_server_path(tmux: &Tmux, path: &Path) -> bool {
-    matches!(tmux.server(), Server::Path(p) if p == path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Tmux;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
         let pairs: Vec<(String, String)> = pairs

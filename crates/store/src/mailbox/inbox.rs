@@ -2,19 +2,18 @@
 //! delivered log first, then leave the live inbox, under its lock. A reader without the
 //! lock sees a whole array; a corrupt inbox is moved aside, never emptied.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-
 use serde_json::Value;
+use std::collections::HashSet;
 
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::delivered::{append_delivered, truncate_delivered};
 use crate::mailbox::envelope::{Delivery, Envelope};
+use crate::mailbox::inbox_file::{load_locked, lock_inbox, read_entries};
 use crate::mailbox::send::{commit_spool, spool_has_mail};
 use crate::names::{AgentName, TeamName};
-use swarm_util::error::{Error, IoContext, Result};
-use swarm_util::{clock, json, lock};
+use swarm_util::error::{Error, Result};
+use swarm_util::json;
 
 /// Every unread message in `agent`'s inbox, oldest first. Takes no lock unless the inbox
 /// is corrupt and has to be moved aside.
@@ -135,46 +134,4 @@ pub(crate) fn remove_inbox(root: &Root, team: &TeamName, agent: &AgentName) -> R
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &path, e)),
         _ => Ok(()),
     }
-}
-
-pub(super) fn lock_inbox(root: &Root, path: &Path) -> Result<lock::Locked> {
-    if let Some(dir) = path.parent()
-        && !dir.exists()
-    {
-        std::fs::create_dir_all(dir).ctx("create directory", dir)?;
-    }
-    files::lock(root, path)
-}
-
-/// Reads the array without a lock: `Ok(None)` if the file is corrupt.
-fn read_entries(root: &Root, path: &Path) -> Result<Option<Vec<Value>>> {
-    Ok(match files::read(root, path)? {
-        Some(bytes) => parse_entries(&bytes),
-        None => Some(Vec::new()),
-    })
-}
-
-pub(super) fn parse_entries(bytes: &[u8]) -> Option<Vec<Value>> {
-    json::parse::<Vec<Value>>(bytes).ok()
-}
-
-/// Reads the array while holding the lock, moving a corrupt file aside.
-pub(super) fn load_locked(root: &Root, path: &Path) -> Result<Vec<Value>> {
-    if let Some(entries) = read_entries(root, path)? {
-        return Ok(entries);
-    }
-    let aside = quarantine_path(path);
-    std::fs::rename(path, &aside).ctx("move corrupt inbox aside", path)?;
-    tracing::warn!(
-        "inbox {} was not a JSON array; moved it aside to {} and started a new one",
-        path.display(),
-        aside.display()
-    );
-    Ok(Vec::new())
-}
-
-pub(super) fn quarantine_path(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(format!(".corrupt-{}", clock::compact_stamp()));
-    PathBuf::from(p)
 }

@@ -16,13 +16,15 @@
 //!   warning, and delivery continues with an empty inbox.
 //!
 //! [`envelope`] is a message's shape, [`send`](mod@send) the way in (through the recipient's
-//! spool), [`inbox`] reading and acknowledging, [`delivered`] the log of what was
-//! acknowledged, [`bell`] the file a commit touches so that the recipient, and only it, wakes.
+//! spool), [`inbox`] reading and acknowledging, both over `inbox_file` (the live file's
+//! lock, read and quarantine), [`delivered`] the log of what was acknowledged, [`bell`] the
+//! file a commit touches so that the recipient, and only it, wakes.
 
 pub mod bell;
 pub mod delivered;
 pub mod envelope;
 pub mod inbox;
+mod inbox_file;
 pub mod send;
 
 pub use delivered::Cursor;

@@ -13,7 +13,7 @@ use crate::files;
 use crate::layout::Root;
 use crate::mailbox::bell;
 use crate::mailbox::envelope::{Envelope, Sent, check_text};
-use crate::mailbox::inbox::{load_locked, parse_entries, quarantine_path};
+use crate::mailbox::inbox_file::{load_locked, parse_entries, quarantine_path};
 use crate::names::{AgentName, TeamName};
 use crate::roster;
 use swarm_util::error::{Error, IoContext, Result};

@@ -1,8 +1,9 @@
 //! The dependency graph between tasks: `blockedBy` edges (`A.blockedBy ∋ B`: A waits for B)
 //! and their mirror, `blocks`. `graph` reads it from the list, `check_edge` vets an edge
-//! before `update` adds it, `Mirror` derives `blocks` from `blockedBy` and
-//! `read_repaired` mends the files whose `blocks` disagree, and `dedup` and `push_unique`
-//! keep id lists free of repeats.
+//! before `update` adds it, `Mirror` derives `blocks` from `blockedBy` (the list's
+//! `read_repaired` mends the files whose `blocks` disagree with it), and `dedup` and
+//! `push_unique` keep id lists free of repeats. Pure functions of tasks: nothing here
+//! reads or writes.
 //!
 //! Invariants:
 //! - dependencies refer to existing tasks, never to the task itself, and never form a
@@ -13,7 +14,7 @@
 //!   the two sides of an edge leaves either nothing or a `blockedBy` whose mirror is
 //!   missing, never a task that should wait but may start;
 //! - the two sides agree on disk after the next swarm command that reads the whole list:
-//!   `list`, and every mutation but `create` (`read_repaired`, under the list lock), rewrite
+//!   `list`, and every mutation but `create` (`read_repaired` in `list`, under the list lock), rewrite
 //!   each task whose `blocks` disagrees with the `blockedBy`s naming it; an entry naming a
 //!   task that is not there (deleted, or unreadable) is left alone;
 //! - an edge is added once: `dedup` drops repeats and a leading `#` from the ids a caller
@@ -21,90 +22,41 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::tasks::list::TaskList;
 use crate::tasks::model::Task;
 use swarm_util::error::{Error, Result};
-use swarm_util::lock;
 
-impl TaskList {
-    /// Refuses `task blockedBy blocker` if it is a self-dependency, names a missing task,
-    /// or closes a cycle.
-    pub(super) fn check_edge(
-        &self,
-        graph: &HashMap<String, Vec<String>>,
-        task: &str,
-        blocker: &str,
-    ) -> Result<()> {
-        if task == blocker {
+/// Refuses `task blockedBy blocker` if it is a self-dependency, names a missing task,
+/// or closes a cycle.
+pub(super) fn check_edge(
+    graph: &HashMap<String, Vec<String>>,
+    task: &str,
+    blocker: &str,
+) -> Result<()> {
+    if task == blocker {
+        return Err(Error::usage(format!(
+            "task #{task} cannot depend on itself"
+        )));
+    }
+    if !graph.contains_key(blocker) {
+        return Err(missing_dependency(blocker));
+    }
+    if !graph.contains_key(task) {
+        return Err(missing_dependency(task));
+    }
+    // A cycle exists if `task` is already (transitively) a blocker of `blocker`.
+    let mut stack = vec![blocker.to_owned()];
+    let mut seen = BTreeSet::new();
+    while let Some(t) = stack.pop() {
+        if t == task {
             return Err(Error::usage(format!(
-                "task #{task} cannot depend on itself"
+                "making task #{task} depend on #{blocker} would create a dependency cycle"
             )));
         }
-        if !graph.contains_key(blocker) {
-            return Err(missing_dependency(blocker));
+        if seen.insert(t.clone()) {
+            stack.extend(graph.get(&t).cloned().unwrap_or_default());
         }
-        if !graph.contains_key(task) {
-            return Err(missing_dependency(task));
-        }
-        // A cycle exists if `task` is already (transitively) a blocker of `blocker`.
-        let mut stack = vec![blocker.to_owned()];
-        let mut seen = BTreeSet::new();
-        while let Some(t) = stack.pop() {
-            if t == task {
-                return Err(Error::usage(format!(
-                    "making task #{task} depend on #{blocker} would create a dependency cycle"
-                )));
-            }
-            if seen.insert(t.clone()) {
-                stack.extend(graph.get(&t).cloned().unwrap_or_default());
-            }
-        }
-        Ok(())
     }
-
-    /// Every task, read under `guard` (which holds at least the list's flock), with the
-    /// files whose `blocks` disagree with the `blockedBy`s naming them mended first. The
-    /// mending is best effort (a full disk, a per-task lock Claude Code keeps): what it
-    /// cannot write is logged, and the tasks returned are mirrored either way.
-    pub(super) fn read_repaired(&self, guard: &mut lock::Locked) -> Result<Vec<Task>> {
-        let tasks = self.read_all()?;
-        let mirror = Mirror::of(&tasks);
-        if mirror.agrees(&tasks) {
-            return Ok(tasks);
-        }
-        if let Err(e) = self.mend(guard, &tasks, &mirror) {
-            tracing::warn!("could not mend the dependencies of the task list: {e}");
-        }
-        Ok(mirror.apply(tasks))
-    }
-
-    fn mend(&self, guard: &mut lock::Locked, tasks: &[Task], mirror: &Mirror) -> Result<()> {
-        // Claude Code's list lock too: `next` holds only the flock, and this rewrites tasks.
-        let anchor = self.list_anchor()?;
-        let had_list = guard.holds_dir(&anchor);
-        guard.also_lock_dir(&anchor)?;
-        for task in tasks.iter().filter(|t| mirror.blocks(t).is_some()) {
-            let path = self.task_path(&task.id);
-            let had_task = guard.holds_dir(&path);
-            if let Some(mut fresh) = self.lock_task(guard, &task.id)?
-                && let Some(blocks) = mirror.blocks(&fresh)
-            {
-                tracing::warn!(
-                    task = %fresh.id,
-                    "mending a dependency written on one side only (a writer died between the two)"
-                );
-                fresh.blocks = blocks;
-                self.write_task(guard, &fresh)?;
-            }
-            if !had_task {
-                guard.unlock_dir(&path)?;
-            }
-        }
-        if !had_list {
-            guard.unlock_dir(&anchor)?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// id → blockedBy, for every task.

@@ -16,7 +16,7 @@
 //!   write both ends of every new edge under the lock, the `blockedBy` end first, and delete
 //!   strips the id from every other task's `blocks` and `blockedBy`; `list` and every
 //!   mutation that reads the whole list mend an edge a dead writer left on one side
-//!   ([`super::graph`]), and `list` returns `blocks` mirrored from `blockedBy` even when
+//!   (`read_repaired`, from [`super::graph`]'s mirror), and `list` returns `blocks` mirrored from `blockedBy` even when
 //!   another writer holds the lock and the files wait for it;
 //! - only a decimal id names a task file, and only a task file's lock is ever taken;
 //! - every mutation here drops the claim index under the lock.
@@ -29,7 +29,7 @@ use serde_json::Map;
 use crate::files;
 use crate::layout::Root;
 use crate::names::TeamName;
-use crate::tasks::graph::{Mirror, dedup, graph, missing_dependency, push_unique};
+use crate::tasks::graph::{Mirror, check_edge, dedup, graph, missing_dependency, push_unique};
 use crate::tasks::model::{NewTask, Status, Task, TaskPatch};
 use swarm_util::error::{Error, IoContext, Result};
 use swarm_util::{fault, json, lock};
@@ -230,11 +230,11 @@ impl TaskList {
         // each harmless alone may close a cycle together.
         let mut graph = graph(&tasks);
         for b in dedup(&patch.add_blocked_by) {
-            self.check_edge(&graph, id, &b)?;
+            check_edge(&graph, id, &b)?;
             graph.entry(id.to_owned()).or_default().push(b);
         }
         for c in dedup(&patch.add_blocks) {
-            self.check_edge(&graph, &c, id)?;
+            check_edge(&graph, &c, id)?;
             graph.entry(c).or_default().push(id.to_owned());
         }
         if let Some(s) = patch.subject {
@@ -352,6 +352,49 @@ impl TaskList {
             }
         }
         Ok(released)
+    }
+    /// Every task, read under `guard` (which holds at least the list's flock), with the
+    /// files whose `blocks` disagree with the `blockedBy`s naming them mended first. The
+    /// mending is best effort (a full disk, a per-task lock Claude Code keeps): what it
+    /// cannot write is logged, and the tasks returned are mirrored either way.
+    pub(super) fn read_repaired(&self, guard: &mut lock::Locked) -> Result<Vec<Task>> {
+        let tasks = self.read_all()?;
+        let mirror = Mirror::of(&tasks);
+        if mirror.agrees(&tasks) {
+            return Ok(tasks);
+        }
+        if let Err(e) = self.mend(guard, &tasks, &mirror) {
+            tracing::warn!("could not mend the dependencies of the task list: {e}");
+        }
+        Ok(mirror.apply(tasks))
+    }
+
+    fn mend(&self, guard: &mut lock::Locked, tasks: &[Task], mirror: &Mirror) -> Result<()> {
+        // Claude Code's list lock too: `next` holds only the flock, and this rewrites tasks.
+        let anchor = self.list_anchor()?;
+        let had_list = guard.holds_dir(&anchor);
+        guard.also_lock_dir(&anchor)?;
+        for task in tasks.iter().filter(|t| mirror.blocks(t).is_some()) {
+            let path = self.task_path(&task.id);
+            let had_task = guard.holds_dir(&path);
+            if let Some(mut fresh) = self.lock_task(guard, &task.id)?
+                && let Some(blocks) = mirror.blocks(&fresh)
+            {
+                tracing::warn!(
+                    task = %fresh.id,
+                    "mending a dependency written on one side only (a writer died between the two)"
+                );
+                fresh.blocks = blocks;
+                self.write_task(guard, &fresh)?;
+            }
+            if !had_task {
+                guard.unlock_dir(&path)?;
+            }
+        }
+        if !had_list {
+            guard.unlock_dir(&anchor)?;
+        }
+        Ok(())
     }
 }
 

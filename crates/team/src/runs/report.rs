@@ -7,11 +7,12 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::status;
-use crate::worktree;
+use crate::git::worktree;
+use crate::life::status;
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
-use swarm_store::tasks::Status;
+use swarm_store::state::AgentState;
+use swarm_store::tasks::{Status, Task};
 use swarm_store::worktrees::RecordState;
 
 /// `git rev-parse HEAD` in `cwd`, if it is a repository with a commit.
@@ -99,11 +100,29 @@ pub fn render(
     if tasks.is_empty() {
         out.push_str("(no tasks)\n");
     }
-    out.push_str("\n## Who did what\n\n");
+    out.push_str(&who_did_what(&tasks, root.open(team).agents().all_states()));
+    out.push_str(&format!("\n## Files changed in {}\n\n", cwd.display()));
+    match changed_files(cwd, base) {
+        Some(files) if files.is_empty() => out.push_str("(none)\n"),
+        Some(files) => {
+            for f in files {
+                out.push_str(&format!("    {f}\n"));
+            }
+        }
+        None => out.push_str("(not a git repository)\n"),
+    }
+    out.push_str(&kept_worktrees(root, team));
+    out.push_str(&merge_queue(root, team));
+    out
+}
+
+/// Each agent's completed tasks and spend, then the task owners swarm keeps no usage for
+/// (Claude Code teammates), then the team's total.
+fn who_did_what(tasks: &[Task], states: Vec<(String, AgentState)>) -> String {
+    let mut out = "\n## Who did what\n\n".to_owned();
     let mut total_in = 0u64;
     let mut total_out = 0u64;
     let mut total_cost = 0f64;
-    let states = root.open(team).agents().all_states();
     // Task owners swarm keeps no usage for (Claude Code teammates), after those it does.
     let mut unmetered: Vec<&str> = tasks
         .iter()
@@ -164,16 +183,11 @@ pub fn render(
             String::new()
         }
     ));
-    out.push_str(&format!("\n## Files changed in {}\n\n", cwd.display()));
-    match changed_files(cwd, base) {
-        Some(files) if files.is_empty() => out.push_str("(none)\n"),
-        Some(files) => {
-            for f in files {
-                out.push_str(&format!("    {f}\n"));
-            }
-        }
-        None => out.push_str("(not a git repository)\n"),
-    }
+    out
+}
+
+/// The teammates' worktrees kept because they hold work, when there are any.
+fn kept_worktrees(root: &Root, team: &TeamName) -> String {
     let kept: Vec<_> = root
         .open(team)
         .worktrees()
@@ -182,6 +196,7 @@ pub fn render(
         .into_iter()
         .filter(|r| r.state == RecordState::Kept)
         .collect();
+    let mut out = String::new();
     if !kept.is_empty() {
         out.push_str("\n## Work kept in worktrees\n\n");
         for r in kept {
@@ -196,7 +211,6 @@ pub fn render(
             ));
         }
     }
-    out.push_str(&merge_queue(root, team));
     out
 }
 

@@ -1,9 +1,9 @@
-//! The lead's MergeQueue tool: the team's merge queue ([`crate::merge`]) as the lead
+//! The lead's MergeQueue tool: the team's merge queue ([`crate::git::merge`]) as the lead
 //! agent sees and drives it: list it, run it now, or retry a held branch.
 
 use serde_json::Value;
 
-use crate::merge::{self, Options};
+use crate::git::merge::{self, Options};
 use swarm_agent::tools::ToolOutcome;
 use swarm_store::layout::Root;
 use swarm_store::merge_queue;

@@ -3,19 +3,19 @@
 //! Order matters: the agent definition named by `--agent-type` is applied (model,
 //! isolation, colour, initial prompt, permission mode; an unknown type is refused), the
 //! roster entry is reserved (so the name is taken), the teammate's git worktree is made
-//! when it is isolated (see [`crate::worktree`]), the first instructions are written to
+//! when it is isolated (see [`crate::git::worktree`]), the first instructions are written to
 //! its inbox, then the pane is made running the teammate directly (argv, no shell, no
 //! keystrokes), and the roster gets the pane id. If anything fails after the reservation,
 //! the reservation, the worktree and the inbox go again. The team window, and the lead
 //! process in its first pane, are opened by the first spawn. Every pane's command is kept
-//! as a launch record, for `swarm resume` (see [`crate::resume`]).
+//! as a launch record, for `swarm resume` (see [`crate::life::resume`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
-use crate::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
-use crate::worktree;
+use crate::git::worktree;
+use crate::spawn::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
+use crate::spawn::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use swarm_config::agents::{Catalog, Definition, Isolation};
 use swarm_config::project::{PROJECT_DIR_ENV, UserDirs};
 use swarm_llm::budget::Limits;
@@ -206,58 +206,9 @@ impl Launcher {
     }
 
     /// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
-    /// supervise in turn.
+    /// supervise in turn (see [`inherit::lead_command`]).
     pub fn lead_command(&self, extra: &[String]) -> TeammateCommand {
-        let lead = &self.lead;
-        let team = &self.team;
-        let mut argv = vec![
-            lead.exe.display().to_string(),
-            format!("--root={}", lead.root.display()),
-            "lead".to_owned(),
-            format!("--team={team}"),
-        ];
-        if let Some(p) = &lead.provider {
-            argv.push(format!("--provider={p}"));
-        }
-        if let Some(m) = &lead.model {
-            argv.push(format!("--model={m}"));
-        }
-        if let Some(u) = &lead.base_url {
-            argv.push(format!("--base-url={u}"));
-        }
-        if let Some(v) = &lead.anthropic_version {
-            argv.push(format!("--anthropic-version={v}"));
-        }
-        argv.push(format!("--permission-mode={}", lead.permission_mode));
-        for rule in &lead.allow {
-            argv.push(format!("--allow={rule}"));
-        }
-        if let Some(n) = lead.max_turns {
-            argv.push(format!("--max-turns={n}"));
-        }
-        if let Some(n) = lead.context_window {
-            argv.push(format!("--context-window={n}"));
-        }
-        if let Some(t) = lead.permission_timeout {
-            argv.push(inherit::permission_timeout_flag(t));
-        }
-        if lead.engine == Engine::Claude {
-            argv.push(format!("--engine={}", lead.engine));
-            if let Some(bin) = &lead.claude_bin {
-                argv.push(format!("--claude-bin={}", bin.display()));
-            }
-        }
-        argv.extend(extra.iter().cloned());
-        let (mut env, secret_env) = inherit::environment(lead, &self.env);
-        env.insert("SWARM_AGENT_ID".to_owned(), format!("{LEAD}@{team}"));
-        env.insert("SWARM_AGENT_NAME".to_owned(), LEAD.to_owned());
-        env.insert("SWARM_TEAM".to_owned(), team.to_string());
-        TeammateCommand {
-            argv,
-            env: env.into_iter().collect(),
-            secret_env: secret_env.into_iter().collect(),
-            cwd: self.cwd.clone(),
-        }
+        inherit::lead_command(&self.lead, &self.env, &self.team, &self.cwd, extra)
     }
 
     /// Opens the team's window with the lead in its first pane, unless it is open already.
@@ -275,7 +226,13 @@ impl Launcher {
             self.window_options(),
         )?;
         team_window::record_server(&self.root, &window)?;
-        crate::resume::save_launch(&self.root, &self.team, LEAD, lead, self.lead.engine)?;
+        crate::spawn::launch_record::save_launch(
+            &self.root,
+            &self.team,
+            LEAD,
+            lead,
+            self.lead.engine,
+        )?;
         let pane = window
             .lead_pane()?
             .map(|p| p.to_string())
@@ -582,7 +539,7 @@ impl Launcher {
         // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
         let project = self.dirs.project_dir(&s.checked.project_cwd);
         let cmd = self.teammate_command(prepared, &s.checked.color, &project)?;
-        crate::resume::save_launch(root, team, s.name(), &cmd, s.engine)?;
+        crate::spawn::launch_record::save_launch(root, team, s.name(), &cmd, s.engine)?;
         if let Some(prompt) = prepared
             .req
             .prompt

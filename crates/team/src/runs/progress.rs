@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::status::{self, MemberStatus, TeamStatus};
+use crate::life::status::{self, MemberStatus, TeamStatus};
 use swarm_store::approvals::{Kind, State};
 use swarm_store::layout::Root;
 use swarm_store::names::{LEAD, TeamName};

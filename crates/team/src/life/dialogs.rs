@@ -4,10 +4,10 @@
 //! bypass-permissions disclaimer. Each waits for a key press in the pane, so the teammate
 //! reads no mail and nobody hears why.
 //!
-//! Recognised by the text the 2.1.328 client shows (`claude-code-live.md` §3); each comes
-//! with the `.claude.json` / `settings.json` entry (in `$CLAUDE_CONFIG_DIR`, by default
-//! `~/.claude`) that keeps it from showing, or the answer a person gives in the pane
-//! (`swarm attach`). swarm never edits those files itself.
+//! Recognised by the text the 2.1.328 client shows (`docs/design/claude-code-client.md`
+//! §2); each comes with the `.claude.json` / `settings.json` entry (in
+//! `$CLAUDE_CONFIG_DIR`, by default `~/.claude`) that keeps it from showing, or the answer
+//! a person gives in the pane (`swarm attach`). swarm never edits those files itself.
 
 /// A dialog that blocks a teammate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

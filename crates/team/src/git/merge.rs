@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::merge_handback::{self as handback, HandBack};
+use crate::git::merge_handback::{self as handback, HandBack};
 use swarm_store::layout::Root;
 pub use swarm_store::merge_queue::Strategy;
 use swarm_store::merge_queue::{self, Entry, EntryState, Queue};
@@ -687,8 +687,8 @@ fn tidy(
         let Ok(_guard) = root.open(team).worktrees().lock_worktree(&r.agent) else {
             continue;
         };
-        let clean = crate::worktree::changes(&r).is_ok_and(|c| c.files == 0);
-        if clean && crate::worktree::remove(root, team, &r).is_ok() {
+        let clean = crate::git::worktree::changes(&r).is_ok_and(|c| c.files == 0);
+        if clean && crate::git::worktree::remove(root, team, &r).is_ok() {
             let _ = root
                 .open(team)
                 .roster()

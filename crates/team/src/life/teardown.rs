@@ -9,10 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::shutdown::{self, LadderOptions};
-use crate::status;
-use crate::window::{TeamWindow, TeamWindowOptions};
-use crate::worktree;
+use crate::git::worktree;
+use crate::life::shutdown::{self, LadderOptions};
+use crate::life::status;
+use crate::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_store::layout::Root;
 use swarm_store::names::{LEAD, TeamName};
 use swarm_store::state::Activity;
@@ -134,30 +134,21 @@ pub fn delete(
             )),
         }
     }
-    if let Some(line) = crate::merge::remove_integration(root, team) {
+    if let Some(line) = crate::git::merge::remove_integration(root, team) {
         deleted.left.push(line);
     }
     root.delete_team(team)?;
     Ok(deleted)
 }
 
-/// Whether `team` has a folder but no roster (`teams/<team>/config.json`).
+/// Whether `team` has a folder but no roster (see [`Root::is_half_made`]).
 pub fn is_half_made(root: &Root, team: &TeamName) -> bool {
-    root.team_dir(team).is_dir() && !root.roster_path(team).exists()
+    root.is_half_made(team)
 }
 
 /// The half-made teams under `root`, by name.
 pub fn half_made(root: &Root) -> Vec<TeamName> {
-    let Ok(entries) = std::fs::read_dir(root.teams_dir()) else {
-        return Vec::new();
-    };
-    let mut teams: Vec<TeamName> = entries
-        .flatten()
-        .filter_map(|e| TeamName::new(&e.file_name().to_string_lossy()).ok())
-        .filter(|t| is_half_made(root, t))
-        .collect();
-    teams.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-    teams
+    root.half_made_teams()
 }
 
 /// Whether `team`'s lead has finished (it recorded its exit). A lead that died without

@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::layout::session_name;
-use crate::window::TeamWindow;
+use crate::spawn::layout::session_name;
+use crate::spawn::window::TeamWindow;
 use swarm_store::names::LEAD;
 use swarm_tmux::{Caller, is_server_path};
 use swarm_util::error::{Error, Result};

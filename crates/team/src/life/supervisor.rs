@@ -4,7 +4,7 @@
 //! a `teammate_terminated` message naming the tasks released.
 //!
 //! A teammate that worked in its own git worktree has it settled here too: removed when
-//! unchanged, kept (and the lead told where) when not; see [`crate::worktree`].
+//! unchanged, kept (and the lead told where) when not; see [`crate::git::worktree`].
 //!
 //! A task whose owner is not on the roster any more goes back to pending too: the owner
 //! left by a path that did not release it (a crash while being removed, or a Claude Code
@@ -22,7 +22,7 @@
 
 use std::path::Path;
 
-use crate::status::{self, MemberStatus, TeamStatus};
+use crate::life::status::{self, MemberStatus, TeamStatus};
 use swarm_config::hooks::{Event as HookEvent, Hooks, Runner};
 use swarm_config::project::UserDirs;
 use swarm_store::approvals;
@@ -75,13 +75,14 @@ pub fn reconcile(
 /// read to the end with nothing left to retry is not read again (see `RECORDED`).
 pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
     let lead = AgentName::lead();
-    let path = root.inbox_path(team, &lead);
+    // The lead's inbox of this team under this root.
+    let inbox = (root.path().to_path_buf(), team.clone());
     let before = mailbox::version(root, team, &lead);
     let mut recorded = RECORDED.lock().unwrap_or_else(|p| p.into_inner());
-    if before.is_some() && recorded.get(&path) == before.as_ref() {
+    if before.is_some() && recorded.get(&inbox) == before.as_ref() {
         return Ok(());
     }
-    recorded.remove(&path);
+    recorded.remove(&inbox);
     drop(recorded);
     // Whether every request in this version is settled: recorded, or never to be.
     let mut complete = true;
@@ -126,7 +127,7 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
         RECORDED
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(path, version);
+            .insert(inbox, version);
     }
     Ok(())
 }
@@ -170,7 +171,7 @@ fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
 /// [`record_requests`] last read to the end with every request in it recorded or never to
 /// be: the same version holds nothing new.
 static RECORDED: std::sync::Mutex<
-    std::collections::BTreeMap<std::path::PathBuf, mailbox::Version>,
+    std::collections::BTreeMap<(std::path::PathBuf, TeamName), mailbox::Version>,
 > = std::sync::Mutex::new(std::collections::BTreeMap::new());
 
 /// Tells the lead, once per process, which teammate waits at a first-run dialog and how
@@ -344,40 +345,12 @@ pub fn report_exit(
     if !finished_itself {
         fire_subagent_stop(root, team, m, &reason, dirs);
     }
-    if let Some(mut s) = m
-        .state_file
-        .clone()
-        .filter(|s| s.activity != Activity::Exited)
-    {
-        s.activity = Activity::Exited;
-        s.current_task = None;
-        s.detail = Some(reason.clone());
-        s.exit = Some(ExitInfo {
-            code: m.exit_code.unwrap_or(-1),
-            reason: reason.clone(),
-            released_tasks: released.clone(),
-            clean: false,
-        });
-        let _ = root.open(team).agents().write_state(&agent, &s);
-    }
+    record_end(root, team, &agent, m, &reason, &released);
     let _ = root
         .open(team)
         .roster()
         .update_member(&m.name, |member| member.is_active = Some(false));
-    let mut message = if clean {
-        format!("{} has shut down ({reason}).", m.name)
-    } else {
-        format!("{} was terminated ({reason}).", m.name)
-    };
-    if released.is_empty() {
-        message.push_str(" It held no open tasks.");
-    } else {
-        message.push_str(&format!(
-            " {} task(s) were unassigned: {}. Use TaskList to see them and give them to someone else.",
-            released.len(),
-            subjects.join(", ")
-        ));
-    }
+    let message = stopped_message(&m.name, clean, &reason, &subjects);
     let note = Protocol::TeammateTerminated(TeammateTerminated {
         message: message.clone(),
         agent: Some(m.name.clone()),
@@ -389,7 +362,7 @@ pub fn report_exit(
         .mail()
         .deliver(&AgentName::lead(), envelope)?;
     tracing::info!("{message}");
-    let worktree = crate::worktree::settle(root, team, &m.name);
+    let worktree = crate::git::worktree::settle(root, team, &m.name);
     if let Some(line) = &worktree {
         tracing::info!("{}: {line}", m.name);
     }
@@ -399,6 +372,53 @@ pub fn report_exit(
         released,
         worktree,
     }))
+}
+
+/// Writes the end of a teammate that could not write it itself (its state said it still
+/// ran): exited, not cleanly, with the tasks released for it.
+fn record_end(
+    root: &Root,
+    team: &TeamName,
+    agent: &AgentName,
+    m: &MemberStatus,
+    reason: &str,
+    released: &[String],
+) {
+    if let Some(mut s) = m
+        .state_file
+        .clone()
+        .filter(|s| s.activity != Activity::Exited)
+    {
+        s.activity = Activity::Exited;
+        s.current_task = None;
+        s.detail = Some(reason.to_owned());
+        s.exit = Some(ExitInfo {
+            code: m.exit_code.unwrap_or(-1),
+            reason: reason.to_owned(),
+            released_tasks: released.to_vec(),
+            clean: false,
+        });
+        let _ = root.open(team).agents().write_state(agent, &s);
+    }
+}
+
+/// What the lead is told of a teammate that stopped, naming the tasks it released.
+fn stopped_message(name: &str, clean: bool, reason: &str, released: &[String]) -> String {
+    let mut message = if clean {
+        format!("{name} has shut down ({reason}).")
+    } else {
+        format!("{name} was terminated ({reason}).")
+    };
+    if released.is_empty() {
+        message.push_str(" It held no open tasks.");
+    } else {
+        message.push_str(&format!(
+            " {} task(s) were unassigned: {}. Use TaskList to see them and give them to someone else.",
+            released.len(),
+            released.join(", ")
+        ));
+    }
+    message
 }
 
 /// Runs the SubagentStop hooks of a teammate that died without running them, from the

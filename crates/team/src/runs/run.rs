@@ -13,18 +13,19 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::launch::Launcher;
-use crate::progress::{self, Event, Snapshot};
-use crate::window::TeamWindow;
+use crate::runs::progress::{self, Event, Snapshot};
+use crate::spawn::launch::Launcher;
+use crate::spawn::window::TeamWindow;
 use swarm_config::permissions::Approver;
 use swarm_llm::budget::Limits;
 use swarm_store::documents;
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::state::{self, Activity};
+use swarm_store::{Hold, Topic};
 use swarm_util::error::{Error, Result, exit};
 use swarm_util::process;
-use swarm_util::watcher::{DirWatcher, RESCAN_EVERY};
+use swarm_util::watcher::RESCAN_EVERY;
 
 /// How long a lead may take to write its first state before the run gives up on it.
 const LEAD_START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,7 +41,7 @@ pub struct Goal<'a> {
     /// What the whole team may spend (every agent keeps to it; see `llm::budget`).
     pub budget: Limits,
     /// How teammates' worktree branches land (the team's merge queue settings).
-    pub merge: crate::merge::Options,
+    pub merge: crate::git::merge::Options,
 }
 
 /// Creates the team and opens its window with the lead agent in the first pane.
@@ -64,7 +65,7 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
             lead.mode = Some(mode.clone())
         })?;
     root.open(team).budget().write_limits(&goal.budget)?;
-    crate::merge::configure(root, team, &goal.merge)?;
+    crate::git::merge::configure(root, team, &goal.merge)?;
     let goal_file = documents::write_goal(root, team, goal.text)?;
     let extra = [
         format!("--goal-file={}", goal_file.display()),
@@ -115,7 +116,7 @@ pub fn wait_for_lead(
 }
 
 /// [`wait_for_lead`], telling `progress` of every change to the team as it sees it (see
-/// [`crate::progress`]): woken by the files that change, and looking again at least
+/// [`crate::runs::progress`]): woken by the files that change, and looking again at least
 /// every [`RESCAN_EVERY`].
 pub fn follow_lead(
     root: &Root,
@@ -142,17 +143,15 @@ pub fn follow_lead(
             let notify = changed.clone();
             move || notify.notify_one()
         };
-        let _watchers = match progress {
-            None => vec![DirWatcher::file(
-                &root.state_path(team, &AgentName::lead()),
-                wake(&changed),
-            )],
-            Some(_) => vec![
-                DirWatcher::new(&root.state_dir(team), |_| true, wake(&changed)),
-                DirWatcher::new(&root.tasks_dir(team), |_| true, wake(&changed)),
-                DirWatcher::file(&root.roster_path(team), wake(&changed)),
-            ],
+        let topics = match progress {
+            None => vec![Topic::State(AgentName::lead())],
+            Some(_) => vec![Topic::States, Topic::Tasks, Topic::Roster],
         };
+        let store = root.open(team);
+        let _watches: Vec<Hold> = topics
+            .into_iter()
+            .map(|topic| store.watch(topic, Box::new(wake(&changed))))
+            .collect();
         let mut seen: Option<Snapshot> = None;
         let tell = |seen: &mut Option<Snapshot>| {
             let Some(progress) = progress else { return };

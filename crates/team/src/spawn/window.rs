@@ -34,7 +34,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::layout::{
+use crate::spawn::layout::{
     PaneGeometry, Slot, WindowLoad, border_colour, choose_slot, home_session, layout_for,
     session_name, team_windows, window_name,
 };

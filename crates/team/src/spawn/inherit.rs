@@ -1,5 +1,6 @@
 //! What a teammate inherits from its lead: one pure function from the lead's settings and
-//! environment to the teammate's argv and environment.
+//! environment to the teammate's argv and environment; and the lead's own command line
+//! ([`lead_command`]), built from the same settings by the same rules.
 //!
 //! Rules, in order:
 //! - identity: `--agent-id <name>@<team> --agent-name --team-name --agent-color`, also
@@ -38,7 +39,7 @@
 //! `--dangerously-skip-permissions`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use swarm_config::permissions::PermissionMode;
@@ -247,21 +248,6 @@ pub fn teammate_command(
         argv.push(format!("--agent-type={t}"));
     }
     argv.push(format!("--cwd={}", spawn.cwd.display()));
-    if let Some(p) = &lead.provider {
-        argv.push(format!("--provider={p}"));
-    }
-    if let Some(m) = resolve_model(lead, env, spawn) {
-        argv.push(format!("--model={m}"));
-    }
-    if let Some(u) = &lead.base_url {
-        argv.push(format!("--base-url={u}"));
-    }
-    if let Some(v) = &lead.anthropic_version {
-        argv.push(format!("--anthropic-version={v}"));
-    }
-    if let Some(s) = lead.rate_limit_wait {
-        argv.push(format!("--rate-limit-wait={s}"));
-    }
     let mode = if spawn.plan_mode_required {
         PermissionMode::Plan
     } else {
@@ -270,6 +256,79 @@ pub fn teammate_command(
             .or(spawn.definition_permission_mode)
             .unwrap_or(lead.permission_mode)
     };
+    let model = resolve_model(lead, env, spawn);
+    model_and_limits(&mut argv, lead, model, lead.rate_limit_wait, mode);
+    if let Some(usd) = spawn.budget.usd {
+        argv.push(format!("--budget-usd={usd}"));
+    }
+    if let Some(n) = spawn.budget.tokens {
+        argv.push(format!("--budget-tokens={n}"));
+    }
+
+    let (plain, secret) = environment(lead, env);
+    with_identity(argv, plain, secret, &spawn.name, &spawn.team, &spawn.cwd)
+}
+
+/// The lead's own command line and environment: `swarm lead` for `team`, with the lead's
+/// settings (so it spawns and supervises in turn, with the same engine), then `extra` (a
+/// run's goal, `--resume`), working in `cwd`.
+pub fn lead_command(
+    lead: &LeadSettings,
+    env: &BTreeMap<String, String>,
+    team: &TeamName,
+    cwd: &Path,
+    extra: &[String],
+) -> TeammateCommand {
+    let mut argv = vec![
+        lead.exe.display().to_string(),
+        format!("--root={}", lead.root.display()),
+        "lead".to_owned(),
+        format!("--team={team}"),
+    ];
+    // No `--rate-limit-wait`: the lead's own wait reaches it only through the environment.
+    model_and_limits(
+        &mut argv,
+        lead,
+        lead.model.clone(),
+        None,
+        lead.permission_mode,
+    );
+    if lead.engine == Engine::Claude {
+        argv.push(format!("--engine={}", lead.engine));
+        if let Some(bin) = &lead.claude_bin {
+            argv.push(format!("--claude-bin={}", bin.display()));
+        }
+    }
+    argv.extend(extra.iter().cloned());
+    let (plain, secret) = environment(lead, env);
+    with_identity(argv, plain, secret, &AgentName::lead(), team, cwd)
+}
+
+/// The flags of the lead's settings a `swarm` agent is started with, in the order every
+/// command line gives them: provider, `model`, base URL, API version, `rate_limit_wait`,
+/// permission `mode`, allow rules, turn limit, context window, permission timeout.
+fn model_and_limits(
+    argv: &mut Vec<String>,
+    lead: &LeadSettings,
+    model: Option<String>,
+    rate_limit_wait: Option<u64>,
+    mode: PermissionMode,
+) {
+    if let Some(p) = &lead.provider {
+        argv.push(format!("--provider={p}"));
+    }
+    if let Some(m) = model {
+        argv.push(format!("--model={m}"));
+    }
+    if let Some(u) = &lead.base_url {
+        argv.push(format!("--base-url={u}"));
+    }
+    if let Some(v) = &lead.anthropic_version {
+        argv.push(format!("--anthropic-version={v}"));
+    }
+    if let Some(s) = rate_limit_wait {
+        argv.push(format!("--rate-limit-wait={s}"));
+    }
     argv.push(format!("--permission-mode={mode}"));
     for rule in &lead.allow {
         argv.push(format!("--allow={rule}"));
@@ -283,15 +342,6 @@ pub fn teammate_command(
     if let Some(t) = lead.permission_timeout {
         argv.push(permission_timeout_flag(t));
     }
-    if let Some(usd) = spawn.budget.usd {
-        argv.push(format!("--budget-usd={usd}"));
-    }
-    if let Some(n) = spawn.budget.tokens {
-        argv.push(format!("--budget-tokens={n}"));
-    }
-
-    let (plain, secret) = environment(lead, env);
-    with_identity(argv, plain, secret, spawn)
 }
 
 /// Where a Claude Code teammate starts, besides what [`SpawnSpec`] says.
@@ -369,28 +419,27 @@ pub fn claude_command(
     {
         plain.insert("ANTHROPIC_BASE_URL".to_owned(), u.clone());
     }
-    with_identity(argv, plain, secret, spawn)
+    with_identity(argv, plain, secret, &spawn.name, &spawn.team, &spawn.cwd)
 }
 
-/// The command, with the teammate's identity added to its environment (so a `swarm`
-/// command it runs acts as that teammate).
+/// The command, with the agent's identity added to its environment (so a `swarm` command
+/// it runs acts as that agent), working in `cwd`.
 fn with_identity(
     argv: Vec<String>,
     mut plain: BTreeMap<String, String>,
     secret: BTreeMap<String, String>,
-    spawn: &SpawnSpec,
+    name: &AgentName,
+    team: &TeamName,
+    cwd: &Path,
 ) -> TeammateCommand {
-    plain.insert(
-        "SWARM_AGENT_ID".to_owned(),
-        agent_id(&spawn.name, &spawn.team),
-    );
-    plain.insert("SWARM_AGENT_NAME".to_owned(), spawn.name.to_string());
-    plain.insert("SWARM_TEAM".to_owned(), spawn.team.to_string());
+    plain.insert("SWARM_AGENT_ID".to_owned(), agent_id(name, team));
+    plain.insert("SWARM_AGENT_NAME".to_owned(), name.to_string());
+    plain.insert("SWARM_TEAM".to_owned(), team.to_string());
     TeammateCommand {
         argv,
         env: plain.into_iter().collect(),
         secret_env: secret.into_iter().collect(),
-        cwd: spawn.cwd.clone(),
+        cwd: cwd.to_path_buf(),
     }
 }
 
@@ -561,6 +610,59 @@ mod tests {
         assert!(
             !cmd.argv.iter().any(|a| a.contains("sk-ant")),
             "a key reached argv"
+        );
+    }
+
+    #[test]
+    fn golden_lead_command() {
+        let team = TeamName::new("alpha").unwrap();
+        let extra = ["--goal-file=/g.md".to_owned()];
+        let cmd = lead_command(&lead(), &env(), &team, Path::new("/work/repo"), &extra);
+        assert_eq!(
+            cmd.argv,
+            [
+                "/opt/swarm/bin/swarm",
+                "--root=/home/u/.claude",
+                "lead",
+                "--team=alpha",
+                "--provider=anthropic",
+                "--model=claude-sonnet-4-5",
+                "--anthropic-version=2023-06-01",
+                "--permission-mode=bypassPermissions",
+                "--allow=Bash(cargo test:*)",
+                "--max-turns=50",
+                "--context-window=64000",
+                "--permission-timeout=1m 30s",
+                "--goal-file=/g.md",
+            ]
+        );
+        let identity: Vec<(&str, &str)> = cmd
+            .env
+            .iter()
+            .filter(|(k, _)| IDENTITY.contains(&k.as_str()))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            identity,
+            [
+                ("SWARM_AGENT_ID", "team-lead@alpha"),
+                ("SWARM_AGENT_NAME", "team-lead"),
+                ("SWARM_TEAM", "alpha"),
+            ]
+        );
+        let secrets: Vec<&str> = cmd.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(secrets, ["ANTHROPIC_API_KEY", "HTTPS_PROXY"]);
+        assert_eq!(cmd.cwd, Path::new("/work/repo"));
+
+        let claude = LeadSettings {
+            engine: Engine::Claude,
+            claude_bin: Some("/bin/claude".into()),
+            ..lead()
+        };
+        let argv = lead_command(&claude, &env(), &team, Path::new("/"), &[]).argv;
+        assert_eq!(
+            argv[argv.len() - 2..],
+            ["--engine=claude", "--claude-bin=/bin/claude"]
         );
     }
 

@@ -4,9 +4,9 @@
 //! to the timeout → SIGTERM to every process of its session → 5 s → SIGKILL → `kill-pane`
 //! (only a pane tagged with this team) → verify the process and the pane are gone. A
 //! rejection stops the ladder unless forced. Afterwards the member leaves the roster, its
-//! open tasks return to pending and the lead is told (once; see [`crate::supervisor`]),
+//! open tasks return to pending and the lead is told (once; see [`crate::life::supervisor`]),
 //! and its git worktree, if it had one, is removed when unchanged and kept otherwise (see
-//! [`crate::worktree`]).
+//! [`crate::git::worktree`]).
 //!
 //! Signals only reach the process the teammate's state file names (pid and start time), so
 //! a reused pid is never hit; the session is the teammate's own (tmux makes each pane a
@@ -35,9 +35,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::status::{self, MemberStatus};
-use crate::supervisor;
-use crate::window::{TeamWindow, TeamWindowOptions};
+use crate::life::status::{self, MemberStatus};
+use crate::life::supervisor;
+use crate::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_config::project::UserDirs;
 use swarm_store::layout::Root;
 use swarm_store::mailbox::Envelope;
@@ -319,7 +319,7 @@ fn wait_until_ended(
 /// exit report already; this catches one that never registered), then off the roster,
 /// which returns whatever tasks it still held.
 fn leave(root: &Root, team: &TeamName, name: &str, mut step: impl FnMut(String)) -> Result<()> {
-    if let Some(line) = crate::worktree::settle(root, team, name) {
+    if let Some(line) = crate::git::worktree::settle(root, team, name) {
         step(line);
     }
     let removed = root.open(team).roster().remove_member(name)?;

@@ -4,11 +4,11 @@
 //!
 //! Liveness is decided in this order of trust: the process (pid, and its start time so a
 //! reused pid is not mistaken for the agent), then the pane, then what the agent last
-//! wrote about itself. Nothing here writes; [`crate::supervisor`] acts on what it shows.
+//! wrote about itself. Nothing here writes; [`crate::life::supervisor`] acts on what it shows.
 //!
 //! A member swarm did not start (a Claude Code teammate) has no state file: its process is
 //! the first process of the pane its roster entry names, its activity Claude Code's
-//! `isActive`, and its pane is read for a first-run dialog (see [`crate::dialogs`]).
+//! `isActive`, and its pane is read for a first-run dialog (see [`crate::life::dialogs`]).
 //!
 //! "Its pane is gone, so it ended" is concluded only for a pane known to be on the team's
 //! own tmux server (swarm made it there, or saw it there); a member whose pane is not on
@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::dialogs;
+use crate::life::dialogs;
 use swarm_llm::Usage;
 use swarm_llm::budget::{Limits, Spend};
 use swarm_store::layout::Root;

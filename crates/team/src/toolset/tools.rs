@@ -5,15 +5,15 @@
 //! Recipients are checked against the roster (an unknown name is an error the model sees,
 //! never a new inbox). Setting a task's owner goes through the real claim (compare-and-set
 //! under the list lock) and tells the new owner with a `task_assignment` message. Task
-//! hooks run through [`crate::task_events`]; a hook's refusal fails the tool with the
+//! hooks run through [`crate::toolset::task_events`]; a hook's refusal fails the tool with the
 //! hook's stderr as feedback.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
-use crate::launch::{Launcher, SpawnRequest, Spawned};
-use crate::task_events::{self, Created};
+use crate::spawn::launch::{Launcher, SpawnRequest, Spawned};
+use crate::toolset::task_events::{self, Created};
 use swarm_agent::tools::{ToolContext, ToolOutcome, ToolSet, required_str, value_str};
 use swarm_config::hooks::Runner as HookRunner;
 use swarm_config::tools::ToolName;
@@ -90,7 +90,7 @@ impl ToolSet for TeamTools {
                 .pop()
                 .expect("one outcome per call"),
             ToolName::TeamStatus => self.team_status(),
-            ToolName::MergeQueue => crate::merge_tool::run(&self.root, &self.team, &input),
+            ToolName::MergeQueue => crate::toolset::merge_tool::run(&self.root, &self.team, &input),
             other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
         }
     }
@@ -115,7 +115,7 @@ impl ToolSet for TeamTools {
     }
 
     fn note_on_change(&self, path: &std::path::Path, ctx: &ToolContext) -> Option<String> {
-        crate::leases::note(&self.root, &self.team, ctx.agent.as_str(), &ctx.cwd, path)
+        crate::toolset::leases::note(&self.root, &self.team, ctx.agent.as_str(), &ctx.cwd, path)
     }
 }
 
@@ -382,50 +382,63 @@ impl TeamTools {
                 }
             }
             Some(kind @ ("plan_approval_response" | "permission_response")) => {
-                if !ctx.agent.is_lead() {
-                    return Err(ToolOutcome::err(
-                        "only the team lead answers plan approval and permission requests",
-                    ));
-                }
-                let request_id = s("request_id")
-                    .ok_or_else(|| ToolOutcome::err(format!("{kind} needs request_id")))?;
-                let approved = approve.ok_or_else(|| {
-                    ToolOutcome::err(format!("{kind} needs approve: true or false"))
-                })?;
-                let feedback = s("feedback").or_else(|| s("reason"));
-                // Through the approvals record, so each request is answered exactly once.
-                let decided = self
-                    .root
-                    .open(&self.team)
-                    .approvals()
-                    .resolve(
-                        &request_id,
-                        approvals::Decision {
-                            approve: approved,
-                            feedback,
-                            mode: s("permission_mode"),
-                            by: me.clone(),
-                            via: None,
-                        },
-                    )
-                    .map_err(|e| ToolOutcome::err(e.to_string()))?;
-                if decided.agent != to && to != "*" {
-                    tracing::info!(
-                        "answered {request_id} of {} (SendMessage named {to})",
-                        decided.agent
-                    );
-                }
-                Ok(ToolOutcome::ok(format!(
-                    "{} {}'s request [{request_id}]",
-                    if approved { "Approved" } else { "Rejected" },
-                    decided.agent
-                )))
+                self.answer_request(ctx, to, kind, obj)
             }
             Some(other) => Err(ToolOutcome::err(format!(
                 "unknown message type '{other}'; use a string, or shutdown_request, shutdown_response, plan_approval_response, permission_response"
             ))),
             None => Err(ToolOutcome::err("a structured message needs a type")),
         }
+    }
+
+    /// The lead's answer to a plan approval or permission request, through the approvals
+    /// record so each request is answered exactly once.
+    fn answer_request(
+        &self,
+        ctx: &ToolContext,
+        to: &str,
+        kind: &str,
+        obj: &Map<String, Value>,
+    ) -> Result<ToolOutcome, ToolOutcome> {
+        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+        let approve = obj.get("approve").and_then(Value::as_bool);
+        let me = ctx.agent.to_string();
+        if !ctx.agent.is_lead() {
+            return Err(ToolOutcome::err(
+                "only the team lead answers plan approval and permission requests",
+            ));
+        }
+        let request_id =
+            s("request_id").ok_or_else(|| ToolOutcome::err(format!("{kind} needs request_id")))?;
+        let approved = approve
+            .ok_or_else(|| ToolOutcome::err(format!("{kind} needs approve: true or false")))?;
+        let feedback = s("feedback").or_else(|| s("reason"));
+        let decided = self
+            .root
+            .open(&self.team)
+            .approvals()
+            .resolve(
+                &request_id,
+                approvals::Decision {
+                    approve: approved,
+                    feedback,
+                    mode: s("permission_mode"),
+                    by: me,
+                    via: None,
+                },
+            )
+            .map_err(|e| ToolOutcome::err(e.to_string()))?;
+        if decided.agent != to && to != "*" {
+            tracing::info!(
+                "answered {request_id} of {} (SendMessage named {to})",
+                decided.agent
+            );
+        }
+        Ok(ToolOutcome::ok(format!(
+            "{} {}'s request [{request_id}]",
+            if approved { "Approved" } else { "Rejected" },
+            decided.agent
+        )))
     }
 
     fn store(&self) -> Store {
@@ -560,49 +573,8 @@ impl TeamTools {
             };
             let mut notes = Vec::new();
             if let Some(owner) = &new_owner {
-                let config = self.root.open(&self.team).roster().load().map_err(err)?;
-                config.require(owner).map_err(err)?;
-                if current.owner.is_some() && !ctx.agent.is_lead() {
-                    return Err(ToolOutcome::err(format!(
-                        "task #{id} is owned by {}; only the lead reassigns owned tasks",
-                        current.owner.as_deref().unwrap_or_default()
-                    )));
-                }
-                if current.owner.is_some() {
-                    tasks
-                        .update(
-                            &id,
-                            TaskPatch {
-                                owner: Some(None),
-                                status: Some(Status::Pending),
-                                ..TaskPatch::default()
-                            },
-                        )
-                        .map_err(err)?;
-                }
-                let claimed = tasks
-                    .claim(&id, owner, false)
-                    .map_err(err)?
-                    .map_err(|r| err(r.into_error(&id, owner)))?;
+                self.assign(ctx, &id, &current, owner)?;
                 notes.push(format!("owner={owner}"));
-                if owner != me {
-                    let assignment = Protocol::TaskAssignment(TaskAssignment {
-                        task_id: claimed.id.clone(),
-                        subject: claimed.subject.clone(),
-                        description: claimed.description.clone(),
-                        assigned_by: me.to_owned(),
-                        timestamp: clock::now_iso(),
-                    });
-                    let to = AgentName::parse_any(owner).map_err(err)?;
-                    self.root
-                        .open(&self.team)
-                        .mail()
-                        .deliver(
-                            &to,
-                            Envelope::new(me, assignment.to_text()).with_color(self.my_color(ctx)),
-                        )
-                        .map_err(err)?;
-                }
             }
             let clear_owner = input.get("owner").and_then(Value::as_str) == Some("");
             let patch = TaskPatch {
@@ -664,6 +636,63 @@ impl TeamTools {
         run().unwrap_or_else(|e| e)
     }
 
+    /// Gives task `current` to `owner` through the real claim (a task someone owns is
+    /// released first, by the lead only), and tells a new owner other than the caller with
+    /// a `task_assignment`.
+    fn assign(
+        &self,
+        ctx: &ToolContext,
+        id: &str,
+        current: &Task,
+        owner: &str,
+    ) -> Result<(), ToolOutcome> {
+        let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
+        let (store, me) = (self.store(), ctx.agent.as_str());
+        let tasks = store.tasks();
+        let config = store.roster().load().map_err(err)?;
+        config.require(owner).map_err(err)?;
+        if current.owner.is_some() && !ctx.agent.is_lead() {
+            return Err(ToolOutcome::err(format!(
+                "task #{id} is owned by {}; only the lead reassigns owned tasks",
+                current.owner.as_deref().unwrap_or_default()
+            )));
+        }
+        if current.owner.is_some() {
+            tasks
+                .update(
+                    id,
+                    TaskPatch {
+                        owner: Some(None),
+                        status: Some(Status::Pending),
+                        ..TaskPatch::default()
+                    },
+                )
+                .map_err(err)?;
+        }
+        let claimed = tasks
+            .claim(id, owner, false)
+            .map_err(err)?
+            .map_err(|r| err(r.into_error(id, owner)))?;
+        if owner != me {
+            let assignment = Protocol::TaskAssignment(TaskAssignment {
+                task_id: claimed.id.clone(),
+                subject: claimed.subject.clone(),
+                description: claimed.description.clone(),
+                assigned_by: me.to_owned(),
+                timestamp: clock::now_iso(),
+            });
+            let to = AgentName::parse_any(owner).map_err(err)?;
+            store
+                .mail()
+                .deliver(
+                    &to,
+                    Envelope::new(me, assignment.to_text()).with_color(self.my_color(ctx)),
+                )
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+
     /// The lead's Agent tool: starts teammates, each in its own pane; the calls of one turn
     /// together (see [`Launcher::spawn_many`]). One outcome per call, in order.
     fn spawn_teammates(&self, inputs: &[Value], ctx: &ToolContext) -> Vec<ToolOutcome> {
@@ -723,9 +752,9 @@ impl TeamTools {
     fn team_status(&self) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
             let tmux = self.lead.as_ref().map(|p| &p.launcher.tmux);
-            let seen = crate::status::observe(&self.root, &self.team, tmux)
+            let seen = crate::life::status::observe(&self.root, &self.team, tmux)
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
-            Ok(ToolOutcome::ok(crate::status::render_for_width(
+            Ok(ToolOutcome::ok(crate::life::status::render_for_width(
                 &seen,
                 clock::now_ms(),
                 90,
@@ -776,7 +805,7 @@ fn worktree_commit(
     let Ok(Some(record)) = root.open(team).worktrees().worktree(agent) else {
         return Ok(None);
     };
-    let Ok(changes) = crate::worktree::changes(&record) else {
+    let Ok(changes) = crate::git::worktree::changes(&record) else {
         return Ok(None);
     };
     if changes.files > 0 {
@@ -786,7 +815,7 @@ fn worktree_commit(
             changes.files
         ));
     }
-    Ok(crate::worktree::branch_head(&record))
+    Ok(crate::git::worktree::branch_head(&record))
 }
 
 fn strings(input: &Value, key: &str) -> Vec<String> {

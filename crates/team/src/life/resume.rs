@@ -1,7 +1,7 @@
 //! Bringing a team back after its lead crashed, its tmux server died or the machine
 //! rebooted (`swarm resume`).
 //!
-//! Every pane swarm starts leaves a launch record (see [`swarm_store::launch_record`]).
+//! Every pane swarm starts leaves a launch record (see [`crate::spawn::launch_record`]).
 //! `swarm resume` starts the lead again from its record with `--resume`, in a new team
 //! window or in the lead's dead pane ([`resume_lead`]); the resumed lead, before it
 //! supervises anything, starts again every teammate of the roster that had not finished
@@ -24,63 +24,20 @@
 //! A team is unfinished when its lead has a launch record and did not end cleanly (it
 //! never wrote its end, or ended by a signal or a failure), and its lead is not running.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::inherit::{Engine, TeammateCommand};
-use crate::launch::{Launcher, pane_spec};
-use crate::window::{self as team_window, Placement, TeamWindow};
+use crate::spawn::inherit::{Engine, TeammateCommand};
+use crate::spawn::launch::{Launcher, pane_spec};
+use crate::spawn::launch_record::{RESUME_FLAG, command_from};
+use crate::spawn::window::{self as team_window, Placement, TeamWindow};
 use swarm_store::documents;
-use swarm_store::launch_record::LaunchRecord;
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::Protocol;
 use swarm_store::roster;
-use swarm_store::state::Activity;
+use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
 use swarm_util::error::{Error, Result};
-
-/// The flag a resumed `swarm lead` or `swarm teammate` is started with.
-pub const RESUME_FLAG: &str = "--resume";
-
-/// Keeps how `agent`'s pane was started (its secrets by name only).
-pub fn save_launch(
-    root: &Root,
-    team: &TeamName,
-    agent: &str,
-    cmd: &TeammateCommand,
-    engine: Engine,
-) -> Result<()> {
-    let record = LaunchRecord {
-        argv: cmd
-            .argv
-            .iter()
-            .filter(|a| *a != RESUME_FLAG)
-            .cloned()
-            .collect(),
-        env: cmd.env.clone(),
-        secret_names: cmd.secret_env.iter().map(|(k, _)| k.clone()).collect(),
-        cwd: cmd.cwd.clone(),
-        engine: Some(engine.to_string()),
-    };
-    root.open(team).launches().save_launch(agent, &record)
-}
-
-/// The command a record describes, its secrets taken from `env` (the restarting
-/// process's environment); a secret that is not there any more is left out.
-fn command_from(record: LaunchRecord, env: &BTreeMap<String, String>) -> TeammateCommand {
-    let secret_env = record
-        .secret_names
-        .iter()
-        .filter_map(|k| env.get(k).map(|v| (k.clone(), v.clone())))
-        .collect();
-    TeammateCommand {
-        argv: record.argv,
-        env: record.env,
-        secret_env,
-        cwd: record.cwd,
-    }
-}
 
 /// Where a team stands, for `swarm resume` and `swarm run`'s offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +94,7 @@ pub fn has_goal(root: &Root, team: &TeamName) -> bool {
 
 /// Refuses a team that cannot be resumed, saying why and what to do instead.
 pub fn check_resumable(root: &Root, team: &TeamName) -> Result<()> {
-    if !root.roster_path(team).exists() {
+    if !root.has_team(team) {
         return Err(Error::not_found(format!(
             "no team '{team}' under {}; `swarm status` lists teams",
             root.path().display()
@@ -313,34 +270,7 @@ fn respawn_one(
         }
         cmd.cwd = launcher.cwd.clone();
     }
-    match engine {
-        Engine::Swarm => {
-            // The mode it had last, which an approved plan may have changed.
-            let mode = st.as_ref().and_then(|s| s.mode.clone()).or(m.mode.clone());
-            if let Some(mode) = mode {
-                for a in cmd
-                    .argv
-                    .iter_mut()
-                    .filter(|a| a.starts_with("--permission-mode="))
-                {
-                    *a = format!("--permission-mode={mode}");
-                }
-            }
-            cmd.argv.push(RESUME_FLAG.to_owned());
-            how.insert(0, "respawned with its conversation".to_owned());
-        }
-        Engine::Claude => match claude_session(m) {
-            Some(sid) => {
-                cmd.argv.push(RESUME_FLAG.to_owned());
-                cmd.argv.push(sid.clone());
-                how.insert(0, format!("respawned with `claude --resume {sid}`"));
-            }
-            None => how.insert(
-                0,
-                "respawned fresh: its Claude Code session id is not known".to_owned(),
-            ),
-        },
-    }
+    how.insert(0, carry_on(engine, &mut cmd, m, st.as_ref()));
     // Its old process must not be reported dead by the lead's supervisor, which
     // would hand out the tasks it is about to continue.
     if let Some(pid) = st.as_ref().map(|s| s.pid).or(m.pid) {
@@ -388,9 +318,45 @@ fn respawn_one(
         member.backend_type = Some("tmux".to_owned());
         member.pid = pid;
         member.is_active = None;
-        member.extra.remove(crate::status::SHUTDOWN_STEP);
+        member.extra.remove(crate::life::status::SHUTDOWN_STEP);
     })?;
     Ok(how.join("; "))
+}
+
+/// Makes `cmd` carry on where the teammate stopped: its own conversation (`--resume`, in
+/// the permission mode it had last) or its Claude Code session when the roster knows it.
+/// Returns how, as said in `swarm resume`'s report.
+fn carry_on(
+    engine: Engine,
+    cmd: &mut TeammateCommand,
+    m: &roster::Member,
+    st: Option<&AgentState>,
+) -> String {
+    match engine {
+        Engine::Swarm => {
+            // The mode it had last, which an approved plan may have changed.
+            let mode = st.and_then(|s| s.mode.clone()).or(m.mode.clone());
+            if let Some(mode) = mode {
+                for a in cmd
+                    .argv
+                    .iter_mut()
+                    .filter(|a| a.starts_with("--permission-mode="))
+                {
+                    *a = format!("--permission-mode={mode}");
+                }
+            }
+            cmd.argv.push(RESUME_FLAG.to_owned());
+            "respawned with its conversation".to_owned()
+        }
+        Engine::Claude => match claude_session(m) {
+            Some(sid) => {
+                cmd.argv.push(RESUME_FLAG.to_owned());
+                cmd.argv.push(sid.clone());
+                format!("respawned with `claude --resume {sid}`")
+            }
+            None => "respawned fresh: its Claude Code session id is not known".to_owned(),
+        },
+    }
 }
 
 /// A Claude Code teammate's own session id, when the roster has it.
@@ -451,46 +417,4 @@ fn drop_stale_requests(root: &Root, team: &TeamName, agent: &AgentName) {
         &AgentName::lead(),
         &|p| matches!(p, Protocol::TeammateTerminated(t) if t.agent.as_deref() == Some(agent.as_str())),
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_launch_record_keeps_secret_names_only_and_refills_them_from_the_environment() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = Root::new(dir.path());
-        let team = TeamName::new("t").unwrap();
-        let cmd = TeammateCommand {
-            argv: vec!["swarm".into(), "teammate".into(), RESUME_FLAG.into()],
-            env: vec![("PATH".into(), "/bin".into())],
-            secret_env: vec![("ANTHROPIC_API_KEY".into(), "sk-old".into())],
-            cwd: dir.path().to_path_buf(),
-        };
-        save_launch(&root, &team, "bob", &cmd, Engine::Swarm).unwrap();
-        let text = std::fs::read_to_string(root.launch_record_path(&team, "bob")).unwrap();
-        assert!(!text.contains("sk-old"), "{text}");
-        let record = root
-            .open(&team)
-            .launches()
-            .read_launch("bob")
-            .unwrap()
-            .unwrap();
-        assert_eq!(record.argv, ["swarm", "teammate"]);
-        let env = BTreeMap::from([("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]);
-        let again = command_from(record, &env);
-        assert_eq!(
-            again.secret_env,
-            [("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]
-        );
-        assert_eq!(again.env, cmd.env);
-        assert!(
-            root.open(&team)
-                .launches()
-                .read_launch("carol")
-                .unwrap()
-                .is_none()
-        );
-    }
 }

@@ -1,0 +1,100 @@
+//! A pane's launch record: how its command was started, kept so `swarm resume` can start
+//! it again (see [`crate::life::resume`]). The record keeps the argv without `--resume`, the
+//! environment, the working directory and the engine, and the names of its secrets only:
+//! a secret's value never reaches the store, and comes back from the environment of the
+//! process that restarts the pane.
+
+use std::collections::BTreeMap;
+
+use crate::spawn::inherit::{Engine, TeammateCommand};
+use swarm_store::launch_record::LaunchRecord;
+use swarm_store::layout::Root;
+use swarm_store::names::TeamName;
+use swarm_util::error::Result;
+
+/// The flag a resumed `swarm lead` or `swarm teammate` is started with.
+pub const RESUME_FLAG: &str = "--resume";
+
+/// Keeps how `agent`'s pane was started (its secrets by name only).
+pub fn save_launch(
+    root: &Root,
+    team: &TeamName,
+    agent: &str,
+    cmd: &TeammateCommand,
+    engine: Engine,
+) -> Result<()> {
+    let record = LaunchRecord {
+        argv: cmd
+            .argv
+            .iter()
+            .filter(|a| *a != RESUME_FLAG)
+            .cloned()
+            .collect(),
+        env: cmd.env.clone(),
+        secret_names: cmd.secret_env.iter().map(|(k, _)| k.clone()).collect(),
+        cwd: cmd.cwd.clone(),
+        engine: Some(engine.to_string()),
+    };
+    root.open(team).launches().save_launch(agent, &record)
+}
+
+/// The command a record describes, its secrets taken from `env` (the restarting
+/// process's environment); a secret that is not there any more is left out.
+pub(crate) fn command_from(
+    record: LaunchRecord,
+    env: &BTreeMap<String, String>,
+) -> TeammateCommand {
+    let secret_env = record
+        .secret_names
+        .iter()
+        .filter_map(|k| env.get(k).map(|v| (k.clone(), v.clone())))
+        .collect();
+    TeammateCommand {
+        argv: record.argv,
+        env: record.env,
+        secret_env,
+        cwd: record.cwd,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_record_keeps_secret_names_only_and_refills_them_from_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let team = TeamName::new("t").unwrap();
+        let cmd = TeammateCommand {
+            argv: vec!["swarm".into(), "teammate".into(), RESUME_FLAG.into()],
+            env: vec![("PATH".into(), "/bin".into())],
+            secret_env: vec![("ANTHROPIC_API_KEY".into(), "sk-old".into())],
+            cwd: dir.path().to_path_buf(),
+        };
+        save_launch(&root, &team, "bob", &cmd, Engine::Swarm).unwrap();
+        let text = std::fs::read_to_string(root.launch_record_path(&team, "bob")).unwrap();
+        assert!(!text.contains("sk-old"), "{text}");
+        let record = root
+            .open(&team)
+            .launches()
+            .read_launch("bob")
+            .unwrap()
+            .unwrap();
+        assert_eq!(record.argv, ["swarm", "teammate"]);
+        let env = BTreeMap::from([("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]);
+        let again = command_from(record, &env);
+        assert_eq!(
+            again.secret_env,
+            [("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]
+        );
+        assert_eq!(again.env, cmd.env);
+        assert!(
+            root.open(&team)
+                .launches()
+                .read_launch("carol")
+                .unwrap()
+                .is_none()
+        );
+    }
+}
