@@ -6,7 +6,7 @@
 //! upwards lets a teammate in a subdirectory find the project's agents and hooks. A teammate
 //! in a worktree (see `swarm_team::worktree`) cannot rely on it: the worktree has its own
 //! `.claude/` when one is committed, without the uncommitted and git-ignored files, so
-//! `swarm spawn` names the project in [`PROJECT_DIR_ENV`].
+//! `swarm spawn` names the project in `SWARM_PROJECT_DIR`.
 //!
 //! The user directory is `$CLAUDE_CONFIG_DIR` when set, else `$HOME/.claude`, as in
 //! Claude Code.
@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use swarm_util::environment::Environment;
+use swarm_util::vars;
 
 /// Where the user's side of the configuration is: the home (a project search stops
 /// there) and the user's Claude directory. Resolved once, at the edge.
@@ -26,9 +27,9 @@ pub struct UserDirs {
 
 impl UserDirs {
     pub fn from_env(env: &Environment) -> UserDirs {
-        let home = env.get("HOME").map(PathBuf::from);
+        let home = env.get(vars::HOME).map(PathBuf::from);
         let claude = env
-            .get("CLAUDE_CONFIG_DIR")
+            .get(vars::CLAUDE_CONFIG_DIR)
             .map(PathBuf::from)
             .or_else(|| home.as_ref().map(|h| h.join(".claude")));
         UserDirs { home, claude }
@@ -39,19 +40,16 @@ impl UserDirs {
         project_dir_with_home(cwd, self.home.as_deref())
     }
 
-    /// A teammate's project directory: [`PROJECT_DIR_ENV`] if its environment names one,
+    /// A teammate's project directory: `SWARM_PROJECT_DIR` if its environment names one
+    /// (set by `swarm spawn`: a teammate in a worktree would not find it by walking up),
     /// else that of `cwd`.
     pub fn teammate_project_dir(&self, cwd: &Path, env: &Environment) -> PathBuf {
-        match env.get(PROJECT_DIR_ENV) {
+        match env.get(vars::SWARM_PROJECT_DIR) {
             Some(dir) => PathBuf::from(dir),
             None => self.project_dir(cwd),
         }
     }
 }
-
-/// Set by `swarm spawn` for a teammate: the project it was spawned for, which a teammate
-/// in a worktree would not find by walking up from its own working directory.
-pub const PROJECT_DIR_ENV: &str = "SWARM_PROJECT_DIR";
 
 pub fn project_dir_with_home(cwd: &Path, home: Option<&Path>) -> PathBuf {
     let home = home.map(|h| h.canonicalize().unwrap_or_else(|_| h.to_path_buf()));

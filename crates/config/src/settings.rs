@@ -16,6 +16,7 @@ use crate::project::UserDirs;
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
 use swarm_util::lock;
+use swarm_util::vars;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -39,14 +40,18 @@ pub struct Settings {
 
 impl Settings {
     pub fn resolve(env: Environment) -> Settings {
-        let lock_timeout = parsed(&env, "SWARM_LOCK_TIMEOUT_MS")
+        let lock_timeout = parsed(&env, vars::SWARM_LOCK_TIMEOUT_MS)
             .map(Duration::from_millis)
             .unwrap_or(lock::DEFAULT_TIMEOUT);
-        let durable = !matches!(env.get("SWARM_DURABLE"), Some("0" | "false" | "off" | "no"));
-        let panes_per_window = parsed::<usize>(&env, "SWARM_PANES_PER_WINDOW").map(|n| n.max(2));
-        let timings = env.get("SWARM_TIMINGS").map(PathBuf::from);
+        let durable = !matches!(
+            env.get(vars::SWARM_DURABLE),
+            Some("0" | "false" | "off" | "no")
+        );
+        let panes_per_window =
+            parsed::<usize>(&env, vars::SWARM_PANES_PER_WINDOW).map(|n| n.max(2));
+        let timings = env.get(vars::SWARM_TIMINGS).map(PathBuf::from);
         let claude_bin = env
-            .get("SWARM_CLAUDE_BIN")
+            .get(vars::SWARM_CLAUDE_BIN)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
         Settings {

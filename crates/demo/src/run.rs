@@ -21,12 +21,13 @@ use swarm_team::shutdown::LadderOptions;
 use swarm_team::teardown;
 use swarm_team::window::TeamWindow;
 use swarm_util::error::{Error, Result};
+use swarm_util::vars;
 
 /// The credentials the demo keeps out of its panes.
 const KEYS: [&str; 3] = [
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "OPENAI_API_KEY",
+    vars::ANTHROPIC_API_KEY,
+    vars::ANTHROPIC_AUTH_TOKEN,
+    vars::OPENAI_API_KEY,
 ];
 
 pub struct Demo {

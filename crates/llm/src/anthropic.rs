@@ -33,6 +33,7 @@ use crate::types::{
     ContentBlock, LlmClient, LlmError, LlmFuture, Request, Response, Role, StopReason, StreamEvent,
     Usage, parse_tool_input,
 };
+use swarm_util::vars;
 
 pub struct AnthropicClient {
     http: reqwest::Client,
@@ -107,7 +108,7 @@ impl Attempt for AnthropicClient {
             let failure = http::error_response(response, self.idle, cancel).await;
             return Err(match self.provider {
                 Provider::Anthropic => {
-                    http::advise_on_key(failure, "ANTHROPIC_API_KEY", self.api_key.is_some())
+                    http::advise_on_key(failure, vars::ANTHROPIC_API_KEY, self.api_key.is_some())
                 }
                 _ => failure,
             });

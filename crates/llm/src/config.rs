@@ -23,6 +23,7 @@ use crate::rate_gate::{Gate, provider_key};
 use crate::retry::{DEFAULT_MAX_RETRIES, DEFAULT_RATE_LIMIT_WAIT, Policy};
 use crate::types::{LlmError, Usage};
 use swarm_store::seam::RateGate;
+use swarm_util::vars;
 
 pub const DEFAULT_ANTHROPIC_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_OPENAI_URL: &str = "https://api.openai.com";
@@ -143,14 +144,14 @@ impl LlmConfig {
         let provider = flags.provider.unwrap_or(Provider::Anthropic);
         let (key_var, url_var, default_url, default_model) = match provider {
             Provider::Anthropic => (
-                Some("ANTHROPIC_API_KEY"),
-                Some("ANTHROPIC_BASE_URL"),
+                Some(vars::ANTHROPIC_API_KEY),
+                Some(vars::ANTHROPIC_BASE_URL),
                 Some(DEFAULT_ANTHROPIC_URL),
                 DEFAULT_ANTHROPIC_MODEL,
             ),
             Provider::OpenAi => (
-                Some("OPENAI_API_KEY"),
-                Some("OPENAI_BASE_URL"),
+                Some(vars::OPENAI_API_KEY),
+                Some(vars::OPENAI_BASE_URL),
                 Some(DEFAULT_OPENAI_URL),
                 DEFAULT_OPENAI_MODEL,
             ),

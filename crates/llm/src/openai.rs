@@ -33,6 +33,7 @@ use crate::types::{
     ContentBlock, INVALID_ARGUMENTS_KEY, LlmClient, LlmError, LlmFuture, Request, Response, Role,
     StopReason, StreamEvent, Usage, parse_tool_input,
 };
+use swarm_util::vars;
 
 pub struct OpenAiClient {
     http: reqwest::Client,
@@ -89,7 +90,7 @@ impl Attempt for OpenAiClient {
             let failure = http::error_response(response, self.idle, cancel).await;
             return Err(http::advise_on_key(
                 failure,
-                "OPENAI_API_KEY",
+                vars::OPENAI_API_KEY,
                 self.api_key.is_some(),
             ));
         }

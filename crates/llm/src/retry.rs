@@ -21,8 +21,8 @@
 //!   announces the wait as [`StreamEvent::RateLimited`]; each retry is announced through
 //!   [`StreamEvent::Retry`] first. Deltas reported before a retry belong to the discarded
 //!   attempt.
-//! - Every provider's client goes through [`call`]: the client makes one attempt
-//!   ([`Attempt`]), the loop around it is the same for all.
+//! - Every provider's client goes through `call`: the client makes one attempt
+//!   (`Attempt`), the loop around it is the same for all.
 
 use std::future::Future;
 use std::time::{Duration, Instant, SystemTime};

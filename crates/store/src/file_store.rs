@@ -1,7 +1,7 @@
 //! The file backend of the store's seam: a team as files under the root, in Claude Code's
 //! own layout and formats (`docs/design/formats.md`), through the modules of this crate.
 //! Every trait method is the module function of the same name for this root and team;
-//! the rate-limit gates' file is kept by [`rate_gate`].
+//! the rate-limit gates' file is kept by `rate_gate`.
 
 mod rate_gate;
 

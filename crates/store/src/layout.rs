@@ -16,6 +16,7 @@ use crate::names::{AgentName, TeamName};
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
 use swarm_util::lock;
+use swarm_util::vars;
 
 #[derive(Debug, Clone)]
 pub struct Root {
@@ -39,13 +40,13 @@ impl Root {
         if let Some(p) = flag {
             return Ok(Root::new(absolute(p)?));
         }
-        for var in ["SWARM_ROOT", "CLAUDE_CONFIG_DIR"] {
+        for var in [vars::SWARM_ROOT, vars::CLAUDE_CONFIG_DIR] {
             if let Some(v) = env.get(var) {
                 return Ok(Root::new(absolute(Path::new(v))?));
             }
         }
         let home = env
-            .get("HOME")
+            .get(vars::HOME)
             .ok_or_else(|| Error::usage("HOME is not set: pass --root DIR or set SWARM_ROOT"))?;
         Ok(Root::new(PathBuf::from(home).join(".claude")))
     }

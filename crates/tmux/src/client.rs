@@ -33,6 +33,7 @@ use crate::pane::{NewPane, PaneRecord, SessionRecord, pane_format, parse_panes};
 use crate::server::{Server, choose};
 use swarm_util::environment::Environment;
 use swarm_util::error::Error;
+use swarm_util::vars;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest command shown in an error message; argv can carry a long prompt.
@@ -621,7 +622,7 @@ impl Tmux {
             .arg("attach-session")
             .arg("-t")
             .arg(target.to_string())
-            .env_remove("TMUX");
+            .env_remove(vars::TMUX);
         cmd
     }
 

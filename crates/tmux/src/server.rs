@@ -13,9 +13,7 @@ use std::path::PathBuf;
 use crate::ids::PaneId;
 use swarm_util::environment::Environment;
 use swarm_util::error::Error;
-
-/// The environment variable naming swarm's tmux socket (`-L NAME`).
-pub const SOCKET_ENV: &str = "SWARM_TMUX_SOCKET";
+use swarm_util::vars;
 
 /// Which tmux server a [`Tmux`](crate::Tmux) talks to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +42,7 @@ impl fmt::Display for Server {
 pub fn choose(flag: Option<&str>, env: impl Fn(&str) -> Option<OsString>) -> Result<Server, Error> {
     let named = match flag {
         Some(f) => Some(f.to_owned()),
-        None => env(SOCKET_ENV)
+        None => env(vars::SWARM_TMUX_SOCKET)
             .filter(|v| !v.is_empty())
             .map(|v| v.to_string_lossy().into_owned()),
     };
@@ -56,7 +54,7 @@ pub fn choose(flag: Option<&str>, env: impl Fn(&str) -> Option<OsString>) -> Res
         }
         return Ok(Server::Name(name));
     }
-    if let Some(tmux) = env("TMUX").filter(|v| !v.is_empty())
+    if let Some(tmux) = env(vars::TMUX).filter(|v| !v.is_empty())
         && let Some(path) = socket_of(&tmux)
     {
         return Ok(Server::Path(path));
@@ -87,8 +85,8 @@ pub struct Caller {
 impl Caller {
     pub fn from_env(env: &Environment) -> Caller {
         Caller {
-            socket: env.get("TMUX").and_then(|v| socket_of(OsStr::new(v))),
-            pane: env.get("TMUX_PANE").and_then(|p| p.parse().ok()),
+            socket: env.get(vars::TMUX).and_then(|v| socket_of(OsStr::new(v))),
+            pane: env.get(vars::TMUX_PANE).and_then(|p| p.parse().ok()),
         }
     }
 
@@ -119,14 +117,17 @@ mod tests {
     #[test]
     fn resolve_prefers_flag_then_env_then_caller_then_default() {
         let all = env_of(&[
-            (SOCKET_ENV, "from-env"),
+            (vars::SWARM_TMUX_SOCKET, "from-env"),
             ("TMUX", "/tmp/tmux-1000/default,123,0"),
         ]);
         let s = choose(Some("flag"), &all).unwrap();
         assert_eq!(s, Server::Name("flag".into()));
         let s = choose(None, &all).unwrap();
         assert_eq!(s, Server::Name("from-env".into()));
-        let inside = env_of(&[(SOCKET_ENV, ""), ("TMUX", "/tmp/tmux-1000/default,123,0")]);
+        let inside = env_of(&[
+            (vars::SWARM_TMUX_SOCKET, ""),
+            ("TMUX", "/tmp/tmux-1000/default,123,0"),
+        ]);
         let s = choose(None, &inside).unwrap();
         assert_eq!(s, Server::Path("/tmp/tmux-1000/default".into()));
         assert_eq!(

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::environment::Environment;
+use crate::vars;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Action {
@@ -34,7 +35,7 @@ static PLAN: OnceLock<Option<Plan>> = OnceLock::new();
 /// Reads `SWARM_FAULT` from the captured environment. Called once, at the edge; an
 /// unreadable value is ignored with a warning (it is a test's tool, never a user's).
 pub fn install(env: &Environment) {
-    let plan = env.get("SWARM_FAULT").and_then(|spec| {
+    let plan = env.get(vars::SWARM_FAULT).and_then(|spec| {
         let parsed = parse(spec);
         if parsed.is_none() {
             tracing::warn!(

@@ -8,6 +8,7 @@ use crate::ui::cli::output::print_json;
 use swarm_config::claude_settings::Sourced;
 use swarm_util::environment::is_secret;
 use swarm_util::error::Result;
+use swarm_util::vars;
 
 /// One resolved value and where it came from.
 struct Line {
@@ -21,7 +22,7 @@ pub fn run(ctx: &Ctx) -> Result<()> {
     let c = &ctx.claude;
     let file = |s: &Sourced<String>| s.from.display().to_string();
     let mut lines = Vec::new();
-    let (model, from) = match (ctx.env().get("SWARM_MODEL"), &c.model) {
+    let (model, from) = match (ctx.env().get(vars::SWARM_MODEL), &c.model) {
         (Some(m), _) => (m.to_owned(), "environment SWARM_MODEL".to_owned()),
         (None, Some(m)) => (m.value.clone(), file(m)),
         (None, None) => ("the provider's default".to_owned(), "default".to_owned()),
@@ -31,7 +32,7 @@ pub fn run(ctx: &Ctx) -> Result<()> {
         value: model,
         from,
     });
-    let (mode, from) = match (ctx.env().get("SWARM_PERMISSION_MODE"), &c.default_mode) {
+    let (mode, from) = match (ctx.env().get(vars::SWARM_PERMISSION_MODE), &c.default_mode) {
         (Some(m), _) => (m.to_owned(), "environment SWARM_PERMISSION_MODE".to_owned()),
         (None, Some(m)) => (m.value.to_string(), m.from.display().to_string()),
         (None, None) => ("default".to_owned(), "default".to_owned()),

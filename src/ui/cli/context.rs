@@ -21,6 +21,7 @@ use swarm_team::window;
 use swarm_tmux::{Caller, Tmux};
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
+use swarm_util::vars;
 
 #[derive(Debug, Clone, Args)]
 pub struct GlobalOpts {
@@ -29,7 +30,7 @@ pub struct GlobalOpts {
     pub root: Option<PathBuf>,
 
     /// The team to act on [default: the only team, if there is exactly one]
-    #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
+    #[arg(long, global = true, env = vars::SWARM_TEAM, value_name = "TEAM")]
     pub team: Option<String>,
 
     /// Print machine-readable JSON instead of text
@@ -37,7 +38,7 @@ pub struct GlobalOpts {
     pub json: bool,
 
     /// The tmux server to use, by socket name (tmux -L) [default: the team's, else the one you are in, else the default]
-    #[arg(long, global = true, env = "SWARM_TMUX_SOCKET", value_name = "NAME")]
+    #[arg(long, global = true, env = vars::SWARM_TMUX_SOCKET, value_name = "NAME")]
     pub tmux_socket: Option<String>,
 
     /// Whether the command's --permission-mode was given (flag or environment), set after

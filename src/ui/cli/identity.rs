@@ -20,6 +20,7 @@
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
+use swarm_util::vars;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Actor {
@@ -35,7 +36,7 @@ pub enum Actor {
 
 impl Actor {
     pub fn from_env(env: &Environment) -> Result<Actor> {
-        let Some(name) = env.get("SWARM_AGENT_NAME") else {
+        let Some(name) = env.get(vars::SWARM_AGENT_NAME) else {
             return Ok(Actor::Person);
         };
         let name = AgentName::parse_any(name).map_err(|_| {
@@ -43,8 +44,8 @@ impl Actor {
                 "SWARM_AGENT_NAME={name:?} is not an agent name; unset it to act as yourself"
             ))
         })?;
-        let team = env.get("SWARM_TEAM").or_else(|| {
-            env.get("SWARM_AGENT_ID")
+        let team = env.get(vars::SWARM_TEAM).or_else(|| {
+            env.get(vars::SWARM_AGENT_ID)
                 .and_then(|id| id.split_once('@'))
                 .map(|(_, team)| team)
         });

@@ -1,6 +1,8 @@
 //! Where this process's log goes: stderr, or a file (a teammate's or the lead's log),
 //! filtered by `SWARM_LOG`; `watch` uses the same filter for the dashboard's log.
 
+use swarm_util::vars;
+
 /// Warnings go to stderr (or a teammate's log file); `SWARM_LOG` (an env-filter, e.g.
 /// `swarm=debug`) says more.
 pub fn init_logging(file: Option<std::fs::File>) {
@@ -23,6 +25,6 @@ pub fn init_logging(file: Option<std::fs::File>) {
 
 /// What to log: `SWARM_LOG` (an env-filter, e.g. `swarm=debug`), else `default`.
 pub fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
-    tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG")
+    tracing_subscriber::EnvFilter::try_from_env(vars::SWARM_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
 }

@@ -12,6 +12,7 @@ use swarm_llm::budget::Limits;
 use swarm_store::roster;
 use swarm_team::inherit::Engine;
 use swarm_util::error::Error;
+use swarm_util::vars;
 
 /// Which model to talk to.
 #[derive(Debug, Clone, Args)]
@@ -20,7 +21,7 @@ pub struct ModelOpts {
     #[command(flatten)]
     pub api: ApiOpts,
     /// Model id [default: the provider's]
-    #[arg(long, env = "SWARM_MODEL", value_name = "MODEL")]
+    #[arg(long, env = vars::SWARM_MODEL, value_name = "MODEL")]
     pub model: Option<String>,
     /// The model's context window in tokens; the conversation is compacted at 80 % of it (teammates inherit it) [default: the model's, from swarm's table]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -32,17 +33,17 @@ pub struct ModelOpts {
 #[command(next_help_heading = "Model")]
 pub struct ApiOpts {
     /// anthropic, openai (any OpenAI-compatible server) or scripted (swarm's model server)
-    #[arg(long, env = "SWARM_PROVIDER", value_name = "PROVIDER")]
+    #[arg(long, env = vars::SWARM_PROVIDER, value_name = "PROVIDER")]
     pub provider: Option<Provider>,
     /// API base URL [default: $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the provider's]
-    #[arg(long, env = "SWARM_BASE_URL", value_name = "URL")]
+    #[arg(long, env = vars::SWARM_BASE_URL, value_name = "URL")]
     pub base_url: Option<String>,
     /// The anthropic-version header of the anthropic and scripted providers [default: 2023-06-01]
-    #[arg(long, env = "ANTHROPIC_VERSION", value_name = "VERSION")]
+    #[arg(long, env = vars::ANTHROPIC_VERSION, value_name = "VERSION")]
     pub anthropic_version: Option<String>,
     /// How long one model call may wait out rate limits (429, 529) in all before it fails;
     /// a team waits together [default: 900]
-    #[arg(long, env = "SWARM_RATE_LIMIT_WAIT", value_name = "SECS")]
+    #[arg(long, env = vars::SWARM_RATE_LIMIT_WAIT, value_name = "SECS")]
     pub rate_limit_wait: Option<u64>,
 }
 
@@ -65,7 +66,7 @@ pub struct PermissionOpts {
     /// default, acceptEdits, bypassPermissions or plan
     #[arg(
         long,
-        env = "SWARM_PERMISSION_MODE",
+        env = vars::SWARM_PERMISSION_MODE,
         default_value = "default",
         value_name = "MODE"
     )]

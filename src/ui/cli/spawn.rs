@@ -22,6 +22,7 @@ use swarm_store::names::{AgentName, TeamName};
 use swarm_team::inherit::LeadSettings;
 use swarm_team::launch::{Launcher, SpawnRequest, Spawned};
 use swarm_util::error::{Error, Result, exit};
+use swarm_util::vars;
 
 #[derive(Debug, Args)]
 pub struct SpawnArgs {
@@ -66,13 +67,13 @@ pub struct SpawnArgs {
     pub api: ApiOpts,
     /// The lead's model, which a teammate gets when nothing else chooses one (only its
     /// environment twin is meant to be used)
-    #[arg(long, env = "SWARM_MODEL", hide = true, value_name = "MODEL")]
+    #[arg(long, env = vars::SWARM_MODEL, hide = true, value_name = "MODEL")]
     pub lead_model: Option<String>,
     /// The lead's permission mode, which a teammate gets unless --permission-mode or its
     /// definition says otherwise (only its environment twin is meant to be used)
     #[arg(
         long,
-        env = "SWARM_PERMISSION_MODE",
+        env = vars::SWARM_PERMISSION_MODE,
         default_value = "default",
         value_parser = mode_or_default,
         hide = true,

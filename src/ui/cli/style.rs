@@ -4,13 +4,14 @@
 //! to whatever draws.
 
 use std::io::IsTerminal;
+use swarm_util::vars;
 
 pub use swarm_util::table::Look;
 
 /// The look of text printed to stdout now.
 pub fn stdout() -> Look {
     let terminal = std::io::stdout().is_terminal();
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let no_color = std::env::var_os(vars::NO_COLOR).is_some_and(|v| !v.is_empty());
     Look {
         colour: terminal && !no_color,
         width: terminal

@@ -46,6 +46,7 @@ use swarm_config::permissions::PermissionMode;
 use swarm_llm::budget::Limits;
 use swarm_store::names::{AgentName, TeamName, agent_id};
 use swarm_util::environment::is_secret;
+use swarm_util::vars;
 
 /// The lead's side of the inheritance.
 #[derive(Debug, Clone, PartialEq)]
@@ -170,12 +171,12 @@ pub struct TeammateCommand {
 }
 
 const PASSED: [&str; 25] = [
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_VERSION",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
+    vars::ANTHROPIC_API_KEY,
+    vars::ANTHROPIC_AUTH_TOKEN,
+    vars::ANTHROPIC_BASE_URL,
+    vars::ANTHROPIC_VERSION,
+    vars::OPENAI_API_KEY,
+    vars::OPENAI_BASE_URL,
     "HTTPS_PROXY",
     "https_proxy",
     "HTTP_PROXY",
@@ -189,19 +190,24 @@ const PASSED: [&str; 25] = [
     "NODE_EXTRA_CA_CERTS",
     "REQUESTS_CA_BUNDLE",
     "CURL_CA_BUNDLE",
-    "CLAUDE_CONFIG_DIR",
+    vars::CLAUDE_CONFIG_DIR,
     "PATH",
-    "HOME",
+    vars::HOME,
     "LANG",
     "LC_ALL",
     "USER",
 ];
 
 /// Set per teammate, never copied from the lead.
-const IDENTITY: [&str; 3] = ["SWARM_AGENT_ID", "SWARM_AGENT_NAME", "SWARM_TEAM"];
+const IDENTITY: [&str; 3] = [
+    vars::SWARM_AGENT_ID,
+    vars::SWARM_AGENT_NAME,
+    vars::SWARM_TEAM,
+];
 
 /// Environment variables that choose every teammate's model, in order.
-pub const SUBAGENT_MODEL_VARS: [&str; 2] = ["SWARM_SUBAGENT_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"];
+pub const SUBAGENT_MODEL_VARS: [&str; 2] =
+    [vars::SWARM_SUBAGENT_MODEL, vars::CLAUDE_CODE_SUBAGENT_MODEL];
 
 /// The teammate's model (see the module comment); `None` leaves it to the provider.
 pub fn resolve_model(
@@ -403,10 +409,10 @@ pub fn claude_command(
         "1".to_owned(),
     );
     if claude.default_root.as_deref() == Some(lead.root.as_path()) {
-        plain.remove("CLAUDE_CONFIG_DIR");
+        plain.remove(vars::CLAUDE_CONFIG_DIR);
     } else {
         plain.insert(
-            "CLAUDE_CONFIG_DIR".to_owned(),
+            vars::CLAUDE_CONFIG_DIR.to_owned(),
             lead.root.display().to_string(),
         );
     }
@@ -417,7 +423,7 @@ pub fn claude_command(
     if let Some(u) = &lead.base_url
         && lead.provider.as_deref() != Some("openai")
     {
-        plain.insert("ANTHROPIC_BASE_URL".to_owned(), u.clone());
+        plain.insert(vars::ANTHROPIC_BASE_URL.to_owned(), u.clone());
     }
     with_identity(argv, plain, secret, &spawn.name, &spawn.team, &spawn.cwd)
 }
@@ -432,9 +438,9 @@ fn with_identity(
     team: &TeamName,
     cwd: &Path,
 ) -> TeammateCommand {
-    plain.insert("SWARM_AGENT_ID".to_owned(), agent_id(name, team));
-    plain.insert("SWARM_AGENT_NAME".to_owned(), name.to_string());
-    plain.insert("SWARM_TEAM".to_owned(), team.to_string());
+    plain.insert(vars::SWARM_AGENT_ID.to_owned(), agent_id(name, team));
+    plain.insert(vars::SWARM_AGENT_NAME.to_owned(), name.to_string());
+    plain.insert(vars::SWARM_TEAM.to_owned(), team.to_string());
     TeammateCommand {
         argv,
         env: plain.into_iter().collect(),
@@ -489,13 +495,13 @@ pub fn environment(
             plain.insert(k.clone(), v.clone());
         }
     }
-    plain.insert("SWARM_ROOT".to_owned(), lead.root.display().to_string());
+    plain.insert(vars::SWARM_ROOT.to_owned(), lead.root.display().to_string());
     match &lead.tmux_socket {
         Some(s) => {
-            plain.insert("SWARM_TMUX_SOCKET".to_owned(), s.clone());
+            plain.insert(vars::SWARM_TMUX_SOCKET.to_owned(), s.clone());
         }
         None => {
-            plain.remove("SWARM_TMUX_SOCKET");
+            plain.remove(vars::SWARM_TMUX_SOCKET);
         }
     }
     (plain, secret)

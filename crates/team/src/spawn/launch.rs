@@ -17,7 +17,7 @@ use crate::git::worktree;
 use crate::spawn::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::spawn::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use swarm_config::agents::{Catalog, Definition, Isolation};
-use swarm_config::project::{PROJECT_DIR_ENV, UserDirs};
+use swarm_config::project::UserDirs;
 use swarm_llm::budget::Limits;
 use swarm_llm::config::{LlmConfig, LlmFlags, Provider};
 use swarm_store::layout::Root;
@@ -28,6 +28,7 @@ use swarm_store::worktrees::Record;
 use swarm_tmux::{Caller, PaneId, PaneSpec, Tmux, TmuxCommand};
 use swarm_util::error::{Error, Result};
 use swarm_util::parallel;
+use swarm_util::vars;
 
 #[derive(Debug, Clone)]
 pub struct SpawnRequest {
@@ -173,9 +174,11 @@ impl Launcher {
                 inherit::claude_command(&settings, &self.env, &spec, &claude)
             }
         };
-        cmd.env.retain(|(k, _)| k != PROJECT_DIR_ENV);
-        cmd.env
-            .push((PROJECT_DIR_ENV.to_owned(), project.display().to_string()));
+        cmd.env.retain(|(k, _)| k != vars::SWARM_PROJECT_DIR);
+        cmd.env.push((
+            vars::SWARM_PROJECT_DIR.to_owned(),
+            project.display().to_string(),
+        ));
         Ok(cmd)
     }
 
@@ -304,14 +307,14 @@ impl Launcher {
         let (plain, secret) = inherit::environment(&self.lead, &self.env);
         let given =
             |flag: &Option<String>, var: &str| flag.clone().or_else(|| plain.get(var).cloned());
-        let provider = given(&self.lead.provider, "SWARM_PROVIDER")
+        let provider = given(&self.lead.provider, vars::SWARM_PROVIDER)
             .filter(|p| !p.trim().is_empty())
             .map(|p| p.parse::<Provider>())
             .transpose();
         let checked = provider.and_then(|provider| {
             let flags = LlmFlags {
                 provider,
-                base_url: given(&self.lead.base_url, "SWARM_BASE_URL"),
+                base_url: given(&self.lead.base_url, vars::SWARM_BASE_URL),
                 anthropic_version: self.lead.anthropic_version.clone(),
                 ..LlmFlags::default()
             };

@@ -73,13 +73,16 @@ pub struct TeamWindowOptions {
     pub lead_colour: String,
 }
 
+/// Most panes in one window when `SWARM_PANES_PER_WINDOW` does not say.
+pub const DEFAULT_PANES_PER_WINDOW: usize = 6;
+
 impl TeamWindowOptions {
     pub fn new(lock_anchor: impl Into<PathBuf>) -> TeamWindowOptions {
         TeamWindowOptions {
             lock_anchor: lock_anchor.into(),
             lock_timeout: lock::DEFAULT_TIMEOUT,
             size: (200, 50),
-            panes_per_window: 6,
+            panes_per_window: DEFAULT_PANES_PER_WINDOW,
             main_vertical_max: 4,
             lead_percent: 30,
             lead_colour: PALETTE[0].to_owned(),
