@@ -13,7 +13,7 @@ use crate::launch_record::{self, LaunchRecord};
 use crate::layout::Root;
 use crate::lead::{self, LeadLock};
 use crate::mailbox::delivered::{Appended, Cursor};
-use crate::mailbox::{self, Delivery, Envelope, Sent};
+use crate::mailbox::{self, Delivery, Envelope, Sent, Version};
 use crate::merge_queue::{self, Queue, RunLock};
 use crate::names::{AgentName, TeamName};
 use crate::roster::{self, Member, NewMember, Removed, TeamConfig};
@@ -107,6 +107,9 @@ impl Roster for FileStore {
     fn add_member(&self, new: NewMember) -> Result<Member> {
         roster::add_member(&self.root, &self.team, new)
     }
+    fn add_members(&self, new: Vec<NewMember>) -> Result<Vec<Result<Member>>> {
+        roster::add_members(&self.root, &self.team, new)
+    }
     fn remove_member(&self, name: &str) -> Result<Removed> {
         roster::remove_member(&self.root, &self.team, name)
     }
@@ -139,6 +142,9 @@ impl Mailboxes for FileStore {
     }
     fn agents_with_mail(&self) -> Result<Vec<AgentName>> {
         mailbox::agents_with_mail(&self.root, &self.team)
+    }
+    fn inbox_version(&self, agent: &AgentName) -> Option<Version> {
+        mailbox::version(&self.root, &self.team, agent)
     }
 }
 

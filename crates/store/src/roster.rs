@@ -277,7 +277,7 @@ pub(crate) fn add_member(root: &Root, team: &TeamName, new: NewMember) -> Result
 /// Adds several teammates in one write, in order, each on its own: a name already taken
 /// (in any letter case, by a member or by one added before it here) or a bad colour
 /// refuses that one only. The outer error is the write's: then none was added.
-pub fn add_members(
+pub(crate) fn add_members(
     root: &Root,
     team: &TeamName,
     new: Vec<NewMember>,

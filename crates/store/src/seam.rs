@@ -27,7 +27,7 @@ use crate::budget::{Ledger, Limits, Spend};
 use crate::launch_record::LaunchRecord;
 use crate::layout::Root;
 use crate::mailbox::delivered::{Appended, Cursor};
-use crate::mailbox::{Delivery, Envelope, Sent};
+use crate::mailbox::{Delivery, Envelope, Sent, Version};
 use crate::merge_queue::Queue;
 use crate::names::{AgentName, TeamName};
 use crate::roster::{Member, NewMember, Removed, TeamConfig};
@@ -44,6 +44,9 @@ pub trait Roster: Send + Sync {
     fn update_with(&self, f: &mut dyn FnMut(&mut TeamConfig) -> Result<()>) -> Result<()>;
     /// Adds a teammate; refuses a name already taken (in any letter case).
     fn add_member(&self, new: NewMember) -> Result<Member>;
+    /// Adds several teammates in one write, each on its own (one refused name refuses only
+    /// it); the outer error is the write's, and then none was added.
+    fn add_members(&self, new: Vec<NewMember>) -> Result<Vec<Result<Member>>>;
     /// Takes a teammate off the roster and returns its open tasks to pending.
     fn remove_member(&self, name: &str) -> Result<Removed>;
 }
@@ -90,6 +93,9 @@ pub trait Mailboxes: Send + Sync {
     fn read_delivered_since(&self, agent: &AgentName, cursor: &mut Cursor) -> Result<Appended>;
     /// The agents with an inbox or a delivered log, by name.
     fn agents_with_mail(&self) -> Result<Vec<AgentName>>;
+    /// A token that changes whenever `agent`'s inbox is written (`None`: no inbox yet), so
+    /// a reader can skip an inbox it has read to the end.
+    fn inbox_version(&self, agent: &AgentName) -> Option<Version>;
 }
 
 /// The shared task list.

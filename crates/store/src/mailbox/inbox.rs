@@ -83,7 +83,7 @@ impl Version {
 
 /// The version of `agent`'s inbox file now; `None` when there is none (or it cannot be
 /// looked at, or is a symlink).
-pub fn version(root: &Root, team: &TeamName, agent: &AgentName) -> Option<Version> {
+pub(crate) fn version(root: &Root, team: &TeamName, agent: &AgentName) -> Option<Version> {
     use std::os::unix::fs::MetadataExt;
     let path = root.inbox_path(team, agent);
     files::check(root, &path).ok()?;

@@ -30,6 +30,6 @@ pub mod send;
 pub use delivered::Cursor;
 pub(crate) use delivered::{agents_with_mail, read_delivered, read_delivered_since};
 pub use envelope::{Delivery, Envelope, Sent, check_text};
-pub use inbox::{Version, version};
-pub(crate) use inbox::{ack, read_all, read_unread, remove_inbox};
+pub use inbox::Version;
+pub(crate) use inbox::{ack, read_all, read_unread, remove_inbox, version};
 pub(crate) use send::{deliver, send};

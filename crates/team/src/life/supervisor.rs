@@ -77,7 +77,7 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
     let lead = AgentName::lead();
     // The lead's inbox of this team under this root.
     let inbox = (root.path().to_path_buf(), team.clone());
-    let before = mailbox::version(root, team, &lead);
+    let before = root.open(team).mail().inbox_version(&lead);
     let mut recorded = RECORDED.lock().unwrap_or_else(|p| p.into_inner());
     if before.is_some() && recorded.get(&inbox) == before.as_ref() {
         return Ok(());
@@ -122,7 +122,7 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
     if let Some(version) = before
         && complete
         && version.settled()
-        && mailbox::version(root, team, &lead) == before
+        && root.open(team).mail().inbox_version(&lead) == before
     {
         RECORDED
             .lock()

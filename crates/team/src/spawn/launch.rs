@@ -477,7 +477,7 @@ impl Launcher {
         if new.is_empty() {
             return;
         }
-        let mut added = match roster::add_members(&self.root, &self.team, new) {
+        let mut added = match self.root.open(&self.team).roster().add_members(new) {
             Ok(added) => added.into_iter(),
             Err(e) => {
                 fates.iter_mut().for_each(|f| {
