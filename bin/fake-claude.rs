@@ -1,7 +1,7 @@
 //! swarm-fake-claude: a test stand-in for a Claude Code 2.1.328 teammate, on the wire only
 //! (files; no model, no TUI). It takes the argv and environment Claude Code's lead passes a
 //! pane teammate and does to the team's files what the real client was seen doing
-//! (`../shared/design/claude-code-live.md`): it empties its inbox instead of marking entries
+//! (`docs/design/claude-code-client.md` §4): it empties its inbox instead of marking entries
 //! read, flips the roster's `isActive`, answers with SendMessage-style envelopes, sends
 //! `idle_notification`s without `completedTaskId`, sends itself a `task_assignment` when it
 //! takes a task, writes tasks in Claude Code's key order, asks the lead `permission_request`s,

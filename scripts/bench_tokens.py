@@ -409,10 +409,10 @@ def completed_tasks(env):
     return done
 
 
-# Claude Code's lead, for the same job: the estimate's inputs, from ../shared/design.
-CC_PREFIX_TOKENS = 83_000 / 4   # claude-code-live.md §5.3: a teammate's first request is about
+# Claude Code's lead, for the same job: the estimate's inputs (docs/design/claude-code-client.md).
+CC_PREFIX_TOKENS = 83_000 / 4   # docs/design/claude-code-client.md §4: a teammate's first request is about
                                 # 83 KB (system 29.2 k chars + 13 tools); a lead's is no smaller
-CC_IDLE_PER_TASK = 2            # §5.2 step 6 and §5.4: an idle notification at every turn end,
+CC_IDLE_PER_TASK = 2            # the same §4: an idle notification at every turn end,
                                 # and a task_assignment echo that makes a second turn per task
 CC_IDLE_TOKENS = 260 / 4        # one idle_notification JSON in its <teammate-message> block
 CC_TASKS, CC_BROADCASTS, CC_APPROVALS = 16, 2, 1
@@ -577,9 +577,9 @@ def report_job(env, requests, figures):
     print(f"Claude Code's lead, estimated: {cc_low / 16:.0f} to {cc_high / 16:.0f} input tokens per task "
           f"({cc_low:.0f} to {cc_high:.0f} in all; ours: {tokens(lead_input) / 16:.0f} per task, {tokens(lead_input):.0f})")
     print(f"  assumptions: a fixed prefix of {CC_PREFIX_TOKENS:.0f} tokens per request (the 83 KB first request "
-          "of a Claude Code teammate, claude-code-live.md §5.3; a lead's system prompt and tools are no smaller);")
+          "of a Claude Code teammate, docs/design/claude-code-client.md §4; a lead's system prompt and tools are no smaller);")
     print(f"  {cc_idle} idle notifications: {CC_IDLE_PER_TASK} per task (its turn's end, and the extra turn of "
-          "the task_assignment echo, claude-code-live.md §5.4), one per teammate per broadcast (4 x 2), one "
+          "the task_assignment echo, docs/design/claude-code-client.md §4), one per teammate per broadcast (4 x 2), one "
           "after the plan approval;")
     print(f"  ~{CC_IDLE_TOKENS:.0f} tokens each, half of them in context on average; our lead's "
           f"{len(lead) - woken} other turns, each with our mean conversation ({mean_messages:.0f} tokens);")
