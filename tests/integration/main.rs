@@ -8,6 +8,7 @@ mod approvals;
 mod budgets;
 mod cc_settings;
 mod circles;
+mod claude_lead;
 mod claude_live;
 mod claude_mixed;
 mod claude_real;

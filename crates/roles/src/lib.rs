@@ -1,11 +1,13 @@
 //! What runs in a pane: a teammate (`swarm teammate`), the lead (`swarm lead`: the
 //! supervisor loop and the lead agent), and the one-agent `swarm agent -p`; how each is
-//! put together (`builder`, one way for all three); what a resumed one does first.
+//! put together (`builder`, one way for all three); what a resumed one does first; who
+//! really sent a message (`sender`, `lead_sig`).
 //!
 //! Uses `team` and everything below it.
 
 pub mod builder;
 pub mod lead;
+pub mod lead_sig;
 pub mod resume;
 pub mod sender;
 pub mod solo;

@@ -1,4 +1,5 @@
-//! `swarm agent -p` and `swarm teammate`: running an agent in this process.
+//! `swarm agent -p` and `swarm teammate`: running an agent in this process. A Claude Code
+//! lead's teammate is a `swarm teammate` too (see `claude_argv`).
 // The doc comments here are clap's help text, where `<team>` is a placeholder, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
@@ -8,11 +9,14 @@ use clap::Args;
 
 use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::options::{BudgetOpts, ModelOpts, PermissionOpts};
+use swarm_llm::Provider;
+use swarm_roles::lead_sig::LeadKey;
 use swarm_roles::solo::{self, SoloOptions};
 use swarm_roles::teammate::options::{self, Given};
 use swarm_roles::teammate::{self, TeammateOptions};
 use swarm_store::names::{AgentName, TeamName, agent_id};
 use swarm_util::error::{Error, Result};
+use swarm_util::vars;
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -57,6 +61,15 @@ pub struct TeammateArgs {
     /// Working directory [default: the current one]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// The lead's Ed25519 public key, <epoch ms>.<base64url SPKI DER>: mail in the lead's name counts only when signed with it (lead_sig)
+    #[arg(long, value_name = "KEY", value_parser = lead_key)]
+    pub lead_verify_key: Option<LeadKey>,
+    /// The model a Claude Code lead chose (its --model): used with the anthropic provider when neither --model nor SWARM_MODEL names one
+    #[arg(long, hide = true, value_name = "MODEL")]
+    pub claude_model: Option<String>,
+    /// A Claude Code teammate flag swarm has no use for, kept for the log
+    #[arg(long, hide = true, value_name = "FLAG", allow_hyphen_values = true)]
+    pub claude_flag: Vec<String>,
     #[command(flatten)]
     pub model: ModelOpts,
     #[command(flatten)]
@@ -70,6 +83,10 @@ pub struct TeammateArgs {
     /// Whether --max-turns was given, set after parsing.
     #[arg(skip)]
     pub max_turns_given: bool,
+}
+
+fn lead_key(value: &str) -> Result<LeadKey> {
+    LeadKey::parse(value)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -111,6 +128,23 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
 
 fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentName) -> Result<u8> {
     let (team, name) = (team.clone(), name.clone());
+    if !args.claude_flag.is_empty() {
+        tracing::info!(
+            "ignoring Claude Code flags swarm has no use for: {}",
+            args.claude_flag.join(" ")
+        );
+    }
+    // A Claude Code lead's choice of model names a Claude model: it stands when the
+    // provider is Anthropic's and swarm's own settings name none.
+    let mut model = args.model.clone();
+    if model.model.is_none() && matches!(model.api.provider, None | Some(Provider::Anthropic)) {
+        model.model = args.claude_model.clone();
+    }
+    // Its commands act as itself (`identity`), whoever started it.
+    let mut env = ctx.settings_env();
+    env.insert(vars::SWARM_AGENT_ID.to_owned(), agent_id(&name, &team));
+    env.insert(vars::SWARM_AGENT_NAME.to_owned(), name.to_string());
+    env.insert(vars::SWARM_TEAM.to_owned(), team.to_string());
     let cwd = working_dir(args.cwd.as_deref())?;
     let project = ctx.settings.dirs.teammate_project_dir(&cwd, ctx.env());
     let given = Given {
@@ -133,10 +167,10 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
         plan_mode_required: args.plan_mode_required,
         agent_type: args.agent_type,
         custom_instructions: from_project.custom_instructions,
-        llm: ctx.llm_config(&args.model)?,
+        llm: ctx.llm_config(&model)?,
         mode: from_project.mode,
         allow: ctx.rules(&args.permissions.allow),
-        env: ctx.settings_env(),
+        env,
         max_turns: from_project.max_turns,
         permission_timeout: args.permissions.permission_timeout.into(),
         cwd,
@@ -148,6 +182,7 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
         budget: args.budget.limits(),
         resumed: args.resume,
         context_window: args.model.context_window,
+        lead_key: args.lead_verify_key,
     };
     let code = runtime()?.block_on(teammate::run(opts))?;
     Ok(u8::try_from(code).unwrap_or(1))

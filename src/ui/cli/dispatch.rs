@@ -12,8 +12,8 @@ use crate::ui::cli::command::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::logging::init_logging;
 use crate::ui::cli::{
-    agent, agents, approvals, completions, config, lead, merge, message, model_server, resume, run,
-    serve, shutdown, spawn, status, task, team, watch,
+    agent, agents, approvals, claude_argv, completions, config, lead, merge, message, model_server,
+    resume, run, serve, shutdown, spawn, status, task, team, watch,
 };
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
@@ -81,12 +81,16 @@ fn our_value_error(e: &clap::Error) -> Option<String> {
 fn parse() -> std::result::Result<Cli, clap::Error> {
     // An empty variable counts as unset, as it does for every setting.
     let set = |name: &OsStr| std::env::var_os(name).is_some_and(|v| !v.is_empty());
-    let matches = match with_env(Cli::command(), &set).try_get_matches() {
+    // Claude Code's teammate command line is `swarm teammate`'s in other words.
+    let argv = claude_argv::rewrite(std::env::args_os().collect());
+    let matches = match with_env(Cli::command(), &set).try_get_matches_from(&argv) {
         Ok(matches) => matches,
         Err(e) if e.kind() == ErrorKind::MissingRequiredArgument => {
             // clap's usage line in this error lists every flag the environment filled as if
             // it were required: the same error without the environment lists only what is.
-            let plain = with_env(Cli::command(), &|_| false).try_get_matches().err();
+            let plain = with_env(Cli::command(), &|_| false)
+                .try_get_matches_from(&argv)
+                .err();
             return Err(plain.filter(|p| p.kind() == e.kind()).unwrap_or(e));
         }
         Err(e) => return Err(e),

@@ -3,6 +3,9 @@
 //! parts they share below them (`context`, `options`, `identity`, `input`, `output`,
 //! `style`, `logging`). Each command parses, calls the library, and prints.
 //!
+//! `claude_argv` reads Claude Code's teammate command line as `swarm teammate`'s, before
+//! parsing.
+//!
 //! Imports point one way: `dispatch` → `command` and `authorize` → the command files →
 //! the shared parts; no file imports one that imports it back.
 
@@ -10,6 +13,7 @@ mod agent;
 mod agents;
 mod approvals;
 mod authorize;
+mod claude_argv;
 mod command;
 mod completions;
 mod config;

@@ -3,7 +3,10 @@
 //!
 //! A protocol message its envelope does not bear out (see [`crate::sender`]) is dropped
 //! with a warning, and a shutdown request is obeyed only from the lead's mailbox name: a
-//! peer pasting the lead's JSON into a message stops nobody.
+//! peer pasting the lead's JSON into a message stops nobody. Given the lead's key
+//! ([`Inbox::guarded_by`]), anything in the lead's name without the lead's valid signature
+//! is dropped with a warning before the model or the runtime sees it (see
+//! [`crate::lead_sig`]).
 //!
 //! Mail for the model is acknowledged only after a model request carrying it was answered
 //! ([`Inbox::commit`]), so a crash before that re-delivers it; protocol messages are
@@ -21,6 +24,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::lead_sig::LeadGuard;
 use crate::sender::forged;
 use swarm_store::layout::Root;
 use swarm_store::mailbox::{Delivery, bell};
@@ -61,6 +65,8 @@ pub struct Inbox {
     mail: Vec<Mail>,
     in_flight: Vec<String>,
     protocol: VecDeque<Incoming>,
+    /// The lead's key, when this teammate was given one.
+    guard: Option<LeadGuard>,
     /// Notified when the bell rings (and with it `side`, for a second waiter).
     pub wake: Arc<Notify>,
     pub side: Arc<Notify>,
@@ -96,10 +102,17 @@ impl Inbox {
             mail: Vec::new(),
             in_flight: Vec::new(),
             protocol: VecDeque::new(),
+            guard: None,
             wake,
             side,
             watcher,
         }
+    }
+
+    /// Believes mail in the lead's name only with the lead's signature.
+    pub fn guarded_by(mut self, guard: Option<LeadGuard>) -> Inbox {
+        self.guard = guard;
+        self
     }
 
     /// How many times its watch has woken this process so far (see
@@ -122,6 +135,14 @@ impl Inbox {
         for d in fresh {
             self.seen.insert(d.key.clone());
             let e = &d.envelope;
+            if let Some(why) = self.guard.as_mut().and_then(|g| g.vet(e)) {
+                consumed.push(d.key.clone());
+                tracing::warn!(
+                    "dropping a message in the lead's name from {}'s inbox: {why}",
+                    self.me
+                );
+                continue;
+            }
             let for_model = |text: String| Mail {
                 key: d.key.clone(),
                 from: e.from.clone(),

@@ -23,6 +23,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::builder::{Agent, AgentBuilder, InTeam, Membership};
+use crate::lead_sig::LeadGuard;
 use crate::teammate::active::ActiveFlag;
 use crate::teammate::inbox::Inbox;
 use crate::teammate::options::TeammateOptions;
@@ -61,7 +62,16 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     let mut state = AgentState::new(Activity::Starting);
     state.model = Some(opts.llm.model.clone());
     state.mode = Some(mode.to_string());
-    let inbox = Inbox::open(&opts.root, &opts.team, &opts.name);
+    let guard = opts.lead_key.clone().map(|key| {
+        // The lead's name in the roster, if not the usual one, speaks for it too.
+        let mut names = vec![LEAD.to_owned()];
+        let roster_lead = config.lead_agent_id.split('@').next().unwrap_or(LEAD);
+        if roster_lead != LEAD && !roster_lead.is_empty() {
+            names.push(roster_lead.to_owned());
+        }
+        LeadGuard::new(key, names)
+    });
+    let inbox = Inbox::open(&opts.root, &opts.team, &opts.name).guarded_by(guard.clone());
     let mut rt = Runtime {
         hooks,
         tools,
@@ -94,7 +104,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         mode,
         rt.opts.cwd.display()
     ));
-    rt.watch_for_shutdown();
+    rt.watch_for_shutdown(guard);
     rt.fire(HookEvent::SubagentStart, Map::new()).await;
     let stopped = rt.main_loop(&mut engine).await;
     let (code, reason, clean) = rt.exit(stopped);
@@ -388,8 +398,9 @@ impl Runtime {
     /// Cancels a model request in flight when the lead asks this teammate to shut down, so
     /// the answer does not wait for a long generation. (The request itself is handled by
     /// the main loop, which also acknowledges it.) Between turns it neither reads nor
-    /// wakes on a timer: the main loop is looking at the inbox then.
-    pub(super) fn watch_for_shutdown(&self) {
+    /// wakes on a timer: the main loop is looking at the inbox then. With the lead's key
+    /// (`guard`), only a signed request counts.
+    pub(super) fn watch_for_shutdown(&self, guard: Option<LeadGuard>) {
         let (root, team, me) = (
             self.opts.root.clone(),
             self.opts.team.clone(),
@@ -416,6 +427,7 @@ impl Runtime {
                             && d.envelope.protocol().is_some_and(|p| {
                                 matches!(p, Protocol::ShutdownRequest(_)) && p.signed_by(LEAD)
                             })
+                            && guard.as_ref().is_none_or(|g| g.believes(&d.envelope))
                     })
                 });
                 if asked {

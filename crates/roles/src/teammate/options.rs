@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::lead_sig::LeadKey;
 use swarm_config::agents::Catalog;
 use swarm_config::hooks::{self, Hooks};
 use swarm_config::permissions::{AllowRule, PermissionMode};
@@ -47,6 +48,8 @@ pub struct TeammateOptions {
     pub resumed: bool,
     /// `--context-window`: overrides the model's window from the table.
     pub context_window: Option<u64>,
+    /// `--lead-verify-key`: mail in the lead's name counts only when signed with it.
+    pub lead_key: Option<LeadKey>,
 }
 
 /// Which settings the command line gave (a flag or its environment twin), so that an
