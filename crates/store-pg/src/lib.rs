@@ -1,6 +1,6 @@
 //! A team's shared state in PostgreSQL: the store seam's [`Roster`], [`Mailboxes`] and
 //! [`TaskBoard`] on a database server, for a team that outgrows one machine
-//! (`/work/shared/design/DECISIONS.md`, item 9). The file store stays the default and the
+//! (the design decisions, item 9). The file store stays the default and the
 //! one Claude Code reads; this one keeps the same guarantees in a database's own way:
 //!
 //! - every mutation is one transaction, committed before it returns `Ok`;
