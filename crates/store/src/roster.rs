@@ -183,8 +183,20 @@ pub(crate) fn create(
             dir.display()
         )));
     }
+    let config = initial_config(team, description, cwd);
+    files::write(root, &path, &json::to_pretty(&config))?;
+    // Claude Code's list-lock anchor, so its own writers find what they expect.
+    let anchor = root.task_list_lock_anchor(team);
+    if !anchor.exists() {
+        files::write(root, &anchor, b"")?;
+    }
+    Ok(config)
+}
+
+/// A new team's roster: the lead as its only member. Every backend starts a team with it.
+pub fn initial_config(team: &TeamName, description: Option<String>, cwd: &Path) -> TeamConfig {
     let now = clock::now_ms();
-    let config = TeamConfig {
+    TeamConfig {
         name: team.to_string(),
         description,
         created_at: now,
@@ -199,14 +211,7 @@ pub(crate) fn create(
             ..Member::default()
         }],
         extra: Map::new(),
-    };
-    files::write(root, &path, &json::to_pretty(&config))?;
-    // Claude Code's list-lock anchor, so its own writers find what they expect.
-    let anchor = root.task_list_lock_anchor(team);
-    if !anchor.exists() {
-        files::write(root, &anchor, b"")?;
     }
-    Ok(config)
 }
 
 /// How long a roster that does not parse is read again while Claude Code's lock of it is
@@ -303,7 +308,9 @@ pub(crate) fn add_members(
     }
 }
 
-fn add_to(config: &mut TeamConfig, team: &TeamName, new: NewMember) -> Result<Member> {
+/// Adds `new` to `config`, or refuses it (a name taken in any letter case, a bad colour).
+/// Every backend adds members by this rule.
+pub fn add_to(config: &mut TeamConfig, team: &TeamName, new: NewMember) -> Result<Member> {
     if let Some(existing) = config
         .members
         .iter()

@@ -20,7 +20,8 @@ pub mod exit {
     /// The operation conflicts with current state: already claimed, blocked, busy,
     /// already exists, teammates still alive, branches the merge queue holds.
     pub const CONFLICT: u8 = 4;
-    /// A lock could not be taken within the wait limit.
+    /// A lock could not be taken within the wait limit, or the team's database (a team on
+    /// PostgreSQL) could not be reached or refused swarm.
     pub const LOCK_TIMEOUT: u8 = 5;
     /// tmux is missing, its server is gone, or a pane could not be made.
     pub const TMUX: u8 = 6;
@@ -84,6 +85,12 @@ pub enum Error {
     #[error("{path} is not valid: {reason}")]
     Corrupt { path: PathBuf, reason: String },
 
+    /// The team's database could not be reached, refused the connection, or is not one
+    /// swarm can use (a schema version it does not know). The message names the server,
+    /// never a password.
+    #[error("{0}")]
+    Unavailable(String),
+
     #[error("{0}")]
     Tmux(String),
 
@@ -109,7 +116,9 @@ impl Error {
             Error::Usage(_) | Error::InvalidName { .. } => exit::USAGE,
             Error::NotFound(_) => exit::NOT_FOUND,
             Error::Conflict(_) => exit::CONFLICT,
-            Error::LockTimeout { .. } | Error::SendInDoubt { .. } => exit::LOCK_TIMEOUT,
+            Error::LockTimeout { .. } | Error::SendInDoubt { .. } | Error::Unavailable(_) => {
+                exit::LOCK_TIMEOUT
+            }
             Error::Tmux(_) => exit::TMUX,
             Error::Model(_) => exit::MODEL,
             Error::CheckFailed(_) => exit::CHECK_FAILED,
@@ -141,6 +150,7 @@ impl Error {
                 path: path.clone(),
                 waited: *waited,
             },
+            Error::Unavailable(m) => Error::Unavailable(m.clone()),
             Error::Tmux(m) => Error::Tmux(m.clone()),
             Error::Model(m) => Error::Model(m.clone()),
             Error::CheckFailed(m) => Error::CheckFailed(m.clone()),

@@ -90,6 +90,25 @@ pub struct Cursor {
     offset: u64,
 }
 
+impl Cursor {
+    /// A cursor on log `log` (for files, its inode; another backend's own number for the
+    /// log) before `offset` (for files, a byte offset; another backend's position). The
+    /// default cursor, on log 0, is on no log: the first read from it restarts.
+    pub fn at(log: u64, offset: u64) -> Cursor {
+        Cursor { ino: log, offset }
+    }
+
+    /// The log this cursor is on (see [`Cursor::at`]).
+    pub fn log(&self) -> u64 {
+        self.ino
+    }
+
+    /// Where in its log this cursor is (see [`Cursor::at`]).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+}
+
 /// What a delivered log gained since a reader last looked.
 #[derive(Debug, Clone, Default)]
 pub struct Appended {

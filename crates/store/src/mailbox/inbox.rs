@@ -71,6 +71,18 @@ pub struct Version {
 }
 
 impl Version {
+    /// A version from its parts, for a backend other than files: `id` names the inbox (a
+    /// file's inode), `len` changes with every write (a file's length; another backend's
+    /// write counter) and `modified_ns` is when it was last written, in nanoseconds since
+    /// the epoch.
+    pub fn from_parts(id: u64, len: u64, modified_ns: i128) -> Version {
+        Version {
+            ino: id,
+            len,
+            mtime_ns: modified_ns,
+        }
+    }
+
     /// Last modified long enough ago (2 s) that a write since, even one that reused the
     /// inode and kept the length, would have a later modification time than this.
     pub fn settled(&self) -> bool {

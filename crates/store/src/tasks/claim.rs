@@ -130,7 +130,9 @@ impl TaskList {
     }
 }
 
-fn refusal(task: &Task, agent: &str, tasks: &[Task], busy_check: bool) -> Option<ClaimRefusal> {
+/// Why `agent` may not claim `task` now, given every task of the list (`None`: it may).
+/// Every backend refuses by this rule.
+pub fn refusal(task: &Task, agent: &str, tasks: &[Task], busy_check: bool) -> Option<ClaimRefusal> {
     if task.status == Status::Completed {
         return Some(ClaimRefusal::AlreadyCompleted);
     }

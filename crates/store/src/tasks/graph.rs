@@ -27,11 +27,7 @@ use swarm_util::error::{Error, Result};
 
 /// Refuses `task blockedBy blocker` if it is a self-dependency, names a missing task,
 /// or closes a cycle.
-pub(super) fn check_edge(
-    graph: &HashMap<String, Vec<String>>,
-    task: &str,
-    blocker: &str,
-) -> Result<()> {
+pub fn check_edge(graph: &HashMap<String, Vec<String>>, task: &str, blocker: &str) -> Result<()> {
     if task == blocker {
         return Err(Error::usage(format!(
             "task #{task} cannot depend on itself"
@@ -60,7 +56,7 @@ pub(super) fn check_edge(
 }
 
 /// id → blockedBy, for every task.
-pub(super) fn graph(tasks: &[Task]) -> HashMap<String, Vec<String>> {
+pub fn graph(tasks: &[Task]) -> HashMap<String, Vec<String>> {
     tasks
         .iter()
         .map(|t| (t.id.clone(), t.blocked_by.clone()))
@@ -118,13 +114,13 @@ impl Mirror {
     }
 }
 
-pub(super) fn missing_dependency(id: &str) -> Error {
+pub fn missing_dependency(id: &str) -> Error {
     Error::not_found(format!(
         "dependency task #{id} does not exist; see `swarm task list`"
     ))
 }
 
-pub(super) fn dedup(ids: &[String]) -> Vec<String> {
+pub fn dedup(ids: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for id in ids {
         let id = id.trim_start_matches('#').to_owned();
@@ -135,7 +131,7 @@ pub(super) fn dedup(ids: &[String]) -> Vec<String> {
     out
 }
 
-pub(super) fn push_unique(v: &mut Vec<String>, id: &str) {
+pub fn push_unique(v: &mut Vec<String>, id: &str) {
     if !v.iter().any(|x| x == id) {
         v.push(id.to_owned());
     }

@@ -398,7 +398,8 @@ impl TaskList {
     }
 }
 
-fn missing(id: &str) -> Error {
+/// The error for a task that does not exist.
+pub fn missing(id: &str) -> Error {
     Error::not_found(format!("task #{id} does not exist; see `swarm task list`"))
 }
 

@@ -1,0 +1,384 @@
+//! Connections to a team's database: the settings parsed once from its URL, a small pool of
+//! clients (each used by one thread at a time, given back after), and the mapping of the
+//! driver's failures onto swarm's errors.
+//!
+//! Invariants:
+//! - a password never reaches a message or a log: the server is named by [`Database::at`]
+//!   (hosts, port, database, user) and URLs are shown only through [`redact`];
+//! - a failure to reach or talk to the server is [`Error::Unavailable`] (exit code 5), one
+//!   lowercase line naming the server; a lock of the database not had within the lock
+//!   timeout is the same;
+//! - a transaction is retried on a fresh connection only where the caller says its work
+//!   is idempotent ([`Retry::Safe`]: running it twice leaves what running it once does), or
+//!   when the server rolled it back for a serialization failure or a deadlock, so a retry
+//!   after a dropped connection never makes a second copy of anything;
+//! - every wait is bounded: connecting (5 s unless the URL says otherwise), a statement
+//!   (`statement_timeout`) and a lock (`lock_timeout`).
+
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use postgres::config::Host;
+use postgres::error::SqlState;
+use postgres::{Client, Config, NoTls};
+
+use swarm_util::error::{Error, Result};
+
+/// How long a row lock of the database is waited for before the operation fails.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long one statement may run.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long connecting may take, unless the URL sets `connect_timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Tries of one transaction that may be retried (see [`Retry`]).
+const TRIES: u32 = 4;
+
+/// Whether a transaction may run again after its connection failed mid-way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Running it twice leaves what running it once does: retried on a fresh connection.
+    Safe,
+    /// Not idempotent (it makes something new, or calls the caller's closure): any failure
+    /// is the caller's error.
+    Once,
+}
+
+/// Why a transaction failed: the database, or swarm's own rules (a refusal to carry back).
+#[derive(Debug)]
+pub enum Fail {
+    Db(postgres::Error),
+    Swarm(Error),
+}
+
+impl From<postgres::Error> for Fail {
+    fn from(e: postgres::Error) -> Fail {
+        Fail::Db(e)
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::Swarm(e)
+    }
+}
+
+/// One database: its settings and its idle connections.
+pub struct Database {
+    config: Config,
+    at: String,
+    idle: Mutex<Vec<Client>>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Database({})", self.at)
+    }
+}
+
+impl Database {
+    /// Parses `url` (a `postgres://` URL or `key=value` settings) and connects once, so a
+    /// server that cannot be reached is said now. Does not migrate: see
+    /// [`crate::migrate::migrate`].
+    pub fn open(url: &str) -> Result<Database> {
+        let mut config = Config::from_str(url).map_err(|e| {
+            Error::usage(format!(
+                "failed to read the store url {}: {}; use postgres://user@host:port/database",
+                redact(url),
+                one_line(&e.to_string())
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("swarm");
+        }
+        let db = Database {
+            at: describe(&config),
+            config,
+            idle: Mutex::new(Vec::new()),
+        };
+        let client = db.connect()?;
+        db.give_back(client);
+        Ok(db)
+    }
+
+    /// The server and database, as messages name them: hosts, port, database and user,
+    /// never the password.
+    pub fn at(&self) -> &str {
+        &self.at
+    }
+
+    fn connect(&self) -> Result<Client> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|e| self.unavailable("connect to", &e))?;
+        client
+            .batch_execute(&format!(
+                "SET lock_timeout = {}; SET statement_timeout = {}",
+                LOCK_TIMEOUT.as_millis(),
+                STATEMENT_TIMEOUT.as_millis()
+            ))
+            .map_err(|e| self.unavailable("set up a connection to", &e))?;
+        Ok(client)
+    }
+
+    fn take(&self) -> Result<Client> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match idle {
+            Some(c) if !c.is_closed() => Ok(c),
+            _ => self.connect(),
+        }
+    }
+
+    fn give_back(&self, client: Client) {
+        if !client.is_closed() {
+            self.idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(client);
+        }
+    }
+
+    /// Runs `work` on a connection of the pool (normally one transaction), retrying it per
+    /// `retry` (see [`Retry`]); `what` says what it does, for the error ("read the roster of
+    /// team 'x'").
+    pub fn run<T>(
+        &self,
+        retry: Retry,
+        what: &str,
+        mut work: impl FnMut(&mut Client) -> std::result::Result<T, Fail>,
+    ) -> Result<T> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut client = match self.take() {
+                Ok(c) => c,
+                Err(e) if retry == Retry::Safe && tries < TRIES => {
+                    tracing::debug!("retrying after a failed connection: {e}");
+                    backoff(tries);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let outcome = work(&mut client);
+            self.give_back(client);
+            let e = match outcome {
+                Ok(v) => return Ok(v),
+                Err(Fail::Swarm(e)) => return Err(e),
+                Err(Fail::Db(e)) => e,
+            };
+            let again =
+                retry == Retry::Safe && matches!(kind(&e), Kind::Connection | Kind::RolledBack);
+            if !again || tries >= TRIES {
+                return Err(self.failed(what, &e));
+            }
+            tracing::debug!(
+                "retrying after a database failure: {}",
+                one_line(&e.to_string())
+            );
+            backoff(tries);
+        }
+    }
+
+    /// Runs `work` in one transaction, committed when it returns `Ok`.
+    pub fn transaction<T>(
+        &self,
+        retry: Retry,
+        what: &str,
+        mut work: impl FnMut(&mut postgres::Transaction<'_>) -> std::result::Result<T, Fail>,
+    ) -> Result<T> {
+        self.run(retry, what, |client| {
+            let mut tx = client.transaction()?;
+            let out = work(&mut tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+
+    fn unavailable(&self, doing: &str, e: &postgres::Error) -> Error {
+        Error::Unavailable(format!(
+            "failed to {doing} the team's database at {}: {}; check that the server runs and that the store url is right",
+            self.at,
+            cause(e)
+        ))
+    }
+
+    /// A database failure while doing `what`, as swarm's error.
+    fn failed(&self, what: &str, e: &postgres::Error) -> Error {
+        match kind(e) {
+            Kind::Connection => self.unavailable(&format!("{what}: lost"), e),
+            Kind::LockTimeout => Error::Unavailable(format!(
+                "failed to {what}: a lock in the team's database at {} stayed held for more than {:?}; retry",
+                self.at, LOCK_TIMEOUT
+            )),
+            Kind::RolledBack | Kind::Other => Error::Other(format!(
+                "failed to {what} in the team's database at {}: {}",
+                self.at,
+                cause(e)
+            )),
+        }
+    }
+}
+
+/// The wait before try `tries + 1`: 50 ms, 200 ms, 450 ms.
+fn backoff(tries: u32) {
+    std::thread::sleep(Duration::from_millis(50 * u64::from(tries * tries)));
+}
+
+enum Kind {
+    /// The connection failed or the server went away: the transaction's fate may be unknown.
+    Connection,
+    /// The server rolled the transaction back (a serialization failure, a deadlock).
+    RolledBack,
+    LockTimeout,
+    Other,
+}
+
+fn kind(e: &postgres::Error) -> Kind {
+    let Some(code) = e.code() else {
+        // No SQLSTATE: an I/O failure or a closed connection, not the server's answer.
+        return Kind::Connection;
+    };
+    if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED {
+        Kind::RolledBack
+    } else if *code == SqlState::LOCK_NOT_AVAILABLE {
+        Kind::LockTimeout
+    } else if code.code().starts_with("08")
+        || *code == SqlState::ADMIN_SHUTDOWN
+        || *code == SqlState::CRASH_SHUTDOWN
+        || *code == SqlState::CANNOT_CONNECT_NOW
+    {
+        Kind::Connection
+    } else {
+        Kind::Other
+    }
+}
+
+/// The driver's message, on one line, with its cause: "error connecting to server:
+/// connection refused (os error 111)".
+fn cause(e: &postgres::Error) -> String {
+    let mut text = match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity().to_lowercase(), db.message()),
+        None => e.to_string(),
+    };
+    if e.as_db_error().is_none()
+        && let Some(source) = std::error::Error::source(e)
+    {
+        let source = source.to_string();
+        if !text.contains(&source) {
+            text = format!("{text}: {source}");
+        }
+    }
+    one_line(&text)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The server as messages name it: `host:port` for each host (a socket directory for a
+/// Unix socket), then the database and user. Never the password.
+fn describe(config: &Config) -> String {
+    let ports = config.get_ports();
+    let port = |i: usize| ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+    let mut hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match h {
+            Host::Tcp(name) => format!("{name}:{}", port(i)),
+            Host::Unix(dir) => format!("{} (socket, port {})", dir.display(), port(i)),
+        })
+        .collect();
+    if hosts.is_empty() {
+        hosts.push(format!("localhost:{}", port(0)));
+    }
+    let mut at = hosts.join(", ");
+    let user = config.get_user().unwrap_or("(default user)");
+    if let Some(db) = config.get_dbname() {
+        at.push_str(&format!(" (database {db}, user {user})"));
+    } else {
+        at.push_str(&format!(" (user {user})"));
+    }
+    at
+}
+
+/// `url` with its password replaced by `***`, in either form: `postgres://user:pw@host/db`
+/// and `key=value` settings (`password=pw`). For anything that shows a store's URL.
+pub fn redact(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let (authority, tail) = match rest.find(['/', '?']) {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        let authority = match authority.rsplit_once('@') {
+            Some((userinfo, hosts)) => match userinfo.split_once(':') {
+                Some((user, _)) => format!("{user}:***@{hosts}"),
+                None => authority.to_owned(),
+            },
+            None => authority.to_owned(),
+        };
+        let tail = redact_query(tail);
+        return format!("{scheme}://{authority}{tail}");
+    }
+    url.split_whitespace()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => kv.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn redact_query(tail: &str) -> String {
+    let Some((path, query)) = tail.split_once('?') else {
+        return tail.to_owned();
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => kv.to_owned(),
+        })
+        .collect();
+    format!("{path}?{}", query.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_in_every_form() {
+        for (url, shown) in [
+            (
+                "postgres://bob:s3cret@db.example:5433/swarm",
+                "postgres://bob:***@db.example:5433/swarm",
+            ),
+            (
+                "postgresql://bob:s3cret@h1,h2/swarm?sslmode=require&password=s3cret",
+                "postgresql://bob:***@h1,h2/swarm?sslmode=require&password=***",
+            ),
+            (
+                "host=db user=bob password=s3cret dbname=swarm",
+                "host=db user=bob password=*** dbname=swarm",
+            ),
+            ("postgres://bob@db/swarm", "postgres://bob@db/swarm"),
+        ] {
+            assert_eq!(redact(url), shown);
+            assert!(!redact(url).contains("s3cret"));
+        }
+    }
+
+    #[test]
+    fn the_server_is_described_without_its_password() {
+        let config = Config::from_str("postgres://bob:s3cret@db.example:5433/swarm").unwrap();
+        assert_eq!(
+            describe(&config),
+            "db.example:5433 (database swarm, user bob)"
+        );
+    }
+}

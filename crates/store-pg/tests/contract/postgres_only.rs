@@ -1,0 +1,208 @@
+//! What only the PostgreSQL backend promises, and why the file store does not:
+//! - a send retried with the same message id (after a dropped connection, its outcome
+//!   unknown) makes no second copy. The file store has no such doubt to settle: its send
+//!   returns `Ok` only once the message is in the inbox and an error only when it never
+//!   will be (or `SendInDoubt`, which says not to send again), so it does not dedupe;
+//! - the server is reached over a connection: an unreachable one is a one-line error
+//!   naming it, never its password (exit code 5), and the schema is versioned.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::backends::{Team, agent, postgres};
+use swarm_store::mailbox::Envelope;
+use swarm_store::names::TeamName;
+use swarm_store_pg::{Database, PgStore, migrate};
+
+fn team() -> Option<Team> {
+    postgres()
+}
+
+#[test]
+fn a_retried_send_makes_no_second_copy_even_after_it_was_acknowledged() {
+    let Some(team) = team() else { return };
+    team.add(&["bob", "carol"]);
+    let bob = agent("bob");
+    let envelope = Envelope::new("team-lead", "once");
+    let first = team.mail().send("bob", envelope.clone()).unwrap();
+    let again = team.open().send("bob", envelope.clone()).unwrap();
+    assert_eq!(first, again, "the retry is told the copy it made");
+    assert_eq!(team.mail().read_unread(&bob).unwrap().len(), 1);
+    team.mail().ack(&bob, &[first[0].msg_id.clone()]).unwrap();
+    team.mail().send("bob", envelope).unwrap();
+    assert!(team.mail().read_unread(&bob).unwrap().is_empty());
+    assert_eq!(team.mail().read_delivered(&bob).unwrap().len(), 1);
+    // A broadcast's copies have ids of their own; its retry still makes none.
+    let all = Envelope::new("team-lead", "all");
+    let first = team.mail().send("*", all.clone()).unwrap();
+    assert_eq!(team.mail().send("*", all).unwrap(), first);
+    assert_eq!(team.mail().read_unread(&agent("carol")).unwrap().len(), 1);
+}
+
+/// Every connection of the test's database is killed, again and again, while four senders
+/// send: each send either returns `Ok` with its message in the inbox once, or fails; no
+/// message is lost after an `Ok` and none is doubled by the retries.
+#[test]
+fn sends_through_dropped_connections_lose_nothing_and_double_nothing() {
+    let Some(team) = team() else { return };
+    team.add(&["bob", "s0", "s1", "s2", "s3"]);
+    let url = team.url.clone().expect("a database");
+    let handles: Vec<_> = (0..4).map(|_| team.open()).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let killer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let mut kills = 0;
+            while !stop.load(Ordering::Relaxed) {
+                kills += admin
+                    .execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                        &[],
+                    )
+                    .unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            kills
+        })
+    };
+    let oks: Vec<String> = std::thread::scope(|scope| {
+        let senders: Vec<_> = handles
+            .into_iter()
+            .enumerate()
+            .map(|(s, handle)| {
+                scope.spawn(move || {
+                    let from = format!("s{s}");
+                    (0..60)
+                        .filter_map(|i| {
+                            let e = Envelope::new(&from, format!("{from} {i}"));
+                            handle
+                                .send("bob", e)
+                                .ok()
+                                .map(|mut sent| sent.remove(0).msg_id)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        senders
+            .into_iter()
+            .flat_map(|s| s.join().unwrap())
+            .collect()
+    });
+    stop.store(true, Ordering::Relaxed);
+    let kills = killer.join().unwrap();
+    assert!(kills > 0, "connections were dropped");
+    let inbox = team.mail().read_unread(&agent("bob")).unwrap();
+    let mut keys: Vec<&str> = inbox.iter().map(|d| d.key.as_str()).collect();
+    keys.sort_unstable();
+    let before = keys.len();
+    keys.dedup();
+    assert_eq!(keys.len(), before, "no message twice");
+    assert!(
+        oks.iter()
+            .all(|id| keys.binary_search(&id.as_str()).is_ok()),
+        "none lost"
+    );
+    eprintln!(
+        "{kills} connections dropped; {} of 240 sends returned ok",
+        oks.len()
+    );
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
+    // Port 1 on loopback: nothing listens there, and the refusal is immediate.
+    let url = "postgres://swarm:hunter2-secret@127.0.0.1:1/teams";
+    let err = PgStore::connect(url, &TeamName::new("t").unwrap()).unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.exit_code(), 5, "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(
+        text.starts_with("failed to connect to the team's database at 127.0.0.1:1"),
+        "{text}"
+    );
+    assert!(text.contains("database teams, user swarm"), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let bad = PgStore::connect(
+        "postgres://a:b@host:notaport/x",
+        &TeamName::new("t").unwrap(),
+    )
+    .unwrap_err();
+    assert_eq!(bad.exit_code(), 2, "{bad}");
+    assert!(!bad.to_string().contains(":b@"), "{bad}");
+}
+
+#[test]
+fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
+    let Some(url) = crate::server::database() else {
+        return;
+    };
+    let db = Database::open(&url).unwrap();
+    assert_eq!(migrate::version(&db).unwrap(), 0);
+    assert_eq!(migrate::migrate(&db).unwrap(), 0);
+    assert_eq!(
+        migrate::migrate(&db).unwrap(),
+        migrate::LATEST,
+        "nothing to do twice"
+    );
+    // Several processes at their first use at once: each migration applied once.
+    let url2 = crate::server::database().unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| PgStore::connect(&url2, &TeamName::new("t").unwrap()).unwrap());
+        }
+    });
+    let mut admin = postgres::Client::connect(&url2, postgres::NoTls).unwrap();
+    let applied: i64 = admin
+        .query_one("SELECT count(*) FROM schema_version", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(applied, i64::from(migrate::LATEST));
+    admin
+        .execute(
+            "INSERT INTO schema_version (version) VALUES ($1)",
+            &[&(migrate::LATEST + 1)],
+        )
+        .unwrap();
+    let newer = PgStore::connect(&url2, &TeamName::new("t").unwrap()).unwrap_err();
+    assert_eq!(newer.exit_code(), 5, "{newer}");
+    assert!(newer.to_string().contains("upgrade swarm"), "{newer}");
+}
+
+#[test]
+fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
+    let Some(url) = crate::server::database() else {
+        return;
+    };
+    let ghost = PgStore::connect(&url, &TeamName::new("ghost").unwrap()).unwrap();
+    use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
+    assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
+    assert_eq!(ghost.next("bob").unwrap_err().exit_code(), 3);
+    assert_eq!(
+        ghost
+            .deliver(&agent("bob"), Envelope::new("x", "y"))
+            .unwrap_err()
+            .exit_code(),
+        3
+    );
+    let dir = tempfile::tempdir().unwrap();
+    ghost.create_team(None, dir.path()).unwrap();
+    assert_eq!(
+        ghost.create_team(None, dir.path()).unwrap_err().exit_code(),
+        4
+    );
+    let other = PgStore::connect(&url, &TeamName::new("other").unwrap()).unwrap();
+    other.create_team(None, dir.path()).unwrap();
+    ghost
+        .create(swarm_store::tasks::NewTask {
+            subject: "a".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(other.list().unwrap().is_empty());
+    ghost.delete_team().unwrap();
+    assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
+    assert_eq!(other.load().unwrap().name, "other");
+}

@@ -1,0 +1,221 @@
+//! A real PostgreSQL server for the tests: one per test binary (process), started on first
+//! use, and a fresh database per test ([`database`]).
+//!
+//! The server is Debian's `postgres` (found beside `initdb` on the PATH, or under
+//! `/usr/lib/postgresql/*/bin`), initialised into a temporary directory and listening only
+//! on a Unix socket in that directory (no TCP port is opened). It runs as the `postgres`
+//! user when the tests run as root (postgres refuses root), through `setpriv`, in a clean
+//! environment (no API keys, no `PG*` settings). It is started by `setpriv --pdeathsig QUIT`
+//! from a thread that lives as long as the server, so when the test binary ends, however
+//! it ends (a panic, SIGKILL), the kernel sends the postmaster SIGQUIT: an immediate
+//! shutdown, its backends with it. The directory outlives it and is removed by the next
+//! test binary that starts a server (every `swarm-pg-<pid>-*` whose process is gone).
+//!
+//! Where there is no PostgreSQL, [`database`] returns `None` after saying so loudly, and
+//! panics under `CI=true` (`.ci/run` installs the package), as `harness::require` does.
+
+use std::os::unix::fs::chown;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+struct Server {
+    socket_dir: PathBuf,
+    port: u16,
+}
+
+static SERVER: OnceLock<Option<Server>> = OnceLock::new();
+
+/// The URL of a new, empty database on the test binary's server; `None` (said loudly)
+/// where PostgreSQL is not installed.
+pub fn database() -> Option<String> {
+    let server = SERVER.get_or_init(start).as_ref()?;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!(
+        "t{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut admin = postgres::Client::connect(&server.url("postgres"), postgres::NoTls)
+        .expect("connect to the test server");
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .expect("create a test database");
+    Some(server.url(&name))
+}
+
+impl Server {
+    fn url(&self, dbname: &str) -> String {
+        format!(
+            "host={} port={} user=postgres dbname={dbname}",
+            self.socket_dir.display(),
+            self.port
+        )
+    }
+}
+
+/// Fails under `CI=true`, where nothing may be skipped; says loudly that the test did not
+/// run otherwise.
+fn require(what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{what} is missing, and under CI=true nothing may be skipped (.ci/run installs it)"
+    );
+    eprintln!("SKIPPED: {what} is missing; this test did not run on PostgreSQL");
+    false
+}
+
+/// The directory of `initdb` and `postgres`: beside `initdb` on the PATH (followed through
+/// symlinks), else the newest `/usr/lib/postgresql/<version>/bin`.
+fn bin_dir() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("initdb"))
+            .find(|p| p.is_file())
+    });
+    let from_path = on_path
+        .and_then(|p| p.canonicalize().ok())
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    let installed = || {
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .flatten()
+            .filter_map(|e| {
+                let version = e.file_name().to_str()?.parse().ok()?;
+                Some((version, e.path().join("bin")))
+            })
+            .collect();
+        versions.sort();
+        versions.pop().map(|(_, bin)| bin)
+    };
+    from_path
+        .or_else(installed)
+        .filter(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
+}
+
+/// The command `program` runs as: the `postgres` user under root, else ourselves; always
+/// with a clean environment and, for the server, a parent-death signal.
+fn command(bin: &Path, program: &str, as_postgres: bool, pdeathsig: bool) -> Command {
+    let mut cmd = Command::new("setpriv");
+    if as_postgres {
+        cmd.args(["--reuid=postgres", "--regid=postgres", "--clear-groups"]);
+    }
+    if pdeathsig {
+        cmd.arg("--pdeathsig=QUIT");
+    }
+    cmd.arg("--").arg(bin.join(program));
+    cmd.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn start() -> Option<Server> {
+    let bin = bin_dir();
+    if !require("PostgreSQL (initdb and postgres)", bin.is_some()) {
+        return None;
+    }
+    let bin = bin.expect("checked above");
+    sweep_stale_dirs();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("swarm-pg-{}-", std::process::id()))
+        .tempdir()
+        .expect("make the server's directory")
+        .keep();
+    let as_postgres = nix::unistd::geteuid().is_root();
+    if as_postgres {
+        let user = nix::unistd::User::from_name("postgres")
+            .expect("look up the postgres user")
+            .expect("a postgres user (Debian's postgresql package makes it)");
+        chown(&dir, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
+            .expect("give the server's directory to postgres");
+    }
+    let data = dir.join("data");
+    let init = command(&bin, "initdb", as_postgres, false)
+        .arg("-D")
+        .arg(&data)
+        .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"])
+        .args(["--no-sync", "--no-instructions"])
+        .output()
+        .expect("run initdb");
+    assert!(
+        init.status.success(),
+        "initdb failed: {}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let port = 20_000 + (std::process::id() % 30_000) as u16;
+    let log = std::fs::File::create(dir.join("server.log")).expect("create the server log");
+    let mut server = command(&bin, "postgres", as_postgres, true);
+    server
+        .arg("-D")
+        .arg(&data)
+        .arg("-k")
+        .arg(&dir)
+        .args(["-p", &port.to_string()])
+        .args(["-c", "listen_addresses=", "-c", "fsync=off"])
+        .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+        .args(["-c", "max_connections=200"])
+        .stdout(log.try_clone().expect("share the server log"))
+        .stderr(log);
+    // The thread that starts the server is its parent for the parent-death signal: it
+    // waits on the server, so it ends with the server or with the process.
+    let (started, pid) = std::sync::mpsc::channel();
+    std::thread::spawn(move || match server.spawn() {
+        Ok(mut child) => {
+            let _ = started.send(Ok(child.id()));
+            let _ = child.wait();
+        }
+        Err(e) => {
+            let _ = started.send(Err(e));
+        }
+    });
+    pid.recv()
+        .expect("the server thread answers")
+        .expect("start postgres");
+    let server = Server {
+        socket_dir: dir.clone(),
+        port,
+    };
+    wait_ready(&server, &dir);
+    Some(server)
+}
+
+fn wait_ready(server: &Server, dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match postgres::Client::connect(&server.url("postgres"), postgres::NoTls) {
+            Ok(_) => return,
+            Err(e) if Instant::now() > deadline => panic!(
+                "postgres did not accept connections within 30 s ({e}); its log:\n{}",
+                std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
+            ),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Removes the directories of servers whose test binary is gone.
+fn sweep_stale_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("swarm-pg-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
