@@ -327,8 +327,10 @@ def only_chatter(body):
     return rest.replace(MAIL_HEAD, "").strip() == ""
 
 
-def per_agent(requests):
-    """agent -> figures over its requests, in arrival order."""
+def per_agent(requests, stream=None):
+    """agent -> figures over its requests, in arrival order. A request's cacheable prefix is
+    what it shares with the previous request of its stream: by default its agent's, with
+    `stream(request)` that of the agent's previous request with the same key."""
     out = {}
     prev = {}
     for r in requests:
@@ -336,8 +338,9 @@ def per_agent(requests):
         a = out.setdefault(agent, {"requests": 0, "input": 0, "cached": 0, "shares": [], "sizes": [],
                                    "first_input": 0})
         c = canonical(r.get("body"))
-        lcp = common_prefix(prev[agent], c) if agent in prev else 0
-        prev[agent] = c
+        key = stream(r) if stream else agent
+        lcp = common_prefix(prev[key], c) if key in prev else 0
+        prev[key] = c
         a["requests"] += 1
         a["input"] += len(c)
         a["cached"] += lcp
@@ -395,8 +398,9 @@ def usage_output(env):
 
 
 def completed_tasks(env):
+    """owner -> how many of the job's tasks it completed."""
     d = os.path.join(env.root, "tasks", TEAM)
-    done = 0
+    done = {}
     for name in os.listdir(d) if os.path.isdir(d) else []:
         if name.endswith(".json"):
             try:
@@ -405,7 +409,8 @@ def completed_tasks(env):
             except (OSError, ValueError):
                 continue
             if t.get("status") == "completed" and not (t.get("metadata") or {}).get("_internal"):
-                done += 1
+                owner = t.get("owner") or "(none)"
+                done[owner] = done.get(owner, 0) + 1
     return done
 
 
@@ -429,7 +434,13 @@ def claude_code_estimate(lead_turns, mean_messages_tokens):
     return idle, lead_turns * per_request, (lead_turns + idle) * per_request
 
 
-def run_job(figures):
+ALLOW = ["Bash(bash -n:*)", "Bash(bash check.sh:*)", "Bash(echo:*)"]
+
+
+def run_leg():
+    """Runs the job once. Returns what it did: the requests, the completed tasks by owner,
+    the run's exit code and output, check.sh's result, the wall time and the output tokens
+    of swarm's agents."""
     env = B.Env()
     try:
         subprocess.run(["git", "init", "-q"], cwd=env.work, env=env.env, check=True)
@@ -444,33 +455,45 @@ def run_job(figures):
             run = env.popen([B.SWARM, "--team", TEAM, "run", GOAL, "--teammates", str(len(MATES)),
                              "--no-attach", "--provider", "scripted", "--base-url", url,
                              "--cwd", env.work, "--permission-mode", "acceptEdits",
-                             "--allow", "Bash(bash -n:*)", "--allow", "Bash(bash check.sh:*)",
-                             "--allow", "Bash(echo:*)", "--max-turns", "60"],
+                             *[x for rule in ALLOW for x in ("--allow", rule)], "--max-turns", "60"],
                             stdout=out, stderr=subprocess.STDOUT)
             try:
                 code = run.wait(timeout=JOB_TIMEOUT)
             except subprocess.TimeoutExpired:
                 code = None
         wall = time.monotonic() - start
-        done = completed_tasks(env)
-        check = subprocess.run(["bash", "check.sh"], cwd=env.work, capture_output=True, text=True)
-        if code != 0 or done != 16 or check.returncode != 0:
-            with open(out_path) as f:
-                tail = f.read()[-3000:]
-            raise SystemExit(f"bench tokens: the job failed (swarm run exited {code} after {wall:.0f} s, "
-                             f"{done} of 16 tasks completed, check.sh exited {check.returncode}: "
-                             f"{check.stdout.strip()}{check.stderr.strip()}):\n{tail}")
-        figures["tokens.job_wall_s"] = round(wall, 1)
         keep(log_path, "job")
-        requests = read_requests(log_path)
-        report_job(env, requests, figures)
+        with open(out_path) as f:
+            output = f.read()
+        check = subprocess.run(["bash", "check.sh"], cwd=env.work, capture_output=True, text=True)
+        return {"requests": read_requests(log_path), "owners": completed_tasks(env), "code": code,
+                "output": output, "check": check, "wall": wall, "outputs": usage_output(env)}
     finally:
         env.close()
 
 
-def report_job(env, requests, figures):
+def failed(leg):
+    """Why a leg's job failed, or None."""
+    done = sum(leg["owners"].values())
+    check = leg["check"]
+    if leg["code"] == 0 and done == 16 and check.returncode == 0:
+        return None
+    return (f"swarm run exited {leg['code']} after {leg['wall']:.0f} s, {done} of 16 tasks completed, "
+            f"check.sh exited {check.returncode}: {check.stdout.strip()}{check.stderr.strip()}")
+
+
+def run_job(figures):
+    leg = run_leg()
+    why = failed(leg)
+    if why:
+        raise SystemExit(f"bench tokens: the job failed ({why}):\n{leg['output'][-3000:]}")
+    figures["tokens.job_wall_s"] = round(leg["wall"], 1)
+    report_job(leg["outputs"], leg["requests"], figures)
+    return leg
+
+
+def report_job(outputs, requests, figures):
     agents = per_agent(requests)
-    outputs = usage_output(env)
     order = [a for a in [LEAD] + MATES if a in agents] + sorted(a for a in agents if a not in [LEAD] + MATES)
     rows = []
     total = {"requests": 0, "input": 0, "cached": 0, "output": 0, "first": 0}
