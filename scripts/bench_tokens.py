@@ -10,6 +10,22 @@ job it measures fails (the figures of a failed job mean nothing).
               of its input that is idle notifications and protocol wrappers, the input of
               its turns woken by nothing else, and an estimate of what Claude Code's lead
               would use for the same job (assumptions printed with it)
+  beside Claude Code (with --claude-bin PATH) the same job, the same lead and script, with
+              Claude Code teammates (`swarm run --engine claude --claude-bin PATH`), offline
+              against the same scripted server: per agent and for the team of each run,
+              requests, input tokens, completed tasks, input per completed task and the
+              cacheable-prefix share, and the ratio swarm / Claude Code of the team's input
+              per completed task (target <= 0.2). The Claude Code teammates use the client's
+              own tools and envelopes (TaskList, TaskUpdate to claim, TaskGet, Write, Bash,
+              SendMessage; bob's plan goes to the plan file the client names and ExitPlanMode);
+              the client runs on its default model with CLAUDE_CODE_ENABLE_TODO_TOOLS=1 (without
+              it that model has no task tools) and the job's allow rules in the project's
+              .claude/settings.json. Their requests carry no agent header: each is put to its
+              teammate by the session id in its metadata. The client's title requests count.
+              If that run does not finish, its figures are over the tasks it completed, and
+              it says so; it exits non-zero only when it completes none.
+              TODO (issue 24 item 1): a third run, a Claude Code lead with swarm teammates through
+              CLAUDE_CODE_TEAMMATE_COMMAND, once swarm has that entry point.
   compaction  one teammate, 200 messages (`swarm send`, one at a time), a script that
               acknowledges each: the request size over time (first, max, last) beside the
               context window given with --context-window, when the binary has that flag
@@ -158,6 +174,8 @@ def job_script():
          reply={"text": "Done: the 16 parts are written and check.sh passes."})
     rule("lead notes mail", agent=LEAD, reply={"text": "Noted."})
 
+    claude_code_rules(rule)
+
     rule("bob plans", agent="bob", user_regex=CLAIMED, no_tool_result=True, times=1,
          reply={"tool_calls": [call("ExitPlanMode",
                                     plan="Plan for task #{{id}}:\n1. Write {{path}} as the task gives it.\n2. Run its check.\n3. Mark it completed and tell team-lead.\n\nFile: {{path}}\n```\n{{content}}\n```")]})
@@ -175,6 +193,65 @@ def job_script():
     rule("mail", user_contains="New message(s) from your team", no_tool_result=True, reply={"text": "Understood."})
     rule("stuck", user_contains="is still not completed", reply={"text": "Its check did not pass; I cannot complete it."})
     return {"rules": rules, "default": {"text": "OK."}}
+
+
+# Claude Code teammates (--claude-bin) do the same job through the client's own tools and
+# envelopes (docs/design/claude-code-client.md). Their requests carry no x-swarm-agent
+# header, so their rules know them by the client's system prompt, which names no agent.
+CC_SYSTEM = "IMPORTANT: You are running as an agent in a team."
+CC_TITLE = "You are naming a coding session"
+CC_READY = r"(?m)^#(?P<id>\d+) \[pending\] Write \S+$"  # TaskList: pending, no owner, not blocked
+CC_LISTED = r"(?m)^#\d+ \[(?:pending|in_progress|completed)\] Write "
+CC_PLAN = ("Plan:\n1. Claim the lowest ready task on the list (TaskUpdate, in_progress).\n"
+           "2. Write the file its description gives, as given.\n3. Run its check.\n"
+           "4. Mark it completed and tell team-lead; then the next ready task.")
+
+
+def claude_code_rules(rule):
+    """A Claude Code teammate's side of the job: it finds work itself (TaskList, then
+    TaskUpdate to in_progress, which makes it the owner; the lowest ready id first, as the
+    client's TaskList prompt says), reads the task (TaskGet), writes and checks it in one
+    turn, completes it and reports, and lists again as the client's TaskUpdate result tells
+    it to. bob, in plan mode, writes his plan to the plan file the client names, submits it
+    with ExitPlanMode and waits for the lead's answer. The task and message tools are called
+    directly, without loading their schemas through ToolSearch first (the client accepts
+    that; a real model would load them, so these figures are a lower bound)."""
+    cc = {"system_contains": CC_SYSTEM}
+    rule("cc: a session title", system_contains=CC_TITLE, reply={"text": '{"title": "Shell pipeline parts"}'})
+    rule("cc: approves shutdown", **cc, no_tool_result=True,
+         user_regex=r'"shutdown_response","request_id":"(?P<rid>shutdown-[^"]+)"',
+         reply={"text": "Approving.", "tool_calls": [call("SendMessage", to=LEAD, message={
+             "type": "shutdown_response", "request_id": "{{rid}}", "approve": True})]})
+    rule("cc: bob presents his plan", **cc, no_tool_result=True, times=1, user_contains="Present a plan with ExitPlanMode",
+         reply={"tool_calls": [call("ExitPlanMode", plan=CC_PLAN)]})
+    rule("cc: bob writes his plan where the client says", **cc, times=1,
+         user_regex=r"No plan file found at (?P<file>\S+?)\. Please write your plan",
+         reply={"tool_calls": [call("Write", file_path="{{file}}", content=CC_PLAN)]})
+    rule("cc: bob submits his plan", **cc, times=1, user_regex=r"File created successfully at: \S*/plans/",
+         reply={"tool_calls": [call("ExitPlanMode")]})
+    rule("cc: bob waits", **cc, tool_result_contains="Your plan has been submitted to the team lead",
+         reply={"text": "Waiting for team-lead's approval."})
+    rule("cc: bob's plan is approved", **cc, no_tool_result=True, user_contains="[Plan Approved]",
+         reply={"tool_calls": [call("TaskList")]})
+    rule("cc: starts", **cc, no_tool_result=True, user_contains="Claim ready tasks",
+         reply={"tool_calls": [call("TaskList")]})
+    rule("cc: claims", **cc, no_tool_result=False, user_regex=CC_READY,
+         reply={"tool_calls": [call("TaskUpdate", taskId="{{id}}", status="in_progress")]})
+    rule("cc: nothing ready", **cc, no_tool_result=False, user_regex=CC_LISTED,
+         reply={"text": "Nothing is ready for me now; I'll wait."})
+    rule("cc: reads its task", **cc, user_regex=r"Updated task #(?P<id>\d+) (?:owner, status|status, owner)",
+         reply={"tool_calls": [call("TaskGet", taskId="{{id}}")]})
+    rule("cc: writes and checks", **cc, no_tool_result=False,
+         user_regex=r"(?s)File: (?P<path>\S+)\n```\n(?P<content>.*?)\n```.*?Check: `(?P<check>[^`]+)`",
+         reply={"tool_calls": [call("Write", file_path="{{path}}", content="{{content}}\n"),
+                               call("Bash", command="{{check}}", description="run the task's check")]})
+    rule("cc: lists again", **cc, tool_result_contains="Call TaskList now",
+         reply={"tool_calls": [call("TaskList")]})
+    rule("cc: lost a claim", **cc, tool_result_contains="Updated task #",
+         reply={"tool_calls": [call("TaskList")]})
+    rule("cc: its own claims come back", **cc, no_tool_result=True, user_contains='"type":"task_assignment"',
+         reply={"text": "Those are the tasks I took; nothing new."})
+    rule("cc: mail", **cc, no_tool_result=True, reply={"text": "Understood."})
 
 
 def start_server(env, script, log_path):
@@ -327,8 +404,10 @@ def only_chatter(body):
     return rest.replace(MAIL_HEAD, "").strip() == ""
 
 
-def per_agent(requests):
-    """agent -> figures over its requests, in arrival order."""
+def per_agent(requests, stream=None):
+    """agent -> figures over its requests, in arrival order. A request's cacheable prefix is
+    what it shares with the previous request of its stream: by default its agent's, with
+    `stream(request)` that of the agent's previous request with the same key."""
     out = {}
     prev = {}
     for r in requests:
@@ -336,8 +415,9 @@ def per_agent(requests):
         a = out.setdefault(agent, {"requests": 0, "input": 0, "cached": 0, "shares": [], "sizes": [],
                                    "first_input": 0})
         c = canonical(r.get("body"))
-        lcp = common_prefix(prev[agent], c) if agent in prev else 0
-        prev[agent] = c
+        key = stream(r) if stream else agent
+        lcp = common_prefix(prev[key], c) if key in prev else 0
+        prev[key] = c
         a["requests"] += 1
         a["input"] += len(c)
         a["cached"] += lcp
@@ -395,8 +475,9 @@ def usage_output(env):
 
 
 def completed_tasks(env):
+    """owner -> how many of the job's tasks it completed."""
     d = os.path.join(env.root, "tasks", TEAM)
-    done = 0
+    done = {}
     for name in os.listdir(d) if os.path.isdir(d) else []:
         if name.endswith(".json"):
             try:
@@ -405,7 +486,8 @@ def completed_tasks(env):
             except (OSError, ValueError):
                 continue
             if t.get("status") == "completed" and not (t.get("metadata") or {}).get("_internal"):
-                done += 1
+                owner = t.get("owner") or "(none)"
+                done[owner] = done.get(owner, 0) + 1
     return done
 
 
@@ -429,13 +511,42 @@ def claude_code_estimate(lead_turns, mean_messages_tokens):
     return idle, lead_turns * per_request, (lead_turns + idle) * per_request
 
 
-def run_job(figures):
+ALLOW = ["Bash(bash -n:*)", "Bash(bash check.sh:*)", "Bash(echo:*)"]
+CC_KEY = "sk-ant-offline-00000000000000000000"  # offline: only the scripted server sees it
+
+
+def prepare_claude_code(env):
+    """What a Claude Code client needs to run the job unattended (docs/design/claude-code-
+    client.md §2): the .claude.json entries that keep its first-run dialogs away, and the
+    job's allow rules in the project's settings, where the client reads them (swarm's
+    teammates get the same rules through --allow)."""
+    with open(os.path.join(env.root, ".claude.json"), "w") as f:
+        json.dump({"hasCompletedOnboarding": True,
+                   "customApiKeyResponses": {"approved": [CC_KEY[-20:]], "rejected": []},
+                   "projects": {os.path.realpath(env.work): {"hasTrustDialogAccepted": True}}}, f)
+    os.makedirs(os.path.join(env.work, ".claude"))
+    with open(os.path.join(env.work, ".claude", "settings.json"), "w") as f:
+        json.dump({"permissions": {"allow": ALLOW}}, f)
+    # On its default model the client turns its task tools off unless this opts in; swarm
+    # passes CLAUDE_CODE_* variables on to its Claude Code teammates.
+    return {**env.env, "ANTHROPIC_API_KEY": CC_KEY, "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+
+
+def run_leg(claude_bin=None):
+    """Runs the job once: a lead and swarm's teammates, or with `claude_bin` the same lead
+    with Claude Code teammates (`swarm run --engine claude`). Returns what it did: the
+    requests, the completed tasks by owner, the run's exit code and output, check.sh's
+    result, the wall time and the output tokens of swarm's agents."""
     env = B.Env()
     try:
         subprocess.run(["git", "init", "-q"], cwd=env.work, env=env.env, check=True)
         with open(os.path.join(env.work, "check.sh"), "w") as f:
             f.write(CHECK)
         os.makedirs(os.path.join(env.work, "parts"))
+        run_env, engine = env.env, []
+        if claude_bin:
+            run_env = prepare_claude_code(env)
+            engine = ["--engine", "claude", "--claude-bin", claude_bin]
         log_path = os.path.join(env.dir, "requests.jsonl")
         url = start_server(env, job_script(), log_path)
         out_path = os.path.join(env.dir, "run.out")
@@ -444,33 +555,45 @@ def run_job(figures):
             run = env.popen([B.SWARM, "--team", TEAM, "run", GOAL, "--teammates", str(len(MATES)),
                              "--no-attach", "--provider", "scripted", "--base-url", url,
                              "--cwd", env.work, "--permission-mode", "acceptEdits",
-                             "--allow", "Bash(bash -n:*)", "--allow", "Bash(bash check.sh:*)",
-                             "--allow", "Bash(echo:*)", "--max-turns", "60"],
-                            stdout=out, stderr=subprocess.STDOUT)
+                             *[x for rule in ALLOW for x in ("--allow", rule)], "--max-turns", "60", *engine],
+                            env=run_env, stdout=out, stderr=subprocess.STDOUT)
             try:
-                code = run.wait(timeout=JOB_TIMEOUT)
+                code = run.wait(timeout=JOB_TIMEOUT * (2 if claude_bin else 1))
             except subprocess.TimeoutExpired:
                 code = None
         wall = time.monotonic() - start
-        done = completed_tasks(env)
+        keep(log_path, "job-claude" if claude_bin else "job")
+        with open(out_path) as f:
+            output = f.read()
         check = subprocess.run(["bash", "check.sh"], cwd=env.work, capture_output=True, text=True)
-        if code != 0 or done != 16 or check.returncode != 0:
-            with open(out_path) as f:
-                tail = f.read()[-3000:]
-            raise SystemExit(f"bench tokens: the job failed (swarm run exited {code} after {wall:.0f} s, "
-                             f"{done} of 16 tasks completed, check.sh exited {check.returncode}: "
-                             f"{check.stdout.strip()}{check.stderr.strip()}):\n{tail}")
-        figures["tokens.job_wall_s"] = round(wall, 1)
-        keep(log_path, "job")
-        requests = read_requests(log_path)
-        report_job(env, requests, figures)
+        return {"requests": read_requests(log_path), "owners": completed_tasks(env), "code": code,
+                "output": output, "check": check, "wall": wall, "outputs": usage_output(env)}
     finally:
         env.close()
 
 
-def report_job(env, requests, figures):
+def failed(leg):
+    """Why a leg's job failed, or None."""
+    done = sum(leg["owners"].values())
+    check = leg["check"]
+    if leg["code"] == 0 and done == 16 and check.returncode == 0:
+        return None
+    return (f"swarm run exited {leg['code']} after {leg['wall']:.0f} s, {done} of 16 tasks completed, "
+            f"check.sh exited {check.returncode}: {check.stdout.strip()}{check.stderr.strip()}")
+
+
+def run_job(figures):
+    leg = run_leg()
+    why = failed(leg)
+    if why:
+        raise SystemExit(f"bench tokens: the job failed ({why}):\n{leg['output'][-3000:]}")
+    figures["tokens.job_wall_s"] = round(leg["wall"], 1)
+    report_job(leg["outputs"], leg["requests"], figures)
+    return leg
+
+
+def report_job(outputs, requests, figures):
     agents = per_agent(requests)
-    outputs = usage_output(env)
     order = [a for a in [LEAD] + MATES if a in agents] + sorted(a for a in agents if a not in [LEAD] + MATES)
     rows = []
     total = {"requests": 0, "input": 0, "cached": 0, "output": 0, "first": 0}
@@ -679,10 +802,154 @@ def run_compaction(figures):
     print()
 
 
+# ---------------------------------------------------------------------------- beside Claude Code
+
+CC_NAMED = re.compile(r'<teammate-message teammate_id="team-lead">\nYou are (\w+)\.')
+
+
+def session_of(request):
+    """The Claude Code session a request comes from (its body's metadata), or None."""
+    try:
+        return json.loads(((request.get("body") or {}).get("metadata") or {}).get("user_id") or "{}").get("session_id")
+    except (ValueError, AttributeError):
+        return None
+
+
+def name_claude_code_requests(requests):
+    """The requests with each Claude Code request's `agent` set to its teammate's name. The
+    client sends no x-swarm-agent header; its body's metadata names its session, and the
+    session's first instructions (the lead's Agent prompt, `You are <name>.`) name the
+    teammate. Title requests belong to the session they name."""
+    names = {}
+    for r in requests:
+        session = session_of(r)
+        if r.get("agent") or not session or session in names:
+            continue
+        for m in (r.get("body") or {}).get("messages") or []:
+            found = next((x for _, text in texts_of(m) for x in CC_NAMED.finditer(text)), None)
+            if found:
+                names[session] = found.group(1)
+                break
+    out = []
+    for r in requests:
+        if not r.get("agent"):
+            session = session_of(r)
+            r = {**r, "agent": names.get(session, f"claude:{(session or 'unknown')[:8]}")}
+        out.append(r)
+    return out
+
+
+def by_system(request):
+    """A Claude Code teammate's requests come in two streams, its conversation and its
+    session-title requests (another system prompt); a prompt cache keeps both, so each
+    request's cacheable prefix is measured against the previous request with its system."""
+    return request.get("agent"), compact(strip_cache_control((request.get("body") or {}).get("system")))
+
+
+def double_claims(requests):
+    """Claims a Claude Code teammate made of a task another had claimed too: the client's
+    TaskUpdate takes no lock, so two teammates that list at once can both take a task
+    (and both do it). Counted from the claim results, each in the request that answers it."""
+    claims = {}
+    for r in requests:
+        messages = (r.get("body") or {}).get("messages") or []
+        users = [m for m in messages if m.get("role") == "user"]
+        for kind, text in texts_of(users[-1]) if users else []:
+            for m in re.finditer(r"Updated task #(\d+) (?:owner, status|status, owner)", text if kind == "tool_result" else ""):
+                claims[m.group(1)] = claims.get(m.group(1), 0) + 1
+    return sum(n - 1 for n in claims.values())
+
+
+def leg_rows(requests, owners, stream=None):
+    """Per agent and for the team: requests, input, completed tasks, input per completed
+    task, cacheable-prefix share. Returns (rows, team row), input in tokens."""
+    agents = per_agent(requests, stream)
+    order = [a for a in [LEAD] + MATES if a in agents] + sorted(a for a in agents if a not in [LEAD] + MATES)
+    rows = []
+    for name in order:
+        a = agents[name]
+        done = owners.get(name, 0)
+        rows.append({"agent": name, "requests": a["requests"], "input": tokens(a["input"]), "tasks": done,
+                     "per_task": tokens(a["input"]) / done if done else None, "share": a["cached"] / a["input"]})
+    done = sum(owners.values())
+    total = sum(a["input"] for a in agents.values())
+    team = {"agent": "team", "requests": sum(a["requests"] for a in agents.values()), "input": tokens(total),
+            "tasks": done, "per_task": tokens(total) / done if done else None,
+            "share": sum(a["cached"] for a in agents.values()) / total}
+    return rows, team
+
+
+def run_beside_claude_code(figures, swarm_leg, claude_bin):
+    """The same job again with Claude Code teammates, and the two bills side by side."""
+    leg = run_leg(claude_bin)
+    why = failed(leg)
+    done = sum(leg["owners"].values())
+    if done == 0:
+        raise SystemExit(f"bench tokens: the job with Claude Code teammates completed nothing ({why}):\n"
+                         f"{leg['output'][-3000:]}")
+    named = name_claude_code_requests(leg["requests"])
+    models = sorted({r["body"].get("model") for r in named
+                     if r["agent"] != LEAD and CC_SYSTEM in compact(r["body"].get("system"))})
+    legs = [("swarm", *leg_rows(swarm_leg["requests"], swarm_leg["owners"])),
+            ("claude", *leg_rows(named, leg["owners"], stream=by_system))]
+    print("tokens: the same job with swarm's teammates and with Claude Code teammates (swarm run --engine claude, "
+          f"{os.path.basename(claude_bin)} {claude_version(claude_bin)}, model {', '.join(models) or '?'}); "
+          "the lead is swarm's in both")
+    print(f"{'teammates':<9} {'agent':<10} {'requests':>8} {'input':>9} {'tasks':>5} {'input/task':>10} {'share':>6}")
+    for leg_name, rows, team in legs:
+        for row in rows + [team]:
+            per_task = f"{row['per_task']:.0f}" if row["per_task"] is not None else "-"
+            print(f"{leg_name:<9} {row['agent']:<10} {row['requests']:>8} {row['input']:>9.0f} {row['tasks']:>5} "
+                  f"{per_task:>10} {row['share']:>6.3f}")
+            key = f"tokens.vs_claude.{leg_name}.{row['agent']}"
+            figures[f"{key}.requests"] = row["requests"]
+            figures[f"{key}.input"] = round(row["input"])
+            figures[f"{key}.input_per_task"] = round(row["per_task"]) if row["per_task"] is not None else "-"
+            figures[f"{key}.prefix_share"] = round(row["share"], 3)
+    swarm_team, claude_team = legs[0][2], legs[1][2]
+    ratio = swarm_team["per_task"] / claude_team["per_task"]
+    mates = [sum(r["input"] for r in rows if r["agent"] != LEAD) / team["tasks"] for _, rows, team in legs]
+    figures["tokens.vs_claude.claude_tasks_completed"] = done
+    figures["tokens.vs_claude.claude_double_claims"] = double_claims(named)
+    figures["tokens.vs_claude.claude_job_wall_s"] = round(leg["wall"], 1)
+    figures["tokens.vs_claude.ratio"] = round(ratio, 3)
+    figures["tokens.vs_claude.teammates_ratio"] = round(mates[0] / mates[1], 3)
+    B.target("tokens.vs_claude.ratio", "<= 0.2")
+    B.target("tokens.vs_claude.claude_tasks_completed", "16")
+    print(f"  input/task: the agent's input over the tasks it completed; the team's over all completed tasks. "
+          f"share: cacheable prefix / input (a Claude Code teammate's title requests measured against each other)")
+    print(f"  ratio swarm / Claude Code, the team's input per completed task: {swarm_team['per_task']:.0f} / "
+          f"{claude_team['per_task']:.0f} = {ratio:.3f} (target <= 0.2); the teammates' alone: "
+          f"{mates[0]:.0f} / {mates[1]:.0f} = {mates[0] / mates[1]:.3f}")
+    titles = [r for r in named if CC_TITLE in compact(r["body"].get("system"))]
+    print(f"  Claude Code teammates: {done} of 16 tasks completed"
+          + (f" (the job failed: {why})" if why else ", check.sh passes")
+          + f"; {len(titles)} of their requests named the session ({tokens(sum(len(canonical(r['body'])) for r in titles)):.0f} tokens)"
+          + f"; {figures['tokens.vs_claude.claude_double_claims']} claims of a task another teammate had claimed "
+          "too (its TaskUpdate takes no lock: both did the task); they call the task and message tools without "
+          "loading their schemas through ToolSearch first, which a real model would do: a lower bound")
+    print()
+
+
+def claude_version(claude_bin):
+    try:
+        r = subprocess.run([claude_bin, "--version"], capture_output=True, text=True, timeout=30)
+        return r.stdout.split()[0] if r.stdout.split() else "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
 def tokens_suite():
     figures = {}
-    for name, step in (("job", run_job), ("compaction", run_compaction)):
+    start = time.monotonic()
+    swarm_leg = run_job(figures)
+    log(f"job: {time.monotonic() - start:.1f} s")
+    claude_bin = B.OPTIONS.get("claude_bin")
+    if claude_bin:
         start = time.monotonic()
-        step(figures)
-        log(f"{name}: {time.monotonic() - start:.1f} s")
+        run_beside_claude_code(figures, swarm_leg, claude_bin)
+        log(f"job with Claude Code teammates: {time.monotonic() - start:.1f} s")
+    start = time.monotonic()
+    run_compaction(figures)
+    log(f"compaction: {time.monotonic() - start:.1f} s")
     return figures
