@@ -24,7 +24,7 @@ pub struct Root {
     lock_timeout: Duration,
     durable: bool,
     /// Set when this process signs as the team's lead (see `store::lead_key`).
-    lead_keys: Option<crate::lead_key::LeadKeys>,
+    signs_as_lead: bool,
 }
 
 impl Root {
@@ -34,7 +34,7 @@ impl Root {
             path: path.into(),
             lock_timeout: lock::DEFAULT_TIMEOUT,
             durable: true,
-            lead_keys: None,
+            signs_as_lead: false,
         }
     }
 
@@ -65,12 +65,12 @@ impl Root {
     /// This root signing what it delivers in the lead's name with the team's lead key (see
     /// `store::lead_key`): for the lead's own process and a person's CLI, never a teammate's.
     pub fn signing_as_lead(mut self) -> Root {
-        self.lead_keys.get_or_insert_with(Default::default);
+        self.signs_as_lead = true;
         self
     }
 
-    pub(crate) fn lead_keys(&self) -> Option<&crate::lead_key::LeadKeys> {
-        self.lead_keys.as_ref()
+    pub fn signs_as_lead(&self) -> bool {
+        self.signs_as_lead
     }
 
     pub fn lock_timeout(&self) -> Duration {

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::files;
@@ -26,36 +26,50 @@ use crate::mailbox::Envelope;
 use crate::names::{LEAD, TeamName};
 use swarm_util::error::{Error, IoContext, Result};
 
-/// The signers a root that signs as the lead has loaded, by team (one read per process).
-#[derive(Clone, Default)]
-pub struct LeadKeys(Arc<Mutex<HashMap<TeamName, Arc<LeadSigner>>>>);
+/// The signers this process has read or made, by key file: the private key is read once
+/// and kept in memory.
+static LOADED: Mutex<Option<HashMap<PathBuf, Arc<LeadSigner>>>> = Mutex::new(None);
 
-impl std::fmt::Debug for LeadKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LeadKeys")
-    }
+fn remembered(path: &Path) -> Option<Arc<LeadSigner>> {
+    let loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    loaded.as_ref()?.get(path).cloned()
+}
+
+fn remember(path: &Path, signer: LeadSigner) -> Arc<LeadSigner> {
+    let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    let signer = Arc::new(signer);
+    loaded
+        .get_or_insert_with(HashMap::new)
+        .insert(path.to_path_buf(), signer.clone());
+    signer
 }
 
 impl Root {
     /// The team's lead signer, read from its key file or made (and the file written) the
-    /// first time; `None` unless this root signs as the lead.
+    /// first time; `None` unless this root signs as the lead. The lead calls it as it
+    /// starts, and a spawn before it starts its teammate.
     pub fn lead_signer(&self, team: &TeamName) -> Result<Option<Arc<LeadSigner>>> {
-        let Some(keys) = self.lead_keys() else {
+        if !self.signs_as_lead() {
             return Ok(None);
-        };
-        let mut keys = keys.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(signer) = keys.get(team) {
-            return Ok(Some(signer.clone()));
         }
-        let signer = Arc::new(load_or_create(self, team)?);
-        keys.insert(team.clone(), signer.clone());
-        Ok(Some(signer))
+        let path = self.lead_key_path(team);
+        if let Some(signer) = remembered(&path) {
+            return Ok(Some(signer));
+        }
+        Ok(Some(remember(&path, load_or_create(self, team)?)))
     }
 
-    /// The public key teammates get as `--lead-verify-key`; `None` unless this root signs
-    /// as the lead.
+    /// The public key teammates get as `--lead-verify-key`, if the team has one; `None`
+    /// unless this root signs as the lead. Never makes a key (a dry run shows what is).
     pub fn lead_verify_key(&self, team: &TeamName) -> Result<Option<LeadKey>> {
-        Ok(self.lead_signer(team)?.map(|s| s.verify_key()))
+        if !self.signs_as_lead() {
+            return Ok(None);
+        }
+        let path = self.lead_key_path(team);
+        if let Some(signer) = remembered(&path) {
+            return Ok(Some(signer.verify_key()));
+        }
+        Ok(load(self, &path)?.map(|s| remember(&path, s).verify_key()))
     }
 
     /// `e` signed with the team's lead key when it goes out in the lead's name and this
@@ -166,19 +180,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (root, team) = team(dir.path());
         assert!(root.lead_signer(&team).unwrap().is_none(), "not signing");
+        let lead = root.clone().signing_as_lead();
+        assert_eq!(lead.lead_verify_key(&team).unwrap(), None, "no key yet");
         assert!(!root.lead_key_path(&team).exists());
 
-        let lead = root.clone().signing_as_lead();
-        let first = lead.lead_verify_key(&team).unwrap().unwrap();
+        let first = lead.lead_signer(&team).unwrap().unwrap().verify_key();
+        assert_eq!(lead.lead_verify_key(&team).unwrap(), Some(first.clone()));
         let path = root.lead_key_path(&team);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", path.display());
 
-        // A new process (a resumed lead, a person's CLI) reads the same key.
-        let resumed = Root::new(dir.path()).signing_as_lead();
-        let signed = resumed
-            .seal_as_lead(&team, Envelope::new(LEAD, "shut down"))
-            .unwrap();
+        // A new process (a resumed lead, a person's CLI) reads the same key from the file.
+        let resumed = load_or_create(&root, &team).unwrap();
+        let signed = resumed.sign(Envelope::new(LEAD, "shut down"));
         assert_eq!(
             first.check(&signed, &HashSet::new()),
             Ok(signed.msg_id.as_deref().unwrap())
@@ -193,7 +207,7 @@ mod tests {
         );
 
         // Only the lead's mail is signed.
-        let peer = resumed
+        let peer = lead
             .seal_as_lead(&team, Envelope::new("bob", "hi"))
             .unwrap();
         assert!(!peer.extra.contains_key("lead_sig"));
