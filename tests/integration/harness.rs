@@ -587,9 +587,10 @@ impl TestEnv {
         found
     }
 
-    /// Sends `message` to `to` as `from`, through the library.
+    /// Sends `message` to `to` as `from`, through the library, as a person's CLI would: in
+    /// the lead's name it is signed with the team's lead key (`swarm_store::lead_key`).
     pub fn deliver(&self, team: &str, from: &str, to: &str, text: String) {
-        let root = self.store_root();
+        let root = self.store_root().signing_as_lead();
         let team = self.team_name(team);
         root.open(&team)
             .mail()

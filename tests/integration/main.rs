@@ -25,6 +25,7 @@ mod hardening_tmux;
 mod hooks;
 mod layers;
 mod lead_end;
+mod lead_signed;
 mod lead_wake;
 mod leases;
 mod llm;

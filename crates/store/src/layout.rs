@@ -23,6 +23,8 @@ pub struct Root {
     path: PathBuf,
     lock_timeout: Duration,
     durable: bool,
+    /// Set when this process signs as the team's lead (see `store::lead_key`).
+    signs_as_lead: bool,
 }
 
 impl Root {
@@ -32,6 +34,7 @@ impl Root {
             path: path.into(),
             lock_timeout: lock::DEFAULT_TIMEOUT,
             durable: true,
+            signs_as_lead: false,
         }
     }
 
@@ -57,6 +60,17 @@ impl Root {
         self.lock_timeout = lock_timeout;
         self.durable = durable;
         self
+    }
+
+    /// This root signing what it delivers in the lead's name with the team's lead key (see
+    /// `store::lead_key`): for the lead's own process and a person's CLI, never a teammate's.
+    pub fn signing_as_lead(mut self) -> Root {
+        self.signs_as_lead = true;
+        self
+    }
+
+    pub fn signs_as_lead(&self) -> bool {
+        self.signs_as_lead
     }
 
     pub fn lock_timeout(&self) -> Duration {
@@ -145,6 +159,11 @@ impl Root {
     /// The team's lead lock (see `store::lead`).
     pub fn lead_lock_path(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("lead.flock")
+    }
+
+    /// The team's lead key, mode 0600 (see `store::lead_key`).
+    pub fn lead_key_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("lead.key")
     }
 
     /// The team's merge queue (see `store::merge_queue`).

@@ -10,6 +10,7 @@ use clap::{CommandFactory, FromArgMatches};
 use crate::ui::cli::authorize::authorize;
 use crate::ui::cli::command::{Cli, Command};
 use crate::ui::cli::context::Ctx;
+use crate::ui::cli::identity::Actor;
 use crate::ui::cli::logging::init_logging;
 use crate::ui::cli::{
     agent, agents, approvals, claude_argv, completions, config, lead, merge, message, model_server,
@@ -143,8 +144,11 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Man => return completions::manual(Cli::command()).map(|()| 0),
         other => other,
     };
-    let ctx = Ctx::new(cli.global, env)?;
+    let mut ctx = Ctx::new(cli.global, env)?;
     authorize(&ctx.actor, &command)?;
+    if speaks_for_lead(&ctx.actor, &command) {
+        ctx.root = ctx.root.clone().signing_as_lead();
+    }
     let done = |r: Result<()>| r.map(|()| 0);
     match command {
         Command::Team(cmd) => done(team::run(&ctx, cmd)),
@@ -177,6 +181,18 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
 }
 
 /// A teammate's pane is for people: its log goes to `teams/<team>/logs/<agent>.log`.
+/// Whether this command signs what it delivers in the lead's name with the team's lead key
+/// (`swarm_store::lead_key`): the lead's own process and a person's commands do (their
+/// decisions, their `send`, the spawns that hand teammates the public key); an agent's own
+/// loop and whatever a teammate runs from its shell never do.
+fn speaks_for_lead(actor: &Actor, command: &Command) -> bool {
+    let for_lead = match actor {
+        Actor::Person => true,
+        Actor::Agent { name, .. } => name.as_str() == LEAD,
+    };
+    for_lead && !matches!(command, Command::Teammate(_) | Command::Agent(_))
+}
+
 fn log_file(cli: &Cli, env: &Environment) -> Option<std::fs::File> {
     let (team, agent) = match &cli.command {
         Command::Teammate(args) => (args.team_name.clone(), args.agent_name.clone()),

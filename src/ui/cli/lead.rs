@@ -50,6 +50,9 @@ pub struct LeadArgs {
 pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
     let team = ctx.team()?;
     ctx.root.open(&team).roster().load()?;
+    // The team's lead key, made at the team's first start and read again on a resume: every
+    // message this lead writes to an inbox is signed with it (swarm_store::lead_key).
+    ctx.root.lead_signer(&team)?;
     let tmux = ctx.team_tmux(&team)?;
     let agent = match &args.goal_file {
         None => None,

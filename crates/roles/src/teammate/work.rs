@@ -45,6 +45,11 @@ impl Runtime {
             if self.ctx.cancel.is_cancelled() {
                 return Ok(Stop::Signalled);
             }
+            // A shutdown approved as the model's turn ended (the engine's last `interject`)
+            // ends that turn as usual: the stop is taken here, not left until a signal.
+            if self.ctx.stop_requested() {
+                return Ok(Stop::Approved);
+            }
             self.inbox.poll()?;
             if let Some(stop) = self.handle_protocol()? {
                 return Ok(stop);

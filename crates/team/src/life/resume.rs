@@ -270,6 +270,7 @@ fn respawn_one(
         }
         cmd.cwd = launcher.cwd.clone();
     }
+    with_current_lead_key(root, team, &mut cmd)?;
     how.insert(0, carry_on(engine, &mut cmd, m, st.as_ref()));
     // Its old process must not be reported dead by the lead's supervisor, which
     // would hand out the tasks it is about to continue.
@@ -321,6 +322,27 @@ fn respawn_one(
         member.extra.remove(crate::life::status::SHUTDOWN_STEP);
     })?;
     Ok(how.join("; "))
+}
+
+/// Gives `cmd` the team's lead key as it is now, in place of whatever its record had: a
+/// teammate started before its team had a key gets one, and every restart gets the key
+/// the (resumed) lead signs with.
+fn with_current_lead_key(root: &Root, team: &TeamName, cmd: &mut TeammateCommand) -> Result<()> {
+    let Some(key) = root.lead_verify_key(team)? else {
+        return Ok(());
+    };
+    let mut argv = Vec::with_capacity(cmd.argv.len() + 1);
+    let mut old = std::mem::take(&mut cmd.argv).into_iter();
+    while let Some(a) = old.next() {
+        if a == "--lead-verify-key" {
+            old.next();
+        } else if !a.starts_with("--lead-verify-key=") {
+            argv.push(a);
+        }
+    }
+    argv.push(format!("--lead-verify-key={}", key.to_arg()));
+    cmd.argv = argv;
+    Ok(())
 }
 
 /// Makes `cmd` carry on where the teammate stopped: its own conversation (`--resume`, in

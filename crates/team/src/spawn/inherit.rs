@@ -72,6 +72,9 @@ pub struct LeadSettings {
     pub engine: Engine,
     /// The Claude Code client, resolved at the edge; needed only by `Engine::Claude`.
     pub claude_bin: Option<PathBuf>,
+    /// The team's lead key, `<ms>.<base64url SPKI>`, passed as `--lead-verify-key` so the
+    /// teammate believes mail in the lead's name only when signed with it.
+    pub lead_verify_key: Option<String>,
 }
 
 /// What runs a teammate: swarm's own agent loop, or a Claude Code process.
@@ -131,6 +134,7 @@ impl LeadSettings {
             session_id: None,
             engine: Engine::Swarm,
             claude_bin: None,
+            lead_verify_key: None,
         }
     }
 }
@@ -246,6 +250,9 @@ pub fn teammate_command(
     ];
     if let Some(sid) = &lead.session_id {
         argv.push(format!("--parent-session-id={sid}"));
+    }
+    if let Some(key) = &lead.lead_verify_key {
+        argv.push(format!("--lead-verify-key={key}"));
     }
     if spawn.plan_mode_required {
         argv.push("--plan-mode-required".to_owned());
@@ -375,6 +382,9 @@ pub fn claude_command(
     flag(&mut argv, "team-name", spawn.team.as_str());
     flag(&mut argv, "agent-color", &spawn.color);
     flag(&mut argv, "parent-session-id", &claude.session_id);
+    if let Some(key) = &lead.lead_verify_key {
+        flag(&mut argv, "lead-verify-key", key);
+    }
     if spawn.plan_mode_required {
         argv.push("--plan-mode-required".to_owned());
     }
@@ -529,6 +539,7 @@ mod tests {
             session_id: Some("11111111-2222-3333-4444-555555555555".into()),
             engine: Engine::Swarm,
             claude_bin: None,
+            lead_verify_key: Some("1767225600000.MCowBQYDK2VwAyEA".into()),
         }
     }
 
@@ -580,6 +591,7 @@ mod tests {
                 "--team-name=alpha",
                 "--agent-color=blue",
                 "--parent-session-id=11111111-2222-3333-4444-555555555555",
+                "--lead-verify-key=1767225600000.MCowBQYDK2VwAyEA",
                 "--cwd=/work/repo",
                 "--provider=anthropic",
                 "--model=claude-sonnet-4-5",
@@ -819,6 +831,8 @@ mod tests {
                 "blue",
                 "--parent-session-id",
                 "sid-1",
+                "--lead-verify-key",
+                "1767225600000.MCowBQYDK2VwAyEA",
                 "--agent-type",
                 "reviewer",
                 "--dangerously-skip-permissions",

@@ -157,6 +157,7 @@ impl Launcher {
         let config = self.root.open(&self.team).roster().load()?;
         let mut settings = self.lead.clone();
         settings.session_id = config.lead_session_id.clone();
+        settings.lead_verify_key = self.root.lead_verify_key(&self.team)?.map(|k| k.to_arg());
         let spec = spec(&self.team, prepared, color);
         let mut cmd = match self.engine(&prepared.req) {
             Engine::Swarm => inherit::teammate_command(&settings, &self.env, &spec),
@@ -541,6 +542,8 @@ impl Launcher {
         // A teammate in a worktree still reads the project's agent definitions and hooks,
         // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
         let project = self.dirs.project_dir(&s.checked.project_cwd);
+        // The team's lead key, made now if the lead has not started yet: the teammate gets it.
+        root.lead_signer(team)?;
         let cmd = self.teammate_command(prepared, &s.checked.color, &project)?;
         crate::spawn::launch_record::save_launch(root, team, s.name(), &cmd, s.engine)?;
         if let Some(prompt) = prepared
