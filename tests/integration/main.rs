@@ -33,6 +33,7 @@ mod llm_retry;
 mod main_job;
 mod merge_lead;
 mod merge_queue;
+mod mixed_models;
 mod model_server;
 mod pane_snapshots;
 mod rate_limits;
