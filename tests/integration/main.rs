@@ -34,6 +34,7 @@ mod llm_retry;
 mod main_job;
 mod merge_lead;
 mod merge_queue;
+mod mixed_models;
 mod model_server;
 mod pane_snapshots;
 mod rate_limits;

@@ -77,7 +77,11 @@ fn the_demo_runs_to_the_end_and_leaves_nothing_behind() {
     );
     let workers = ["alice", "bob", "carol"]
         .iter()
-        .filter(|n| out.stdout.contains(&format!("- {n}: completed")))
+        // The report names each one's provider and model.
+        .filter(|n| {
+            out.stdout
+                .contains(&format!("- {n} (scripted/scripted): completed"))
+        })
         .count();
     assert!(workers >= 2, "one teammate did everything:\n{}", out.stdout);
     // Nothing left: no process of ours, no pane, no team directory.

@@ -2,8 +2,9 @@
 //!
 //! A definition is a Markdown file with YAML frontmatter (see [`crate::frontmatter`]) in
 //! `<project>/.claude/agents/*.md` or `<user>/agents/*.md` (see [`crate::project`]):
-//! `name` and `description` (required), `model`, `tools`, `disallowedTools` (each a
-//! comma-separated string or a list), `permissionMode`, `maxTurns`, `isolation`,
+//! `name` and `description` (required), `model`, `provider` and `base_url` (swarm's: the
+//! API the teammate talks to, see [`Definition::provider`]), `tools`, `disallowedTools`
+//! (each a comma-separated string or a list), `permissionMode`, `maxTurns`, `isolation`,
 //! `initialPrompt`, `color`; the body is the agent's instructions, appended to its system
 //! prompt as "Custom Agent Instructions". Other keys are Claude Code's and are ignored.
 //!
@@ -12,7 +13,8 @@
 //! field is wrong, is reported with its path and the field, and skipped: it never stops
 //! the other definitions from loading.
 //!
-//! Who applies what: `swarm spawn` (and the lead's Agent tool) takes the model, isolation,
+//! Who applies what: `swarm spawn` (and the lead's Agent tool) takes the model, provider,
+//! base URL, isolation,
 //! colour, initial prompt and permission mode into the teammate's command line; the
 //! teammate loads its definition itself and applies instructions, tools and turn limit.
 
@@ -23,6 +25,7 @@ use crate::frontmatter::{self, Value};
 use crate::permissions::PermissionMode;
 use crate::project::UserDirs;
 use crate::tools::ToolName;
+use swarm_llm::Provider;
 use swarm_store::roster::PALETTE;
 use swarm_util::error::{Error, Result};
 
@@ -97,6 +100,12 @@ pub struct Definition {
     pub name: String,
     pub description: String,
     pub model: Option<String>,
+    /// The provider this agent's model runs on (`anthropic`, `openai`, `scripted`), when
+    /// not the lead's; its key comes from the environment, never from here.
+    pub provider: Option<Provider>,
+    /// The provider's base URL, when not the environment's (`ANTHROPIC_BASE_URL`,
+    /// `OPENAI_BASE_URL`) or the provider's own.
+    pub base_url: Option<String>,
     /// `None`: every tool.
     pub tools: Option<Vec<String>>,
     pub disallowed_tools: Vec<String>,
@@ -216,6 +225,8 @@ fn builtins() -> Vec<Definition> {
             name: name.to_owned(),
             description: description.to_owned(),
             model: None,
+            provider: None,
+            base_url: None,
             tools,
             disallowed_tools: Vec::new(),
             permission_mode: None,
@@ -386,6 +397,10 @@ pub fn parse(text: &str, source: Source) -> Result<Definition, FieldError> {
         .map(|i| i.parse::<Isolation>())
         .transpose()
         .map_err(|e| bad("isolation", e.to_string()))?;
+    let provider = string("provider")?
+        .map(|p| p.parse::<Provider>())
+        .transpose()
+        .map_err(|e| bad("provider", e.to_string()))?;
     let color = string("color")?;
     if let Some(c) = &color
         && !PALETTE.contains(&c.as_str())
@@ -399,6 +414,8 @@ pub fn parse(text: &str, source: Source) -> Result<Definition, FieldError> {
         name,
         description,
         model: string("model")?,
+        provider,
+        base_url: string("base_url")?,
         tools: tool_list("tools")?,
         disallowed_tools: tool_list("disallowedTools")?.unwrap_or_default(),
         permission_mode,
@@ -472,12 +489,14 @@ mod tests {
         let def = parse(
             "---\nname: reviewer\ndescription: Reviews code\nmodel: opus\ntools: Read, Grep, Bash(git diff:*)\n\
              disallowedTools: [Write]\npermissionMode: acceptEdits\nmaxTurns: 7\nisolation: worktree\n\
-             initialPrompt: Review the diff\ncolor: green\nhooks:\n  Stop: []\n---\n\nYou review code.\n",
+             initialPrompt: Review the diff\ncolor: green\nprovider: openai\nbase_url: http://127.0.0.1:8080/v1\nhooks:\n  Stop: []\n---\n\nYou review code.\n",
             Source::BuiltIn,
         )
         .unwrap();
         assert_eq!(def.name, "reviewer");
         assert_eq!(def.model.as_deref(), Some("opus"));
+        assert_eq!(def.provider, Some(Provider::OpenAi));
+        assert_eq!(def.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
         assert_eq!(
             def.tools,
             Some(vec![
@@ -513,6 +532,8 @@ mod tests {
             ("isolation", "container"),
             ("color", "mauve"),
             ("model", "[a, b]"),
+            ("provider", "claude"),
+            ("base_url", "[a]"),
             ("tools", "{a: 1}"),
         ] {
             assert_eq!(

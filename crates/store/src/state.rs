@@ -55,6 +55,10 @@ pub struct AgentState {
     pub detail: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
+    /// The provider its model runs on (`anthropic`, `openai`, `scripted`), as the agent
+    /// resolved it: in a mixed team each member's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     #[serde(default)]
     pub mode: Option<String>,
     #[serde(default)]
@@ -97,6 +101,7 @@ impl AgentState {
             last_activity_ms: clock::now_ms(),
             detail: None,
             model: None,
+            provider: None,
             mode: None,
             usage: Usage::default(),
             cost_usd: 0.0,

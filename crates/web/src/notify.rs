@@ -291,6 +291,7 @@ mod tests {
                 color: None,
                 agent_type: None,
                 model: None,
+                provider: None,
                 engine: "swarm".into(),
                 pid: Some(pid),
                 pane: None,

@@ -47,6 +47,8 @@ fn entry(d: &Definition, status: &str) -> Value {
         "path": d.source.path(),
         "status": status,
         "model": d.model,
+        "provider": d.provider.map(|p| p.as_str()),
+        "baseUrl": d.base_url,
         "tools": d.tools,
         "disallowedTools": d.disallowed_tools,
         "permissionMode": d.permission_mode.map(|m| m.as_str()),

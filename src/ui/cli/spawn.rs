@@ -12,11 +12,12 @@ use serde_json::json;
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::message::MESSAGE;
-use crate::ui::cli::options::{ApiOpts, BudgetOpts, EngineOpts, allow_rule, colour};
+use crate::ui::cli::options::{BudgetOpts, EngineOpts, allow_rule, colour};
 use crate::ui::cli::output::print_json;
 use crate::ui::cli::run::warn_unpriced;
 use swarm_config::agents::Isolation;
 use swarm_config::permissions::{AllowRule, PermissionMode};
+use swarm_llm::Provider;
 use swarm_store::mailbox;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_team::inherit::LeadSettings;
@@ -39,9 +40,15 @@ pub struct SpawnArgs {
     /// An agent definition (.claude/agents/*.md, ~/.claude/agents/*.md, or general-purpose, Explore, Plan); see `swarm agents list`
     #[arg(long, value_name = "TYPE")]
     pub agent_type: Option<String>,
-    /// The teammate's model, unless $SWARM_SUBAGENT_MODEL (or $CLAUDE_CODE_SUBAGENT_MODEL) is set, which wins [default: the agent definition's, else the lead's ($SWARM_MODEL), else the provider's]
+    /// The teammate's model, unless $SWARM_SUBAGENT_MODEL (or $CLAUDE_CODE_SUBAGENT_MODEL) is set, which wins on the lead's API [default: the agent definition's, else the lead's ($SWARM_MODEL) on the lead's API, else the provider's]
     #[arg(long)]
     pub model: Option<String>,
+    /// The teammate's provider: anthropic, openai or scripted; its key comes from the environment [default: the agent definition's, else the lead's ($SWARM_PROVIDER)]
+    #[arg(long, value_name = "PROVIDER")]
+    pub provider: Option<Provider>,
+    /// The teammate's API base URL [default: the agent definition's, else the lead's ($SWARM_BASE_URL) on the lead's provider, else $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the provider's]
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// The teammate's permission mode [default: the lead's ($SWARM_PERMISSION_MODE)]
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<PermissionMode>,
@@ -62,9 +69,19 @@ pub struct SpawnArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub engine: EngineOpts,
-    /// The API teammates use
-    #[command(flatten)]
-    pub api: ApiOpts,
+    /// The lead's provider, which a teammate gets unless --provider or its definition
+    /// says otherwise (only its environment twin is meant to be used)
+    #[arg(long, env = vars::SWARM_PROVIDER, hide = true, value_name = "PROVIDER")]
+    pub lead_provider: Option<Provider>,
+    /// The lead's base URL (only its environment twin is meant to be used)
+    #[arg(long, env = vars::SWARM_BASE_URL, hide = true, value_name = "URL")]
+    pub lead_base_url: Option<String>,
+    /// The anthropic-version header of the anthropic and scripted providers [default: 2023-06-01]
+    #[arg(long, env = vars::ANTHROPIC_VERSION, value_name = "VERSION")]
+    pub anthropic_version: Option<String>,
+    /// How long one model call may wait out rate limits (429, 529) in all before it fails [default: 900]
+    #[arg(long, env = vars::SWARM_RATE_LIMIT_WAIT, value_name = "SECS")]
+    pub rate_limit_wait: Option<u64>,
     /// The lead's model, which a teammate gets when nothing else chooses one (only its
     /// environment twin is meant to be used)
     #[arg(long, env = vars::SWARM_MODEL, hide = true, value_name = "MODEL")]
@@ -151,6 +168,8 @@ fn requests(args: &SpawnArgs, prompt: Option<String>) -> Result<Vec<SpawnRequest
                 prompt: prompt.clone(),
                 agent_type: args.agent_type.clone(),
                 model: args.model.clone(),
+                provider: args.provider,
+                base_url: args.base_url.clone(),
                 permission_mode: args.permission_mode,
                 plan_mode_required: args.plan_mode_required,
                 cwd: cwd.clone(),
@@ -166,10 +185,10 @@ fn requests(args: &SpawnArgs, prompt: Option<String>) -> Result<Vec<SpawnRequest
 /// What the lead passes on to the teammates, from the flags (and their environment twins).
 fn lead_settings(ctx: &Ctx, args: &SpawnArgs) -> Result<LeadSettings> {
     let mut lead = ctx.lead_settings()?;
-    lead.provider = args.api.provider.map(|p| p.to_string());
-    lead.base_url = args.api.base_url.clone();
-    lead.anthropic_version = args.api.anthropic_version.clone();
-    lead.rate_limit_wait = args.api.rate_limit_wait;
+    lead.provider = args.lead_provider.map(|p| p.to_string());
+    lead.base_url = args.lead_base_url.clone().filter(|u| !u.is_empty());
+    lead.anthropic_version = args.anthropic_version.clone();
+    lead.rate_limit_wait = args.rate_limit_wait;
     lead.model = args.lead_model.clone().filter(|m| !m.is_empty());
     lead.permission_mode = ctx.permission_mode(args.lead_permission_mode);
     lead.allow = args.allow.iter().map(ToString::to_string).collect();
@@ -242,6 +261,7 @@ fn spawn_all(ctx: &Ctx, team: &TeamName, launcher: &Launcher, reqs: &[SpawnReque
                 "color": spawned.color,
                 "openedWindow": spawned.opened_window,
                 "model": spawned.model,
+                "provider": spawned.provider,
                 "engine": req.engine.map(|e| e.to_string()),
                 "worktree": spawned.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
             }));

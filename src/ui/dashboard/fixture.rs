@@ -32,6 +32,7 @@ fn member(name: &str, color: &str, state: &str) -> MemberStatus {
         color: Some(color.to_owned()),
         agent_type: None,
         model: Some("claude-sonnet-4-5".to_owned()),
+        provider: Some("anthropic".to_owned()),
         engine: "swarm".to_owned(),
         pid: None,
         pane: None,

@@ -577,6 +577,7 @@ fn start(o: &LeadAgentOptions, stop: &CancellationToken) -> Result<(Engine, Lead
     ctx.cancel = stop.child_token();
     let mut state = AgentState::new(Activity::Working);
     state.model = Some(o.llm.model.clone());
+    state.provider = Some(o.llm.provider.to_string());
     let host = LeadHost {
         ctx,
         plan_mode: Some(o.powers.launcher.lead.permission_mode)

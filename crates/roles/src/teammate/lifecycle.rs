@@ -61,6 +61,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     let (mode, Agent { mut engine, ctx }, InTeam { hooks, tools, .. }) = build(&opts)?;
     let mut state = AgentState::new(Activity::Starting);
     state.model = Some(opts.llm.model.clone());
+    state.provider = Some(opts.llm.provider.to_string());
     state.mode = Some(mode.to_string());
     let guard = opts.lead_key.clone().map(|key| {
         // The lead's name in the roster, if not the usual one, speaks for it too.
@@ -189,8 +190,8 @@ pub fn record_start_failure(root: &Root, team: &TeamName, name: &AgentName, erro
     let mut s = AgentState::new(Activity::Exited);
     if let Some(p) = previous {
         // A resumed teammate keeps what it had spent.
-        (s.usage, s.cost_usd, s.model_calls, s.model) =
-            (p.usage, p.cost_usd, p.model_calls, p.model);
+        (s.usage, s.cost_usd, s.model_calls, s.model, s.provider) =
+            (p.usage, p.cost_usd, p.model_calls, p.model, p.provider);
     }
     let reason = error.to_string();
     s.detail = Some(reason.clone());

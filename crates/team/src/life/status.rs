@@ -40,6 +40,9 @@ pub struct MemberStatus {
     pub color: Option<String>,
     pub agent_type: Option<String>,
     pub model: Option<String>,
+    /// The provider its model runs on, as a swarm agent resolved it (`None` for a member
+    /// that never started, or one swarm did not start).
+    pub provider: Option<String>,
     /// What runs it: `swarm`, `claude`, or `unknown` for a member that joined by itself
     /// and has no state file of swarm's.
     pub engine: String,
@@ -313,6 +316,7 @@ fn member_status(
             .as_ref()
             .and_then(|s| s.model.clone())
             .or_else(|| m.model.clone()),
+        provider: state.as_ref().and_then(|s| s.provider.clone()),
         engine,
         pid,
         pane: pane
@@ -591,7 +595,7 @@ pub fn render_for_width(status: &TeamStatus, now_ms: i64, width: usize) -> Strin
 
 /// A text table of the team, for `swarm status` and the lead's pane. Columns are as wide as
 /// their content; on a terminal too narrow for all of them the less telling ones are left
-/// out (engine, pane, cost, pid, tokens, then activity and task) and the detail is cut to
+/// out (model, engine, pane, cost, pid, tokens, then activity and task) and the detail is cut to
 /// fit.
 pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
     let wide = look.width.is_none_or(|w| w >= 100);
@@ -633,6 +637,7 @@ pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
     let columns: &[(&str, Align)] = &[
         ("MEMBER", Align::Left),
         ("ENGINE", Align::Left),
+        ("MODEL", Align::Left),
         ("STATE", Align::Left),
         ("PID", Align::Left),
         ("PANE", Align::Left),
@@ -644,8 +649,8 @@ pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
     ];
     // What a narrow terminal (the lead's pane) can do without goes first.
     let mut t = Table::new(columns)
-        .free(9)
-        .droppable(&[1, 4, 8, 3, 7, 6, 5]);
+        .free(10)
+        .droppable(&[2, 1, 5, 9, 4, 8, 7, 6]);
     for m in &status.members {
         let name = Cell::painted(m.name.clone(), table::palette(m.color.as_deref()));
         let state = Cell::painted(state_cell(m), state_colour(m));
@@ -677,6 +682,7 @@ pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
         t.row(vec![
             name,
             Cell::new(m.engine.clone()),
+            Cell::new(model_cell(m)),
             state,
             Cell::new(m.pid.map(|p| p.to_string()).unwrap_or_else(dash)),
             Cell::new(m.pane.clone().unwrap_or_else(dash)),
@@ -695,6 +701,18 @@ pub fn render(status: &TeamStatus, now_ms: i64, look: Look) -> String {
     out
 }
 
+/// `provider/model`, or what of it is known.
+pub fn provider_model(provider: Option<&str>, model: Option<&str>) -> Option<String> {
+    match (provider, model) {
+        (Some(p), Some(model)) => Some(format!("{p}/{model}")),
+        (p, model) => p.or(model).map(str::to_owned),
+    }
+}
+
+fn model_cell(m: &MemberStatus) -> String {
+    provider_model(m.provider.as_deref(), m.model.as_deref()).unwrap_or_else(|| "-".to_owned())
+}
+
 /// The lead's member is named like this everywhere.
 pub fn is_lead(m: &MemberStatus) -> bool {
     m.name == LEAD
@@ -711,6 +729,7 @@ mod tests {
             color: Some("blue".to_owned()),
             agent_type: None,
             model: None,
+            provider: None,
             engine: "swarm".to_owned(),
             pid: Some(4242),
             pane: Some("%3".to_owned()),

@@ -144,8 +144,11 @@ fn who_did_what(tasks: &[Task], states: Vec<(String, AgentState)>) -> String {
         total_in += tokens_in;
         total_out += m.usage.output_tokens;
         total_cost += m.cost_usd;
+        let on = status::provider_model(m.provider.as_deref(), m.model.as_deref())
+            .map(|pm| format!(" ({pm})"))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "- {}: {} · {} model calls, {} tokens in, {} out{}\n",
+            "- {}{on}: {} · {} model calls, {} tokens in, {} out{}\n",
             name,
             if done.is_empty() {
                 "no tasks completed".to_owned()

@@ -5,12 +5,22 @@
 //! Rules, in order:
 //! - identity: `--agent-id <name>@<team> --agent-name --team-name --agent-color`, also
 //!   exported as `SWARM_AGENT_ID`, `SWARM_AGENT_NAME`, `SWARM_TEAM`;
+//! - API ([`resolve_api`]): the provider is the spawn's `--provider`, else the agent
+//!   definition's `provider`, else the lead's; the base URL the spawn's `--base-url`, else
+//!   the definition's `base_url`, else the lead's, but only when the provider is the lead's
+//!   too: on another provider it is that provider's own (`ANTHROPIC_BASE_URL`,
+//!   `OPENAI_BASE_URL`, else its default). A teammate whose provider or base URL is not the
+//!   lead's is on *its own API*: the lead's `SWARM_PROVIDER`, `SWARM_BASE_URL` and
+//!   `SWARM_MODEL` are kept out of its environment, so nothing of the lead's API reaches
+//!   it. Keys never come from here: each provider's is in the environment (`secret_env`);
 //! - model ([`resolve_model`]), first that applies: `SWARM_SUBAGENT_MODEL` (else
 //!   `CLAUDE_CODE_SUBAGENT_MODEL`) in the lead's environment, the spawn's `--model`, the
 //!   agent definition's `model`, the lead's model. `inherit` on any rung means the lead's
-//!   model. With none of them, no `--model` at all, so the teammate uses the provider's
-//!   default: a model the user did not choose is never forced. Provider, base URL,
-//!   `anthropic-version` and how long to wait out rate limits are the lead's;
+//!   model. On its own API a teammate skips the first rung and the last (the lead's model
+//!   would mean nothing there), and `inherit` means no model. With none of them, no
+//!   `--model` at all, so the teammate uses the provider's default: a model the user did
+//!   not choose is never forced. `anthropic-version` and how long to wait out rate limits
+//!   are the lead's;
 //! - permission mode: plan when a plan is required (plan mode beats bypass), else the
 //!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
 //!   rules, the turn limit, the context window (`--context-window`) and how long to wait
@@ -43,6 +53,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use swarm_config::permissions::PermissionMode;
+use swarm_llm::Provider;
 use swarm_llm::budget::Limits;
 use swarm_store::names::{AgentName, TeamName, agent_id};
 use swarm_util::environment::is_secret;
@@ -155,11 +166,19 @@ pub struct SpawnSpec {
     pub color: String,
     pub agent_type: Option<String>,
     pub model: Option<String>,
+    /// Its own provider (`--provider`), when it has one.
+    pub provider: Option<String>,
+    /// Its own base URL (`--base-url`), when it has one.
+    pub base_url: Option<String>,
     pub permission_mode: Option<PermissionMode>,
     pub plan_mode_required: bool,
     pub cwd: PathBuf,
     /// The agent definition's `model`, if it names one.
     pub definition_model: Option<String>,
+    /// The agent definition's `provider`, if it names one.
+    pub definition_provider: Option<String>,
+    /// The agent definition's `base_url`, if it names one.
+    pub definition_base_url: Option<String>,
     /// The agent definition's `permissionMode`, if it names one.
     pub definition_permission_mode: Option<PermissionMode>,
     /// Its own budget, given to a swarm teammate as `--budget-usd`/`--budget-tokens`.
@@ -213,23 +232,69 @@ const IDENTITY: [&str; 3] = [
 pub const SUBAGENT_MODEL_VARS: [&str; 2] =
     [vars::SWARM_SUBAGENT_MODEL, vars::CLAUDE_CODE_SUBAGENT_MODEL];
 
+/// The variables of the lead's own API, kept from a teammate on its own API.
+const LEAD_API: [&str; 3] = [
+    vars::SWARM_PROVIDER,
+    vars::SWARM_BASE_URL,
+    vars::SWARM_MODEL,
+];
+
+/// The API a teammate talks to (see the module comment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Api {
+    /// `None`: the default provider, as the lead's.
+    pub provider: Option<String>,
+    /// `None`: the provider's, from the environment or its default.
+    pub base_url: Option<String>,
+    /// The provider or base URL is not the lead's.
+    pub own: bool,
+}
+
+fn chosen(value: Option<&String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// The teammate's provider and base URL (see the module comment).
+pub fn resolve_api(lead: &LeadSettings, spawn: &SpawnSpec) -> Api {
+    let provider = chosen(spawn.provider.as_ref()).or(chosen(spawn.definition_provider.as_ref()));
+    let base_url = chosen(spawn.base_url.as_ref()).or(chosen(spawn.definition_base_url.as_ref()));
+    let default = || Provider::Anthropic.as_str().to_owned();
+    let leads_provider = chosen(lead.provider.as_ref()).unwrap_or_else(default);
+    let own_provider = provider.as_ref().is_some_and(|p| *p != leads_provider);
+    let base_url = if own_provider {
+        base_url
+    } else {
+        base_url.or_else(|| chosen(lead.base_url.as_ref()))
+    };
+    let own = own_provider || base_url != chosen(lead.base_url.as_ref());
+    Api {
+        provider: provider.or_else(|| lead.provider.clone()),
+        base_url,
+        own,
+    }
+}
+
 /// The teammate's model (see the module comment); `None` leaves it to the provider.
 pub fn resolve_model(
     lead: &LeadSettings,
     env: &BTreeMap<String, String>,
     spawn: &SpawnSpec,
 ) -> Option<String> {
-    let chosen = |m: Option<&String>| m.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
-    let from_env = SUBAGENT_MODEL_VARS.iter().find_map(|k| chosen(env.get(*k)));
+    let own = resolve_api(lead, spawn).own;
+    let leads = || lead.model.clone().filter(|_| !own);
+    let from_env = SUBAGENT_MODEL_VARS
+        .iter()
+        .find_map(|k| chosen(env.get(*k)))
+        .filter(|_| !own);
     let rungs = [
         from_env,
         chosen(spawn.model.as_ref()),
         chosen(spawn.definition_model.as_ref()),
     ];
     match rungs.into_iter().flatten().next() {
-        Some(m) if m == "inherit" => lead.model.clone(),
+        Some(m) if m == "inherit" => leads(),
         Some(m) => Some(m),
-        None => lead.model.clone(),
+        None => leads(),
     }
 }
 
@@ -270,7 +335,8 @@ pub fn teammate_command(
             .unwrap_or(lead.permission_mode)
     };
     let model = resolve_model(lead, env, spawn);
-    model_and_limits(&mut argv, lead, model, lead.rate_limit_wait, mode);
+    let api = resolve_api(lead, spawn);
+    model_and_limits(&mut argv, lead, &api, model, lead.rate_limit_wait, mode);
     if let Some(usd) = spawn.budget.usd {
         argv.push(format!("--budget-usd={usd}"));
     }
@@ -278,7 +344,10 @@ pub fn teammate_command(
         argv.push(format!("--budget-tokens={n}"));
     }
 
-    let (plain, secret) = environment(lead, env);
+    let (mut plain, secret) = environment(lead, env);
+    if api.own {
+        plain.retain(|k, _| !LEAD_API.contains(&k.as_str()));
+    }
     with_identity(argv, plain, secret, &spawn.name, &spawn.team, &spawn.cwd)
 }
 
@@ -299,9 +368,15 @@ pub fn lead_command(
         format!("--team={team}"),
     ];
     // No `--rate-limit-wait`: the lead's own wait reaches it only through the environment.
+    let api = Api {
+        provider: lead.provider.clone(),
+        base_url: lead.base_url.clone(),
+        own: false,
+    };
     model_and_limits(
         &mut argv,
         lead,
+        &api,
         lead.model.clone(),
         None,
         lead.permission_mode,
@@ -317,23 +392,25 @@ pub fn lead_command(
     with_identity(argv, plain, secret, &AgentName::lead(), team, cwd)
 }
 
-/// The flags of the lead's settings a `swarm` agent is started with, in the order every
-/// command line gives them: provider, `model`, base URL, API version, `rate_limit_wait`,
-/// permission `mode`, allow rules, turn limit, context window, permission timeout.
+/// The flags a `swarm` agent is started with, in the order every command line gives them:
+/// the `api`'s provider, `model`, the `api`'s base URL, then the lead's API version,
+/// `rate_limit_wait`, permission `mode`, allow rules, turn limit, context window,
+/// permission timeout.
 fn model_and_limits(
     argv: &mut Vec<String>,
     lead: &LeadSettings,
+    api: &Api,
     model: Option<String>,
     rate_limit_wait: Option<u64>,
     mode: PermissionMode,
 ) {
-    if let Some(p) = &lead.provider {
+    if let Some(p) = &api.provider {
         argv.push(format!("--provider={p}"));
     }
     if let Some(m) = model {
         argv.push(format!("--model={m}"));
     }
-    if let Some(u) = &lead.base_url {
+    if let Some(u) = &api.base_url {
         argv.push(format!("--base-url={u}"));
     }
     if let Some(v) = &lead.anthropic_version {
@@ -430,8 +507,9 @@ pub fn claude_command(
         plain.insert("IS_SANDBOX".to_owned(), "1".to_owned());
     }
     // The client talks to Anthropic's API: swarm's own base URL, when it names one, is where.
-    if let Some(u) = &lead.base_url
-        && lead.provider.as_deref() != Some("openai")
+    let api = resolve_api(lead, spawn);
+    if let Some(u) = &api.base_url
+        && api.provider.as_deref() != Some(Provider::OpenAi.as_str())
     {
         plain.insert(vars::ANTHROPIC_BASE_URL.to_owned(), u.clone());
     }
@@ -550,10 +628,14 @@ mod tests {
             color: "blue".into(),
             agent_type: None,
             model: None,
+            provider: None,
+            base_url: None,
             permission_mode: None,
             plan_mode_required: false,
             cwd: "/work/repo".into(),
             definition_model: None,
+            definition_provider: None,
+            definition_base_url: None,
             definition_permission_mode: None,
             budget: Limits::default(),
         }
@@ -779,6 +861,84 @@ mod tests {
         assert!(model_of(&bare, &env, &s).is_empty());
         s.definition_model = Some("only-the-definition".into());
         assert_eq!(model_of(&bare, &env, &s), ["--model=only-the-definition"]);
+    }
+
+    #[test]
+    fn a_teammate_on_its_own_api_gets_nothing_of_the_leads() {
+        let mut lead = lead();
+        lead.provider = Some("scripted".into());
+        lead.base_url = Some("http://127.0.0.1:1".into());
+        let mut env = env();
+        env.insert("SWARM_PROVIDER".into(), "scripted".into());
+        env.insert("SWARM_BASE_URL".into(), "http://127.0.0.1:1".into());
+        env.insert("SWARM_MODEL".into(), "claude-sonnet-4-5".into());
+        env.insert("SWARM_SUBAGENT_MODEL".into(), "lead-chosen".into());
+        let flags = |s: &SpawnSpec| -> Vec<String> {
+            teammate_command(&lead, &env, s)
+                .argv
+                .into_iter()
+                .filter(|a| {
+                    ["--provider", "--model", "--base-url"]
+                        .iter()
+                        .any(|f| a.starts_with(f))
+                })
+                .collect()
+        };
+        let plain = |s: &SpawnSpec| -> Vec<String> {
+            teammate_command(&lead, &env, s)
+                .env
+                .into_iter()
+                .map(|(k, _)| k)
+                .filter(|k| LEAD_API.contains(&k.as_str()))
+                .collect()
+        };
+        // On the lead's API: the lead's everything, and its environment too.
+        let mut s = spawn();
+        assert_eq!(
+            flags(&s),
+            [
+                "--provider=scripted",
+                "--model=lead-chosen",
+                "--base-url=http://127.0.0.1:1"
+            ]
+        );
+        assert_eq!(plain(&s).len(), 3);
+        // Another provider: its own base URL or none, its own model or none, and none of
+        // the lead's variables.
+        s.provider = Some("openai".into());
+        assert_eq!(flags(&s), ["--provider=openai"]);
+        assert!(plain(&s).is_empty(), "{:?}", plain(&s));
+        s.base_url = Some("http://127.0.0.1:2/v1".into());
+        s.model = Some("qwen".into());
+        assert_eq!(
+            flags(&s),
+            [
+                "--provider=openai",
+                "--model=qwen",
+                "--base-url=http://127.0.0.1:2/v1"
+            ]
+        );
+        // The same kind of provider at another URL is another API as well.
+        let mut s = spawn();
+        s.base_url = Some("http://127.0.0.1:3".into());
+        assert_eq!(
+            flags(&s),
+            ["--provider=scripted", "--base-url=http://127.0.0.1:3"]
+        );
+        // The definition's provider and URL, under the spawn's; `inherit` means none there.
+        let mut s = spawn();
+        s.definition_provider = Some("openai".into());
+        s.definition_base_url = Some("http://127.0.0.1:4".into());
+        s.definition_model = Some("inherit".into());
+        assert_eq!(
+            flags(&s),
+            ["--provider=openai", "--base-url=http://127.0.0.1:4"]
+        );
+        // Naming the lead's own provider keeps the lead's URL and model.
+        let mut s = spawn();
+        s.provider = Some("scripted".into());
+        assert!(!resolve_api(&lead, &s).own);
+        assert_eq!(flags(&s).len(), 3);
     }
 
     #[test]

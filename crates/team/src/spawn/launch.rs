@@ -36,6 +36,11 @@ pub struct SpawnRequest {
     pub prompt: Option<String>,
     pub agent_type: Option<String>,
     pub model: Option<String>,
+    /// Its own provider; `None`: the agent definition's, else the lead's.
+    pub provider: Option<Provider>,
+    /// Its own base URL; `None`: the agent definition's, else the lead's when on the
+    /// lead's provider, else the provider's (from the environment or its default).
+    pub base_url: Option<String>,
     pub permission_mode: Option<swarm_config::permissions::PermissionMode>,
     pub plan_mode_required: bool,
     pub cwd: PathBuf,
@@ -59,6 +64,8 @@ pub struct Spawned {
     pub worktree: Option<Record>,
     /// The model it was given, if any was.
     pub model: Option<String>,
+    /// The provider it was given, if any was.
+    pub provider: Option<String>,
 }
 
 /// A spawn request that passed [`Launcher::check`].
@@ -270,17 +277,25 @@ impl Launcher {
     /// the agent definition, a free name, and the worktree if one is asked for.
     fn check(&self, req: &SpawnRequest) -> Result<Checked> {
         check_cwd(&req.cwd)?;
-        if self.engine(req) == Engine::Claude {
+        let claude = self.engine(req) == Engine::Claude;
+        if claude {
             self.claude_bin()?;
             if !req.budget.is_none() {
                 return Err(Error::usage(
                     "a budget applies to swarm teammates only (Claude Code keeps its own accounts): drop --budget-usd/--budget-tokens or use --engine swarm",
                 ));
             }
-        } else {
-            self.check_model(&req.name)?;
         }
         let prepared = self.prepare(req)?;
+        let api = inherit::resolve_api(&self.lead, &spec(&self.team, &prepared, ""));
+        if !claude {
+            self.check_model(&req.name, &api)?;
+        } else if api.provider.as_deref() == Some(Provider::OpenAi.as_str()) {
+            return Err(Error::usage(format!(
+                "cannot spawn {}: a Claude Code teammate talks to the Anthropic API, not openai; drop the openai provider or use --engine swarm",
+                req.name
+            )));
+        }
         let config = self.root.open(&self.team).roster().load()?;
         check_name_free(&config, &self.team, &req.name)?;
         let color = prepared
@@ -303,19 +318,22 @@ impl Launcher {
 
     /// A swarm teammate resolves its model from the flags and environment it is started
     /// with, as `swarm agent` does; one that could not (no key, a bad provider or URL)
-    /// would only die in its pane, so the spawn is refused here with the reason.
-    fn check_model(&self, name: &AgentName) -> Result<()> {
+    /// would only die in its pane, so the spawn is refused here with the reason. On its
+    /// own `api`, the lead's variables do not reach it (see [`inherit`]).
+    fn check_model(&self, name: &AgentName, api: &inherit::Api) -> Result<()> {
         let (plain, secret) = inherit::environment(&self.lead, &self.env);
-        let given =
-            |flag: &Option<String>, var: &str| flag.clone().or_else(|| plain.get(var).cloned());
-        let provider = given(&self.lead.provider, vars::SWARM_PROVIDER)
+        let given = |flag: &Option<String>, var: &str| {
+            flag.clone()
+                .or_else(|| plain.get(var).filter(|_| !api.own).cloned())
+        };
+        let provider = given(&api.provider, vars::SWARM_PROVIDER)
             .filter(|p| !p.trim().is_empty())
             .map(|p| p.parse::<Provider>())
             .transpose();
         let checked = provider.and_then(|provider| {
             let flags = LlmFlags {
                 provider,
-                base_url: given(&self.lead.base_url, vars::SWARM_BASE_URL),
+                base_url: given(&api.base_url, vars::SWARM_BASE_URL),
                 anthropic_version: self.lead.anthropic_version.clone(),
                 ..LlmFlags::default()
             };
@@ -431,6 +449,7 @@ impl Launcher {
                 let spec = spec(&self.team, &checked.prepared, &checked.color);
                 Ok(Starting {
                     model: inherit::resolve_model(&self.lead, &self.env, &spec),
+                    provider: inherit::resolve_api(&self.lead, &spec).provider,
                     engine,
                     checked,
                     reserved: false,
@@ -654,6 +673,7 @@ impl Launcher {
                 opened_window: false,
                 worktree: s.worktree,
                 model: s.model,
+                provider: s.provider,
             });
         };
         if s.reserved {
@@ -681,6 +701,7 @@ struct Starting {
     checked: Checked,
     engine: Engine,
     model: Option<String>,
+    provider: Option<String>,
     /// On the roster.
     reserved: bool,
     worktree: Option<Record>,
@@ -715,10 +736,14 @@ fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
         color: color.to_owned(),
         agent_type: req.agent_type.clone(),
         model: req.model.clone(),
+        provider: req.provider.map(|p| p.to_string()),
+        base_url: req.base_url.clone(),
         permission_mode: req.permission_mode,
         plan_mode_required: req.plan_mode_required,
         cwd: req.cwd.clone(),
         definition_model: def.and_then(|d| d.model.clone()),
+        definition_provider: def.and_then(|d| d.provider).map(|p| p.to_string()),
+        definition_base_url: def.and_then(|d| d.base_url.clone()),
         definition_permission_mode: def.and_then(|d| d.permission_mode),
         budget: req.budget,
     }

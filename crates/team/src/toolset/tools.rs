@@ -170,7 +170,8 @@ pub fn spec(tool: ToolName) -> Option<ToolSpec> {
                     "prompt": {"type": "string", "description": "Its first instructions"},
                     "description": {"type": "string", "description": "3-5 words on its role"},
                     "subagent_type": {"type": "string", "description": "An agent type: general-purpose, Explore, Plan, or one defined in .claude/agents"},
-                    "model": {"type": "string"},
+                    "model": {"type": "string", "description": "Its model (default: its agent type's, else yours when on your provider, else its provider's)"},
+                    "provider": {"type": "string", "enum": ["anthropic", "openai", "scripted"], "description": "The API its model runs on (default: its agent type's, else yours); its key and base URL are the environment's"},
                     "mode": {"type": "string", "enum": ["plan", "default", "acceptEdits", "bypassPermissions"]},
                     "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it works in its own git worktree on branch swarm/<team>/<name>, so its changes do not touch the shared checkout"},
                     "engine": {"type": "string", "enum": ["swarm", "claude"], "description": "What runs it: swarm's own agent, or a Claude Code process (default: the run's)"}
@@ -781,6 +782,12 @@ fn agent_request(input: &Value, ctx: &ToolContext) -> Result<SpawnRequest, ToolO
         prompt: Some(prompt),
         agent_type: text("subagent_type").map(str::to_owned),
         model: text("model").map(str::to_owned),
+        provider: text("provider")
+            .map(|p| p.parse::<swarm_llm::Provider>())
+            .transpose()
+            .map_err(|e| ToolOutcome::err(e.to_string()))?,
+        // Never the model's to choose: a base URL decides where the provider's key goes.
+        base_url: None,
         permission_mode,
         plan_mode_required: plan,
         cwd: ctx.cwd.clone(),
