@@ -22,10 +22,10 @@ use crate::PgStore;
 use crate::connect::{Fail, Retry};
 use crate::roster::load_in;
 use swarm_store::mailbox::delivered::{Appended, Cursor};
-use swarm_store::mailbox::{Delivery, Envelope, Sent, Version, check_text};
+use swarm_store::mailbox::{Delivery, Envelope, Sent, Version, check_text, recipients};
 use swarm_store::names::AgentName;
 use swarm_store::seam::Mailboxes;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Result;
 
 type Tx<'a, 'b> = &'a mut postgres::Transaction<'b>;
 
@@ -130,23 +130,7 @@ impl Mailboxes for PgStore {
         let mut copies: Option<Vec<(AgentName, String, Envelope)>> = None;
         let keys = self.db.transaction(Retry::Safe, &what, |tx| {
             let config = load_in(self, tx, false)?;
-            config.require(&envelope.from).map_err(|_| {
-                Error::not_found(format!(
-                    "sender '{}' is not a member of team '{}'; pass --from with a member's name",
-                    envelope.from, self.team
-                ))
-            })?;
-            let recipients: Vec<AgentName> = if to == "*" {
-                config
-                    .members
-                    .iter()
-                    .filter(|m| !m.name.eq_ignore_ascii_case(&envelope.from))
-                    .filter_map(|m| AgentName::parse_any(&m.name).ok())
-                    .collect()
-            } else {
-                config.require(to)?;
-                vec![AgentName::parse_any(to)?]
-            };
+            let recipients = recipients(&config, &self.team, &envelope.from, to)?;
             // The copies' ids are drawn once: a retry offers the same ones.
             let made = copies.get_or_insert_with(|| {
                 recipients

@@ -32,4 +32,5 @@ pub(crate) use delivered::{agents_with_mail, read_delivered, read_delivered_sinc
 pub use envelope::{Delivery, Envelope, Sent, check_text};
 pub use inbox::Version;
 pub(crate) use inbox::{ack, read_all, read_unread, remove_inbox, version};
+pub use send::recipients;
 pub(crate) use send::{deliver, send};

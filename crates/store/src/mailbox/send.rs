@@ -15,9 +15,35 @@ use crate::mailbox::bell;
 use crate::mailbox::envelope::{Envelope, Sent, check_text};
 use crate::mailbox::inbox_file::{load_locked, parse_entries, quarantine_path};
 use crate::names::{AgentName, TeamName};
-use crate::roster;
+use crate::roster::{self, TeamConfig};
 use swarm_util::error::{Error, IoContext, Result};
 use swarm_util::{json, lock, no_symlinks, parallel};
+
+/// Who receives a message from `from` to `to` (a member's name, or `*` for every member
+/// but the sender), checked against the roster: an unknown sender or recipient is an
+/// error. Every backend decides it here.
+pub fn recipients(
+    config: &TeamConfig,
+    team: &TeamName,
+    from: &str,
+    to: &str,
+) -> Result<Vec<AgentName>> {
+    config.require(from).map_err(|_| {
+        Error::not_found(format!(
+            "sender '{from}' is not a member of team '{team}'; pass --from with a member's name"
+        ))
+    })?;
+    if to != "*" {
+        config.require(to)?;
+        return Ok(vec![AgentName::parse_any(to)?]);
+    }
+    Ok(config
+        .members
+        .iter()
+        .filter(|m| !m.name.eq_ignore_ascii_case(from))
+        .filter_map(|m| AgentName::parse_any(&m.name).ok())
+        .collect())
+}
 
 /// Sends `envelope` to `to`: a member's name, or `*` for every member but the sender.
 /// Recipients are checked against the roster first; nothing is written if any is unknown.
@@ -31,23 +57,7 @@ pub(crate) fn send(
 ) -> Result<Vec<Sent>> {
     check_text(&envelope.text)?;
     let config = roster::load(root, team)?;
-    config.require(&envelope.from).map_err(|_| {
-        Error::not_found(format!(
-            "sender '{}' is not a member of team '{team}'; pass --from with a member's name",
-            envelope.from
-        ))
-    })?;
-    let recipients: Vec<AgentName> = if to == "*" {
-        config
-            .members
-            .iter()
-            .filter(|m| !m.name.eq_ignore_ascii_case(&envelope.from))
-            .filter_map(|m| AgentName::parse_any(&m.name).ok())
-            .collect()
-    } else {
-        config.require(to)?;
-        vec![AgentName::parse_any(to)?]
-    };
+    let recipients = recipients(&config, team, &envelope.from, to)?;
     let copies: Vec<(AgentName, Envelope)> = recipients
         .into_iter()
         .enumerate()
