@@ -417,3 +417,47 @@ fn the_lead_agent_answers_a_permission_request_once_and_the_teammate_goes_on() {
     assert_eq!(answers(&env, "bob", &id), 1);
     env.run(&["team", "delete", "t", "--force"]).success();
 }
+
+#[test]
+fn an_answer_by_mail_from_a_lead_that_keeps_no_records_resolves_the_request() {
+    // Claude Code's lead answers a plan by mail and records nothing: the teammate that
+    // takes the answer records it, so nothing stays pending that was decided.
+    let env = TestEnv::with_team("t", &[]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("plan")
+                    .agent("dora")
+                    .no_tool_result(true)
+                    .reply(Reply::tool("ExitPlanMode", json!({"plan": "1. rest"}))),
+            )
+            .rule(Rule::new("end").agent("dora").reply(Reply::text("done"))),
+    );
+    spawn(
+        &env,
+        &model,
+        "dora",
+        &["--plan-mode-required", "--prompt", "plan something"],
+    )
+    .success();
+    let plan = wait_for_record(&env, "plan", "dora", "pending");
+    let answer = Protocol::PlanApprovalResponse(swarm_store::protocol::PlanApprovalResponse {
+        request_id: plan["requestId"].as_str().unwrap().to_owned(),
+        approved: true,
+        feedback: None,
+        timestamp: swarm_util::clock::now_iso(),
+        permission_mode: Some("acceptEdits".into()),
+    });
+    env.deliver("t", "team-lead", "dora", answer.to_text());
+    let decided = wait_for_record(&env, "plan", "dora", "approved");
+    assert_eq!(decided["resolvedBy"], "team-lead", "{decided}");
+    assert_eq!(decided["mode"], "acceptEdits", "{decided}");
+    // Recorded once: a person's approval after it is refused.
+    let id = plan["requestId"].as_str().unwrap();
+    let again = env.run(&["--team", "t", "approve", id]).failure(4);
+    assert!(
+        again.stderr.contains("already approved"),
+        "{}",
+        again.stderr
+    );
+}

@@ -290,22 +290,49 @@ pub(crate) fn resolve(
             }),
         }),
     };
-    a.state = if decision.approve {
-        State::Approved
-    } else {
-        State::Rejected
-    };
-    a.resolved_ms = Some(clock::now_ms());
-    a.resolved_by = Some(decision.by.clone());
-    a.resolved_via = decision.via;
-    a.feedback = decision.feedback;
-    a.mode = mode;
+    decide(&mut a, decision, mode);
     // Written before the answer goes out: a crash between leaves it resolved but
     // unanswered (the teammate's own timeout covers that), never answered twice.
     files::write(root, &p, &json::to_pretty(&a))?;
     let agent = AgentName::parse_any(&a.agent)?;
     mailbox::deliver(root, team, &agent, Envelope::new(LEAD, answer.to_text()))?;
     Ok(a)
+}
+
+/// Marks `a` decided as `decision` says, with `mode` for a plan's teammate.
+fn decide(a: &mut Approval, decision: Decision, mode: Option<String>) {
+    a.state = if decision.approve {
+        State::Approved
+    } else {
+        State::Rejected
+    };
+    a.resolved_ms = Some(clock::now_ms());
+    a.resolved_by = Some(decision.by);
+    a.resolved_via = decision.via;
+    a.feedback = decision.feedback;
+    a.mode = mode;
+}
+
+/// Records an answer that came by mail (see `seam::Approvals::answered`): decides a
+/// pending request without sending anything; `None` if there is none pending.
+pub(crate) fn answered(
+    root: &Root,
+    team: &TeamName,
+    id: &str,
+    decision: Decision,
+) -> Result<Option<Approval>> {
+    let p = path(root, team, id)?;
+    if !p.exists() {
+        return Ok(None);
+    }
+    let _guard = files::lock(root, &p)?;
+    let Some(mut a) = read(root, &p)?.filter(|a| a.state == State::Pending) else {
+        return Ok(None);
+    };
+    let mode = decision.mode.clone();
+    decide(&mut a, decision, mode);
+    files::write(root, &p, &json::to_pretty(&a))?;
+    Ok(Some(a))
 }
 
 /// The permission mode the team's lead runs in, as its roster entry records it, unless it

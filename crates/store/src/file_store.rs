@@ -193,6 +193,9 @@ impl Approvals for FileStore {
     fn resolve(&self, id: &str, decision: Decision) -> Result<Approval> {
         approvals::resolve(&self.root, &self.team, id, decision)
     }
+    fn answered(&self, id: &str, decision: Decision) -> Result<Option<Approval>> {
+        approvals::answered(&self.root, &self.team, id, decision)
+    }
     fn expire(&self, id: &str, why: &str) -> Result<Option<Approval>> {
         approvals::expire(&self.root, &self.team, id, why)
     }

@@ -126,6 +126,10 @@ pub trait Approvals: Send + Sync {
     fn list(&self) -> Result<Vec<Approval>>;
     /// Decides a pending request; a request already decided is a conflict naming who did.
     fn resolve(&self, id: &str, decision: Decision) -> Result<Approval>;
+    /// Records an answer that reached the teammate by mail from a lead that keeps no
+    /// records (Claude Code's): a pending request becomes decided as the answer says, and
+    /// nothing is sent. `None` when it was decided or expired already.
+    fn answered(&self, id: &str, decision: Decision) -> Result<Option<Approval>>;
     fn expire(&self, id: &str, why: &str) -> Result<Option<Approval>>;
     /// Expires every pending request of `agent`.
     fn expire_all(&self, agent: &str, why: &str) -> Result<Vec<Approval>>;

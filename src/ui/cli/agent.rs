@@ -12,7 +12,7 @@ use crate::ui::cli::options::{BudgetOpts, ModelOpts, PermissionOpts};
 use swarm_llm::Provider;
 use swarm_roles::lead_sig::LeadKey;
 use swarm_roles::solo::{self, SoloOptions};
-use swarm_roles::teammate::options::{self, Given};
+use swarm_roles::teammate::options::{self, DefinedApi, Given};
 use swarm_roles::teammate::{self, TeammateOptions};
 use swarm_store::names::{AgentName, TeamName, agent_id};
 use swarm_util::error::{Error, Result};
@@ -134,12 +134,6 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
             args.claude_flag.join(" ")
         );
     }
-    // A Claude Code lead's choice of model names a Claude model: it stands when the
-    // provider is Anthropic's and swarm's own settings name none.
-    let mut model = args.model.clone();
-    if model.model.is_none() && matches!(model.api.provider, None | Some(Provider::Anthropic)) {
-        model.model = args.claude_model.clone();
-    }
     // Its commands act as itself (`identity`), whoever started it.
     let mut env = ctx.settings_env();
     env.insert(vars::SWARM_AGENT_ID.to_owned(), agent_id(&name, &team));
@@ -159,6 +153,7 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
         args.permissions.max_turns,
         given,
     )?;
+    let model = teammate_model(&args, &from_project.api);
     let opts = TeammateOptions {
         root: ctx.root.clone(),
         team,
@@ -186,4 +181,21 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
     };
     let code = runtime()?.block_on(teammate::run(opts))?;
     Ok(u8::try_from(code).unwrap_or(1))
+}
+
+/// The teammate's model and API: its flags, then its agent definition's (a Claude Code
+/// lead passes only `--agent-type`), then a Claude Code lead's `--model`, which names a
+/// Claude model and so stands only on Anthropic's API when nothing of swarm's names one.
+fn teammate_model(args: &TeammateArgs, defined: &DefinedApi) -> ModelOpts {
+    let mut model = args.model.clone();
+    let api = &mut model.api;
+    if api.provider.is_none() && api.base_url.is_none() {
+        api.provider = defined.provider;
+        api.base_url = defined.base_url.clone();
+    }
+    model.model = model.model.or_else(|| defined.model.clone());
+    if model.model.is_none() && matches!(model.api.provider, None | Some(Provider::Anthropic)) {
+        model.model = args.claude_model.clone();
+    }
+    model
 }

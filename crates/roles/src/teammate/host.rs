@@ -108,6 +108,28 @@ impl Runtime {
 
     /// Who decided a request, as its pane and the model are told: a person (`swarm
     /// approve`, recorded as `human`) or the lead, whose address every answer comes from.
+    /// Records the lead's answer on the request, unless someone decided it already: a
+    /// Claude Code lead answers by mail and keeps no record of its own.
+    fn record_answer(
+        &self,
+        id: &str,
+        approve: bool,
+        feedback: Option<String>,
+        mode: Option<String>,
+    ) {
+        let decision = approvals::Decision {
+            approve,
+            feedback,
+            mode,
+            by: LEAD.to_owned(),
+            via: None,
+        };
+        let store = self.opts.root.open(&self.opts.team);
+        if let Err(e) = store.approvals().answered(id, decision) {
+            tracing::warn!("failed to record {LEAD}'s answer to {id}: {e}");
+        }
+    }
+
     fn decider(&self, request_id: &str) -> &'static str {
         match self
             .opts
@@ -188,6 +210,10 @@ impl Host for Runtime {
                 .await;
         }
         self.set_activity(Activity::Working, None);
+        if let Waited::Got(r) = &waited {
+            let approve = r.subtype == "success";
+            self.record_answer(&request_id, approve, r.error.clone(), None);
+        }
         match waited {
             Waited::Got(response) if response.subtype == "success" => {
                 let by = self.decider(&request_id);
@@ -264,6 +290,10 @@ impl Host for Runtime {
             })
             .await;
         self.set_activity(Activity::Working, None);
+        if let Waited::Got(r) = &waited {
+            let (feedback, mode) = (r.feedback.clone(), r.permission_mode.clone());
+            self.record_answer(&request_id, r.approved, feedback, mode);
+        }
         match waited {
             Waited::Got(response) if response.approved => {
                 let mode = response

@@ -10,8 +10,8 @@ use swarm_config::hooks::{self, Hooks};
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::project::UserDirs;
 use swarm_config::tools::ToolName;
-use swarm_llm::LlmConfig;
 use swarm_llm::budget::Limits;
+use swarm_llm::{LlmConfig, Provider};
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_util::error::Result;
@@ -68,11 +68,24 @@ pub struct FromProject {
     pub mode: PermissionMode,
     pub max_turns: u32,
     pub hooks: Hooks,
+    /// The definition's `provider:`, `base_url:` and `model:`: the API a Claude Code lead's
+    /// teammate talks to, since that lead passes only `--agent-type` and `--model` (swarm's
+    /// own lead passes them as flags, which win).
+    pub api: DefinedApi,
+}
+
+/// An agent definition's choice of model and where it runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DefinedApi {
+    pub provider: Option<Provider>,
+    pub base_url: Option<String>,
+    /// `None` also for `inherit`.
+    pub model: Option<String>,
 }
 
 /// Reads what the teammate's project says: the agent definition `agent_type` names (its
-/// tools, its instructions, and unless the command line gave them, its permission mode
-/// and turn limit; an unknown type is an error listing the known ones) and the hooks.
+/// tools, its instructions, its API, and unless the command line gave them, its permission
+/// mode and turn limit; an unknown type is an error listing the known ones) and the hooks.
 /// Problems with the files are reported on stderr and do not stop the teammate.
 pub fn from_project(
     project: &Path,
@@ -88,6 +101,7 @@ pub fn from_project(
         mode,
         max_turns,
         hooks: Hooks::default(),
+        api: DefinedApi::default(),
     };
     if let Some(t) = agent_type {
         let catalog = Catalog::load(project, dirs);
@@ -109,6 +123,11 @@ pub fn from_project(
         if let (Some(n), false) = (def.max_turns, given.max_turns) {
             out.max_turns = n;
         }
+        out.api = DefinedApi {
+            provider: def.provider,
+            base_url: def.base_url.clone(),
+            model: def.model.clone().filter(|m| m != "inherit"),
+        };
     }
     out.hooks = Hooks::load(project, dirs);
     for problem in &out.hooks.problems {
