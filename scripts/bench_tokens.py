@@ -24,8 +24,10 @@ job it measures fails (the figures of a failed job mean nothing).
               teammate by the session id in its metadata. The client's title requests count.
               If that run does not finish, its figures are over the tasks it completed, and
               it says so; it exits non-zero only when it completes none.
-              TODO (issue 24 item 1): a third run, a Claude Code lead with swarm teammates through
-              CLAUDE_CODE_TEAMMATE_COMMAND, once swarm has that entry point.
+              Then a third run: the same job under a real Claude Code lead whose teammates
+              are swarm's (CLAUDE_CODE_TEAMMATE_COMMAND; scripts/bench_tokens_lead.py), per
+              agent and for the team, and its team's input per completed task over the
+              second run's.
   compaction  one teammate, 200 messages (`swarm send`, one at a time), a script that
               acknowledges each: the request size over time (first, max, last) beside the
               context window given with --context-window, when the binary has that flag
@@ -45,6 +47,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+import bench_tokens_lead
 
 B = None  # the bench module: Env, target, SWARM, wait_for
 
@@ -929,6 +933,7 @@ def run_beside_claude_code(figures, swarm_leg, claude_bin):
           "too (its TaskUpdate takes no lock: both did the task); they call the task and message tools without "
           "loading their schemas through ToolSearch first, which a real model would do: a lower bound")
     print()
+    return claude_team
 
 
 def claude_version(claude_bin):
@@ -947,8 +952,11 @@ def tokens_suite():
     claude_bin = B.OPTIONS.get("claude_bin")
     if claude_bin:
         start = time.monotonic()
-        run_beside_claude_code(figures, swarm_leg, claude_bin)
+        claude_team = run_beside_claude_code(figures, swarm_leg, claude_bin)
         log(f"job with Claude Code teammates: {time.monotonic() - start:.1f} s")
+        start = time.monotonic()
+        bench_tokens_lead.report(sys.modules[__name__], B, figures, claude_team, claude_bin)
+        log(f"job under a Claude Code lead: {time.monotonic() - start:.1f} s")
     start = time.monotonic()
     run_compaction(figures)
     log(f"compaction: {time.monotonic() - start:.1f} s")
