@@ -182,8 +182,8 @@ fn lead_script() -> Script {
         .default_reply(Reply::text("Noted."))
 }
 
-/// A member: its first prompt answered slowly (so the lead has given out the tasks by
-/// the time it looks for one), its assigned task finished, with a plan first in plan mode.
+/// A member: its assigned task finished, with a plan first in plan mode; its first prompt
+/// answered slowly, so the lead has given out the tasks by the time it would look for one.
 fn member_script(me: &str, task: &str, plans: bool) -> Script {
     let finish = Reply::tool(
         "TaskUpdate",
@@ -196,14 +196,8 @@ fn member_script(me: &str, task: &str, plans: bool) -> Script {
     let assigned = Rule::new(format!("{me} takes task #{task}"))
         .user_contains(format!("assigned you task #{task}"))
         .no_tool_result(true);
-    let script = Script::new().rule(
-        Rule::new("first prompt")
-            .user_contains(format!("You are {me}"))
-            .delay_ms(1500)
-            .reply(Reply::text("ready")),
-    );
     let script = if plans {
-        script
+        Script::new()
             .rule(assigned.reply(Reply::tool(
                 "ExitPlanMode",
                 json!({"plan": format!("Plan for task #{task}: mark it completed and report.")}),
@@ -214,8 +208,15 @@ fn member_script(me: &str, task: &str, plans: bool) -> Script {
                     .reply(finish),
             )
     } else {
-        script.rule(assigned.reply(finish))
+        Script::new().rule(assigned.reply(finish))
     };
+    // Below the assignment: a slow machine may hand both over in one turn.
+    let script = script.rule(
+        Rule::new("first prompt")
+            .user_contains(format!("You are {me}"))
+            .delay_ms(1500)
+            .reply(Reply::text("ready")),
+    );
     script.default_reply(Reply::text("ok"))
 }
 
