@@ -231,11 +231,12 @@ fn a_team_definition_starts_its_members_on_their_providers_and_runs_to_the_end()
         &proj,
         "duo",
         &format!(
-            "[lead]\ngoal = \"Team goal: {{goal}}\"\n\n\
+            "[lead]\ngoal = \"Team goal: {{goal}}\"\nprovider = \"scripted\"\nbase_url = \"{}\"\n\n\
              [[member]]\nname = \"alice\"\nprovider = \"scripted\"\nbase_url = \"{}\"\n\
              model = \"model-a\"\nplan_mode = true\nprompt = \"You are alice: plan first.\"\n\n\
              [[member]]\nname = \"bob\"\nprovider = \"openai\"\nbase_url = \"{}/v1\"\n\
              model = \"model-b\"\nprompt = \"You are bob: just do it.\"\n",
+            lead.url(),
             alice.url(),
             bob.url()
         ),
@@ -248,10 +249,6 @@ fn a_team_definition_starts_its_members_on_their_providers_and_runs_to_the_end()
         "--team",
         "duo",
         "--no-attach",
-        "--provider",
-        "scripted",
-        "--base-url",
-        &lead.url(),
     ]);
     cmd.current_dir(&proj)
         .stdout(std::fs::File::create(env.dir.path().join("run.out")).unwrap())
@@ -269,7 +266,8 @@ fn a_team_definition_starts_its_members_on_their_providers_and_runs_to_the_end()
     );
     assert!(out.contains("Result: done"), "{out}");
 
-    // The lead was told its goal through the template, and of the team that started with it.
+    // The lead ran on the model its table names, was told its goal through the template,
+    // and of the team that started with it.
     let first = lead
         .requests()
         .into_iter()
