@@ -44,6 +44,7 @@ mod scale;
 mod settings_table;
 mod setup_cleanup;
 mod store_cli;
+mod team_def;
 mod team_spawn;
 mod team_tmux;
 mod team_window;

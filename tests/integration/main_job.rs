@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::harness::{ScriptedModel, TestEnv, git, run_timeout, wait_until};
 
 /// Processes started for this test's root (their environment names it).
-fn our_processes(env: &TestEnv) -> Vec<(i32, String)> {
+pub(crate) fn our_processes(env: &TestEnv) -> Vec<(i32, String)> {
     let marker = format!("SWARM_ROOT={}", env.root.display());
     std::fs::read_dir("/proc")
         .unwrap()
@@ -31,7 +31,7 @@ fn our_processes(env: &TestEnv) -> Vec<(i32, String)> {
         .collect()
 }
 
-fn tmux_panes(env: &TestEnv) -> String {
+pub(crate) fn tmux_panes(env: &TestEnv) -> String {
     let out = env
         .tmux_cmd()
         .args(["list-panes", "-a", "-F", "#{pane_id} #{@swarm-agent}"])

@@ -11,4 +11,5 @@ pub mod hooks;
 pub mod permissions;
 pub mod project;
 pub mod settings;
+pub mod teams;
 pub mod tools;

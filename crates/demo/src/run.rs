@@ -112,6 +112,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
                 text: demo.job.goal(),
                 approver: Approver::Lead,
                 teammates: demo.teammates,
+                members: &[],
             },
         )?;
         let wait = || team_run::wait_for_lead(&launcher.root, &team, &window, note);

@@ -2,7 +2,7 @@
 //! for its report.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -11,11 +11,14 @@ use crate::ui::cli::follow::{Speak, attaches, follow};
 use crate::ui::cli::lead::inherited;
 use crate::ui::cli::options::{BudgetOpts, EngineOpts, MergeOpts, ModelOpts, PermissionOpts};
 use crate::ui::cli::resume;
+use swarm_config::agents::Catalog;
 use swarm_config::permissions::Approver;
+use swarm_config::teams::{self, TeamDef};
 use swarm_demo::run::{self as demo_run, Demo};
 use swarm_llm::budget::Limits;
 use swarm_llm::{Usage, estimate_cost_usd};
 use swarm_store::names::TeamName;
+use swarm_team::launch::SpawnRequest;
 use swarm_team::progress::Event;
 use swarm_team::run::{self as team_run, Goal};
 use swarm_util::error::{Error, Result};
@@ -24,9 +27,14 @@ use swarm_util::error::{Error, Result};
 pub struct RunArgs {
     /// What the team should achieve
     pub goal: String,
-    /// The most teammates the lead may spawn
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub teammates: usize,
+    /// The most teammates the team may have [default: 3; with --team-def, its member count]
+    #[arg(long, value_name = "N")]
+    pub teammates: Option<usize>,
+    /// Start a defined team: .swarm/teams/NAME.toml in the project (or a path to a .toml
+    /// file), its members running before the lead's first turn and the goal filled into
+    /// its template; see `swarm team init` and `swarm team check`
+    #[arg(long, value_name = "NAME|PATH")]
+    pub team_def: Option<String>,
     /// Who approves plans and permissions: lead (its model) or human (swarm approve)
     #[arg(long, default_value = "lead", value_name = "WHO")]
     pub approver: Approver,
@@ -77,41 +85,62 @@ pub struct DemoArgs {
     pub job: swarm_demo::job::Job,
 }
 
-pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
+pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
     if args.goal.trim().is_empty() {
         return Err(Error::usage(
             "give the team a goal: swarm run \"what to build\"",
         ));
     }
-    if args.teammates == 0 {
+    let here = working_dir(args.cwd.as_deref())?;
+    let def = match args.team_def.clone() {
+        Some(given) => Some(team_def(ctx, &given, &here, &mut args)?),
+        None => None,
+    };
+    let members = def
+        .as_ref()
+        .map(|d| spawn_requests(d, &here))
+        .unwrap_or_default();
+    let teammates = args
+        .teammates
+        .unwrap_or(if def.is_some() { members.len() } else { 3 });
+    if teammates == 0 {
         return Err(Error::usage("--teammates must be at least 1"));
+    }
+    if teammates < members.len() {
+        return Err(Error::usage(format!(
+            "--teammates {teammates} is fewer than the team definition's {} members; raise it or leave it out",
+            members.len()
+        )));
     }
     // Fail here, not in the pane: a missing key or a bad provider is the person's to fix.
     let llm = ctx.llm_config(&args.model)?;
     let budget = args.budget.limits();
     warn_unpriced(&budget, &llm.model);
-    let here = working_dir(args.cwd.as_deref())?;
     if let Some(code) = resume::offer(ctx, &here)? {
         return Ok(code);
     }
-    let team = match &ctx.global.team {
-        Some(n) => TeamName::new(n)?,
-        None => team_run::team_from_goal(&args.goal)?,
+    let team = match (&ctx.global.team, &def) {
+        (Some(n), _) => TeamName::new(n)?,
+        (None, Some(d)) => team_run::team_from_goal(&def_name(d))?,
+        (None, None) => team_run::team_from_goal(&args.goal)?,
     };
-    let cwd = here;
+    let goal_text = def
+        .as_ref()
+        .map_or_else(|| args.goal.clone(), |d| d.goal(&args.goal));
     let lead = ctx.with_engine(
         inherited(ctx, &args.model, &args.permissions)?,
         &args.engine,
     )?;
-    let launcher = ctx.launcher(&team, lead, cwd)?;
+    let launcher = ctx.launcher(&team, lead, here)?;
     let window = team_run::launch(
         &launcher,
         &Goal {
-            text: &args.goal,
+            text: &goal_text,
             approver: args.approver,
-            teammates: args.teammates,
+            teammates,
             budget,
             merge: args.merge.options(false),
+            members: &members,
         },
     )?;
     let speak = if args.events {
@@ -133,6 +162,49 @@ pub fn run(ctx: &Ctx, args: RunArgs) -> Result<u8> {
     }
     follow(ctx, &team, &window, no_attach, speak)
         .inspect(|_| swarm_team::teardown::close_finished(&ctx.root, &window, args.keep))
+}
+
+/// `--team-def`: the definition, checked (its agent types too, from where the team
+/// works); its lead's model settings fill in what the command line left out.
+fn team_def(ctx: &Ctx, given: &str, here: &Path, args: &mut RunArgs) -> Result<TeamDef> {
+    let path = teams::locate(given, &ctx.settings.dirs.project_dir(here))?;
+    let def = teams::load(&path)?;
+    def.check_agent_types(&Catalog::load(here, &ctx.settings.dirs))?;
+    let api = &mut args.model.api;
+    api.provider = api.provider.or(def.lead.provider);
+    api.base_url = api.base_url.take().or_else(|| def.lead.base_url.clone());
+    args.model.model = args.model.model.take().or_else(|| def.lead.model.clone());
+    Ok(def)
+}
+
+/// A definition's name: its file's, for the team's name.
+fn def_name(def: &TeamDef) -> String {
+    def.path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// What `swarm spawn` would be given for each member, working in `cwd`.
+pub fn spawn_requests(def: &TeamDef, cwd: &Path) -> Vec<SpawnRequest> {
+    def.members
+        .iter()
+        .map(|m| SpawnRequest {
+            name: m.name.clone(),
+            prompt: m.prompt.clone(),
+            agent_type: m.agent_type.clone(),
+            model: m.model.clone(),
+            provider: m.provider,
+            base_url: m.base_url.clone(),
+            permission_mode: m.permission_mode,
+            plan_mode_required: m.plan_mode,
+            cwd: cwd.to_path_buf(),
+            color: m.color.clone(),
+            isolation: m.isolation,
+            engine: None,
+            budget: Limits::default(),
+        })
+        .collect()
 }
 
 /// Says once, before anything starts, that a dollar budget cannot see `model`'s tokens.

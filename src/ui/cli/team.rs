@@ -1,7 +1,8 @@
-//! `swarm team ...`: the roster by hand.
+//! `swarm team ...`: the roster by hand, and team definitions (`init`, `check`; the
+//! format is `swarm_config::teams`'s).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -9,12 +10,14 @@ use serde_json::json;
 use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::options::colour;
 use crate::ui::cli::output::print_json;
+use swarm_config::agents::{Catalog, Isolation};
+use swarm_config::teams::{self, MemberDef, TeamDef};
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::{self, NewMember, TeamConfig};
 use swarm_team::shutdown::LadderOptions;
 use swarm_team::teardown;
 use swarm_team::window::TeamWindowOptions;
-use swarm_util::error::Result;
+use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {
@@ -51,6 +54,20 @@ pub enum TeamCommand {
     /// Delete every finished team (its lead exited); never one still running, nor one
     /// whose worktrees hold unmerged work
     Prune,
+    /// Write a commented example team definition, .swarm/teams/NAME.toml in the project,
+    /// for `swarm run --team-def NAME`; never over an existing file
+    Init {
+        /// The definition's name: 1-64 characters of a-z, 0-9 and '-'
+        #[arg(default_value = "team")]
+        name: String,
+    },
+    /// Check a team definition (every one in the project's .swarm/teams/ without NAME)
+    /// and say each member on one line; exit 2 naming the line at fault
+    Check {
+        /// A definition's name, or the path of a .toml file
+        #[arg(value_name = "NAME|PATH")]
+        def: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -80,7 +97,138 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         TeamCommand::Remove { agent } => remove_member(ctx, &agent),
         TeamCommand::Prune => prune(ctx),
         TeamCommand::Delete { team, force } => delete_team(ctx, &team, force),
+        TeamCommand::Init { name } => init_def(ctx, &name),
+        TeamCommand::Check { def } => check_defs(ctx, def.as_deref()),
     }
+}
+
+/// `swarm team init`: the example, written in this project.
+fn init_def(ctx: &Ctx, name: &str) -> Result<()> {
+    let project = ctx.settings.dirs.project_dir(&working_dir(None)?);
+    let path = teams::init(&project, name)?;
+    if ctx.json() {
+        print_json(&json!({"written": path}));
+    } else {
+        println!("wrote team definition {}", path.display());
+        println!(
+            "edit it, check it with `swarm team check {name}`, start it with `swarm run --team-def {name} \"<goal>\"`"
+        );
+    }
+    Ok(())
+}
+
+/// `swarm team check`: one definition, or every one in this project; stops at the first
+/// that is wrong.
+fn check_defs(ctx: &Ctx, given: Option<&str>) -> Result<()> {
+    let here = working_dir(None)?;
+    let project = ctx.settings.dirs.project_dir(&here);
+    let paths = match given {
+        Some(g) => vec![teams::locate(g, &project)?],
+        None => project_defs(&teams::dir(&project))?,
+    };
+    let catalog = Catalog::load(&here, &ctx.settings.dirs);
+    let mut checked = Vec::new();
+    for path in paths {
+        let def = teams::load(&path)?;
+        def.check_agent_types(&catalog)?;
+        checked.push(def);
+    }
+    if ctx.json() {
+        let defs: Vec<_> = checked.iter().map(def_json).collect();
+        print_json(&defs);
+        return Ok(());
+    }
+    for def in &checked {
+        println!(
+            "{}: ok, {} member(s){}",
+            def.path.display(),
+            def.members.len(),
+            if def.lead.goal.is_some() {
+                ", with a goal template"
+            } else {
+                ""
+            }
+        );
+        for m in &def.members {
+            println!("  {}", member_line(m));
+        }
+    }
+    Ok(())
+}
+
+/// The `.toml` files of a project's definitions directory, by name; none is an error.
+fn project_defs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(Error::io("read", dir, e)),
+    };
+    if paths.is_empty() {
+        return Err(Error::not_found(format!(
+            "no team definitions in {}; write one with `swarm team init`",
+            dir.display()
+        )));
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// One member as `swarm team check` says it.
+fn member_line(m: &MemberDef) -> String {
+    let model = match (&m.provider, &m.model) {
+        (None, None) => "the lead's model".to_owned(),
+        (p, model) => format!(
+            "{}/{}",
+            p.map_or("the lead's provider".to_owned(), |p| p.to_string()),
+            model.as_deref().unwrap_or("its default model")
+        ),
+    };
+    let mut parts = vec![
+        format!("type {}", m.agent_type.as_deref().unwrap_or("-")),
+        model,
+    ];
+    if m.plan_mode {
+        parts.push("plan mode".to_owned());
+    }
+    if let Some(mode) = m.permission_mode {
+        parts.push(format!("permission mode {mode}"));
+    }
+    if let Some(Isolation::Worktree) = m.isolation {
+        parts.push("in a worktree".to_owned());
+    }
+    format!("{:<16} {}", m.name, parts.join(", "))
+}
+
+fn def_json(def: &TeamDef) -> serde_json::Value {
+    let members: Vec<_> = def
+        .members
+        .iter()
+        .map(|m| {
+            json!({
+                "name": m.name.as_str(),
+                "agentType": m.agent_type,
+                "provider": m.provider.map(|p| p.to_string()),
+                "baseUrl": m.base_url,
+                "model": m.model,
+                "permissionMode": m.permission_mode.map(|p| p.to_string()),
+                "planMode": m.plan_mode,
+                "isolation": m.isolation.map(|i| match i {
+                    Isolation::Worktree => "worktree",
+                    Isolation::None => "none",
+                }),
+                "color": m.color,
+            })
+        })
+        .collect();
+    json!({
+        "path": def.path,
+        "goalTemplate": def.lead.goal,
+        "members": members,
+    })
 }
 
 fn create(ctx: &Ctx, team: &str, description: Option<String>) -> Result<()> {

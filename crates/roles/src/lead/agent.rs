@@ -610,10 +610,54 @@ fn first_turn(o: &LeadAgentOptions, restored: bool) -> String {
             restored,
         );
     }
+    let members = o
+        .root
+        .open(&o.team)
+        .roster()
+        .load()
+        .map(|c| c.members)
+        .unwrap_or_default();
+    let team = started_team(&members);
+    if team.is_empty() {
+        return format!(
+            "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
+            o.goal, o.team, o.powers.max_teammates
+        );
+    }
     format!(
-        "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
+        "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Your team started with you, \
+         from its definition:\n{team}\nCreate the tasks for them and brief them with SendMessage; \
+         they claim ready tasks by themselves. Do not spawn them again; spawn another teammate only \
+         if the goal needs one they cannot be. Then end your turn and wait for news.",
         o.goal, o.team, o.powers.max_teammates
     )
+}
+
+/// The teammates already in the roster when the lead starts (a team definition's, see
+/// `swarm_config::teams`), one line each: name, type, model, plan mode and first prompt.
+fn started_team(members: &[swarm_store::roster::Member]) -> String {
+    members
+        .iter()
+        .filter(|m| m.name != LEAD)
+        .map(|m| {
+            let mut line = format!("- {}", m.name);
+            let mut traits: Vec<String> = Vec::new();
+            traits.extend(m.agent_type.as_ref().map(|t| format!("agent type {t}")));
+            traits.extend(m.model.as_ref().map(|t| format!("model {t}")));
+            if m.plan_mode_required == Some(true) {
+                traits.push("plan mode: you approve its plans".to_owned());
+            }
+            if !traits.is_empty() {
+                line.push_str(&format!(" ({})", traits.join(", ")));
+            }
+            if let Some(p) = m.prompt.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
+                let p: String = p.chars().take(300).collect();
+                line.push_str(&format!(": {}", p.replace('\n', " ")));
+            }
+            line.push('\n');
+            line
+        })
+        .collect()
 }
 
 /// Runs the lead's model until the goal is done, the run stalls, or `stop` fires.

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::runs::progress::{self, Event, Snapshot};
-use crate::spawn::launch::Launcher;
+use crate::spawn::inherit::TeammateCommand;
+use crate::spawn::launch::{Launcher, SpawnRequest};
 use crate::spawn::window::TeamWindow;
 use swarm_config::permissions::Approver;
 use swarm_llm::budget::Limits;
@@ -42,6 +43,9 @@ pub struct Goal<'a> {
     pub budget: Limits,
     /// How teammates' worktree branches land (the team's merge queue settings).
     pub merge: crate::git::merge::Options,
+    /// The teammates that start with the lead (a team definition's): in the roster before
+    /// the lead's first turn, which names them.
+    pub members: &'a [SpawnRequest],
 }
 
 /// Creates the team and opens its window with the lead agent in the first pane.
@@ -74,8 +78,29 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
         format!("--cwd={}", launcher.cwd.display()),
     ];
     let lead = launcher.lead_command(&extra);
+    if !goal.members.is_empty() {
+        start_members(launcher, goal.members, &lead)?;
+    }
     let (window, _) = launcher.ensure_window(&lead)?;
     Ok(window)
+}
+
+/// Spawns `members` all or none, opening the team window with `lead` in its first pane:
+/// every check comes before anything starts, and the lead, started with the window, finds
+/// them in the roster.
+fn start_members(
+    launcher: &Launcher,
+    members: &[SpawnRequest],
+    lead: &TeammateCommand,
+) -> Result<()> {
+    launcher.check_many(members)?;
+    // Past the checks, a failure is tmux's or the disk's: said as it is (its exit code
+    // kept), the ones that started go on with the lead.
+    launcher
+        .spawn_many_with_lead(members, lead)
+        .into_iter()
+        .try_for_each(|r| r.map(drop))?;
+    Ok(())
 }
 
 /// A new team's name, from the first words of its goal and a random suffix.

@@ -406,10 +406,20 @@ impl Launcher {
     /// is there), and one roster write records every pane. Results come in the order of
     /// `reqs`.
     pub fn spawn_many(&self, reqs: &[SpawnRequest]) -> Vec<Result<Spawned>> {
+        self.spawn_many_with_lead(reqs, &self.lead_command(&[]))
+    }
+
+    /// [`Launcher::spawn_many`], where a team window this opens has `lead` in its first
+    /// pane: a run's lead with its goal, which starts once its teammates are in the roster.
+    pub fn spawn_many_with_lead(
+        &self,
+        reqs: &[SpawnRequest],
+        lead: &TeammateCommand,
+    ) -> Vec<Result<Spawned>> {
         let mut fates = self.check_all(reqs);
         self.reserve(&mut fates);
         self.prepare_all(&mut fates);
-        let opened = self.open_panes(&mut fates);
+        let opened = self.open_panes(&mut fates, lead);
         self.record_panes(&mut fates);
         let mut first = opened;
         fates
@@ -422,6 +432,14 @@ impl Launcher {
                 })
             })
             .collect()
+    }
+
+    /// Whether every request would pass the checks of a spawn (see [`Launcher::check`]),
+    /// creating nothing: the first refusal, else `Ok`. For spawning a set all or none.
+    pub fn check_many(&self, reqs: &[SpawnRequest]) -> Result<()> {
+        self.check_all(reqs)
+            .into_iter()
+            .try_for_each(|f| f.map(drop))
     }
 
     /// Checks each request (see [`Launcher::check`]), also against the names before it,
@@ -582,14 +600,13 @@ impl Launcher {
 
     /// Opens the team window if need be (restarting a stopped lead), then each ready
     /// teammate's pane, which starts it. Returns whether the window was opened here.
-    fn open_panes(&self, fates: &mut [Result<Starting>]) -> bool {
+    fn open_panes(&self, fates: &mut [Result<Starting>], lead_cmd: &TeammateCommand) -> bool {
         if live(fates).next().is_none() {
             return false;
         }
-        let lead_cmd = self.lead_command(&[]);
-        let window = self.ensure_window(&lead_cmd).and_then(|(window, opened)| {
+        let window = self.ensure_window(lead_cmd).and_then(|(window, opened)| {
             if !opened && let Some(pane) = self.stopped_lead(&window)? {
-                window.tmux().respawn_pane(pane, &pane_spec(&lead_cmd))?;
+                window.tmux().respawn_pane(pane, &pane_spec(lead_cmd))?;
             }
             Ok((window, opened))
         });
