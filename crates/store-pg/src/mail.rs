@@ -27,7 +27,7 @@ use swarm_store::names::AgentName;
 use swarm_store::seam::Mailboxes;
 use swarm_util::error::Result;
 
-type Tx<'a, 'b> = &'a mut postgres::Transaction<'b>;
+pub(crate) type Tx<'a, 'b> = &'a mut postgres::Transaction<'b>;
 
 /// The one delivered log a recipient has here (a cursor on another is on none, and reads
 /// from the start).
@@ -38,7 +38,7 @@ const NOW_NS: &str = "(extract(epoch from clock_timestamp()) * 1e9)::bigint";
 
 /// Puts each `(recipient, origin, copy)` in its recipient's inbox, in one transaction;
 /// returns each copy's key: the one stored, when the origin was delivered before.
-fn deliver_all(
+pub(crate) fn deliver_all(
     store: &PgStore,
     tx: Tx,
     copies: &[(AgentName, String, Envelope)],
@@ -82,7 +82,7 @@ fn deliver_all(
 }
 
 /// A foreign key refused: the team is not in the database.
-fn unknown_team(store: &PgStore, e: postgres::Error) -> Fail {
+pub(crate) fn unknown_team(store: &PgStore, e: postgres::Error) -> Fail {
     if e.code() == Some(&postgres::error::SqlState::FOREIGN_KEY_VIOLATION) {
         Fail::Swarm(store.no_team())
     } else {

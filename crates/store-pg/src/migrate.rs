@@ -17,12 +17,15 @@
 //!   and is locked by every delivery and acknowledgement; a message is unique per recipient
 //!   by its origin (the sender's message id) and by its key, and moves from the inbox to
 //!   the delivered log by getting `acked`, the number of its acknowledgement.
+//!
+//! Version 2: `approvals`, each request its JSON document, locked by every decision.
 
 use crate::connect::{Database, Fail, Retry};
 use swarm_util::error::{Error, Result};
 
 /// The migrations, in order: version `i + 1` is `MIGRATIONS[i]`.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE teams (
     name text PRIMARY KEY,
     config jsonb NOT NULL
@@ -59,7 +62,16 @@ CREATE TABLE messages (
 CREATE INDEX messages_inbox ON messages (team, agent, seq) WHERE acked IS NULL;
 CREATE INDEX messages_delivered ON messages (team, agent, acked, seq) WHERE acked IS NOT NULL;
 CREATE SEQUENCE acks;
-"];
+",
+    r"
+CREATE TABLE approvals (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    id text NOT NULL,
+    doc jsonb NOT NULL,
+    PRIMARY KEY (team, id)
+);
+",
+];
 
 /// The newest schema version this swarm knows.
 pub const LATEST: i32 = MIGRATIONS.len() as i32;

@@ -8,12 +8,32 @@ use swarm_store::Root;
 use swarm_store::file_store::FileStore;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::NewMember;
-use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
+use swarm_store::seam::{Approvals, Mailboxes, Roster, TaskBoard};
 use swarm_store_pg::PgStore;
 
-/// The parts of one backend under contract.
-pub trait Parts: Roster + Mailboxes + TaskBoard {}
-impl<T: Roster + Mailboxes + TaskBoard> Parts for T {}
+/// The parts of one backend under contract (accessors, as `Backend` has, since the parts'
+/// methods share names).
+pub trait Parts: Send + Sync {
+    fn roster(&self) -> &dyn Roster;
+    fn mail(&self) -> &dyn Mailboxes;
+    fn tasks(&self) -> &dyn TaskBoard;
+    fn approvals(&self) -> &dyn Approvals;
+}
+
+impl<T: Roster + Mailboxes + TaskBoard + Approvals> Parts for T {
+    fn roster(&self) -> &dyn Roster {
+        self
+    }
+    fn mail(&self) -> &dyn Mailboxes {
+        self
+    }
+    fn tasks(&self) -> &dyn TaskBoard {
+        self
+    }
+    fn approvals(&self) -> &dyn Approvals {
+        self
+    }
+}
 
 /// One team on one backend.
 pub struct Team {
@@ -27,13 +47,16 @@ pub struct Team {
 
 impl Team {
     pub fn roster(&self) -> &dyn Roster {
-        &*self.handle
+        self.handle.roster()
     }
     pub fn mail(&self) -> &dyn Mailboxes {
-        &*self.handle
+        self.handle.mail()
     }
     pub fn tasks(&self) -> &dyn TaskBoard {
-        &*self.handle
+        self.handle.tasks()
+    }
+    pub fn approvals(&self) -> &dyn Approvals {
+        self.handle.approvals()
     }
     /// The team opened again, as another process would.
     pub fn open(&self) -> Arc<dyn Parts> {

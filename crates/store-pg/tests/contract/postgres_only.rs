@@ -25,7 +25,7 @@ fn a_retried_send_makes_no_second_copy_even_after_it_was_acknowledged() {
     let bob = agent("bob");
     let envelope = Envelope::new("team-lead", "once");
     let first = team.mail().send("bob", envelope.clone()).unwrap();
-    let again = team.open().send("bob", envelope.clone()).unwrap();
+    let again = team.open().mail().send("bob", envelope.clone()).unwrap();
     assert_eq!(first, again, "the retry is told the copy it made");
     assert_eq!(team.mail().read_unread(&bob).unwrap().len(), 1);
     team.mail().ack(&bob, &[first[0].msg_id.clone()]).unwrap();
@@ -78,6 +78,7 @@ fn sends_through_dropped_connections_lose_nothing_and_double_nothing() {
                         .filter_map(|i| {
                             let e = Envelope::new(&from, format!("{from} {i}"));
                             handle
+                                .mail()
                                 .send("bob", e)
                                 .ok()
                                 .map(|mut sent| sent.remove(0).msg_id)
