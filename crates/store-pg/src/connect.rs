@@ -125,7 +125,8 @@ impl Database {
         Ok(client)
     }
 
-    fn take(&self) -> Result<Client> {
+    /// A connection of the pool (or a new one), the caller's until it gives it back.
+    pub(crate) fn take(&self) -> Result<Client> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(c) if !c.is_closed() => Ok(c),
@@ -133,7 +134,8 @@ impl Database {
         }
     }
 
-    fn give_back(&self, client: Client) {
+    /// Returns a connection to the pool, unless it is closed.
+    pub(crate) fn give_back(&self, client: Client) {
         if !client.is_closed() {
             self.idle
                 .lock()
@@ -207,7 +209,7 @@ impl Database {
     }
 
     /// A database failure while doing `what`, as swarm's error.
-    fn failed(&self, what: &str, e: &postgres::Error) -> Error {
+    pub(crate) fn failed(&self, what: &str, e: &postgres::Error) -> Error {
         match kind(e) {
             Kind::Connection => self.unavailable(&format!("{what}: lost"), e),
             Kind::LockTimeout => Error::Unavailable(format!(

@@ -1,6 +1,6 @@
 //! A team's shared state in PostgreSQL: the store seam's [`Roster`], [`Mailboxes`],
-//! [`TaskBoard`] and [`Approvals`] on a database server, for a team that outgrows one
-//! machine (the design decisions, item 9). The file store stays the default and the
+//! [`TaskBoard`], [`Approvals`] and [`Agents`] on a database server, for a team that
+//! outgrows one machine (the design decisions, item 9). The file store stays the default and the
 //! one Claude Code reads; this one keeps the same guarantees in a database's own way:
 //!
 //! - every mutation is one transaction, committed before it returns `Ok`;
@@ -11,13 +11,16 @@
 //!   dependency edge are written in one transaction, so they never disagree;
 //! - an approval is decided under its row's lock, and its answer delivered in the same
 //!   transaction: resolved exactly once, answered exactly once;
+//! - the lead's place is a session advisory lock on a connection of its own
+//!   (the `holds` module), freed by the server when its process dies; an exit report
+//!   is claimed by inserting its row, so exactly once;
 //! - the decisions (who may claim, which name is taken, which edge closes a cycle, whether
 //!   a request may still be decided) are the file store's own functions
 //!   (`swarm_store::tasks::claim::refusal`, `graph`, `roster::add_to`,
 //!   `approvals::decide`), so the two backends cannot decide differently.
 //!
-//! Not yet here: agent states and liveness, the merge queue, budgets, launch and worktree
-//! records, the rate gate and `watch`; so [`PgStore`] is not yet a
+//! Not yet here: liveness by heartbeats (an agent's state still names its pid), the merge
+//! queue, budgets, launch and worktree records, the rate gate and `watch`; so [`PgStore`] is not yet a
 //! [`swarm_store::Backend`] and no command uses it.
 //!
 //! The driver is the `postgres` crate (tokio-postgres behind a blocking API with its own
@@ -29,9 +32,12 @@
 //! [`Mailboxes`]: swarm_store::Mailboxes
 //! [`TaskBoard`]: swarm_store::TaskBoard
 //! [`Approvals`]: swarm_store::Approvals
+//! [`Agents`]: swarm_store::Agents
 
+mod agents;
 mod approvals;
 pub mod connect;
+mod holds;
 mod mail;
 pub mod migrate;
 mod roster;

@@ -19,6 +19,10 @@
 //!   the delivered log by getting `acked`, the number of its acknowledgement.
 //!
 //! Version 2: `approvals`, each request its JSON document, locked by every decision.
+//!
+//! Version 3: `agent_states` (each agent's state document), `exit_reports` (one row per
+//! exit whose report was claimed) and `holds` (the key of each advisory lock a team holds
+//! by name: its lead, its merge run, a worktree record).
 
 use crate::connect::{Database, Fail, Retry};
 use swarm_util::error::{Error, Result};
@@ -69,6 +73,26 @@ CREATE TABLE approvals (
     id text NOT NULL,
     doc jsonb NOT NULL,
     PRIMARY KEY (team, id)
+);
+",
+    r"
+CREATE TABLE agent_states (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    state jsonb NOT NULL,
+    PRIMARY KEY (team, agent)
+);
+CREATE TABLE exit_reports (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    instance text NOT NULL,
+    PRIMARY KEY (team, agent, instance)
+);
+CREATE TABLE holds (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    name text NOT NULL,
+    key integer GENERATED ALWAYS AS IDENTITY UNIQUE,
+    PRIMARY KEY (team, name)
 );
 ",
 ];

@@ -8,7 +8,7 @@ use swarm_store::Root;
 use swarm_store::file_store::FileStore;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::NewMember;
-use swarm_store::seam::{Approvals, Mailboxes, Roster, TaskBoard};
+use swarm_store::seam::{Agents, Approvals, Mailboxes, Roster, TaskBoard};
 use swarm_store_pg::PgStore;
 
 /// The parts of one backend under contract (accessors, as `Backend` has, since the parts'
@@ -18,9 +18,10 @@ pub trait Parts: Send + Sync {
     fn mail(&self) -> &dyn Mailboxes;
     fn tasks(&self) -> &dyn TaskBoard;
     fn approvals(&self) -> &dyn Approvals;
+    fn agents(&self) -> &dyn Agents;
 }
 
-impl<T: Roster + Mailboxes + TaskBoard + Approvals> Parts for T {
+impl<T: Roster + Mailboxes + TaskBoard + Approvals + Agents> Parts for T {
     fn roster(&self) -> &dyn Roster {
         self
     }
@@ -31,6 +32,9 @@ impl<T: Roster + Mailboxes + TaskBoard + Approvals> Parts for T {
         self
     }
     fn approvals(&self) -> &dyn Approvals {
+        self
+    }
+    fn agents(&self) -> &dyn Agents {
         self
     }
 }
@@ -57,6 +61,9 @@ impl Team {
     }
     pub fn approvals(&self) -> &dyn Approvals {
         self.handle.approvals()
+    }
+    pub fn agents(&self) -> &dyn Agents {
+        self.handle.agents()
     }
     /// The team opened again, as another process would.
     pub fn open(&self) -> Arc<dyn Parts> {

@@ -3,6 +3,7 @@
 //! backends cannot behave differently without a test saying so. A test that holds for one
 //! backend only says why, beside it.
 
+mod agents;
 mod approvals;
 mod backends;
 mod mail;

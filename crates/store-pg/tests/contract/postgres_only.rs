@@ -4,10 +4,15 @@
 //!   returns `Ok` only once the message is in the inbox and an error only when it never
 //!   will be (or `SendInDoubt`, which says not to send again), so it does not dedupe;
 //! - the server is reached over a connection: an unreachable one is a one-line error
-//!   naming it, never its password (exit code 5), and the schema is versioned.
+//!   naming it, never its password (exit code 5), and the schema is versioned;
+//! - a lead's place is held by its connection, so the server frees it when the connection
+//!   dies (the file store's lock is freed by the kernel when the process dies, which the
+//!   contract cannot do to its own test process).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use std::time::{Duration, Instant};
 
 use crate::backends::{Team, agent, postgres};
 use swarm_store::mailbox::Envelope;
@@ -206,4 +211,37 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
     ghost.delete_team().unwrap();
     assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
     assert_eq!(other.load().unwrap().name, "other");
+}
+
+/// The lead's connection is killed (as its process dying would end it): the server frees
+/// its place, a new lead takes it, and the old hold, dropped late, harms nothing.
+#[test]
+fn a_lead_whose_connection_dies_frees_its_place() {
+    let Some(team) = team() else { return };
+    let lead = team.agents().acquire_lead().unwrap();
+    let other = team.open();
+    assert!(other.agents().lead_running());
+    let mut admin = postgres::Client::connect(team.url.as_ref().unwrap(), postgres::NoTls).unwrap();
+    let killed = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks
+             WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(killed, 1, "the lead's connection");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while other.agents().lead_running() {
+        assert!(
+            Instant::now() < deadline,
+            "the server never freed the lead's place"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let next = other.agents().acquire_lead().unwrap();
+    drop(lead);
+    assert!(other.agents().lead_running(), "the new lead still leads");
+    drop(next);
+    assert!(!other.agents().lead_running());
 }
