@@ -33,6 +33,8 @@ const HOLD_CLASS: i32 = 0x5357_4801;
 pub(crate) enum Wait {
     /// Not at all: `None` when it is held.
     No,
+    /// Up to the lock timeout, then an error (exit code 5).
+    Bounded,
     /// Until it is free, in turns of the lock timeout.
     Forever,
 }

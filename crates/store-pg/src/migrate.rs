@@ -23,6 +23,11 @@
 //! Version 3: `agent_states` (each agent's state document), `exit_reports` (one row per
 //! exit whose report was claimed) and `holds` (the key of each advisory lock a team holds
 //! by name: its lead, its merge run, a worktree record).
+//!
+//! Version 4: `merge_queues` (the queue's document, locked by every change), `budgets` (the
+//! limits), `spend` (each agent's running total), `launch_records`, `worktrees` (each
+//! record its document) and `rate_gates` (one row per provider, locked by every close;
+//! `spell` null until the first).
 
 use crate::connect::{Database, Fail, Retry};
 use swarm_util::error::{Error, Result};
@@ -93,6 +98,40 @@ CREATE TABLE holds (
     name text NOT NULL,
     key integer GENERATED ALWAYS AS IDENTITY UNIQUE,
     PRIMARY KEY (team, name)
+);
+",
+    r"
+CREATE TABLE merge_queues (
+    team text PRIMARY KEY REFERENCES teams ON DELETE CASCADE,
+    queue jsonb NOT NULL
+);
+CREATE TABLE budgets (
+    team text PRIMARY KEY REFERENCES teams ON DELETE CASCADE,
+    limits jsonb NOT NULL
+);
+CREATE TABLE spend (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    total jsonb NOT NULL,
+    PRIMARY KEY (team, agent)
+);
+CREATE TABLE launch_records (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    record jsonb NOT NULL,
+    PRIMARY KEY (team, agent)
+);
+CREATE TABLE worktrees (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    record jsonb NOT NULL,
+    PRIMARY KEY (team, agent)
+);
+CREATE TABLE rate_gates (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    provider text NOT NULL,
+    spell jsonb,
+    PRIMARY KEY (team, provider)
 );
 ",
 ];

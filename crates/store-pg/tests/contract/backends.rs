@@ -8,7 +8,10 @@ use swarm_store::Root;
 use swarm_store::file_store::FileStore;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::NewMember;
-use swarm_store::seam::{Agents, Approvals, Mailboxes, Roster, TaskBoard};
+use swarm_store::seam::{
+    Agents, Approvals, Backend, Budget, LaunchRecords, Mailboxes, MergeQueue, RateGate, Roster,
+    TaskBoard, Worktrees,
+};
 use swarm_store_pg::PgStore;
 
 /// The parts of one backend under contract (accessors, as `Backend` has, since the parts'
@@ -19,9 +22,47 @@ pub trait Parts: Send + Sync {
     fn tasks(&self) -> &dyn TaskBoard;
     fn approvals(&self) -> &dyn Approvals;
     fn agents(&self) -> &dyn Agents;
+    fn merge_queue(&self) -> &dyn MergeQueue;
+    fn budget(&self) -> &dyn Budget;
+    fn launches(&self) -> &dyn LaunchRecords;
+    fn worktrees(&self) -> &dyn Worktrees;
+    fn rate_gate(&self) -> Arc<dyn RateGate>;
 }
 
-impl<T: Roster + Mailboxes + TaskBoard + Approvals + Agents> Parts for T {
+impl Parts for FileStore {
+    fn roster(&self) -> &dyn Roster {
+        Backend::roster(self)
+    }
+    fn mail(&self) -> &dyn Mailboxes {
+        Backend::mail(self)
+    }
+    fn tasks(&self) -> &dyn TaskBoard {
+        Backend::tasks(self)
+    }
+    fn approvals(&self) -> &dyn Approvals {
+        Backend::approvals(self)
+    }
+    fn agents(&self) -> &dyn Agents {
+        Backend::agents(self)
+    }
+    fn merge_queue(&self) -> &dyn MergeQueue {
+        Backend::merge_queue(self)
+    }
+    fn budget(&self) -> &dyn Budget {
+        Backend::budget(self)
+    }
+    fn launches(&self) -> &dyn LaunchRecords {
+        Backend::launches(self)
+    }
+    fn worktrees(&self) -> &dyn Worktrees {
+        Backend::worktrees(self)
+    }
+    fn rate_gate(&self) -> Arc<dyn RateGate> {
+        Backend::rate_gate(self)
+    }
+}
+
+impl Parts for PgStore {
     fn roster(&self) -> &dyn Roster {
         self
     }
@@ -36,6 +77,21 @@ impl<T: Roster + Mailboxes + TaskBoard + Approvals + Agents> Parts for T {
     }
     fn agents(&self) -> &dyn Agents {
         self
+    }
+    fn merge_queue(&self) -> &dyn MergeQueue {
+        self
+    }
+    fn budget(&self) -> &dyn Budget {
+        self
+    }
+    fn launches(&self) -> &dyn LaunchRecords {
+        self
+    }
+    fn worktrees(&self) -> &dyn Worktrees {
+        self
+    }
+    fn rate_gate(&self) -> Arc<dyn RateGate> {
+        Arc::new(self.clone())
     }
 }
 
@@ -64,6 +120,21 @@ impl Team {
     }
     pub fn agents(&self) -> &dyn Agents {
         self.handle.agents()
+    }
+    pub fn merge_queue(&self) -> &dyn MergeQueue {
+        self.handle.merge_queue()
+    }
+    pub fn budget(&self) -> &dyn Budget {
+        self.handle.budget()
+    }
+    pub fn launches(&self) -> &dyn LaunchRecords {
+        self.handle.launches()
+    }
+    pub fn worktrees(&self) -> &dyn Worktrees {
+        self.handle.worktrees()
+    }
+    pub fn rate_gate(&self) -> Arc<dyn RateGate> {
+        self.handle.rate_gate()
     }
     /// The team opened again, as another process would.
     pub fn open(&self) -> Arc<dyn Parts> {

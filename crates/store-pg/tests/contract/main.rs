@@ -6,8 +6,12 @@
 mod agents;
 mod approvals;
 mod backends;
+mod budget;
 mod mail;
+mod merge_queue;
 mod postgres_only;
+mod rate_gate;
+mod records;
 mod roster;
 mod server;
 mod tasks;

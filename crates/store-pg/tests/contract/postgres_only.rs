@@ -245,3 +245,43 @@ fn a_lead_whose_connection_dies_frees_its_place() {
     drop(next);
     assert!(!other.agents().lead_running());
 }
+
+/// With a short lock timeout: a worktree record's lock not had in time is a one-line error
+/// (exit code 5) naming the wait, while a merge run waits on past several timeouts for the
+/// run before it (a long check is no fault) and gets it when that run ends.
+#[test]
+fn a_bounded_wait_ends_in_an_error_and_a_run_waits_past_it() {
+    let Some(team) = team() else { return };
+    let url = team.url.clone().unwrap();
+    let db = Database::with_lock_timeout(&url, Duration::from_millis(200)).unwrap();
+    let waiter = PgStore::on(Arc::new(db), &TeamName::new("contract").unwrap());
+    let held = team.worktrees().lock_worktree("bob").unwrap();
+    let err = swarm_store::Worktrees::lock_worktree(&waiter, "bob")
+        .err()
+        .expect("held by another");
+    assert_eq!(err.exit_code(), 5, "{err}");
+    assert!(
+        err.to_string().contains("stayed held for more than 200ms"),
+        "{err}"
+    );
+    drop(held);
+    drop(swarm_store::Worktrees::lock_worktree(&waiter, "bob").unwrap());
+    let run = team.merge_queue().acquire_run().unwrap();
+    let started = Instant::now();
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mine = swarm_store::MergeQueue::acquire_run(&waiter).unwrap();
+            said.send(started.elapsed()).unwrap();
+            drop(mine);
+        });
+        // Five lock timeouts and more, then the run ends.
+        assert!(
+            heard.recv_timeout(Duration::from_millis(1_100)).is_err(),
+            "taken while held"
+        );
+        drop(run);
+        let waited = heard.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert!(waited >= Duration::from_millis(1_100), "{waited:?}");
+    });
+}
