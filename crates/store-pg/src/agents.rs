@@ -20,6 +20,7 @@ use crate::connect::Retry;
 use crate::holds::{Wait, hold, is_held};
 use crate::mail::unknown_team;
 use crate::roster::load_in;
+use crate::watch::{Change, notify};
 use swarm_store::lead::already_led;
 use swarm_store::names::{AgentName, LEAD};
 use swarm_store::seam::{Agents, Hold};
@@ -45,13 +46,14 @@ impl Agents for PgStore {
     fn write_state(&self, agent: &AgentName, state: &AgentState) -> Result<()> {
         let what = self.agents_what(&format!("write the state of {agent}"));
         let state = serde_json::to_value(state).expect("a state serialises");
-        self.db.run(Retry::Safe, &what, |c| {
-            c.execute(
+        self.db.transaction(Retry::Safe, &what, |tx| {
+            tx.execute(
                 "INSERT INTO agent_states (team, agent, state) VALUES ($1, $2, $3)
                  ON CONFLICT (team, agent) DO UPDATE SET state = EXCLUDED.state",
                 &[&self.team.as_str(), &agent.as_str(), &state],
             )
             .map_err(|e| unknown_team(self, e))?;
+            notify(tx, &self.team, Change::State(agent.as_str()))?;
             Ok(())
         })
     }
@@ -100,11 +102,12 @@ impl Agents for PgStore {
 
     fn remove_state(&self, agent: &AgentName) -> Result<()> {
         let what = self.agents_what(&format!("remove the state of {agent}"));
-        self.db.run(Retry::Safe, &what, |c| {
-            c.execute(
+        self.db.transaction(Retry::Safe, &what, |tx| {
+            tx.execute(
                 "DELETE FROM agent_states WHERE team = $1 AND agent = $2",
                 &[&self.team.as_str(), &agent.as_str()],
             )?;
+            notify(tx, &self.team, Change::State(agent.as_str()))?;
             Ok(())
         })
     }

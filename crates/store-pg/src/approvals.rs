@@ -17,6 +17,7 @@ use crate::PgStore;
 use crate::connect::{Fail, Retry};
 use crate::mail::{Tx, deliver_all, unknown_team};
 use crate::roster::load_in;
+use crate::watch::{Change, notify};
 use swarm_store::approvals::{
     Approval, Decision, State, check_id, decide, expired, lead_mode_of, recorded_again, unknown,
 };
@@ -42,6 +43,7 @@ fn write(store: &PgStore, tx: Tx, a: &Approval) -> std::result::Result<(), Fail>
         "UPDATE approvals SET doc = $3 WHERE team = $1 AND id = $2",
         &[&store.team.as_str(), &a.request_id, &Json(a)],
     )?;
+    notify(tx, &store.team, Change::Approvals)?;
     Ok(())
 }
 
@@ -71,6 +73,7 @@ impl Approvals for PgStore {
                 )
                 .map_err(|e| unknown_team(self, e))?;
             if made == 1 {
+                notify(tx, &self.team, Change::Approvals)?;
                 return Ok(approval.clone());
             }
             let existing = read(self, tx, &approval.request_id, true)?

@@ -21,6 +21,7 @@ use postgres::types::Json;
 use crate::PgStore;
 use crate::connect::{Fail, Retry};
 use crate::roster::load_in;
+use crate::watch::{Change, notify};
 use swarm_store::mailbox::delivered::{Appended, Cursor};
 use swarm_store::mailbox::{Delivery, Envelope, Sent, Version, check_text, recipients};
 use swarm_store::names::AgentName;
@@ -57,6 +58,7 @@ pub(crate) fn deliver_all(
             &[&team, &to],
         )
         .map_err(|e| unknown_team(store, e))?;
+        notify(tx, &store.team, Change::Inbox(to))?;
     }
     let mut keys = Vec::with_capacity(copies.len());
     for (to, origin, envelope) in copies {
@@ -209,6 +211,7 @@ impl Mailboxes for PgStore {
                 &[&team, &name, &keys],
             )?;
             if moved > 0 {
+                notify(tx, &self.team, Change::Inbox(name))?;
                 tx.execute(
                     &format!(
                         "UPDATE mailboxes SET writes = coalesce(writes, 0) + 1, written_ns = {NOW_NS}
@@ -233,6 +236,7 @@ impl Mailboxes for PgStore {
                 "DELETE FROM messages WHERE team = $1 AND agent = $2 AND acked IS NULL",
                 &[&team, &name],
             )?;
+            notify(tx, &self.team, Change::Inbox(name))?;
             Ok(())
         })
     }

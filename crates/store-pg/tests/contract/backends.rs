@@ -12,100 +12,24 @@ use swarm_store::seam::{
     Agents, Approvals, Backend, Budget, LaunchRecords, Mailboxes, MergeQueue, RateGate, Roster,
     TaskBoard, Worktrees,
 };
+
 use swarm_store_pg::PgStore;
-
-/// The parts of one backend under contract (accessors, as `Backend` has, since the parts'
-/// methods share names).
-pub trait Parts: Send + Sync {
-    fn roster(&self) -> &dyn Roster;
-    fn mail(&self) -> &dyn Mailboxes;
-    fn tasks(&self) -> &dyn TaskBoard;
-    fn approvals(&self) -> &dyn Approvals;
-    fn agents(&self) -> &dyn Agents;
-    fn merge_queue(&self) -> &dyn MergeQueue;
-    fn budget(&self) -> &dyn Budget;
-    fn launches(&self) -> &dyn LaunchRecords;
-    fn worktrees(&self) -> &dyn Worktrees;
-    fn rate_gate(&self) -> Arc<dyn RateGate>;
-}
-
-impl Parts for FileStore {
-    fn roster(&self) -> &dyn Roster {
-        Backend::roster(self)
-    }
-    fn mail(&self) -> &dyn Mailboxes {
-        Backend::mail(self)
-    }
-    fn tasks(&self) -> &dyn TaskBoard {
-        Backend::tasks(self)
-    }
-    fn approvals(&self) -> &dyn Approvals {
-        Backend::approvals(self)
-    }
-    fn agents(&self) -> &dyn Agents {
-        Backend::agents(self)
-    }
-    fn merge_queue(&self) -> &dyn MergeQueue {
-        Backend::merge_queue(self)
-    }
-    fn budget(&self) -> &dyn Budget {
-        Backend::budget(self)
-    }
-    fn launches(&self) -> &dyn LaunchRecords {
-        Backend::launches(self)
-    }
-    fn worktrees(&self) -> &dyn Worktrees {
-        Backend::worktrees(self)
-    }
-    fn rate_gate(&self) -> Arc<dyn RateGate> {
-        Backend::rate_gate(self)
-    }
-}
-
-impl Parts for PgStore {
-    fn roster(&self) -> &dyn Roster {
-        self
-    }
-    fn mail(&self) -> &dyn Mailboxes {
-        self
-    }
-    fn tasks(&self) -> &dyn TaskBoard {
-        self
-    }
-    fn approvals(&self) -> &dyn Approvals {
-        self
-    }
-    fn agents(&self) -> &dyn Agents {
-        self
-    }
-    fn merge_queue(&self) -> &dyn MergeQueue {
-        self
-    }
-    fn budget(&self) -> &dyn Budget {
-        self
-    }
-    fn launches(&self) -> &dyn LaunchRecords {
-        self
-    }
-    fn worktrees(&self) -> &dyn Worktrees {
-        self
-    }
-    fn rate_gate(&self) -> Arc<dyn RateGate> {
-        Arc::new(self.clone())
-    }
-}
 
 /// One team on one backend.
 pub struct Team {
     pub kind: &'static str,
     /// The database's URL, for PostgreSQL.
     pub url: Option<String>,
-    open: Box<dyn Fn() -> Arc<dyn Parts> + Send + Sync>,
-    handle: Arc<dyn Parts>,
+    open: Box<dyn Fn() -> Arc<dyn Backend> + Send + Sync>,
+    handle: Arc<dyn Backend>,
     _dir: tempfile::TempDir,
 }
 
 impl Team {
+    /// The whole backend, as a `Store` holds it.
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.handle
+    }
     pub fn roster(&self) -> &dyn Roster {
         self.handle.roster()
     }
@@ -137,7 +61,7 @@ impl Team {
         self.handle.rate_gate()
     }
     /// The team opened again, as another process would.
-    pub fn open(&self) -> Arc<dyn Parts> {
+    pub fn open(&self) -> Arc<dyn Backend> {
         (self.open)()
     }
     /// Adds teammates by name.
@@ -173,7 +97,7 @@ pub fn file() -> Team {
     let root = Root::new(dir.path());
     let team = team_name();
     root.create_team(&team, None, dir.path()).unwrap();
-    let open = move || Arc::new(FileStore::new(&root, &team)) as Arc<dyn Parts>;
+    let open = move || Arc::new(FileStore::new(&root, &team)) as Arc<dyn Backend>;
     Team {
         kind: "file",
         url: None,
@@ -188,10 +112,11 @@ pub fn postgres() -> Option<Team> {
     let url = crate::server::database()?;
     let dir = tempfile::tempdir().unwrap();
     let team = team_name();
-    let store = PgStore::connect(&url, &team).unwrap();
+    let root = Root::new(dir.path());
+    let store = PgStore::connect(&url, &root, &team).unwrap();
     store.create_team(None, dir.path()).unwrap();
     let at = url.clone();
-    let open = move || Arc::new(PgStore::connect(&at, &team).unwrap()) as Arc<dyn Parts>;
+    let open = move || Arc::new(PgStore::connect(&at, &root, &team).unwrap()) as Arc<dyn Backend>;
     Some(Team {
         kind: "postgres",
         url: Some(url),

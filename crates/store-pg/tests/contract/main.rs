@@ -15,6 +15,7 @@ mod records;
 mod roster;
 mod server;
 mod tasks;
+mod watch;
 
 /// For each contract `fn name(open: &backends::Opener)`, a module `name` with a test per
 /// backend.

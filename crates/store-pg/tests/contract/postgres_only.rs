@@ -23,6 +23,11 @@ fn team() -> Option<Team> {
     postgres()
 }
 
+/// A root for a store whose local files the test never makes.
+fn nowhere() -> swarm_store::Root {
+    swarm_store::Root::new("/nonexistent/swarm-test-root")
+}
+
 #[test]
 fn a_retried_send_makes_no_second_copy_even_after_it_was_acknowledged() {
     let Some(team) = team() else { return };
@@ -121,7 +126,7 @@ fn sends_through_dropped_connections_lose_nothing_and_double_nothing() {
 fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
     // Port 1 on loopback: nothing listens there, and the refusal is immediate.
     let url = "postgres://swarm:hunter2-secret@127.0.0.1:1/teams";
-    let err = PgStore::connect(url, &TeamName::new("t").unwrap()).unwrap_err();
+    let err = PgStore::connect(url, &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
     let text = err.to_string();
     assert_eq!(err.exit_code(), 5, "{text}");
     assert!(!text.contains("hunter2"), "{text}");
@@ -133,6 +138,7 @@ fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
     assert_eq!(text.lines().count(), 1, "{text}");
     let bad = PgStore::connect(
         "postgres://a:b@host:notaport/x",
+        &nowhere(),
         &TeamName::new("t").unwrap(),
     )
     .unwrap_err();
@@ -157,7 +163,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
     let url2 = crate::server::database().unwrap();
     std::thread::scope(|s| {
         for _ in 0..4 {
-            s.spawn(|| PgStore::connect(&url2, &TeamName::new("t").unwrap()).unwrap());
+            s.spawn(|| PgStore::connect(&url2, &nowhere(), &TeamName::new("t").unwrap()).unwrap());
         }
     });
     let mut admin = postgres::Client::connect(&url2, postgres::NoTls).unwrap();
@@ -172,7 +178,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
             &[&(migrate::LATEST + 1)],
         )
         .unwrap();
-    let newer = PgStore::connect(&url2, &TeamName::new("t").unwrap()).unwrap_err();
+    let newer = PgStore::connect(&url2, &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
     assert_eq!(newer.exit_code(), 5, "{newer}");
     assert!(newer.to_string().contains("upgrade swarm"), "{newer}");
 }
@@ -182,7 +188,7 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
     let Some(url) = crate::server::database() else {
         return;
     };
-    let ghost = PgStore::connect(&url, &TeamName::new("ghost").unwrap()).unwrap();
+    let ghost = PgStore::connect(&url, &nowhere(), &TeamName::new("ghost").unwrap()).unwrap();
     use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
     assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
     assert_eq!(ghost.next("bob").unwrap_err().exit_code(), 3);
@@ -199,7 +205,7 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
         ghost.create_team(None, dir.path()).unwrap_err().exit_code(),
         4
     );
-    let other = PgStore::connect(&url, &TeamName::new("other").unwrap()).unwrap();
+    let other = PgStore::connect(&url, &nowhere(), &TeamName::new("other").unwrap()).unwrap();
     other.create_team(None, dir.path()).unwrap();
     ghost
         .create(swarm_store::tasks::NewTask {
@@ -254,7 +260,11 @@ fn a_bounded_wait_ends_in_an_error_and_a_run_waits_past_it() {
     let Some(team) = team() else { return };
     let url = team.url.clone().unwrap();
     let db = Database::with_lock_timeout(&url, Duration::from_millis(200)).unwrap();
-    let waiter = PgStore::on(Arc::new(db), &TeamName::new("contract").unwrap());
+    let waiter = PgStore::on(
+        Arc::new(db),
+        &nowhere(),
+        &TeamName::new("contract").unwrap(),
+    );
     let held = team.worktrees().lock_worktree("bob").unwrap();
     let err = swarm_store::Worktrees::lock_worktree(&waiter, "bob")
         .err()
@@ -284,4 +294,39 @@ fn a_bounded_wait_ends_in_an_error_and_a_run_waits_past_it() {
         let waited = heard.recv_timeout(Duration::from_secs(20)).unwrap();
         assert!(waited >= Duration::from_millis(1_100), "{waited:?}");
     });
+}
+
+/// The listening connection is killed: the listener connects again, wakes its watchers
+/// (something may have changed while nobody listened), and later writes wake them again.
+#[test]
+fn a_watch_outlives_its_lost_connection() {
+    let Some(team) = team() else { return };
+    let (rang, rings) = std::sync::mpsc::channel();
+    let _watch = team.backend().watch(
+        swarm_store::Topic::Tasks,
+        Box::new(move || {
+            let _ = rang.send(());
+        }),
+    );
+    let mut admin = postgres::Client::connect(team.url.as_ref().unwrap(), postgres::NoTls).unwrap();
+    let killed = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()
+               AND query ILIKE 'LISTEN%'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(killed, 1, "the listener's connection");
+    let soon = Duration::from_secs(10);
+    assert!(rings.recv_timeout(soon).is_ok(), "woken on reconnecting");
+    while rings.try_recv().is_ok() {}
+    team.open()
+        .tasks()
+        .create(swarm_store::tasks::NewTask {
+            subject: "after".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(rings.recv_timeout(soon).is_ok(), "woken by a later write");
 }
