@@ -100,7 +100,11 @@ pub(crate) fn hold(store: &PgStore, name: &str, wait: Wait) -> Result<Option<Hel
             Err(e) if wait == Wait::Forever && e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
                 tracing::debug!("still waiting for the lock '{name}'");
             }
-            Err(e) => return Err(store.db.failed(&what, &e)),
+            Err(e) => {
+                // A lock not had in time leaves the connection fit for the pool.
+                store.db.give_back(client);
+                return Err(store.db.failed(&what, &e));
+            }
         }
     };
     if !got {
