@@ -4,10 +4,15 @@
 //!   returns `Ok` only once the message is in the inbox and an error only when it never
 //!   will be (or `SendInDoubt`, which says not to send again), so it does not dedupe;
 //! - the server is reached over a connection: an unreachable one is a one-line error
-//!   naming it, never its password (exit code 5), and the schema is versioned;
-//! - a lead's place is held by its connection, so the server frees it when the connection
-//!   dies (the file store's lock is freed by the kernel when the process dies, which the
-//!   contract cannot do to its own test process).
+//!   naming it, never its password (exit code 5), and the schema is versioned and brought
+//!   forward from an older version (files have no schema);
+//! - what is held (the lead's place) lasts as long as its connection, so the server frees
+//!   it when the connection dies (the file store's lock is freed by the kernel when the
+//!   process dies, which the contract cannot do to its own test process);
+//! - the lock timeout is the database's own (the file store's is its root's, tested with
+//!   the store): a bounded wait ends in exit 5 while a merge run waits on past it;
+//! - wake-ups come over a connection, which can be lost and must be made again (the file
+//!   store's come from the kernel).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -329,4 +334,40 @@ fn a_watch_outlives_its_lost_connection() {
         })
         .unwrap();
     assert!(rings.recv_timeout(soon).is_ok(), "woken by a later write");
+}
+
+/// A database made by the first schema (the roster, mail and tasks of an earlier swarm)
+/// is brought forward at its next use: the later migrations applied once each, what it
+/// held kept, and the new parts usable.
+#[test]
+fn a_database_of_the_first_schema_is_migrated_forward_keeping_its_data() {
+    let Some(team) = team() else { return };
+    team.add(&["bob"]);
+    team.mail()
+        .send("bob", Envelope::new("team-lead", "kept"))
+        .unwrap();
+    let url = team.url.clone().unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // Back to version 1: the later migrations' tables gone, their rows in schema_version too.
+    admin
+        .batch_execute(
+            "DROP TABLE approvals, agent_states, exit_reports, holds, merge_queues, budgets,
+                        spend, launch_records, worktrees, rate_gates;
+             DELETE FROM schema_version WHERE version > 1;",
+        )
+        .unwrap();
+    let db = Database::open(&url).unwrap();
+    assert_eq!(migrate::version(&db).unwrap(), 1);
+    assert_eq!(migrate::migrate(&db).unwrap(), 1, "from version 1");
+    assert_eq!(migrate::version(&db).unwrap(), migrate::LATEST);
+    let store = PgStore::on(
+        Arc::new(db),
+        &nowhere(),
+        &TeamName::new("contract").unwrap(),
+    );
+    let inbox = swarm_store::Mailboxes::read_unread(&store, &agent("bob")).unwrap();
+    assert_eq!(inbox[0].envelope.text, "kept");
+    assert_eq!(swarm_store::Roster::load(&store).unwrap().members.len(), 2);
+    assert!(swarm_store::Approvals::list(&store).unwrap().is_empty());
+    assert!(!swarm_store::Agents::lead_running(&store));
 }
