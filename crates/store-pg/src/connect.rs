@@ -25,7 +25,8 @@ use postgres::{Client, Config, NoTls};
 
 use swarm_util::error::{Error, Result};
 
-/// How long a row lock of the database is waited for before the operation fails.
+/// How long a lock of the database (a row's, a hold's) is waited for before the operation
+/// fails, unless the database was opened with another ([`Database::with_lock_timeout`]).
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long one statement may run.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -67,6 +68,7 @@ impl From<Error> for Fail {
 pub struct Database {
     config: Config,
     at: String,
+    lock_timeout: Duration,
     idle: Mutex<Vec<Client>>,
 }
 
@@ -96,11 +98,22 @@ impl Database {
         }
         let db = Database {
             at: describe(&config),
+            lock_timeout: LOCK_TIMEOUT,
             config,
             idle: Mutex::new(Vec::new()),
         };
         let client = db.connect()?;
         db.give_back(client);
+        Ok(db)
+    }
+
+    /// [`Database::open`], waiting `lock_timeout` for a lock instead of [`LOCK_TIMEOUT`]
+    /// (the setting a person gives, as `SWARM_LOCK_TIMEOUT_MS` is for files).
+    pub fn with_lock_timeout(url: &str, lock_timeout: Duration) -> Result<Database> {
+        let mut db = Database::open(url)?;
+        db.lock_timeout = lock_timeout;
+        // The connection `open` made has the default: made again with this one.
+        db.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
         Ok(db)
     }
 
@@ -118,14 +131,15 @@ impl Database {
         client
             .batch_execute(&format!(
                 "SET lock_timeout = {}; SET statement_timeout = {}",
-                LOCK_TIMEOUT.as_millis(),
+                self.lock_timeout.as_millis(),
                 STATEMENT_TIMEOUT.as_millis()
             ))
             .map_err(|e| self.unavailable("set up a connection to", &e))?;
         Ok(client)
     }
 
-    fn take(&self) -> Result<Client> {
+    /// A connection of the pool (or a new one), the caller's until it gives it back.
+    pub(crate) fn take(&self) -> Result<Client> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(c) if !c.is_closed() => Ok(c),
@@ -133,7 +147,8 @@ impl Database {
         }
     }
 
-    fn give_back(&self, client: Client) {
+    /// Returns a connection to the pool, unless it is closed.
+    pub(crate) fn give_back(&self, client: Client) {
         if !client.is_closed() {
             self.idle
                 .lock()
@@ -207,12 +222,12 @@ impl Database {
     }
 
     /// A database failure while doing `what`, as swarm's error.
-    fn failed(&self, what: &str, e: &postgres::Error) -> Error {
+    pub(crate) fn failed(&self, what: &str, e: &postgres::Error) -> Error {
         match kind(e) {
             Kind::Connection => self.unavailable(&format!("{what}: lost"), e),
             Kind::LockTimeout => Error::Unavailable(format!(
                 "failed to {what}: a lock in the team's database at {} stayed held for more than {:?}; retry",
-                self.at, LOCK_TIMEOUT
+                self.at, self.lock_timeout
             )),
             Kind::RolledBack | Kind::Other => Error::Other(format!(
                 "failed to {what} in the team's database at {}: {}",

@@ -1,7 +1,9 @@
-//! A team's shared state in PostgreSQL: the store seam's [`Roster`], [`Mailboxes`] and
-//! [`TaskBoard`] on a database server, for a team that outgrows one machine
-//! (the design decisions, item 9). The file store stays the default and the
-//! one Claude Code reads; this one keeps the same guarantees in a database's own way:
+//! A team's shared state in PostgreSQL: [`PgStore`], a whole [`Backend`] of the store seam
+//! ([`Roster`], [`Mailboxes`], [`TaskBoard`], [`Approvals`], [`Agents`], [`MergeQueue`],
+//! [`Budget`], [`LaunchRecords`], [`Worktrees`], [`RateGate`] and `watch`) on a database
+//! server, for a team that outgrows one machine (the design decisions, item 9). The file store stays the default
+//! and the one Claude Code reads; this one keeps the same guarantees in a database's own
+//! way:
 //!
 //! - every mutation is one transaction, committed before it returns `Ok`;
 //! - a message is unique per recipient by the sender's message id, so a send retried after
@@ -9,60 +11,112 @@
 //!   by its key, which moves it to the delivered log in the same statement;
 //! - a claim is a compare-and-set under the task list's row lock; both sides of a
 //!   dependency edge are written in one transaction, so they never disagree;
-//! - the decisions (who may claim, which name is taken, which edge closes a cycle) are the
-//!   file store's own functions (`swarm_store::tasks::claim::refusal`, `graph`,
-//!   `roster::add_to`), so the two backends cannot decide differently.
+//! - an approval is decided under its row's lock, and its answer delivered in the same
+//!   transaction: resolved exactly once, answered exactly once;
+//! - what is held until dropped (the lead's place, the merge queue's run, a worktree
+//!   record's lock) is a session advisory lock on a connection of its own (the `holds`
+//!   module), freed by the server when its process dies; an exit report is claimed by
+//!   inserting its row, so exactly once;
+//! - the merge queue and a rate gate are read-modify-writes under their row's lock, the
+//!   gate merged by the seam's one rule (`RateLimit::merged`);
+//! - wake-ups are pushed: every write notifies what it changed (`NOTIFY`, in its own
+//!   transaction), and a listening connection per handle wakes the watches it concerns
+//!   (the `watch` module);
+//! - the decisions (who may claim, which name is taken, which edge closes a cycle, whether
+//!   a request may still be decided) are the file store's own functions
+//!   (`swarm_store::tasks::claim::refusal`, `graph`, `roster::add_to`,
+//!   `approvals::decide`), so the two backends cannot decide differently.
 //!
-//! Not yet here: approvals, agent states and liveness, the merge queue, budgets, launch and
-//! worktree records, the rate gate and `watch`; so [`PgStore`] is not yet a
-//! [`swarm_store::Backend`] and no command uses it.
+//! A team on PostgreSQL keeps only what is the host's own under its local [`Root`]
+//! (`Backend::root`): each agent's logs, transcripts and plans, files on the host the
+//! agent runs on. Everything shared is in the database.
+//!
+//! Not yet here: no command opens a `PgStore` yet (`--store` is a later step, and with it
+//! `Root::open` choosing the backend); liveness by heartbeats (an agent's state still names
+//! its pid, which means nothing on another host); fencing tokens, so a hold or a claim
+//! lost with its connection cannot be used after its successor's; TLS (connections are
+//! plain); the transcripts' index.
 //!
 //! The driver is the `postgres` crate (tokio-postgres behind a blocking API with its own
 //! small runtime): the seam is synchronous, and it is the most used, best kept client of
-//! the Rust ecosystem, with `LISTEN/NOTIFY` for wake-ups. Connections are plain (TLS through
-//! rustls is for later); [`connect`] owns them, [`migrate`] the schema.
+//! the Rust ecosystem, with `LISTEN/NOTIFY` for wake-ups. [`connect`] owns the
+//! connections, [`migrate`] the schema.
 //!
+//! [`Backend`]: swarm_store::Backend
+//! [`Root`]: swarm_store::Root
 //! [`Roster`]: swarm_store::Roster
 //! [`Mailboxes`]: swarm_store::Mailboxes
 //! [`TaskBoard`]: swarm_store::TaskBoard
+//! [`Approvals`]: swarm_store::Approvals
+//! [`Agents`]: swarm_store::Agents
+//! [`MergeQueue`]: swarm_store::MergeQueue
+//! [`Budget`]: swarm_store::Budget
+//! [`LaunchRecords`]: swarm_store::LaunchRecords
+//! [`Worktrees`]: swarm_store::Worktrees
+//! [`RateGate`]: swarm_store::seam::RateGate
 
+mod agents;
+mod approvals;
+mod backend;
+mod budget;
 pub mod connect;
+mod holds;
 mod mail;
+mod merge_queue;
 pub mod migrate;
+mod rate_gate;
+mod records;
 mod roster;
 mod tasks;
+mod watch;
 
 use std::path::Path;
 use std::sync::Arc;
 
+use postgres::Row;
+use postgres::types::Json;
+use serde::de::DeserializeOwned;
+
+use swarm_store::Root;
 use swarm_store::names::TeamName;
 use swarm_store::roster::TeamConfig;
-use swarm_util::error::Result;
+use swarm_util::error::{Error, Result};
+
+use crate::connect::Fail;
+use crate::watch::Watchers;
 
 pub use connect::{Database, redact};
 
-/// One team's state in one database.
+/// One team's state in one database, and the local root of the process that opened it.
+///
+/// The root (`Backend::root`) holds what stays on the agent's own host: its logs, its
+/// transcripts and plans, under the same layout as a file team's. Nothing under it is
+/// shared state: a teammate on another host has a root of its own.
 #[derive(Debug, Clone)]
 pub struct PgStore {
     db: Arc<Database>,
     team: TeamName,
+    root: Root,
+    watchers: Arc<Watchers>,
 }
 
 impl PgStore {
     /// Connects to the database at `url`, migrates it to the newest schema if needed (the
     /// first use of a database), and opens `team` there (which may not exist yet: see
-    /// [`PgStore::create_team`]).
-    pub fn connect(url: &str, team: &TeamName) -> Result<PgStore> {
+    /// [`PgStore::create_team`]), with `root` for this host's own files.
+    pub fn connect(url: &str, root: &Root, team: &TeamName) -> Result<PgStore> {
         let db = Arc::new(Database::open(url)?);
         migrate::migrate(&db)?;
-        Ok(PgStore::on(db, team))
+        Ok(PgStore::on(db, root, team))
     }
 
     /// `team` in a database already opened and migrated.
-    pub fn on(db: Arc<Database>, team: &TeamName) -> PgStore {
+    pub fn on(db: Arc<Database>, root: &Root, team: &TeamName) -> PgStore {
         PgStore {
+            watchers: Watchers::new(db.clone(), team),
             db,
             team: team.clone(),
+            root: root.clone(),
         }
     }
 
@@ -80,4 +134,14 @@ impl PgStore {
     pub fn delete_team(&self) -> Result<()> {
         roster::delete(self)
     }
+}
+
+/// Column 0 of `row`, a JSON document of `what` ("a merge queue"); one that does not parse
+/// (written by a newer swarm, or by hand) is an error saying so, never a panic.
+pub(crate) fn doc<T: DeserializeOwned>(row: &Row, what: &str) -> std::result::Result<T, Fail> {
+    row.try_get::<_, Json<T>>(0).map(|j| j.0).map_err(|e| {
+        Fail::Swarm(Error::Other(format!(
+            "failed to read {what} from the team's database: {e}; was it written by a newer swarm?"
+        )))
+    })
 }

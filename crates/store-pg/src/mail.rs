@@ -21,13 +21,14 @@ use postgres::types::Json;
 use crate::PgStore;
 use crate::connect::{Fail, Retry};
 use crate::roster::load_in;
+use crate::watch::{Change, notify};
 use swarm_store::mailbox::delivered::{Appended, Cursor};
 use swarm_store::mailbox::{Delivery, Envelope, Sent, Version, check_text, recipients};
 use swarm_store::names::AgentName;
 use swarm_store::seam::Mailboxes;
 use swarm_util::error::Result;
 
-type Tx<'a, 'b> = &'a mut postgres::Transaction<'b>;
+pub(crate) type Tx<'a, 'b> = &'a mut postgres::Transaction<'b>;
 
 /// The one delivered log a recipient has here (a cursor on another is on none, and reads
 /// from the start).
@@ -38,7 +39,7 @@ const NOW_NS: &str = "(extract(epoch from clock_timestamp()) * 1e9)::bigint";
 
 /// Puts each `(recipient, origin, copy)` in its recipient's inbox, in one transaction;
 /// returns each copy's key: the one stored, when the origin was delivered before.
-fn deliver_all(
+pub(crate) fn deliver_all(
     store: &PgStore,
     tx: Tx,
     copies: &[(AgentName, String, Envelope)],
@@ -57,6 +58,7 @@ fn deliver_all(
             &[&team, &to],
         )
         .map_err(|e| unknown_team(store, e))?;
+        notify(tx, &store.team, Change::Inbox(to))?;
     }
     let mut keys = Vec::with_capacity(copies.len());
     for (to, origin, envelope) in copies {
@@ -82,7 +84,7 @@ fn deliver_all(
 }
 
 /// A foreign key refused: the team is not in the database.
-fn unknown_team(store: &PgStore, e: postgres::Error) -> Fail {
+pub(crate) fn unknown_team(store: &PgStore, e: postgres::Error) -> Fail {
     if e.code() == Some(&postgres::error::SqlState::FOREIGN_KEY_VIOLATION) {
         Fail::Swarm(store.no_team())
     } else {
@@ -209,6 +211,7 @@ impl Mailboxes for PgStore {
                 &[&team, &name, &keys],
             )?;
             if moved > 0 {
+                notify(tx, &self.team, Change::Inbox(name))?;
                 tx.execute(
                     &format!(
                         "UPDATE mailboxes SET writes = coalesce(writes, 0) + 1, written_ns = {NOW_NS}
@@ -233,6 +236,7 @@ impl Mailboxes for PgStore {
                 "DELETE FROM messages WHERE team = $1 AND agent = $2 AND acked IS NULL",
                 &[&team, &name],
             )?;
+            notify(tx, &self.team, Change::Inbox(name))?;
             Ok(())
         })
     }

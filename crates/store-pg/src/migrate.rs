@@ -17,12 +17,24 @@
 //!   and is locked by every delivery and acknowledgement; a message is unique per recipient
 //!   by its origin (the sender's message id) and by its key, and moves from the inbox to
 //!   the delivered log by getting `acked`, the number of its acknowledgement.
+//!
+//! Version 2: `approvals`, each request its JSON document, locked by every decision.
+//!
+//! Version 3: `agent_states` (each agent's state document), `exit_reports` (one row per
+//! exit whose report was claimed) and `holds` (the key of each advisory lock a team holds
+//! by name: its lead, its merge run, a worktree record).
+//!
+//! Version 4: `merge_queues` (the queue's document, locked by every change), `budgets` (the
+//! limits), `spend` (each agent's running total), `launch_records`, `worktrees` (each
+//! record its document) and `rate_gates` (one row per provider, locked by every close;
+//! `spell` null until the first).
 
 use crate::connect::{Database, Fail, Retry};
 use swarm_util::error::{Error, Result};
 
 /// The migrations, in order: version `i + 1` is `MIGRATIONS[i]`.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE teams (
     name text PRIMARY KEY,
     config jsonb NOT NULL
@@ -59,7 +71,70 @@ CREATE TABLE messages (
 CREATE INDEX messages_inbox ON messages (team, agent, seq) WHERE acked IS NULL;
 CREATE INDEX messages_delivered ON messages (team, agent, acked, seq) WHERE acked IS NOT NULL;
 CREATE SEQUENCE acks;
-"];
+",
+    r"
+CREATE TABLE approvals (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    id text NOT NULL,
+    doc jsonb NOT NULL,
+    PRIMARY KEY (team, id)
+);
+",
+    r"
+CREATE TABLE agent_states (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    state jsonb NOT NULL,
+    PRIMARY KEY (team, agent)
+);
+CREATE TABLE exit_reports (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    instance text NOT NULL,
+    PRIMARY KEY (team, agent, instance)
+);
+CREATE TABLE holds (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    name text NOT NULL,
+    key integer GENERATED ALWAYS AS IDENTITY UNIQUE,
+    PRIMARY KEY (team, name)
+);
+",
+    r"
+CREATE TABLE merge_queues (
+    team text PRIMARY KEY REFERENCES teams ON DELETE CASCADE,
+    queue jsonb NOT NULL
+);
+CREATE TABLE budgets (
+    team text PRIMARY KEY REFERENCES teams ON DELETE CASCADE,
+    limits jsonb NOT NULL
+);
+CREATE TABLE spend (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    total jsonb NOT NULL,
+    PRIMARY KEY (team, agent)
+);
+CREATE TABLE launch_records (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    record jsonb NOT NULL,
+    PRIMARY KEY (team, agent)
+);
+CREATE TABLE worktrees (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    record jsonb NOT NULL,
+    PRIMARY KEY (team, agent)
+);
+CREATE TABLE rate_gates (
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    provider text NOT NULL,
+    spell jsonb,
+    PRIMARY KEY (team, provider)
+);
+",
+];
 
 /// The newest schema version this swarm knows.
 pub const LATEST: i32 = MIGRATIONS.len() as i32;

@@ -11,6 +11,7 @@ use postgres::types::Json;
 use crate::PgStore;
 use crate::connect::{Fail, Retry};
 use crate::tasks::{lock_list, release_in};
+use crate::watch::{Change, notify};
 use swarm_store::names::LEAD;
 use swarm_store::roster::{self, Member, NewMember, Removed, TeamConfig};
 use swarm_store::seam::Roster;
@@ -36,6 +37,7 @@ pub(crate) fn create(
             .into());
         }
         tx.execute("INSERT INTO task_lists (team) VALUES ($1)", &[&team])?;
+        notify(tx, &store.team, Change::Roster)?;
         Ok(())
     })?;
     Ok(config)
@@ -43,12 +45,12 @@ pub(crate) fn create(
 
 pub(crate) fn delete(store: &PgStore) -> Result<()> {
     let team = store.team.as_str();
-    store
-        .db
-        .run(Retry::Safe, &format!("delete team '{team}'"), |client| {
-            client.execute("DELETE FROM teams WHERE name = $1", &[&team])?;
-            Ok(())
-        })
+    let what = format!("delete team '{team}'");
+    store.db.transaction(Retry::Safe, &what, |tx| {
+        tx.execute("DELETE FROM teams WHERE name = $1", &[&team])?;
+        notify(tx, &store.team, Change::Roster)?;
+        Ok(())
+    })
 }
 
 /// The roster, locked for the rest of the transaction when `for_update`.
@@ -88,6 +90,7 @@ fn store_config(
         "UPDATE teams SET config = $2 WHERE name = $1",
         &[&store.team.as_str(), &Json(config)],
     )?;
+    notify(client, &store.team, Change::Roster)?;
     Ok(())
 }
 

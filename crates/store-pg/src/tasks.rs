@@ -19,6 +19,7 @@ use serde_json::Map;
 
 use crate::PgStore;
 use crate::connect::{Fail, Retry};
+use crate::watch::{Change, notify};
 use swarm_store::seam::TaskBoard;
 use swarm_store::tasks::claim::refusal;
 use swarm_store::tasks::graph::{check_edge, dedup, graph, missing_dependency, push_unique};
@@ -80,6 +81,7 @@ fn write_task(store: &PgStore, tx: Tx, task: &Task) -> std::result::Result<(), F
          ON CONFLICT (team, id) DO UPDATE SET doc = EXCLUDED.doc",
         &[&store.team.as_str(), &n, &Json(task)],
     )?;
+    notify(tx, &store.team, Change::Tasks)?;
     Ok(())
 }
 
@@ -207,6 +209,7 @@ impl TaskBoard for PgStore {
                 "DELETE FROM tasks WHERE team = $1 AND id = $2",
                 &[&self.team.as_str(), &n],
             )?;
+            notify(tx, &self.team, Change::Tasks)?;
             for mut other in all_tasks(self, tx)? {
                 let before = (other.blocks.len(), other.blocked_by.len());
                 other.blocks.retain(|x| x != id);

@@ -9,6 +9,9 @@
 //! at once. Who decides is the caller's business: the lead's model, a person (`swarm
 //! approve`, the dashboard), or a timeout; a request expires when its teammate stops
 //! waiting for it, or stops.
+//!
+//! The rules are functions every backend calls, so none decides differently:
+//! [`check_id`], [`recorded_again`], [`decide`] (with [`lead_mode_of`]) and [`expired`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -92,7 +95,8 @@ pub struct Decision {
     pub via: Option<String>,
 }
 
-fn path(root: &Root, team: &TeamName, id: &str) -> Result<std::path::PathBuf> {
+/// Refuses what is not a request id (and so could not be a record's name).
+pub fn check_id(id: &str) -> Result<()> {
     if id.is_empty()
         || id.contains('/')
         || id.contains('\0')
@@ -103,6 +107,11 @@ fn path(root: &Root, team: &TeamName, id: &str) -> Result<std::path::PathBuf> {
             "'{id}' is not a request id; see `swarm approvals`"
         )));
     }
+    Ok(())
+}
+
+fn path(root: &Root, team: &TeamName, id: &str) -> Result<std::path::PathBuf> {
+    check_id(id)?;
     Ok(root.approval_path(team, id))
 }
 
@@ -153,20 +162,33 @@ pub fn from_permission(req: &PermissionRequest) -> Approval {
     }
 }
 
+/// What recording `new` again over `existing` changes: the record to write, if any. A
+/// plan-mode teammate records its plan without the mode approval gives it (its own mode is
+/// `plan`); the lead, recording the same request, knows it. Nothing else changes a record
+/// once made. Every backend records by this rule.
+pub fn recorded_again(existing: &Approval, new: &Approval) -> Option<Approval> {
+    if existing.state == State::Pending && existing.mode.is_none() && new.mode.is_some() {
+        let mut filled = existing.clone();
+        filled.mode = new.mode.clone();
+        return Some(filled);
+    }
+    None
+}
+
 /// Records a request as pending, unless it is known already. Returns the record as stored.
 pub(crate) fn record(root: &Root, team: &TeamName, approval: &Approval) -> Result<Approval> {
     let p = path(root, team, &approval.request_id)?;
     let d = root.approvals_dir(team);
     std::fs::create_dir_all(&d).ctx("create directory", &d)?;
     let _guard = files::lock(root, &p)?;
-    if let Some(mut existing) = read(root, &p)? {
-        // A plan-mode teammate records its plan without the mode approval gives it (its
-        // own mode is `plan`); the lead, recording the same request, knows it.
-        if existing.state == State::Pending && existing.mode.is_none() && approval.mode.is_some() {
-            existing.mode = approval.mode.clone();
-            files::write(root, &p, &json::to_pretty(&existing))?;
-        }
-        return Ok(existing);
+    if let Some(existing) = read(root, &p)? {
+        return Ok(match recorded_again(&existing, approval) {
+            Some(filled) => {
+                files::write(root, &p, &json::to_pretty(&filled))?;
+                filled
+            }
+            None => existing,
+        });
     }
     files::write(root, &p, &json::to_pretty(approval))?;
     Ok(approval.clone())
@@ -182,7 +204,8 @@ fn read(root: &Root, p: &std::path::Path) -> Result<Option<Approval>> {
     }
 }
 
-fn unknown(team: &TeamName, id: &str) -> Error {
+/// The error for a request the team does not have.
+pub fn unknown(team: &TeamName, id: &str) -> Error {
     Error::not_found(format!(
         "no request '{id}' in team '{team}'; see `swarm approvals`"
     ))
@@ -212,21 +235,25 @@ pub(crate) fn list(root: &Root, team: &TeamName) -> Result<Vec<Approval>> {
     Ok(all)
 }
 
-/// Resolves a pending request exactly once and sends the answer to the teammate.
-pub(crate) fn resolve(
-    root: &Root,
-    team: &TeamName,
-    id: &str,
+/// A request decided: its record as it is now, and the answer for its teammate.
+#[derive(Debug, Clone)]
+pub struct Resolution {
+    pub approval: Approval,
+    /// The teammate that asked, who gets `answer`.
+    pub to: AgentName,
+    pub answer: Envelope,
+}
+
+/// Decides request `a` by `decision`: refused (a conflict naming the first decision) unless
+/// it is pending, and a plan's rejection needs feedback. `lead_mode` is asked only for a
+/// plan approved with no mode of its own (see [`lead_mode_of`]). Every backend decides by
+/// this rule, then writes the record before (or with) the answer.
+pub fn decide(
+    a: &Approval,
     decision: Decision,
-) -> Result<Approval> {
-    let p = path(root, team, id)?;
-    // Records are never deleted, so one that is not there yet needs no lock to say so
-    // (and its directory may not exist for the lock file either).
-    if !p.exists() {
-        return Err(unknown(team, id));
-    }
-    let _guard = files::lock(root, &p)?;
-    let mut a = read(root, &p)?.ok_or_else(|| unknown(team, id))?;
+    lead_mode: impl FnOnce() -> Option<String>,
+) -> Result<Resolution> {
+    let id = &a.request_id;
     if a.state == State::Expired {
         return Err(Error::conflict(format!(
             "request {id} has expired ({}); {} no longer waits for an answer",
@@ -258,12 +285,29 @@ pub(crate) fn resolve(
         .mode
         .clone()
         .or_else(|| a.mode.clone())
-        .or_else(|| {
-            (a.kind == Kind::Plan)
-                .then(|| lead_mode(root, team))
-                .flatten()
-        });
-    let answer = match a.kind {
+        .or_else(|| (a.kind == Kind::Plan).then(lead_mode).flatten());
+    let answer = answer(a, &decision, mode.as_deref());
+    let mut a = a.clone();
+    a.state = if decision.approve {
+        State::Approved
+    } else {
+        State::Rejected
+    };
+    a.resolved_ms = Some(clock::now_ms());
+    a.resolved_by = Some(decision.by.clone());
+    a.resolved_via = decision.via;
+    a.feedback = decision.feedback;
+    a.mode = mode;
+    Ok(Resolution {
+        to: AgentName::parse_any(&a.agent)?,
+        approval: a,
+        answer: Envelope::new(LEAD, answer.to_text()),
+    })
+}
+
+/// The protocol message that tells `a`'s teammate the decision.
+fn answer(a: &Approval, decision: &Decision, mode: Option<&str>) -> Protocol {
+    match a.kind {
         Kind::Plan => Protocol::PlanApprovalResponse(PlanApprovalResponse {
             request_id: a.request_id.clone(),
             approved: decision.approve,
@@ -271,7 +315,7 @@ pub(crate) fn resolve(
             timestamp: clock::now_iso(),
             permission_mode: decision
                 .approve
-                .then(|| mode.clone().unwrap_or_else(|| "default".to_owned())),
+                .then(|| mode.unwrap_or("default").to_owned()),
         }),
         Kind::Permission => Protocol::PermissionResponse(PermissionResponse {
             request_id: a.request_id.clone(),
@@ -289,28 +333,35 @@ pub(crate) fn resolve(
                     .unwrap_or_else(|| "denied".to_owned())
             }),
         }),
-    };
-    decide(&mut a, decision, mode);
-    // Written before the answer goes out: a crash between leaves it resolved but
-    // unanswered (the teammate's own timeout covers that), never answered twice.
-    files::write(root, &p, &json::to_pretty(&a))?;
-    let agent = AgentName::parse_any(&a.agent)?;
-    mailbox::deliver(root, team, &agent, Envelope::new(LEAD, answer.to_text()))?;
-    Ok(a)
+    }
 }
 
-/// Marks `a` decided as `decision` says, with `mode` for a plan's teammate.
-fn decide(a: &mut Approval, decision: Decision, mode: Option<String>) {
-    a.state = if decision.approve {
-        State::Approved
-    } else {
-        State::Rejected
+/// Resolves a pending request exactly once and sends the answer to the teammate.
+pub(crate) fn resolve(
+    root: &Root,
+    team: &TeamName,
+    id: &str,
+    decision: Decision,
+) -> Result<Approval> {
+    let p = path(root, team, id)?;
+    // Records are never deleted, so one that is not there yet needs no lock to say so
+    // (and its directory may not exist for the lock file either).
+    if !p.exists() {
+        return Err(unknown(team, id));
+    }
+    let _guard = files::lock(root, &p)?;
+    let a = read(root, &p)?.ok_or_else(|| unknown(team, id))?;
+    let lead_mode = || {
+        crate::roster::load(root, team)
+            .ok()
+            .and_then(|c| lead_mode_of(&c))
     };
-    a.resolved_ms = Some(clock::now_ms());
-    a.resolved_by = Some(decision.by);
-    a.resolved_via = decision.via;
-    a.feedback = decision.feedback;
-    a.mode = mode;
+    let done = decide(&a, decision, lead_mode)?;
+    // Written before the answer goes out: a crash between leaves it resolved but
+    // unanswered (the teammate's own timeout covers that), never answered twice.
+    files::write(root, &p, &json::to_pretty(&done.approval))?;
+    mailbox::deliver(root, team, &done.to, done.answer)?;
+    Ok(done.approval)
 }
 
 /// Records an answer that came by mail (see `seam::Approvals::answered`): decides a
@@ -326,24 +377,49 @@ pub(crate) fn answered(
         return Ok(None);
     }
     let _guard = files::lock(root, &p)?;
-    let Some(mut a) = read(root, &p)?.filter(|a| a.state == State::Pending) else {
+    let Some(a) = read(root, &p)?.and_then(|a| answered_by_mail(&a, decision)) else {
         return Ok(None);
     };
-    let mode = decision.mode.clone();
-    decide(&mut a, decision, mode);
     files::write(root, &p, &json::to_pretty(&a))?;
     Ok(Some(a))
 }
 
+/// `a` decided by an answer that came by mail, if it is still pending (`None`: decided or
+/// expired already). Every backend records such answers by this rule: the answer stands as
+/// it was given, so a rejection without feedback is recorded too.
+pub fn answered_by_mail(a: &Approval, mut decision: Decision) -> Option<Approval> {
+    if a.state != State::Pending {
+        return None;
+    }
+    if !decision.approve
+        && decision
+            .feedback
+            .as_deref()
+            .is_none_or(|f| f.trim().is_empty())
+    {
+        decision.feedback = Some("(no feedback given)".to_owned());
+    }
+    decide(a, decision, || None).ok().map(|done| done.approval)
+}
+
 /// The permission mode the team's lead runs in, as its roster entry records it, unless it
 /// is `plan` (which a teammate leaving plan mode never gets).
-fn lead_mode(root: &Root, team: &TeamName) -> Option<String> {
-    crate::roster::load(root, team)
-        .ok()?
-        .member(LEAD)?
-        .mode
-        .clone()
-        .filter(|m| m != "plan")
+pub fn lead_mode_of(config: &crate::roster::TeamConfig) -> Option<String> {
+    config.member(LEAD)?.mode.clone().filter(|m| m != "plan")
+}
+
+/// `a` expired because `why`, if it is still pending (`None`: it was decided already).
+/// Every backend expires by this rule.
+pub fn expired(a: &Approval, why: &str) -> Option<Approval> {
+    if a.state != State::Pending {
+        return None;
+    }
+    let mut a = a.clone();
+    a.state = State::Expired;
+    a.resolved_ms = Some(clock::now_ms());
+    a.resolved_by = Some("timeout".to_owned());
+    a.feedback = Some(why.to_owned());
+    Some(a)
 }
 
 /// Marks a pending request expired (its teammate stopped waiting, or stopped). `None` when
@@ -359,16 +435,9 @@ pub(crate) fn expire(
         return Ok(None);
     }
     let _guard = files::lock(root, &p)?;
-    let Some(mut a) = read(root, &p)? else {
+    let Some(a) = read(root, &p)?.and_then(|a| expired(&a, why)) else {
         return Ok(None);
     };
-    if a.state != State::Pending {
-        return Ok(None);
-    }
-    a.state = State::Expired;
-    a.resolved_ms = Some(clock::now_ms());
-    a.resolved_by = Some("timeout".to_owned());
-    a.feedback = Some(why.to_owned());
     files::write(root, &p, &json::to_pretty(&a))?;
     Ok(Some(a))
 }

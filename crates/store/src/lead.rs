@@ -24,14 +24,18 @@ impl LeadLock {
         if life_lock::try_hold(&file, &path)? {
             return Ok(LeadLock { _file: file });
         }
-        let pid = roster::load(root, team)
-            .ok()
-            .and_then(|c| c.extra.get("leadProcess").and_then(|p| p["pid"].as_i64()));
-        Err(Error::conflict(format!(
-            "team '{team}' already has a lead running{}; attach to it with `swarm attach {team}`",
-            pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
-        )))
+        Err(already_led(team, roster::load(root, team).ok().as_ref()))
     }
+}
+
+/// The refusal of a second lead, naming the running one's pid when its roster (`config`)
+/// records it. Every backend refuses with it.
+pub fn already_led(team: &TeamName, config: Option<&roster::TeamConfig>) -> Error {
+    let pid = config.and_then(|c| c.extra.get("leadProcess").and_then(|p| p["pid"].as_i64()));
+    Error::conflict(format!(
+        "team '{team}' already has a lead running{}; attach to it with `swarm attach {team}`",
+        pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    ))
 }
 
 /// Whether a process holds the team's lead lock right now.

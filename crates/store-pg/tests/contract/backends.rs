@@ -8,35 +8,60 @@ use swarm_store::Root;
 use swarm_store::file_store::FileStore;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::NewMember;
-use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
-use swarm_store_pg::PgStore;
+use swarm_store::seam::{
+    Agents, Approvals, Backend, Budget, LaunchRecords, Mailboxes, MergeQueue, RateGate, Roster,
+    TaskBoard, Worktrees,
+};
 
-/// The parts of one backend under contract.
-pub trait Parts: Roster + Mailboxes + TaskBoard {}
-impl<T: Roster + Mailboxes + TaskBoard> Parts for T {}
+use swarm_store_pg::PgStore;
 
 /// One team on one backend.
 pub struct Team {
     pub kind: &'static str,
     /// The database's URL, for PostgreSQL.
     pub url: Option<String>,
-    open: Box<dyn Fn() -> Arc<dyn Parts> + Send + Sync>,
-    handle: Arc<dyn Parts>,
+    open: Box<dyn Fn() -> Arc<dyn Backend> + Send + Sync>,
+    handle: Arc<dyn Backend>,
     _dir: tempfile::TempDir,
 }
 
 impl Team {
-    pub fn roster(&self) -> &dyn Roster {
+    /// The whole backend, as a `Store` holds it.
+    pub fn backend(&self) -> &dyn Backend {
         &*self.handle
+    }
+    pub fn roster(&self) -> &dyn Roster {
+        self.handle.roster()
     }
     pub fn mail(&self) -> &dyn Mailboxes {
-        &*self.handle
+        self.handle.mail()
     }
     pub fn tasks(&self) -> &dyn TaskBoard {
-        &*self.handle
+        self.handle.tasks()
+    }
+    pub fn approvals(&self) -> &dyn Approvals {
+        self.handle.approvals()
+    }
+    pub fn agents(&self) -> &dyn Agents {
+        self.handle.agents()
+    }
+    pub fn merge_queue(&self) -> &dyn MergeQueue {
+        self.handle.merge_queue()
+    }
+    pub fn budget(&self) -> &dyn Budget {
+        self.handle.budget()
+    }
+    pub fn launches(&self) -> &dyn LaunchRecords {
+        self.handle.launches()
+    }
+    pub fn worktrees(&self) -> &dyn Worktrees {
+        self.handle.worktrees()
+    }
+    pub fn rate_gate(&self) -> Arc<dyn RateGate> {
+        self.handle.rate_gate()
     }
     /// The team opened again, as another process would.
-    pub fn open(&self) -> Arc<dyn Parts> {
+    pub fn open(&self) -> Arc<dyn Backend> {
         (self.open)()
     }
     /// Adds teammates by name.
@@ -72,7 +97,7 @@ pub fn file() -> Team {
     let root = Root::new(dir.path());
     let team = team_name();
     root.create_team(&team, None, dir.path()).unwrap();
-    let open = move || Arc::new(FileStore::new(&root, &team)) as Arc<dyn Parts>;
+    let open = move || Arc::new(FileStore::new(&root, &team)) as Arc<dyn Backend>;
     Team {
         kind: "file",
         url: None,
@@ -87,10 +112,11 @@ pub fn postgres() -> Option<Team> {
     let url = crate::server::database()?;
     let dir = tempfile::tempdir().unwrap();
     let team = team_name();
-    let store = PgStore::connect(&url, &team).unwrap();
+    let root = Root::new(dir.path());
+    let store = PgStore::connect(&url, &root, &team).unwrap();
     store.create_team(None, dir.path()).unwrap();
     let at = url.clone();
-    let open = move || Arc::new(PgStore::connect(&at, &team).unwrap()) as Arc<dyn Parts>;
+    let open = move || Arc::new(PgStore::connect(&at, &root, &team).unwrap()) as Arc<dyn Backend>;
     Some(Team {
         kind: "postgres",
         url: Some(url),

@@ -38,14 +38,14 @@ fn a_message_is_read_until_acknowledged_and_delivered_once(team: &Team) {
         ["one", "two", "three"]
     );
     // Read again, still there: nothing is lost before it is acknowledged.
-    assert_eq!(team.open().read_unread(&bob).unwrap().len(), 3);
+    assert_eq!(team.open().mail().read_unread(&bob).unwrap().len(), 3);
     let mut cursor = Cursor::default();
     let first = team.mail().read_delivered_since(&bob, &mut cursor).unwrap();
     assert!(first.restarted && first.envelopes.is_empty());
     let keys = [unread[1].key.clone(), unread[0].key.clone()];
     assert_eq!(team.mail().ack(&bob, &keys).unwrap(), 2);
     assert_eq!(
-        team.open().ack(&bob, &keys).unwrap(),
+        team.open().mail().ack(&bob, &keys).unwrap(),
         0,
         "acknowledged once"
     );
@@ -191,7 +191,12 @@ fn eight_senders_at_once_lose_nothing(team: &Team) {
                     (0..EACH)
                         .map(|i| {
                             let envelope = Envelope::new(name, format!("{name} #{i}"));
-                            handle.send("bob", envelope).unwrap().remove(0).msg_id
+                            handle
+                                .mail()
+                                .send("bob", envelope)
+                                .unwrap()
+                                .remove(0)
+                                .msg_id
                         })
                         .collect::<Vec<_>>()
                 })

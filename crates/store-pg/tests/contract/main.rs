@@ -3,12 +3,19 @@
 //! backends cannot behave differently without a test saying so. A test that holds for one
 //! backend only says why, beside it.
 
+mod agents;
+mod approvals;
 mod backends;
+mod budget;
 mod mail;
+mod merge_queue;
 mod postgres_only;
+mod rate_gate;
+mod records;
 mod roster;
 mod server;
 mod tasks;
+mod watch;
 
 /// For each contract `fn name(open: &backends::Opener)`, a module `name` with a test per
 /// backend.

@@ -4,10 +4,20 @@
 //!   returns `Ok` only once the message is in the inbox and an error only when it never
 //!   will be (or `SendInDoubt`, which says not to send again), so it does not dedupe;
 //! - the server is reached over a connection: an unreachable one is a one-line error
-//!   naming it, never its password (exit code 5), and the schema is versioned.
+//!   naming it, never its password (exit code 5), and the schema is versioned and brought
+//!   forward from an older version (files have no schema);
+//! - what is held (the lead's place) lasts as long as its connection, so the server frees
+//!   it when the connection dies (the file store's lock is freed by the kernel when the
+//!   process dies, which the contract cannot do to its own test process);
+//! - the lock timeout is the database's own (the file store's is its root's, tested with
+//!   the store): a bounded wait ends in exit 5 while a merge run waits on past it;
+//! - wake-ups come over a connection, which can be lost and must be made again (the file
+//!   store's come from the kernel).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use std::time::{Duration, Instant};
 
 use crate::backends::{Team, agent, postgres};
 use swarm_store::mailbox::Envelope;
@@ -18,6 +28,11 @@ fn team() -> Option<Team> {
     postgres()
 }
 
+/// A root for a store whose local files the test never makes.
+fn nowhere() -> swarm_store::Root {
+    swarm_store::Root::new("/nonexistent/swarm-test-root")
+}
+
 #[test]
 fn a_retried_send_makes_no_second_copy_even_after_it_was_acknowledged() {
     let Some(team) = team() else { return };
@@ -25,7 +40,7 @@ fn a_retried_send_makes_no_second_copy_even_after_it_was_acknowledged() {
     let bob = agent("bob");
     let envelope = Envelope::new("team-lead", "once");
     let first = team.mail().send("bob", envelope.clone()).unwrap();
-    let again = team.open().send("bob", envelope.clone()).unwrap();
+    let again = team.open().mail().send("bob", envelope.clone()).unwrap();
     assert_eq!(first, again, "the retry is told the copy it made");
     assert_eq!(team.mail().read_unread(&bob).unwrap().len(), 1);
     team.mail().ack(&bob, &[first[0].msg_id.clone()]).unwrap();
@@ -78,6 +93,7 @@ fn sends_through_dropped_connections_lose_nothing_and_double_nothing() {
                         .filter_map(|i| {
                             let e = Envelope::new(&from, format!("{from} {i}"));
                             handle
+                                .mail()
                                 .send("bob", e)
                                 .ok()
                                 .map(|mut sent| sent.remove(0).msg_id)
@@ -115,7 +131,7 @@ fn sends_through_dropped_connections_lose_nothing_and_double_nothing() {
 fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
     // Port 1 on loopback: nothing listens there, and the refusal is immediate.
     let url = "postgres://swarm:hunter2-secret@127.0.0.1:1/teams";
-    let err = PgStore::connect(url, &TeamName::new("t").unwrap()).unwrap_err();
+    let err = PgStore::connect(url, &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
     let text = err.to_string();
     assert_eq!(err.exit_code(), 5, "{text}");
     assert!(!text.contains("hunter2"), "{text}");
@@ -127,6 +143,7 @@ fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
     assert_eq!(text.lines().count(), 1, "{text}");
     let bad = PgStore::connect(
         "postgres://a:b@host:notaport/x",
+        &nowhere(),
         &TeamName::new("t").unwrap(),
     )
     .unwrap_err();
@@ -151,7 +168,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
     let url2 = crate::server::database().unwrap();
     std::thread::scope(|s| {
         for _ in 0..4 {
-            s.spawn(|| PgStore::connect(&url2, &TeamName::new("t").unwrap()).unwrap());
+            s.spawn(|| PgStore::connect(&url2, &nowhere(), &TeamName::new("t").unwrap()).unwrap());
         }
     });
     let mut admin = postgres::Client::connect(&url2, postgres::NoTls).unwrap();
@@ -166,7 +183,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
             &[&(migrate::LATEST + 1)],
         )
         .unwrap();
-    let newer = PgStore::connect(&url2, &TeamName::new("t").unwrap()).unwrap_err();
+    let newer = PgStore::connect(&url2, &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
     assert_eq!(newer.exit_code(), 5, "{newer}");
     assert!(newer.to_string().contains("upgrade swarm"), "{newer}");
 }
@@ -176,7 +193,7 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
     let Some(url) = crate::server::database() else {
         return;
     };
-    let ghost = PgStore::connect(&url, &TeamName::new("ghost").unwrap()).unwrap();
+    let ghost = PgStore::connect(&url, &nowhere(), &TeamName::new("ghost").unwrap()).unwrap();
     use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
     assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
     assert_eq!(ghost.next("bob").unwrap_err().exit_code(), 3);
@@ -193,7 +210,7 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
         ghost.create_team(None, dir.path()).unwrap_err().exit_code(),
         4
     );
-    let other = PgStore::connect(&url, &TeamName::new("other").unwrap()).unwrap();
+    let other = PgStore::connect(&url, &nowhere(), &TeamName::new("other").unwrap()).unwrap();
     other.create_team(None, dir.path()).unwrap();
     ghost
         .create(swarm_store::tasks::NewTask {
@@ -205,4 +222,152 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
     ghost.delete_team().unwrap();
     assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
     assert_eq!(other.load().unwrap().name, "other");
+}
+
+/// The lead's connection is killed (as its process dying would end it): the server frees
+/// its place, a new lead takes it, and the old hold, dropped late, harms nothing.
+#[test]
+fn a_lead_whose_connection_dies_frees_its_place() {
+    let Some(team) = team() else { return };
+    let lead = team.agents().acquire_lead().unwrap();
+    let other = team.open();
+    assert!(other.agents().lead_running());
+    let mut admin = postgres::Client::connect(team.url.as_ref().unwrap(), postgres::NoTls).unwrap();
+    let killed = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks
+             WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(killed, 1, "the lead's connection");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while other.agents().lead_running() {
+        assert!(
+            Instant::now() < deadline,
+            "the server never freed the lead's place"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let next = other.agents().acquire_lead().unwrap();
+    drop(lead);
+    assert!(other.agents().lead_running(), "the new lead still leads");
+    drop(next);
+    assert!(!other.agents().lead_running());
+}
+
+/// With a short lock timeout: a worktree record's lock not had in time is a one-line error
+/// (exit code 5) naming the wait, while a merge run waits on past several timeouts for the
+/// run before it (a long check is no fault) and gets it when that run ends.
+#[test]
+fn a_bounded_wait_ends_in_an_error_and_a_run_waits_past_it() {
+    let Some(team) = team() else { return };
+    let url = team.url.clone().unwrap();
+    let db = Database::with_lock_timeout(&url, Duration::from_millis(200)).unwrap();
+    let waiter = PgStore::on(
+        Arc::new(db),
+        &nowhere(),
+        &TeamName::new("contract").unwrap(),
+    );
+    let held = team.worktrees().lock_worktree("bob").unwrap();
+    let err = swarm_store::Worktrees::lock_worktree(&waiter, "bob")
+        .err()
+        .expect("held by another");
+    assert_eq!(err.exit_code(), 5, "{err}");
+    assert!(
+        err.to_string().contains("stayed held for more than 200ms"),
+        "{err}"
+    );
+    drop(held);
+    drop(swarm_store::Worktrees::lock_worktree(&waiter, "bob").unwrap());
+    let run = team.merge_queue().acquire_run().unwrap();
+    let started = Instant::now();
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mine = swarm_store::MergeQueue::acquire_run(&waiter).unwrap();
+            said.send(started.elapsed()).unwrap();
+            drop(mine);
+        });
+        // Five lock timeouts and more, then the run ends.
+        assert!(
+            heard.recv_timeout(Duration::from_millis(1_100)).is_err(),
+            "taken while held"
+        );
+        drop(run);
+        let waited = heard.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert!(waited >= Duration::from_millis(1_100), "{waited:?}");
+    });
+}
+
+/// The listening connection is killed: the listener connects again, wakes its watchers
+/// (something may have changed while nobody listened), and later writes wake them again.
+#[test]
+fn a_watch_outlives_its_lost_connection() {
+    let Some(team) = team() else { return };
+    let (rang, rings) = std::sync::mpsc::channel();
+    let _watch = team.backend().watch(
+        swarm_store::Topic::Tasks,
+        Box::new(move || {
+            let _ = rang.send(());
+        }),
+    );
+    let mut admin = postgres::Client::connect(team.url.as_ref().unwrap(), postgres::NoTls).unwrap();
+    let killed = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()
+               AND query ILIKE 'LISTEN%'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(killed, 1, "the listener's connection");
+    let soon = Duration::from_secs(10);
+    assert!(rings.recv_timeout(soon).is_ok(), "woken on reconnecting");
+    while rings.try_recv().is_ok() {}
+    team.open()
+        .tasks()
+        .create(swarm_store::tasks::NewTask {
+            subject: "after".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(rings.recv_timeout(soon).is_ok(), "woken by a later write");
+}
+
+/// A database made by the first schema (the roster, mail and tasks of an earlier swarm)
+/// is brought forward at its next use: the later migrations applied once each, what it
+/// held kept, and the new parts usable.
+#[test]
+fn a_database_of_the_first_schema_is_migrated_forward_keeping_its_data() {
+    let Some(team) = team() else { return };
+    team.add(&["bob"]);
+    team.mail()
+        .send("bob", Envelope::new("team-lead", "kept"))
+        .unwrap();
+    let url = team.url.clone().unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // Back to version 1: the later migrations' tables gone, their rows in schema_version too.
+    admin
+        .batch_execute(
+            "DROP TABLE approvals, agent_states, exit_reports, holds, merge_queues, budgets,
+                        spend, launch_records, worktrees, rate_gates;
+             DELETE FROM schema_version WHERE version > 1;",
+        )
+        .unwrap();
+    let db = Database::open(&url).unwrap();
+    assert_eq!(migrate::version(&db).unwrap(), 1);
+    assert_eq!(migrate::migrate(&db).unwrap(), 1, "from version 1");
+    assert_eq!(migrate::version(&db).unwrap(), migrate::LATEST);
+    let store = PgStore::on(
+        Arc::new(db),
+        &nowhere(),
+        &TeamName::new("contract").unwrap(),
+    );
+    let inbox = swarm_store::Mailboxes::read_unread(&store, &agent("bob")).unwrap();
+    assert_eq!(inbox[0].envelope.text, "kept");
+    assert_eq!(swarm_store::Roster::load(&store).unwrap().members.len(), 2);
+    assert!(swarm_store::Approvals::list(&store).unwrap().is_empty());
+    assert!(!swarm_store::Agents::lead_running(&store));
 }

@@ -34,7 +34,7 @@ fn members_are_added_in_order_and_names_are_unique_in_any_case(team: &Team) {
     assert_eq!(bob.agent_type.as_deref(), Some("general-purpose"));
     // Seen from another handle (another process) too.
     let other = team.open();
-    assert_eq!(other.load().unwrap().members.len(), 3);
+    assert_eq!(other.roster().load().unwrap().members.len(), 3);
 }
 
 fn several_members_are_added_each_on_its_own(team: &Team) {
@@ -85,7 +85,9 @@ fn an_update_that_fails_writes_nothing(team: &Team) {
         .update_member("bob", |m| m.model = Some("opus".into()))
         .unwrap();
     assert_eq!(
-        team.open().load().unwrap().members[1].model.as_deref(),
+        team.open().roster().load().unwrap().members[1]
+            .model
+            .as_deref(),
         Some("opus")
     );
     let unknown = team.roster().update_member("nobody", |_| ()).unwrap_err();

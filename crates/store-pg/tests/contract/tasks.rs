@@ -66,7 +66,7 @@ fn dependencies_are_written_on_both_sides(team: &Team) {
         .unwrap();
     assert_eq!(edges(team, "4"), (vec![], vec!["1".into()]));
     assert_eq!(edges(team, "1").0, ["2", "4"]);
-    let list = team.open().list().unwrap();
+    let list = team.open().tasks().list().unwrap();
     assert_eq!(list.len(), 4);
     for t in &list {
         for blocker in &t.blocked_by {
@@ -268,7 +268,7 @@ fn eight_racers_over_hundreds_of_tasks_never_claim_one_twice(team: &Team) {
                 scope.spawn(move || {
                     let me = format!("racer{r}");
                     let mut mine = Vec::new();
-                    while let Some(task) = handle.next(&me).unwrap() {
+                    while let Some(task) = handle.tasks().next(&me).unwrap() {
                         mine.push((me.clone(), task));
                     }
                     mine
@@ -304,7 +304,12 @@ fn eight_racers_for_the_same_tasks_each_win_once(team: &Team) {
                     (1..=TASKS)
                         .filter_map(|id| {
                             let id = id.to_string();
-                            handle.claim(&id, &me, false).unwrap().ok().map(|_| id)
+                            handle
+                                .tasks()
+                                .claim(&id, &me, false)
+                                .unwrap()
+                                .ok()
+                                .map(|_| id)
                         })
                         .collect::<Vec<_>>()
                 })
