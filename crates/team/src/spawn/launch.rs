@@ -434,7 +434,7 @@ impl Launcher {
             .collect()
     }
 
-    /// Whether every request would pass the checks of a spawn (see [`Launcher::check`]),
+    /// Whether every request would pass the checks of a spawn (see `Launcher::check`),
     /// creating nothing: the first refusal, else `Ok`. For spawning a set all or none.
     pub fn check_many(&self, reqs: &[SpawnRequest]) -> Result<()> {
         self.check_all(reqs)
