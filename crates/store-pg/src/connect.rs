@@ -23,6 +23,8 @@ use postgres::config::Host;
 use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls};
 
+use crate::libpq;
+use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
 
 /// How long a lock of the database (a row's, a hold's) is waited for before the operation
@@ -79,10 +81,11 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
-    /// Parses `url` (a `postgres://` URL or `key=value` settings) and connects once, so a
-    /// server that cannot be reached is said now. Does not migrate: see
+    /// Parses `url` (a `postgres://` URL or `key=value` settings), fills in what it leaves
+    /// out from `env` as `psql` would ([`libpq`]), and connects once, so a server that
+    /// cannot be reached is said now. Does not migrate: see
     /// [`crate::migrate::migrate`].
-    pub fn open(url: &str) -> Result<Database> {
+    pub fn open(url: &str, env: &Environment) -> Result<Database> {
         let mut config = Config::from_str(url).map_err(|e| {
             Error::usage(format!(
                 "failed to read the store url {}: {}; use postgres://user@host:port/database",
@@ -90,6 +93,7 @@ impl Database {
                 one_line(&e.to_string())
             ))
         })?;
+        libpq::fill(&mut config, env)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -109,8 +113,12 @@ impl Database {
 
     /// [`Database::open`], waiting `lock_timeout` for a lock instead of [`LOCK_TIMEOUT`]
     /// (the setting a person gives, as `SWARM_LOCK_TIMEOUT_MS` is for files).
-    pub fn with_lock_timeout(url: &str, lock_timeout: Duration) -> Result<Database> {
-        let mut db = Database::open(url)?;
+    pub fn with_lock_timeout(
+        url: &str,
+        env: &Environment,
+        lock_timeout: Duration,
+    ) -> Result<Database> {
+        let mut db = Database::open(url, env)?;
         db.lock_timeout = lock_timeout;
         // The connection `open` made has the default: made again with this one.
         db.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();

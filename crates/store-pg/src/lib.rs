@@ -61,6 +61,7 @@ mod backend;
 mod budget;
 pub mod connect;
 mod holds;
+pub mod libpq;
 mod mail;
 mod merge_queue;
 pub mod migrate;
@@ -80,6 +81,7 @@ use serde::de::DeserializeOwned;
 use swarm_store::Root;
 use swarm_store::names::TeamName;
 use swarm_store::roster::TeamConfig;
+use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
 
 use crate::connect::Fail;
@@ -103,9 +105,10 @@ pub struct PgStore {
 impl PgStore {
     /// Connects to the database at `url`, migrates it to the newest schema if needed (the
     /// first use of a database), and opens `team` there (which may not exist yet: see
-    /// [`PgStore::create_team`]), with `root` for this host's own files.
-    pub fn connect(url: &str, root: &Root, team: &TeamName) -> Result<PgStore> {
-        let db = Arc::new(Database::open(url)?);
+    /// [`PgStore::create_team`]), with `root` for this host's own files; what the URL
+    /// leaves out comes from `env` as `psql` would take it ([`libpq`]).
+    pub fn connect(url: &str, env: &Environment, root: &Root, team: &TeamName) -> Result<PgStore> {
+        let db = Arc::new(Database::open(url, env)?);
         migrate::migrate(&db)?;
         Ok(PgStore::on(db, root, team))
     }

@@ -60,6 +60,15 @@ vars! {
     SWARM_LOG = "", "what to log, an env-filter such as `swarm=debug`; teammates log to `teams/<team>/logs/<agent>.log`";
     SWARM_TIMINGS = "", "a file to append each command's timings to, as JSON lines (for `scripts/bench`)";
     SWARM_FAULT = "", "a fault to inject at a named point, for the fault campaign (`scripts/bench faults`)";
+    PGHOST = "/var/run/postgresql", "a PostgreSQL store's host or socket directory, when its URL names none (as `psql` reads it)";
+    PGPORT = "5432", "its port, likewise";
+    PGUSER = "", "its user, likewise; default: the login name (`USER`, else `LOGNAME`)";
+    PGDATABASE = "", "its database, likewise; default: the user's name";
+    PGPASSWORD = "", "its password, when the URL has none (never in a file of swarm's, an argv or a log)";
+    PGPASSFILE = "~/.pgpass", "the password file read when neither the URL nor `PGPASSWORD` has one (ignored unless 0600)";
+    PGCONNECT_TIMEOUT = "5", "seconds to wait for the database server, when the URL says nothing";
+    USER = "", "the login name: a PostgreSQL store's default user";
+    LOGNAME = "", "read when `USER` is unset";
     NO_COLOR = "", "any value turns colour off on a terminal";
     HOME = "", "where `~/.claude` is, when neither `SWARM_ROOT` nor `CLAUDE_CONFIG_DIR` is set";
     TMUX = "", "set by tmux: the server you are in, used when nothing else names one";

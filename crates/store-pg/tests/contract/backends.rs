@@ -14,6 +14,12 @@ use swarm_store::seam::{
 };
 
 use swarm_store_pg::PgStore;
+use swarm_util::environment::Environment;
+
+/// No `PG*` settings: the test server's URL says everything.
+pub fn no_env() -> Environment {
+    Environment::default()
+}
 
 /// One team on one backend.
 pub struct Team {
@@ -113,10 +119,12 @@ pub fn postgres() -> Option<Team> {
     let dir = tempfile::tempdir().unwrap();
     let team = team_name();
     let root = Root::new(dir.path());
-    let store = PgStore::connect(&url, &root, &team).unwrap();
+    let store = PgStore::connect(&url, &no_env(), &root, &team).unwrap();
     store.create_team(None, dir.path()).unwrap();
     let at = url.clone();
-    let open = move || Arc::new(PgStore::connect(&at, &root, &team).unwrap()) as Arc<dyn Backend>;
+    let open = move || {
+        Arc::new(PgStore::connect(&at, &no_env(), &root, &team).unwrap()) as Arc<dyn Backend>
+    };
     Some(Team {
         kind: "postgres",
         url: Some(url),

@@ -11,6 +11,8 @@
 //!   process dies, which the contract cannot do to its own test process);
 //! - the lock timeout is the database's own (the file store's is its root's, tested with
 //!   the store): a bounded wait ends in exit 5 while a merge run waits on past it;
+//! - a password comes from `PGPASSWORD` or a private password file, as `psql` takes it
+//!   (files need none);
 //! - wake-ups come over a connection, which can be lost and must be made again (the file
 //!   store's come from the kernel).
 
@@ -19,10 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::time::{Duration, Instant};
 
-use crate::backends::{Team, agent, postgres};
+use crate::backends::{Team, agent, no_env, postgres};
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::TeamName;
 use swarm_store_pg::{Database, PgStore, migrate};
+use swarm_util::environment::Environment;
 
 fn team() -> Option<Team> {
     postgres()
@@ -131,7 +134,8 @@ fn sends_through_dropped_connections_lose_nothing_and_double_nothing() {
 fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
     // Port 1 on loopback: nothing listens there, and the refusal is immediate.
     let url = "postgres://swarm:hunter2-secret@127.0.0.1:1/teams";
-    let err = PgStore::connect(url, &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
+    let err =
+        PgStore::connect(url, &no_env(), &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
     let text = err.to_string();
     assert_eq!(err.exit_code(), 5, "{text}");
     assert!(!text.contains("hunter2"), "{text}");
@@ -143,6 +147,7 @@ fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
     assert_eq!(text.lines().count(), 1, "{text}");
     let bad = PgStore::connect(
         "postgres://a:b@host:notaport/x",
+        &no_env(),
         &nowhere(),
         &TeamName::new("t").unwrap(),
     )
@@ -152,11 +157,74 @@ fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
 }
 
 #[test]
+fn a_password_comes_from_pgpassword_or_a_private_password_file_and_is_never_shown() {
+    use crate::server::PASSWORD_ROLE as ROLE;
+    use std::os::unix::fs::PermissionsExt;
+    let Some(url) = crate::server::database() else {
+        return;
+    };
+    // A role that must give its password, owning a database of its own.
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let secret = "pw-Secret-4711";
+    admin
+        .batch_execute(&format!(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{ROLE}') \
+             THEN CREATE ROLE {ROLE} LOGIN; END IF; END $$; \
+             ALTER ROLE {ROLE} PASSWORD '{secret}'"
+        ))
+        .unwrap();
+    let db: String = admin
+        .query_one("SELECT current_database()", &[])
+        .unwrap()
+        .get(0);
+    admin
+        .batch_execute(&format!("ALTER DATABASE {db} OWNER TO {ROLE}"))
+        .unwrap();
+    let as_role = url.replace("user=postgres", &format!("user={ROLE}"));
+    let port = url
+        .split("port=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let pgpass = home.path().join(".pgpass");
+    let home_env = |extra: &[(&str, &str)]| {
+        let mut pairs = vec![("HOME", home.path().to_str().unwrap())];
+        pairs.extend_from_slice(extra);
+        Environment::from_pairs(pairs)
+    };
+    let open = |env: &Environment| {
+        PgStore::connect(&as_role, env, &nowhere(), &TeamName::new("t").unwrap())
+    };
+
+    // No password anywhere: refused by the server, exit 5.
+    let err = open(&home_env(&[])).unwrap_err();
+    assert_eq!(err.exit_code(), 5, "{err}");
+    // PGPASSWORD: in; a wrong one is refused without being shown.
+    open(&home_env(&[("PGPASSWORD", secret)])).unwrap();
+    let err = open(&home_env(&[("PGPASSWORD", "wrong-Guess-99")])).unwrap_err();
+    assert!(!err.to_string().contains("wrong-Guess-99"), "{err}");
+    // ~/.pgpass, private: in. Readable by others: ignored, as psql ignores it.
+    std::fs::write(
+        &pgpass,
+        format!("# the test's\nlocalhost:{port}:*:{ROLE}:{secret}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    open(&home_env(&[])).unwrap();
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = open(&home_env(&[])).unwrap_err();
+    assert!(!err.to_string().contains(secret), "{err}");
+}
+
+#[test]
 fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
     let Some(url) = crate::server::database() else {
         return;
     };
-    let db = Database::open(&url).unwrap();
+    let db = Database::open(&url, &no_env()).unwrap();
     assert_eq!(migrate::version(&db).unwrap(), 0);
     assert_eq!(migrate::migrate(&db).unwrap(), 0);
     assert_eq!(
@@ -168,7 +236,10 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
     let url2 = crate::server::database().unwrap();
     std::thread::scope(|s| {
         for _ in 0..4 {
-            s.spawn(|| PgStore::connect(&url2, &nowhere(), &TeamName::new("t").unwrap()).unwrap());
+            s.spawn(|| {
+                PgStore::connect(&url2, &no_env(), &nowhere(), &TeamName::new("t").unwrap())
+                    .unwrap()
+            });
         }
     });
     let mut admin = postgres::Client::connect(&url2, postgres::NoTls).unwrap();
@@ -183,7 +254,8 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
             &[&(migrate::LATEST + 1)],
         )
         .unwrap();
-    let newer = PgStore::connect(&url2, &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
+    let newer =
+        PgStore::connect(&url2, &no_env(), &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
     assert_eq!(newer.exit_code(), 5, "{newer}");
     assert!(newer.to_string().contains("upgrade swarm"), "{newer}");
 }
@@ -193,7 +265,13 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
     let Some(url) = crate::server::database() else {
         return;
     };
-    let ghost = PgStore::connect(&url, &nowhere(), &TeamName::new("ghost").unwrap()).unwrap();
+    let ghost = PgStore::connect(
+        &url,
+        &no_env(),
+        &nowhere(),
+        &TeamName::new("ghost").unwrap(),
+    )
+    .unwrap();
     use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
     assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
     assert_eq!(ghost.next("bob").unwrap_err().exit_code(), 3);
@@ -210,7 +288,13 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
         ghost.create_team(None, dir.path()).unwrap_err().exit_code(),
         4
     );
-    let other = PgStore::connect(&url, &nowhere(), &TeamName::new("other").unwrap()).unwrap();
+    let other = PgStore::connect(
+        &url,
+        &no_env(),
+        &nowhere(),
+        &TeamName::new("other").unwrap(),
+    )
+    .unwrap();
     other.create_team(None, dir.path()).unwrap();
     ghost
         .create(swarm_store::tasks::NewTask {
@@ -264,7 +348,7 @@ fn a_lead_whose_connection_dies_frees_its_place() {
 fn a_bounded_wait_ends_in_an_error_and_a_run_waits_past_it() {
     let Some(team) = team() else { return };
     let url = team.url.clone().unwrap();
-    let db = Database::with_lock_timeout(&url, Duration::from_millis(200)).unwrap();
+    let db = Database::with_lock_timeout(&url, &no_env(), Duration::from_millis(200)).unwrap();
     let waiter = PgStore::on(
         Arc::new(db),
         &nowhere(),
@@ -356,7 +440,7 @@ fn a_database_of_the_first_schema_is_migrated_forward_keeping_its_data() {
              DELETE FROM schema_version WHERE version > 1;",
         )
         .unwrap();
-    let db = Database::open(&url).unwrap();
+    let db = Database::open(&url, &no_env()).unwrap();
     assert_eq!(migrate::version(&db).unwrap(), 1);
     assert_eq!(migrate::migrate(&db).unwrap(), 1, "from version 1");
     assert_eq!(migrate::version(&db).unwrap(), migrate::LATEST);

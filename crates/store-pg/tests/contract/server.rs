@@ -28,6 +28,9 @@ struct Server {
 
 static SERVER: OnceLock<Option<Server>> = OnceLock::new();
 
+/// The one role the server asks for a password (scram-sha-256, over its socket).
+pub const PASSWORD_ROLE: &str = "swarm_pw";
+
 /// The URL of a new, empty database on the test binary's server; `None` (said loudly)
 /// where PostgreSQL is not installed.
 pub fn database() -> Option<String> {
@@ -149,6 +152,14 @@ fn start() -> Option<Server> {
         "initdb failed: {}",
         String::from_utf8_lossy(&init.stderr)
     );
+    // One role must give a password (the password-file test's); everyone else is trusted.
+    let hba = data.join("pg_hba.conf");
+    let rest = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
+    std::fs::write(
+        &hba,
+        format!("local all {PASSWORD_ROLE} scram-sha-256\n{rest}"),
+    )
+    .expect("write pg_hba.conf");
     let port = 20_000 + (std::process::id() % 30_000) as u16;
     let log = std::fs::File::create(dir.join("server.log")).expect("create the server log");
     let mut server = command(&bin, "postgres", as_postgres, true);

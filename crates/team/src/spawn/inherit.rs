@@ -218,7 +218,7 @@ const PASSED: [&str; 25] = [
     vars::HOME,
     "LANG",
     "LC_ALL",
-    "USER",
+    vars::USER,
 ];
 
 /// Set per teammate, never copied from the lead.
