@@ -22,8 +22,9 @@ use std::time::Duration;
 use postgres::config::Host;
 use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::libpq;
+use crate::{libpq, tls};
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
 
@@ -69,6 +70,8 @@ impl From<Error> for Fail {
 /// One database: its settings and its idle connections.
 pub struct Database {
     config: Config,
+    /// `None` over Unix sockets, which carry no TLS.
+    tls: Option<MakeRustlsConnect>,
     at: String,
     lock_timeout: Duration,
     idle: Mutex<Vec<Client>>,
@@ -86,7 +89,8 @@ impl Database {
     /// cannot be reached is said now. Does not migrate: see
     /// [`crate::migrate::migrate`].
     pub fn open(url: &str, env: &Environment) -> Result<Database> {
-        let mut config = Config::from_str(url).map_err(|e| {
+        let (rest, tls_given) = tls::take_settings(url);
+        let mut config = Config::from_str(&rest).map_err(|e| {
             Error::usage(format!(
                 "failed to read the store url {}: {}; use postgres://user@host:port/database",
                 redact(url),
@@ -94,6 +98,8 @@ impl Database {
             ))
         })?;
         libpq::fill(&mut config, env)?;
+        let tls = tls::settle(&tls_given, env)?;
+        let tls = tls.apply(&mut config);
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -104,6 +110,7 @@ impl Database {
             at: describe(&config),
             lock_timeout: LOCK_TIMEOUT,
             config,
+            tls,
             idle: Mutex::new(Vec::new()),
         };
         let client = db.connect()?;
@@ -132,10 +139,11 @@ impl Database {
     }
 
     fn connect(&self) -> Result<Client> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| self.unavailable("connect to", &e))?;
+        let connected = match &self.tls {
+            Some(tls) => self.config.connect(tls.clone()),
+            None => self.config.connect(NoTls),
+        };
+        let mut client = connected.map_err(|e| self.unavailable("connect to", &e))?;
         client
             .batch_execute(&format!(
                 "SET lock_timeout = {}; SET statement_timeout = {}",

@@ -34,13 +34,14 @@
 //! Not yet here: no command opens a `PgStore` yet (`--store` is a later step, and with it
 //! `Root::open` choosing the backend); liveness by heartbeats (an agent's state still names
 //! its pid, which means nothing on another host); fencing tokens, so a hold or a claim
-//! lost with its connection cannot be used after its successor's; TLS (connections are
-//! plain); the transcripts' index.
+//! lost with its connection cannot be used after its successor's; the transcripts' index.
 //!
 //! The driver is the `postgres` crate (tokio-postgres behind a blocking API with its own
 //! small runtime): the seam is synchronous, and it is the most used, best kept client of
 //! the Rust ecosystem, with `LISTEN/NOTIFY` for wake-ups. [`connect`] owns the
-//! connections, [`migrate`] the schema.
+//! connections, [`libpq`] fills in what a URL leaves out as `psql` would (`PG*`
+//! variables, `~/.pgpass`), [`tls`] encrypts and checks as `sslmode` asks (rustls),
+//! [`migrate`] owns the schema.
 //!
 //! [`Backend`]: swarm_store::Backend
 //! [`Root`]: swarm_store::Root
@@ -69,6 +70,7 @@ mod rate_gate;
 mod records;
 mod roster;
 mod tasks;
+pub mod tls;
 mod watch;
 
 use std::path::Path;

@@ -66,6 +66,8 @@ vars! {
     PGDATABASE = "", "its database, likewise; default: the user's name";
     PGPASSWORD = "", "its password, when the URL has none (never in a file of swarm's, an argv or a log)";
     PGPASSFILE = "~/.pgpass", "the password file read when neither the URL nor `PGPASSWORD` has one (ignored unless 0600)";
+    PGSSLMODE = "prefer", "a PostgreSQL store's TLS when its URL says nothing: `disable`, `prefer`, `require`, `verify-ca` or `verify-full`";
+    PGSSLROOTCERT = "~/.postgresql/root.crt", "the root certificate the `verify-*` modes check the server's against";
     PGCONNECT_TIMEOUT = "5", "seconds to wait for the database server, when the URL says nothing";
     USER = "", "the login name: a PostgreSQL store's default user";
     LOGNAME = "", "read when `USER` is unset";

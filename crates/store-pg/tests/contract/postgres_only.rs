@@ -13,6 +13,7 @@
 //!   the store): a bounded wait ends in exit 5 while a merge run waits on past it;
 //! - a password comes from `PGPASSWORD` or a private password file, as `psql` takes it
 //!   (files need none);
+//! - TLS to the server as `sslmode` asks (files have no server to trust);
 //! - wake-ups come over a connection, which can be lost and must be made again (the file
 //!   store's come from the kernel).
 
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 use crate::backends::{Team, agent, no_env, postgres};
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::TeamName;
+use swarm_store_pg::connect::Retry;
 use swarm_store_pg::{Database, PgStore, migrate};
 use swarm_util::environment::Environment;
 
@@ -217,6 +219,63 @@ fn a_password_comes_from_pgpassword_or_a_private_password_file_and_is_never_show
     std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
     let err = open(&home_env(&[])).unwrap_err();
     assert!(!err.to_string().contains(secret), "{err}");
+}
+
+#[test]
+fn tls_is_used_and_checked_as_the_sslmode_asks() {
+    let Some(tls) = crate::server::tls() else {
+        return;
+    };
+    let url = |host: &str, settings: &str| {
+        format!(
+            "host={host} port={} user=postgres dbname=postgres {settings}",
+            tls.port
+        )
+    };
+    let open = |url: &str| Database::open(url, &no_env());
+    // Whether the connection the store makes is encrypted, as the server sees it.
+    let encrypted = |db: &Database| {
+        db.run(Retry::Safe, "look at the connection", |c| {
+            let row = c.query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )?;
+            Ok(row.get::<_, bool>(0))
+        })
+        .unwrap()
+    };
+    let ca = format!("sslrootcert={}", tls.ca.display());
+    let other = format!("sslrootcert={}", tls.other_ca.display());
+
+    // verify-full: the chain and the name; both hold for localhost.
+    let db = open(&url("localhost", &format!("sslmode=verify-full {ca}"))).unwrap();
+    assert!(encrypted(&db));
+    // The certificate does not name 127.0.0.1: verify-full refuses it, verify-ca does not.
+    let err = open(&url("127.0.0.1", &format!("sslmode=verify-full {ca}"))).unwrap_err();
+    assert_eq!(err.exit_code(), 5, "{err}");
+    assert!(encrypted(
+        &open(&url("127.0.0.1", &format!("sslmode=verify-ca {ca}"))).unwrap()
+    ));
+    // A root that did not sign it: refused, even by require (a root given is checked).
+    for mode in ["verify-full", "verify-ca", "require"] {
+        let err = open(&url("localhost", &format!("sslmode={mode} {other}"))).unwrap_err();
+        assert_eq!(err.exit_code(), 5, "{mode}: {err}");
+    }
+    // require without a root: encrypted, not checked; disable: not encrypted. The URL form
+    // too, with the mode from PGSSLMODE.
+    assert!(encrypted(
+        &open(&url("localhost", "sslmode=require")).unwrap()
+    ));
+    assert!(!encrypted(
+        &open(&url("localhost", "sslmode=disable")).unwrap()
+    ));
+    let env = Environment::from_pairs([("PGSSLMODE", "require")]);
+    let db = Database::open(
+        &format!("postgres://postgres@localhost:{}/postgres", tls.port),
+        &env,
+    )
+    .unwrap();
+    assert!(encrypted(&db));
 }
 
 #[test]

@@ -24,6 +24,27 @@ use std::time::{Duration, Instant};
 struct Server {
     socket_dir: PathBuf,
     port: u16,
+    tls: Option<Tls>,
+}
+
+/// The server's TLS, on 127.0.0.1: its certificate names `localhost` only.
+#[derive(Clone)]
+pub struct Tls {
+    pub port: u16,
+    /// The root that signed the server's certificate.
+    pub ca: PathBuf,
+    /// A root that did not.
+    pub other_ca: PathBuf,
+}
+
+/// The server's TLS; `None` (said loudly) without PostgreSQL or `openssl`.
+pub fn tls() -> Option<Tls> {
+    let server = SERVER.get_or_init(start).as_ref()?;
+    require(
+        "openssl (for the server's certificates)",
+        server.tls.is_some(),
+    );
+    server.tls.clone()
 }
 
 static SERVER: OnceLock<Option<Server>> = OnceLock::new();
@@ -160,7 +181,13 @@ fn start() -> Option<Server> {
         format!("local all {PASSWORD_ROLE} scram-sha-256\n{rest}"),
     )
     .expect("write pg_hba.conf");
-    let port = 20_000 + (std::process::id() % 30_000) as u16;
+    // A free port (the kernel's pick, released for the server): it listens on loopback
+    // too, for TLS, which a Unix socket never uses.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("find a free port")
+        .port();
+    let certs = make_certs(&dir, as_postgres);
     let log = std::fs::File::create(dir.join("server.log")).expect("create the server log");
     let mut server = command(&bin, "postgres", as_postgres, true);
     server
@@ -169,7 +196,20 @@ fn start() -> Option<Server> {
         .arg("-k")
         .arg(&dir)
         .args(["-p", &port.to_string()])
-        .args(["-c", "listen_addresses=", "-c", "fsync=off"])
+        .args(match &certs {
+            Some(_) => vec![
+                "-c".to_owned(),
+                "listen_addresses=127.0.0.1".to_owned(),
+                "-c".to_owned(),
+                "ssl=on".to_owned(),
+                "-c".to_owned(),
+                format!("ssl_cert_file={}", dir.join("server.crt").display()),
+                "-c".to_owned(),
+                format!("ssl_key_file={}", dir.join("server.key").display()),
+            ],
+            None => vec!["-c".to_owned(), "listen_addresses=".to_owned()],
+        })
+        .args(["-c", "fsync=off"])
         .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
         .args(["-c", "max_connections=200"])
         .stdout(log.try_clone().expect("share the server log"))
@@ -192,9 +232,95 @@ fn start() -> Option<Server> {
     let server = Server {
         socket_dir: dir.clone(),
         port,
+        tls: certs.map(|()| Tls {
+            port,
+            ca: dir.join("ca.crt"),
+            other_ca: dir.join("other-ca.crt"),
+        }),
     };
     wait_ready(&server, &dir);
     Some(server)
+}
+
+/// A root, another root, and a certificate for `localhost` signed by the first, made with
+/// `openssl` into `dir` (the key readable by the server only); `None` without `openssl`.
+fn make_certs(dir: &Path, as_postgres: bool) -> Option<()> {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output();
+        out.is_ok_and(|o| o.status.success())
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let root = |name: &str, cn: &str| {
+        let (key, crt, subj) = (
+            format!("{name}.key"),
+            format!("{name}.crt"),
+            format!("/CN={cn}"),
+        );
+        let mut args = vec![
+            "req", "-x509", "-days", "2", "-subj", &subj, "-keyout", &key, "-out", &crt,
+        ];
+        args.extend(ec);
+        openssl(&args)
+    };
+    let mut csr = vec![
+        "req",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ];
+    csr.extend(ec);
+    std::fs::write(dir.join("san.cnf"), "subjectAltName=DNS:localhost\n").ok()?;
+    let made = root("ca", "swarm test root")
+        && root("other-ca", "another root")
+        && openssl(&csr)
+        && openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.cnf",
+            "-out",
+            "server.crt",
+        ]);
+    if !made {
+        return None;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let key = dir.join("server.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).ok()?;
+    if as_postgres {
+        let user = nix::unistd::User::from_name("postgres").ok()??;
+        for f in ["server.key", "server.crt"] {
+            chown(
+                dir.join(f),
+                Some(user.uid.as_raw()),
+                Some(user.gid.as_raw()),
+            )
+            .ok()?;
+        }
+    }
+    Some(())
 }
 
 fn wait_ready(server: &Server, dir: &Path) {
