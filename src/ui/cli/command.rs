@@ -21,6 +21,7 @@ use crate::ui::cli::serve::ServeArgs;
 use crate::ui::cli::shutdown::ShutdownArgs;
 use crate::ui::cli::spawn::SpawnArgs;
 use crate::ui::cli::status::AttachArgs;
+use crate::ui::cli::store::StoreCommand;
 use crate::ui::cli::task::TaskCommand;
 use crate::ui::cli::team::TeamCommand;
 use crate::ui::cli::watch::WatchArgs;
@@ -95,6 +96,10 @@ pub enum Command {
     /// Show the settings swarm runs with here, from Claude Code's settings files, the
     /// environment and defaults, and where each value came from
     Config,
+
+    /// Look after a PostgreSQL store: bring its schema up to this swarm's
+    #[command(subcommand)]
+    Store(StoreCommand),
 
     /// Send a message to one member
     Send(SendArgs),

@@ -14,7 +14,7 @@ use crate::ui::cli::identity::Actor;
 use crate::ui::cli::logging::init_logging;
 use crate::ui::cli::{
     agent, agents, approvals, claude_argv, completions, config, lead, merge, message, model_server,
-    resume, run, serve, shutdown, spawn, status, task, team, watch,
+    resume, run, serve, shutdown, spawn, status, store, task, team, watch,
 };
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
@@ -174,6 +174,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Agents(cmd) => done(agents::run(&ctx, cmd)),
         Command::Watch(args) => done(watch::run(&ctx, args)),
         Command::Serve(args) => done(serve::run(&ctx, args)),
+        Command::Store(cmd) => done(store::run(&ctx, cmd)),
         Command::ModelServer(_) | Command::Completions(_) | Command::Man => {
             unreachable!("dispatched above")
         }

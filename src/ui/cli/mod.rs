@@ -35,6 +35,7 @@ mod serve;
 mod shutdown;
 mod spawn;
 mod status;
+mod store;
 mod style;
 mod task;
 mod team;
