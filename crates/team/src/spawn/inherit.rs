@@ -393,9 +393,9 @@ pub fn lead_command(
 }
 
 /// The flags a `swarm` agent is started with, in the order every command line gives them:
-/// the `api`'s provider, `model`, the `api`'s base URL, then the lead's API version,
-/// `rate_limit_wait`, permission `mode`, allow rules, turn limit, context window,
-/// permission timeout.
+/// the `api`'s provider, `model`, the `api`'s base URL, then the lead's API version (on the
+/// lead's API only), `rate_limit_wait`, permission `mode`, allow rules, turn limit, context
+/// window (on the lead's API only), permission timeout.
 fn model_and_limits(
     argv: &mut Vec<String>,
     lead: &LeadSettings,
@@ -413,7 +413,9 @@ fn model_and_limits(
     if let Some(u) = &api.base_url {
         argv.push(format!("--base-url={u}"));
     }
-    if let Some(v) = &lead.anthropic_version {
+    // The lead's API version and context window are its model's: a teammate on another
+    // API has its own (its provider's defaults, its model's window from the table).
+    if let Some(v) = lead.anthropic_version.as_ref().filter(|_| !api.own) {
         argv.push(format!("--anthropic-version={v}"));
     }
     if let Some(s) = rate_limit_wait {
@@ -426,7 +428,7 @@ fn model_and_limits(
     if let Some(n) = lead.max_turns {
         argv.push(format!("--max-turns={n}"));
     }
-    if let Some(n) = lead.context_window {
+    if let Some(n) = lead.context_window.filter(|_| !api.own) {
         argv.push(format!("--context-window={n}"));
     }
     if let Some(t) = lead.permission_timeout {
@@ -939,6 +941,27 @@ mod tests {
         s.provider = Some("scripted".into());
         assert!(!resolve_api(&lead, &s).own);
         assert_eq!(flags(&s).len(), 3);
+    }
+
+    #[test]
+    fn the_leads_api_version_and_context_window_stay_on_the_leads_api() {
+        let model_flags = |s: &SpawnSpec| -> Vec<String> {
+            teammate_command(&lead(), &env(), s)
+                .argv
+                .into_iter()
+                .filter(|a| {
+                    a.starts_with("--anthropic-version") || a.starts_with("--context-window")
+                })
+                .collect()
+        };
+        let mut s = spawn();
+        assert_eq!(
+            model_flags(&s),
+            ["--anthropic-version=2023-06-01", "--context-window=64000"]
+        );
+        s.provider = Some("openai".into());
+        s.model = Some("qwen".into());
+        assert!(model_flags(&s).is_empty(), "{:?}", model_flags(&s));
     }
 
     #[test]
