@@ -189,10 +189,11 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
 fn teammate_model(args: &TeammateArgs, defined: &DefinedApi) -> ModelOpts {
     let mut model = args.model.clone();
     let api = &mut model.api;
-    if api.provider.is_none() && api.base_url.is_none() {
-        api.provider = defined.provider;
+    // The definition's URL goes with its provider (as for a spawn: inherit::resolve_api).
+    if api.base_url.is_none() && api.provider.is_none_or(|p| Some(p) == defined.provider) {
         api.base_url = defined.base_url.clone();
     }
+    api.provider = api.provider.or(defined.provider);
     model.model = model.model.or_else(|| defined.model.clone());
     if model.model.is_none() && matches!(model.api.provider, None | Some(Provider::Anthropic)) {
         model.model = args.claude_model.clone();

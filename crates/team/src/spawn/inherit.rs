@@ -256,8 +256,15 @@ fn chosen(value: Option<&String>) -> Option<String> {
 
 /// The teammate's provider and base URL (see the module comment).
 pub fn resolve_api(lead: &LeadSettings, spawn: &SpawnSpec) -> Api {
-    let provider = chosen(spawn.provider.as_ref()).or(chosen(spawn.definition_provider.as_ref()));
-    let base_url = chosen(spawn.base_url.as_ref()).or(chosen(spawn.definition_base_url.as_ref()));
+    let given = chosen(spawn.provider.as_ref());
+    let defined = chosen(spawn.definition_provider.as_ref());
+    // The definition's URL goes with its provider: a spawn naming another provider
+    // does not send that provider's requests (and key) to the definition's server.
+    let definitions_url = (given.is_none() || given == defined)
+        .then(|| chosen(spawn.definition_base_url.as_ref()))
+        .flatten();
+    let provider = given.or(defined);
+    let base_url = chosen(spawn.base_url.as_ref()).or(definitions_url);
     let default = || Provider::Anthropic.as_str().to_owned();
     let leads_provider = chosen(lead.provider.as_ref()).unwrap_or_else(default);
     let own_provider = provider.as_ref().is_some_and(|p| *p != leads_provider);
@@ -941,6 +948,23 @@ mod tests {
         s.provider = Some("scripted".into());
         assert!(!resolve_api(&lead, &s).own);
         assert_eq!(flags(&s).len(), 3);
+    }
+
+    #[test]
+    fn a_definitions_url_goes_with_its_provider_only() {
+        let mut s = spawn();
+        s.definition_provider = Some("openai".into());
+        s.definition_base_url = Some("http://127.0.0.1:4/v1".into());
+        let url = |s: &SpawnSpec| resolve_api(&lead(), s).base_url;
+        assert_eq!(url(&s).as_deref(), Some("http://127.0.0.1:4/v1"));
+        s.provider = Some("openai".into());
+        assert_eq!(url(&s).as_deref(), Some("http://127.0.0.1:4/v1"));
+        s.provider = Some("scripted".into());
+        assert_eq!(
+            url(&s),
+            None,
+            "another provider's requests went to the definition's URL"
+        );
     }
 
     #[test]
