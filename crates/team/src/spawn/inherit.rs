@@ -374,7 +374,6 @@ pub fn lead_command(
         "lead".to_owned(),
         format!("--team={team}"),
     ];
-    // No `--rate-limit-wait`: the lead's own wait reaches it only through the environment.
     let api = Api {
         provider: lead.provider.clone(),
         base_url: lead.base_url.clone(),
@@ -385,7 +384,7 @@ pub fn lead_command(
         lead,
         &api,
         lead.model.clone(),
-        None,
+        lead.rate_limit_wait,
         lead.permission_mode,
     );
     if lead.engine == Engine::Claude {
@@ -737,6 +736,7 @@ mod tests {
                 "--provider=anthropic",
                 "--model=claude-sonnet-4-5",
                 "--anthropic-version=2023-06-01",
+                "--rate-limit-wait=120",
                 "--permission-mode=bypassPermissions",
                 "--allow=Bash(cargo test:*)",
                 "--max-turns=50",
