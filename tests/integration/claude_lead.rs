@@ -163,7 +163,13 @@ fn swarm_as_a_claude_code_leads_teammate_obeys_only_the_signed_lead() {
             "--parent-session-id",
             "6e67bf2c-0000-4000-8000-000000000000",
         ])
-        .args(["--lead-verify-key", &key, "--agent-type", "general-purpose"])
+        // A type this project does not define (a plugin's): the teammate runs without it.
+        .args([
+            "--lead-verify-key",
+            &key,
+            "--agent-type",
+            "review-kit:reviewer",
+        ])
         .args([
             "--dangerously-skip-permissions",
             "--model",
@@ -195,6 +201,11 @@ fn swarm_as_a_claude_code_leads_teammate_obeys_only_the_signed_lead() {
     assert_eq!(
         store.tasks().get("1").unwrap().owner.as_deref(),
         Some("mate")
+    );
+    assert!(
+        log().contains("running without the lead's agent type"),
+        "{}",
+        log()
     );
     assert!(
         wait_until(T, || env.lead_inbox(TEAM).iter().any(|e| matches!(

@@ -64,6 +64,9 @@ pub struct TeammateArgs {
     /// The lead's Ed25519 public key, <epoch ms>.<base64url SPKI DER>: mail in the lead's name counts only when signed with it (lead_sig)
     #[arg(long, value_name = "KEY", value_parser = lead_key)]
     pub lead_verify_key: Option<LeadKey>,
+    /// The agent type a Claude Code lead chose (its --agent-type): loaded when defined here, else a warning and none
+    #[arg(long, hide = true, value_name = "TYPE")]
+    pub claude_agent_type: Option<String>,
     /// The model a Claude Code lead chose (its --model): used with the anthropic provider when neither --model nor SWARM_MODEL names one
     #[arg(long, hide = true, value_name = "MODEL")]
     pub claude_model: Option<String>,
@@ -145,10 +148,14 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
         mode: args.mode_given,
         max_turns: args.max_turns_given,
     };
+    let agent_type = args.agent_type.clone().or_else(|| {
+        let t = args.claude_agent_type.as_deref()?;
+        options::defined_type(&project, &ctx.settings.dirs, t)
+    });
     let from_project = options::from_project(
         &project,
         &ctx.settings.dirs,
-        args.agent_type.as_deref(),
+        agent_type.as_deref(),
         ctx.permission_mode(args.permissions.permission_mode),
         args.permissions.max_turns,
         given,
@@ -160,7 +167,7 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
         name,
         color: args.agent_color,
         plan_mode_required: args.plan_mode_required,
-        agent_type: args.agent_type,
+        agent_type,
         custom_instructions: from_project.custom_instructions,
         llm: ctx.llm_config(&model)?,
         mode: from_project.mode,

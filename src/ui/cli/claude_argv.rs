@@ -10,10 +10,11 @@
 //! ARGS` (for wrapper scripts), reads ARGS as such a command line and becomes
 //! `swarm teammate` with the same identity; nothing else of the teammate changes.
 //!
-//! What it translates: the identity flags, `--lead-verify-key`, `--plan-mode-required` and
-//! `--agent-type` as they are; `--dangerously-skip-permissions` and a `--permission-mode`
-//! swarm knows into swarm's permission mode; `--model` into `--claude-model`, which names
-//! the model only when nothing of swarm's does (see `agent`). Every other flag (Claude
+//! What it translates: the identity flags, `--lead-verify-key` and `--plan-mode-required`
+//! as they are; `--dangerously-skip-permissions` and a `--permission-mode` swarm knows into
+//! swarm's permission mode; `--model` into `--claude-model`, which names the model only
+//! when nothing of swarm's does, and `--agent-type` into `--claude-agent-type`, used when
+//! the project defines that type (a plugin's type is not ours to load; see `agent`). Every other flag (Claude
 //! Code adds settings, plugin, MCP and tool flags over time) is kept for the teammate's log
 //! as `--claude-flag`, never refused: an unknown `--flag` takes the next word as its value
 //! unless that word is a flag too.
@@ -26,13 +27,12 @@ use swarm_config::permissions::PermissionMode;
 pub const SUBCOMMAND: &str = "cc-teammate";
 
 /// Claude Code flags that are swarm teammate flags too, with the same meaning.
-const SAME: [&str; 7] = [
+const SAME: [&str; 6] = [
     "--agent-id",
     "--agent-name",
     "--team-name",
     "--agent-color",
     "--parent-session-id",
-    "--agent-type",
     "--lead-verify-key",
 ];
 
@@ -84,6 +84,7 @@ fn translate(words: &[String]) -> Vec<String> {
         out.push(match (flag, value) {
             (f, Some(v)) if SAME.contains(&f) => format!("{f}={v}"),
             ("--model", Some(m)) => format!("--claude-model={m}"),
+            ("--agent-type", Some(t)) => format!("--claude-agent-type={t}"),
             ("--permission-mode", Some(m)) if m.parse::<PermissionMode>().is_ok() => {
                 format!("--permission-mode={m}")
             }
@@ -138,7 +139,7 @@ mod tests {
                 "--agent-color=blue",
                 "--parent-session-id=0b7c",
                 "--lead-verify-key=1700000000000.MCowBQ",
-                "--agent-type=general-purpose",
+                "--claude-agent-type=general-purpose",
                 "--permission-mode=bypassPermissions",
                 "--claude-model=claude-sonnet-4-5",
             ]

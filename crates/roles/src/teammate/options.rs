@@ -83,6 +83,19 @@ pub struct DefinedApi {
     pub model: Option<String>,
 }
 
+/// `agent_type` if the project (or the user) defines it; otherwise a warning in the
+/// teammate's log and `None`: a Claude Code lead may name types swarm cannot load
+/// (a plugin's), and its teammate runs on rather than failing to start.
+pub fn defined_type(project: &Path, dirs: &UserDirs, agent_type: &str) -> Option<String> {
+    match Catalog::load(project, dirs).get(agent_type) {
+        Ok(_) => Some(agent_type.to_owned()),
+        Err(e) => {
+            tracing::warn!("running without the lead's agent type: {e}");
+            None
+        }
+    }
+}
+
 /// Reads what the teammate's project says: the agent definition `agent_type` names (its
 /// tools, its instructions, its API, and unless the command line gave them, its permission
 /// mode and turn limit; an unknown type is an error listing the known ones) and the hooks.
