@@ -22,6 +22,10 @@
 //! - wake-ups are pushed: every write notifies what it changed (`NOTIFY`, in its own
 //!   transaction), and a listening connection per handle wakes the watches it concerns
 //!   (the `watch` module);
+//! - mail in the lead's name is sealed with the lead's key where the root signs as the lead
+//!   (`Root::seal_as_lead`), as the file store's delivery does;
+//! - every call may come from inside a tokio runtime (an agent's loop): the driver, which
+//!   blocks on a runtime of its own, then runs on a thread of its own (`connect`);
 //! - the decisions (who may claim, which name is taken, which edge closes a cycle, whether
 //!   a request may still be decided) are the file store's own functions
 //!   (`swarm_store::tasks::claim::refusal`, `graph`, `roster::add_to`,
@@ -68,6 +72,9 @@ mod rate_gate;
 mod records;
 mod roster;
 mod tasks;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
 mod watch;
 
 use std::path::Path;

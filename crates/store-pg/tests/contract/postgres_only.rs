@@ -153,7 +153,7 @@ fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
 
 #[test]
 fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
-    let Some(url) = crate::server::database() else {
+    let Some(url) = swarm_store_pg::testing::database() else {
         return;
     };
     let db = Database::open(&url).unwrap();
@@ -165,7 +165,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
         "nothing to do twice"
     );
     // Several processes at their first use at once: each migration applied once.
-    let url2 = crate::server::database().unwrap();
+    let url2 = swarm_store_pg::testing::database().unwrap();
     std::thread::scope(|s| {
         for _ in 0..4 {
             s.spawn(|| PgStore::connect(&url2, &nowhere(), &TeamName::new("t").unwrap()).unwrap());
@@ -190,7 +190,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
 
 #[test]
 fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
-    let Some(url) = crate::server::database() else {
+    let Some(url) = swarm_store_pg::testing::database() else {
         return;
     };
     let ghost = PgStore::connect(&url, &nowhere(), &TeamName::new("ghost").unwrap()).unwrap();
