@@ -35,8 +35,11 @@
 //! (`Backend::root`): each agent's logs, transcripts and plans, files on the host the
 //! agent runs on. Everything shared is in the database.
 //!
-//! Not yet here: no command opens a `PgStore` yet (`--store` is a later step, and with it
-//! `Root::open` choosing the backend); liveness by heartbeats (an agent's state still names
+//! A team is made here by `swarm team create --store URL` (or `swarm run`/`swarm demo`
+//! with `--store`, or `SWARM_STORE_URL`): the team's local pointer names the URL, and
+//! `Root::open` follows it through [`PgOpener`], registered at the edge.
+//!
+//! Not yet here: liveness by heartbeats (an agent's state still names
 //! its pid, which means nothing on another host); fencing tokens, so a hold or a claim
 //! lost with its connection cannot be used after its successor's; TLS (connections are
 //! plain); the transcripts' index.
@@ -68,6 +71,7 @@ mod holds;
 mod mail;
 mod merge_queue;
 pub mod migrate;
+mod opener;
 mod rate_gate;
 mod records;
 mod roster;
@@ -93,6 +97,7 @@ use crate::connect::Fail;
 use crate::watch::Watchers;
 
 pub use connect::{Database, redact};
+pub use opener::{PgOpener, check_url};
 
 /// One team's state in one database, and the local root of the process that opened it.
 ///
