@@ -37,6 +37,7 @@ mod merge_queue;
 mod mixed_models;
 mod model_server;
 mod pane_snapshots;
+mod pg_team;
 mod rate_limits;
 mod resume;
 mod run_progress;

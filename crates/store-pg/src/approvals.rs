@@ -128,8 +128,9 @@ impl Approvals for PgStore {
             };
             let done = decide(&a, decision, lead_mode)?;
             write(self, tx, &done.approval)?;
-            let key = done.answer.key();
-            deliver_all(self, tx, &[(done.to, key, done.answer)])?;
+            let answer = self.root.seal_as_lead(&self.team, done.answer)?;
+            let key = answer.key();
+            deliver_all(self, tx, &[(done.to, key, answer)])?;
             Ok(done.approval)
         })
     }

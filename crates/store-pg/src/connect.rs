@@ -89,6 +89,28 @@ impl Database {
     /// cannot be reached is said now. Does not migrate: see
     /// [`crate::migrate::migrate`].
     pub fn open(url: &str, env: &Environment) -> Result<Database> {
+        Database::with_lock_timeout(url, env, LOCK_TIMEOUT)
+    }
+
+    /// [`Database::open`], waiting `lock_timeout` for a lock instead of [`LOCK_TIMEOUT`]
+    /// (the setting a person gives, as `SWARM_LOCK_TIMEOUT_MS` is for files).
+    pub fn with_lock_timeout(
+        url: &str,
+        env: &Environment,
+        lock_timeout: Duration,
+    ) -> Result<Database> {
+        let db = Database::lazy(url, env, lock_timeout)?;
+        off_runtime(|| {
+            let client = db.connect()?;
+            db.give_back(client);
+            Ok(db)
+        })
+    }
+
+    /// The database at `url`, parsed (what it leaves out filled from `env`) but not
+    /// reached: its first use connects, and fails with [`Error::Unavailable`] while the
+    /// server cannot be reached.
+    pub fn lazy(url: &str, env: &Environment, lock_timeout: Duration) -> Result<Database> {
         let (rest, tls_given) = tls::take_settings(url);
         let mut config = Config::from_str(&rest).map_err(|e| {
             Error::usage(format!(
@@ -106,30 +128,13 @@ impl Database {
         if config.get_application_name().is_none() {
             config.application_name("swarm");
         }
-        let db = Database {
+        Ok(Database {
             at: describe(&config),
-            lock_timeout: LOCK_TIMEOUT,
+            lock_timeout,
             config,
             tls,
             idle: Mutex::new(Vec::new()),
-        };
-        let client = db.connect()?;
-        db.give_back(client);
-        Ok(db)
-    }
-
-    /// [`Database::open`], waiting `lock_timeout` for a lock instead of [`LOCK_TIMEOUT`]
-    /// (the setting a person gives, as `SWARM_LOCK_TIMEOUT_MS` is for files).
-    pub fn with_lock_timeout(
-        url: &str,
-        env: &Environment,
-        lock_timeout: Duration,
-    ) -> Result<Database> {
-        let mut db = Database::open(url, env)?;
-        db.lock_timeout = lock_timeout;
-        // The connection `open` made has the default: made again with this one.
-        db.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        Ok(db)
+        })
     }
 
     /// The server and database, as messages name them: hosts, port, database and user,
@@ -176,7 +181,16 @@ impl Database {
     /// Runs `work` on a connection of the pool (normally one transaction), retrying it per
     /// `retry` (see [`Retry`]); `what` says what it does, for the error ("read the roster of
     /// team 'x'").
-    pub fn run<T>(
+    pub fn run<T: Send>(
+        &self,
+        retry: Retry,
+        what: &str,
+        work: impl FnMut(&mut Client) -> std::result::Result<T, Fail> + Send,
+    ) -> Result<T> {
+        off_runtime(|| self.run_here(retry, what, work))
+    }
+
+    fn run_here<T>(
         &self,
         retry: Retry,
         what: &str,
@@ -215,11 +229,11 @@ impl Database {
     }
 
     /// Runs `work` in one transaction, committed when it returns `Ok`.
-    pub fn transaction<T>(
+    pub fn transaction<T: Send>(
         &self,
         retry: Retry,
         what: &str,
-        mut work: impl FnMut(&mut postgres::Transaction<'_>) -> std::result::Result<T, Fail>,
+        mut work: impl FnMut(&mut postgres::Transaction<'_>) -> std::result::Result<T, Fail> + Send,
     ) -> Result<T> {
         self.run(retry, what, |client| {
             let mut tx = client.transaction()?;
@@ -252,6 +266,32 @@ impl Database {
             )),
         }
     }
+}
+
+impl Drop for Database {
+    /// Closing a connection blocks on the driver's own runtime: off any runtime, as
+    /// `off_runtime` says.
+    fn drop(&mut self) {
+        let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if !idle.is_empty() {
+            off_runtime(move || drop(idle));
+        }
+    }
+}
+
+/// Runs `work`, which uses the driver, where the driver may block: the driver runs each
+/// call on a small runtime of its own, which tokio refuses to start on a thread already
+/// in a runtime (an agent's loop, a run's wait), so from such a thread `work` runs on a
+/// thread of its own while the caller waits, as it would have for the call itself.
+pub(crate) fn off_runtime<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return work();
+    }
+    std::thread::scope(|s| {
+        s.spawn(work)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// The wait before try `tries + 1`: 50 ms, 200 ms, 450 ms.

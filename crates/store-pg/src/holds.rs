@@ -20,7 +20,7 @@ use postgres::Client;
 use postgres::error::SqlState;
 
 use crate::PgStore;
-use crate::connect::{Database, Retry};
+use crate::connect::{Database, Retry, off_runtime};
 use crate::mail::unknown_team;
 use swarm_util::error::Result;
 
@@ -51,14 +51,14 @@ impl Drop for Held {
         let Some(mut client) = self.client.take() else {
             return;
         };
-        match client.execute(
-            "SELECT pg_advisory_unlock($1, $2)",
-            &[&HOLD_CLASS, &self.key],
-        ) {
-            Ok(_) => self.db.give_back(client),
-            // The connection is gone, and the lock with it.
-            Err(e) => tracing::debug!("failed to unlock a hold: {e}"),
-        }
+        let (db, key) = (&self.db, self.key);
+        off_runtime(move || {
+            match client.execute("SELECT pg_advisory_unlock($1, $2)", &[&HOLD_CLASS, &key]) {
+                Ok(_) => db.give_back(client),
+                // The connection is gone, and the lock with it.
+                Err(e) => tracing::debug!("failed to unlock a hold: {e}"),
+            }
+        });
     }
 }
 
@@ -82,6 +82,10 @@ fn key(store: &PgStore, name: &str) -> Result<i32> {
 /// Holds `name` for the team, waiting as `wait` says; `None` only with [`Wait::No`], when
 /// another holds it.
 pub(crate) fn hold(store: &PgStore, name: &str, wait: Wait) -> Result<Option<Held>> {
+    off_runtime(|| hold_here(store, name, wait))
+}
+
+fn hold_here(store: &PgStore, name: &str, wait: Wait) -> Result<Option<Held>> {
     let key = key(store, name)?;
     let what = format!("take the lock '{name}' of team '{}'", store.team);
     let mut client = store.db.take()?;

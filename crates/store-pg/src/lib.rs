@@ -22,6 +22,10 @@
 //! - wake-ups are pushed: every write notifies what it changed (`NOTIFY`, in its own
 //!   transaction), and a listening connection per handle wakes the watches it concerns
 //!   (the `watch` module);
+//! - mail in the lead's name is sealed with the lead's key where the root signs as the lead
+//!   (`Root::seal_as_lead`), as the file store's delivery does;
+//! - every call may come from inside a tokio runtime (an agent's loop): the driver, which
+//!   blocks on a runtime of its own, then runs on a thread of its own (`connect`);
 //! - the decisions (who may claim, which name is taken, which edge closes a cycle, whether
 //!   a request may still be decided) are the file store's own functions
 //!   (`swarm_store::tasks::claim::refusal`, `graph`, `roster::add_to`,
@@ -31,8 +35,11 @@
 //! (`Backend::root`): each agent's logs, transcripts and plans, files on the host the
 //! agent runs on. Everything shared is in the database.
 //!
-//! Not yet here: no command opens a `PgStore` yet (`--store` is a later step, and with it
-//! `Root::open` choosing the backend); liveness by heartbeats (an agent's state still names
+//! A team is made here by `swarm team create --store URL` (or `swarm run`/`swarm demo`
+//! with `--store`, or `SWARM_STORE_URL`): the team's local pointer names the URL, and
+//! `Root::open` follows it through [`PgOpener`], registered at the edge.
+//!
+//! Not yet here: liveness by heartbeats (an agent's state still names
 //! its pid, which means nothing on another host); fencing tokens, so a hold or a claim
 //! lost with its connection cannot be used after its successor's; the transcripts' index.
 //!
@@ -66,10 +73,14 @@ pub mod libpq;
 mod mail;
 mod merge_queue;
 pub mod migrate;
+mod opener;
 mod rate_gate;
 mod records;
 mod roster;
 mod tasks;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
 pub mod tls;
 mod watch;
 
@@ -90,6 +101,7 @@ use crate::connect::Fail;
 use crate::watch::Watchers;
 
 pub use connect::{Database, redact};
+pub use opener::{PgOpener, check_url};
 
 /// One team's state in one database, and the local root of the process that opened it.
 ///

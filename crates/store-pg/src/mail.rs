@@ -133,20 +133,21 @@ impl Mailboxes for PgStore {
         let keys = self.db.transaction(Retry::Safe, &what, |tx| {
             let config = load_in(self, tx, false)?;
             let recipients = recipients(&config, &self.team, &envelope.from, to)?;
-            // The copies' ids are drawn once: a retry offers the same ones.
-            let made = copies.get_or_insert_with(|| {
-                recipients
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| {
-                        let mut copy = envelope.clone();
-                        if i > 0 {
-                            copy.msg_id = Some(uuid::Uuid::now_v7().to_string());
-                        }
-                        (r.clone(), origin.clone(), copy)
-                    })
-                    .collect()
-            });
+            // The copies' ids (and the lead's signatures) are made once: a retry offers
+            // the same ones.
+            if copies.is_none() {
+                let mut made = Vec::with_capacity(recipients.len());
+                for (i, r) in recipients.iter().enumerate() {
+                    let mut copy = envelope.clone();
+                    if i > 0 {
+                        copy.msg_id = Some(uuid::Uuid::now_v7().to_string());
+                    }
+                    let copy = self.root.seal_as_lead(&self.team, copy)?;
+                    made.push((r.clone(), origin.clone(), copy));
+                }
+                copies = Some(made);
+            }
+            let made = copies.as_ref().expect("made above");
             let keys = deliver_all(self, tx, made)?;
             Ok(made
                 .iter()
@@ -163,6 +164,7 @@ impl Mailboxes for PgStore {
     fn deliver(&self, to: &AgentName, envelope: Envelope) -> Result<String> {
         check_text(&envelope.text)?;
         let what = self.mail_what(&format!("deliver a message to {to}"));
+        let envelope = self.root.seal_as_lead(&self.team, envelope)?;
         let copies = [(to.clone(), envelope.key(), envelope)];
         let mut keys = self
             .db

@@ -30,7 +30,7 @@ impl MergeQueue for PgStore {
         })
     }
 
-    fn update_with(&self, f: &mut dyn FnMut(&mut Queue)) -> Result<()> {
+    fn update_with(&self, f: &mut (dyn FnMut(&mut Queue) + Send)) -> Result<()> {
         let what = format!("update the merge queue of team '{}'", self.team);
         self.db.transaction(Retry::Once, &what, |tx| {
             let team = self.team.as_str();

@@ -101,7 +101,7 @@ impl Roster for PgStore {
             .run(Retry::Safe, &what, |client| load_in(self, client, false))
     }
 
-    fn update_with(&self, f: &mut dyn FnMut(&mut TeamConfig) -> Result<()>) -> Result<()> {
+    fn update_with(&self, f: &mut (dyn FnMut(&mut TeamConfig) -> Result<()> + Send)) -> Result<()> {
         let what = format!("update the roster of team '{}'", self.team);
         self.db.transaction(Retry::Once, &what, |tx| {
             let mut config = load_in(self, tx, true)?;

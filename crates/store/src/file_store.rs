@@ -101,7 +101,7 @@ impl Roster for FileStore {
     fn load(&self) -> Result<TeamConfig> {
         roster::load(&self.root, &self.team)
     }
-    fn update_with(&self, f: &mut dyn FnMut(&mut TeamConfig) -> Result<()>) -> Result<()> {
+    fn update_with(&self, f: &mut (dyn FnMut(&mut TeamConfig) -> Result<()> + Send)) -> Result<()> {
         roster::update(&self.root, &self.team, f)
     }
     fn add_member(&self, new: NewMember) -> Result<Member> {
@@ -232,7 +232,7 @@ impl MergeQueue for FileStore {
     fn load(&self) -> Result<Queue> {
         merge_queue::load(&self.root, &self.team)
     }
-    fn update_with(&self, f: &mut dyn FnMut(&mut Queue)) -> Result<()> {
+    fn update_with(&self, f: &mut (dyn FnMut(&mut Queue) + Send)) -> Result<()> {
         merge_queue::update(&self.root, &self.team, f)
     }
     fn acquire_run(&self) -> Result<Hold> {

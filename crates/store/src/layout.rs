@@ -25,6 +25,8 @@ pub struct Root {
     durable: bool,
     /// Set when this process signs as the team's lead (see `store::lead_key`).
     signs_as_lead: bool,
+    /// Where new teams are made: a server's URL, or `None` for files.
+    pub(crate) new_teams_at: Option<String>,
 }
 
 impl Root {
@@ -35,6 +37,7 @@ impl Root {
             lock_timeout: lock::DEFAULT_TIMEOUT,
             durable: true,
             signs_as_lead: false,
+            new_teams_at: None,
         }
     }
 
@@ -91,6 +94,12 @@ impl Root {
 
     pub fn team_dir(&self, team: &TeamName) -> PathBuf {
         self.teams_dir().join(team.as_str())
+    }
+
+    /// The pointer of a team stored on a database server: its URL, without a password (see
+    /// `store::backends`). A file team has none.
+    pub fn store_pointer_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("store.json")
     }
 
     /// The team's rate-limit gate, shared by its agents (see `llm::rate_gate`).

@@ -131,6 +131,10 @@ fn load(root: &Root, path: &Path) -> Result<Option<LeadSigner>> {
 /// process made it first.
 fn create(root: &Root, path: &Path, bytes: &[u8]) -> Result<bool> {
     files::check(root, path)?;
+    // A team whose shared state is elsewhere (a database) may have no folder here yet.
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).ctx("create directory", dir)?;
+    }
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     // The name `util::atomic` gives its temp files, so its sweep removes one left by a crash.
     let tmp = path.with_file_name(format!(

@@ -66,6 +66,7 @@
 //! Nothing here starts a process, talks to a network or reads the environment.
 
 pub mod approvals;
+pub mod backends;
 pub mod budget;
 pub mod documents;
 pub mod file_store;

@@ -41,7 +41,7 @@ pub trait Roster: Send + Sync {
     fn load(&self) -> Result<TeamConfig>;
     /// Read-modify-write under the roster's lock, calling `f` exactly once; an `Err` from
     /// `f` writes nothing.
-    fn update_with(&self, f: &mut dyn FnMut(&mut TeamConfig) -> Result<()>) -> Result<()>;
+    fn update_with(&self, f: &mut (dyn FnMut(&mut TeamConfig) -> Result<()> + Send)) -> Result<()>;
     /// Adds a teammate; refuses a name already taken (in any letter case).
     fn add_member(&self, new: NewMember) -> Result<Member>;
     /// Adds several teammates in one write, each on its own (one refused name refuses only
@@ -53,7 +53,10 @@ pub trait Roster: Send + Sync {
 
 impl dyn Roster + '_ {
     /// [`Roster::update_with`], returning what `f` returns.
-    pub fn update<T>(&self, f: impl FnOnce(&mut TeamConfig) -> Result<T>) -> Result<T> {
+    pub fn update<T: Send>(
+        &self,
+        f: impl FnOnce(&mut TeamConfig) -> Result<T> + Send,
+    ) -> Result<T> {
         let (mut f, mut out) = (Some(f), None);
         self.update_with(&mut |config| {
             let f = f.take().expect("update_with calls f once");
@@ -64,7 +67,11 @@ impl dyn Roster + '_ {
     }
 
     /// Patches one member in place; an unknown member is an error naming the roster.
-    pub fn update_member<T>(&self, name: &str, f: impl FnOnce(&mut Member) -> T) -> Result<T> {
+    pub fn update_member<T: Send>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Member) -> T + Send,
+    ) -> Result<T> {
         self.update(|config| {
             let unknown = config.unknown_member(name);
             let member = config.member_mut(name).ok_or(unknown)?;
@@ -166,14 +173,14 @@ impl Hold {
 pub trait MergeQueue: Send + Sync {
     fn load(&self) -> Result<Queue>;
     /// Read-modify-write under the queue's lock, calling `f` exactly once.
-    fn update_with(&self, f: &mut dyn FnMut(&mut Queue)) -> Result<()>;
+    fn update_with(&self, f: &mut (dyn FnMut(&mut Queue) + Send)) -> Result<()>;
     /// Waits for the right to run the queue (one run at a time).
     fn acquire_run(&self) -> Result<Hold>;
 }
 
 impl dyn MergeQueue + '_ {
     /// [`MergeQueue::update_with`], returning what `f` returns.
-    pub fn update<T>(&self, f: impl FnOnce(&mut Queue) -> T) -> Result<T> {
+    pub fn update<T: Send>(&self, f: impl FnOnce(&mut Queue) -> T + Send) -> Result<T> {
         let (mut f, mut out) = (Some(f), None);
         self.update_with(&mut |queue| {
             let f = f.take().expect("update_with calls f once");

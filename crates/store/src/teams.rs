@@ -1,43 +1,52 @@
-//! The teams under a root: creating one, opening one (which is where its backend is
-//! chosen), whether one exists or is half made, listing and deleting them. Everything else a team holds is reached through
-//! the [`Store`] handle these return.
+//! The teams under a root: creating one (as files, or on the root's database server),
+//! whether one exists or is half made, listing and deleting them. Opening one, where its
+//! backend is chosen, is `backends`'. Everything else a team holds is reached through the
+//! [`Store`] handle `Root::open` returns.
 
 use std::path::Path;
 
-use crate::file_store::FileStore;
 use crate::layout::Root;
 use crate::names::TeamName;
 use crate::roster::{self, TeamConfig};
+#[cfg(doc)]
 use crate::seam::Store;
-use swarm_util::error::Result;
+use swarm_util::error::{Error, Result};
 
 impl Root {
-    /// The team `team` under this root. Opening reads nothing: a team that does not exist
-    /// fails at its first use, naming what is missing.
-    pub fn open(&self, team: &TeamName) -> Store {
-        Store::new(FileStore::new(self, team))
-    }
-
     /// Creates `team` (its roster with the lead as the only member, and its empty
-    /// mailboxes and task list); refuses a team that exists. Open it to use it.
+    /// mailboxes and task list), as files or, when this root makes its teams on a server
+    /// ([`Root::making_teams_at`]), there with its pointer; refuses a team that exists.
+    /// Open it to use it.
     pub fn create_team(
         &self,
         team: &TeamName,
         description: Option<String>,
         cwd: &Path,
     ) -> Result<TeamConfig> {
+        if let Some(url) = self.new_teams_at() {
+            return self.create_team_at(url, team, description, cwd);
+        }
+        if self.store_pointer_path(team).exists() {
+            return Err(Error::conflict(format!(
+                "team '{team}' already exists on a database server ({}); pick another name or delete it with `swarm team delete {team}`",
+                self.store_pointer_path(team).display()
+            )));
+        }
         roster::create(self, team, description, cwd)
     }
 
-    /// Every team under this root, by name.
+    /// Every team under this root, by name: its file teams and those on servers.
     pub fn teams(&self) -> Result<Vec<TeamConfig>> {
-        roster::list(self)
+        let mut teams = roster::list(self)?;
+        teams.extend(self.server_teams());
+        teams.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(teams)
     }
 
-    /// Whether `team` exists under this root: it has a roster (`teams/<team>/config.json`).
-    /// Reads nothing but whether the roster is there.
+    /// Whether `team` exists under this root: it has a roster (`teams/<team>/config.json`)
+    /// or a pointer to its server. Reads nothing but whether either is there.
     pub fn has_team(&self, team: &TeamName) -> bool {
-        self.roster_path(team).exists()
+        self.roster_path(team).exists() || self.store_pointer_path(team).exists()
     }
 
     /// Whether `team` is half made: it has a folder but no roster, as a run that failed
@@ -60,9 +69,11 @@ impl Root {
         teams
     }
 
-    /// Removes `team`'s files (roster, mailboxes, state, task list). Whether its members
-    /// still run is the caller's to settle first.
+    /// Removes `team`'s files (roster, mailboxes, state, task list), and for a team on a
+    /// server, first all it holds there. Whether its members still run is the caller's to
+    /// settle first.
     pub fn delete_team(&self, team: &TeamName) -> Result<()> {
+        self.delete_team_at_server(team)?;
         roster::delete_files(self, team)
     }
 }

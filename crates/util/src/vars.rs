@@ -57,6 +57,7 @@ vars! {
     SWARM_CLAUDE_BIN = "claude", "the Claude Code client for `--engine claude` (or `--claude-bin`); default: `claude` on `PATH`";
     SWARM_LOCK_TIMEOUT_MS = "15000", "how long a shared file's lock is waited for before the write fails";
     SWARM_DURABLE = "1", "`0` skips fsyncs (atomicity never depends on them)";
+    SWARM_STORE_URL = "", "a PostgreSQL URL (no password) where `swarm team create`, `run` and `demo` make new teams (or `--store`); default: files";
     SWARM_LOG = "", "what to log, an env-filter such as `swarm=debug`; teammates log to `teams/<team>/logs/<agent>.log`";
     SWARM_TIMINGS = "", "a file to append each command's timings to, as JSON lines (for `scripts/bench`)";
     SWARM_FAULT = "", "a fault to inject at a named point, for the fault campaign (`scripts/bench faults`)";

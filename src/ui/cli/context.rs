@@ -72,6 +72,9 @@ impl Ctx {
         );
         let env = env.with_defaults(claude.env.iter().map(|(k, v)| (k.clone(), v.value.clone())));
         let settings = Settings::resolve(env);
+        // A team on PostgreSQL is opened through its pointer (`swarm_store::backends`).
+        let opener = swarm_store_pg::PgOpener::new(settings.env.clone());
+        swarm_store::backends::register(std::sync::Arc::new(opener));
         let root = Root::resolve(global.root.as_deref(), &settings.env)?
             .with_store_settings(settings.lock_timeout, settings.durable);
         Ok(Ctx {
@@ -138,10 +141,13 @@ impl Ctx {
     }
 
     /// The team named on the command line, else `--team`/`SWARM_TEAM`, else the only team;
-    /// refused when it is not the acting agent's own.
+    /// refused when it is not the acting agent's own. A team on a database server is
+    /// reached now, so an unreachable server is this command's one-line error (exit code
+    /// 5) before it acts, and its later opens share the connections made here.
     pub fn team_or(&self, explicit: Option<&str>) -> Result<TeamName> {
         let team = self.find_team(explicit)?;
         self.actor.check_team(&team)?;
+        self.root.try_open(&team)?;
         Ok(team)
     }
 

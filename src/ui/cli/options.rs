@@ -9,6 +9,7 @@ use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::tools::ToolName;
 use swarm_llm::Provider;
 use swarm_llm::budget::Limits;
+use swarm_store::Root;
 use swarm_store::roster;
 use swarm_team::inherit::Engine;
 use swarm_util::error::Error;
@@ -127,6 +128,24 @@ impl MergeOpts {
             completed_work_only: false,
             restarts_owners: false,
         }
+    }
+}
+
+/// Where a new team's shared state lives (`swarm team create`, `run`, `demo`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreOpts {
+    /// Make the team on this PostgreSQL database instead of as files, e.g. postgres://swarm@db.example/swarm; the password comes from ~/.pgpass or PGPASSWORD, never the URL
+    #[arg(long, env = vars::SWARM_STORE_URL, value_name = "URL")]
+    pub store: Option<String>,
+}
+
+impl StoreOpts {
+    /// `root` making its new teams where these options say, a URL with a password refused.
+    pub fn root(&self, root: &Root) -> Result<Root, Error> {
+        if let Some(url) = &self.store {
+            swarm_store_pg::check_url(url)?;
+        }
+        Ok(root.clone().making_teams_at(self.store.clone()))
     }
 }
 

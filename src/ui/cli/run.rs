@@ -9,7 +9,9 @@ use clap::Args;
 use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
 use crate::ui::cli::follow::{Speak, attaches, follow};
 use crate::ui::cli::lead::inherited;
-use crate::ui::cli::options::{BudgetOpts, EngineOpts, MergeOpts, ModelOpts, PermissionOpts};
+use crate::ui::cli::options::{
+    BudgetOpts, EngineOpts, MergeOpts, ModelOpts, PermissionOpts, StoreOpts,
+};
 use crate::ui::cli::resume;
 use swarm_config::agents::Catalog;
 use swarm_config::permissions::Approver;
@@ -64,6 +66,8 @@ pub struct RunArgs {
     /// How teammates' worktree branches land: the team's merge queue
     #[command(flatten)]
     pub merge: MergeOpts,
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 #[derive(Debug, Args)]
@@ -80,6 +84,8 @@ pub struct DemoArgs {
     /// Keep the team's files afterwards (they are deleted by default)
     #[arg(long)]
     pub keep: bool,
+    #[command(flatten)]
+    pub store: StoreOpts,
     /// The job: toolkit (the shared checkout, a plan approval) or worktrees (a worktree per teammate, landed by the merge queue with a check)
     #[arg(long, default_value = "toolkit", value_name = "JOB")]
     pub job: swarm_demo::job::Job,
@@ -91,6 +97,8 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
             "give the team a goal: swarm run \"what to build\"",
         ));
     }
+    // Where the team is made, checked before anything is.
+    let root = args.store.root(&ctx.root)?;
     let here = working_dir(args.cwd.as_deref())?;
     let def = match args.team_def.clone() {
         Some(given) => Some(team_def(ctx, &given, &here, &mut args)?),
@@ -131,7 +139,8 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
         inherited(ctx, &args.model, &args.permissions)?,
         &args.engine,
     )?;
-    let launcher = ctx.launcher(&team, lead, here)?;
+    let mut launcher = ctx.launcher(&team, lead, here)?;
+    launcher.root = root;
     let window = team_run::launch(
         &launcher,
         &Goal {
@@ -222,8 +231,10 @@ pub fn warn_unpriced(budget: &Limits, model: &str) {
 }
 
 pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {
+    let root = args.store.root(&ctx.root)?;
     let team = demo_run::team_name()?;
-    let launcher = ctx.launcher(&team, ctx.lead_settings()?, lead_dir())?;
+    let mut launcher = ctx.launcher(&team, ctx.lead_settings()?, lead_dir())?;
+    launcher.root = root;
     let demo = Demo {
         launcher,
         attach: !args.no_attach && std::io::stdout().is_terminal(),

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::ui::cli::context::{Ctx, working_dir};
-use crate::ui::cli::options::colour;
+use crate::ui::cli::options::{StoreOpts, colour};
 use crate::ui::cli::output::print_json;
 use swarm_config::agents::{Catalog, Isolation};
 use swarm_config::teams::{self, MemberDef, TeamDef};
@@ -28,6 +28,8 @@ pub enum TeamCommand {
         /// What the team is for, recorded in its roster
         #[arg(long, short)]
         description: Option<String>,
+        #[command(flatten)]
+        store: StoreOpts,
     },
     /// List teams
     List,
@@ -90,7 +92,11 @@ pub struct AddMemberArgs {
 
 pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
     match cmd {
-        TeamCommand::Create { team, description } => create(ctx, &team, description),
+        TeamCommand::Create {
+            team,
+            description,
+            store,
+        } => create(ctx, &team, description, &store),
         TeamCommand::List => list(ctx),
         TeamCommand::Show { team } => show(ctx, team.as_deref()),
         TeamCommand::Add(args) => add_member(ctx, args),
@@ -231,13 +237,20 @@ fn def_json(def: &TeamDef) -> serde_json::Value {
     })
 }
 
-fn create(ctx: &Ctx, team: &str, description: Option<String>) -> Result<()> {
+fn create(ctx: &Ctx, team: &str, description: Option<String>, store: &StoreOpts) -> Result<()> {
     let team = TeamName::new(team)?;
     ctx.actor.check_team(&team)?;
     let cwd = working_dir(None)?;
-    let config = ctx.root.create_team(&team, description, &cwd)?;
+    let root = store.root(&ctx.root)?;
+    let config = root.create_team(&team, description, &cwd)?;
     if ctx.json() {
         print_json(&config);
+    } else if let Some(url) = root.new_teams_at() {
+        println!(
+            "created team {team} in {} (its pointer: {})",
+            swarm_store_pg::redact(url),
+            root.store_pointer_path(&team).display()
+        );
     } else {
         // Only shown, never opened: where the person finds the new team's files.
         println!(

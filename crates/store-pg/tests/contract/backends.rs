@@ -27,6 +27,7 @@ pub struct Team {
     /// The database's URL, for PostgreSQL.
     pub url: Option<String>,
     open: Box<dyn Fn() -> Arc<dyn Backend> + Send + Sync>,
+    open_as_lead: Box<dyn Fn() -> Arc<dyn Backend> + Send + Sync>,
     handle: Arc<dyn Backend>,
     _dir: tempfile::TempDir,
 }
@@ -70,6 +71,11 @@ impl Team {
     pub fn open(&self) -> Arc<dyn Backend> {
         (self.open)()
     }
+    /// The team opened as the lead's process (or a person's CLI) opens it: under a root that
+    /// signs what goes out in the lead's name.
+    pub fn open_as_lead(&self) -> Arc<dyn Backend> {
+        (self.open_as_lead)()
+    }
     /// Adds teammates by name.
     pub fn add(&self, names: &[&str]) {
         for name in names {
@@ -103,33 +109,42 @@ pub fn file() -> Team {
     let root = Root::new(dir.path());
     let team = team_name();
     root.create_team(&team, None, dir.path()).unwrap();
+    let (lead_root, lead_team) = (root.clone().signing_as_lead(), team.clone());
     let open = move || Arc::new(FileStore::new(&root, &team)) as Arc<dyn Backend>;
+    let open_as_lead = move || Arc::new(FileStore::new(&lead_root, &lead_team)) as Arc<dyn Backend>;
     Team {
         kind: "file",
         url: None,
         handle: open(),
         open: Box::new(open),
+        open_as_lead: Box::new(open_as_lead),
         _dir: dir,
     }
 }
 
 /// `None` where PostgreSQL is missing (said loudly; a failure under `CI=true`).
 pub fn postgres() -> Option<Team> {
-    let url = crate::server::database()?;
+    let url = swarm_store_pg::testing::database()?;
     let dir = tempfile::tempdir().unwrap();
     let team = team_name();
     let root = Root::new(dir.path());
     let store = PgStore::connect(&url, &no_env(), &root, &team).unwrap();
     store.create_team(None, dir.path()).unwrap();
-    let at = url.clone();
+    let (at, lead_at) = (url.clone(), url.clone());
+    let (lead_root, lead_team) = (root.clone().signing_as_lead(), team.clone());
     let open = move || {
         Arc::new(PgStore::connect(&at, &no_env(), &root, &team).unwrap()) as Arc<dyn Backend>
+    };
+    let open_as_lead = move || {
+        Arc::new(PgStore::connect(&lead_at, &no_env(), &lead_root, &lead_team).unwrap())
+            as Arc<dyn Backend>
     };
     Some(Team {
         kind: "postgres",
         url: Some(url),
         handle: Arc::new(store),
         open: Box::new(open),
+        open_as_lead: Box::new(open_as_lead),
         _dir: dir,
     })
 }

@@ -15,6 +15,7 @@ contract!(
     the_inbox_version_changes_with_every_write,
     a_removed_inbox_keeps_its_delivered_log,
     eight_senders_at_once_lose_nothing,
+    mail_in_the_leads_name_is_signed_where_the_root_signs_as_the_lead,
 );
 
 fn texts(envelopes: impl IntoIterator<Item = Envelope>) -> Vec<String> {
@@ -229,4 +230,44 @@ fn eight_senders_at_once_lose_nothing(team: &Team) {
         let expected: Vec<String> = (0..EACH).map(|i| format!("{name} #{i}")).collect();
         assert_eq!(own, expected);
     }
+}
+
+/// A message in the lead's name, through a root that signs as the lead (the lead's process,
+/// a person's CLI), carries the lead's signature however it goes out (a message, each copy
+/// of a broadcast, a note); anyone else's, or one through a root that does not sign, goes
+/// as it is (a teammate drops an unsigned one in the lead's name).
+fn mail_in_the_leads_name_is_signed_where_the_root_signs_as_the_lead(team: &Team) {
+    team.add(&["bob", "carol"]);
+    let lead = team.open_as_lead();
+    let mail = lead.mail();
+    mail.send("bob", Envelope::new("team-lead", "signed: direct"))
+        .unwrap();
+    mail.send("*", Envelope::new("team-lead", "signed: to all"))
+        .unwrap();
+    mail.deliver(
+        &agent("carol"),
+        Envelope::new("team-lead", "signed: a note"),
+    )
+    .unwrap();
+    mail.send("bob", Envelope::new("carol", "plain: from carol"))
+        .unwrap();
+    team.mail()
+        .send("bob", Envelope::new("team-lead", "plain: no key"))
+        .unwrap();
+    let mut seen = 0;
+    for who in ["bob", "carol"] {
+        for d in team.mail().read_unread(&agent(who)).unwrap() {
+            let signed = d.envelope.extra.contains_key("lead_sig");
+            assert_eq!(
+                signed,
+                d.envelope.text.starts_with("signed:"),
+                "{} on {}: {:?}",
+                who,
+                team.kind,
+                d.envelope
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 6);
 }

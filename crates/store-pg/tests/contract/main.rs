@@ -13,7 +13,6 @@ mod postgres_only;
 mod rate_gate;
 mod records;
 mod roster;
-mod server;
 mod tasks;
 mod watch;
 

@@ -160,9 +160,9 @@ fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
 
 #[test]
 fn a_password_comes_from_pgpassword_or_a_private_password_file_and_is_never_shown() {
-    use crate::server::PASSWORD_ROLE as ROLE;
     use std::os::unix::fs::PermissionsExt;
-    let Some(url) = crate::server::database() else {
+    use swarm_store_pg::testing::PASSWORD_ROLE as ROLE;
+    let Some(url) = swarm_store_pg::testing::database() else {
         return;
     };
     // A role that must give its password, owning a database of its own.
@@ -223,7 +223,7 @@ fn a_password_comes_from_pgpassword_or_a_private_password_file_and_is_never_show
 
 #[test]
 fn tls_is_used_and_checked_as_the_sslmode_asks() {
-    let Some(tls) = crate::server::tls() else {
+    let Some(tls) = swarm_store_pg::testing::tls() else {
         return;
     };
     let url = |host: &str, settings: &str| {
@@ -280,7 +280,7 @@ fn tls_is_used_and_checked_as_the_sslmode_asks() {
 
 #[test]
 fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
-    let Some(url) = crate::server::database() else {
+    let Some(url) = swarm_store_pg::testing::database() else {
         return;
     };
     let db = Database::open(&url, &no_env()).unwrap();
@@ -292,7 +292,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
         "nothing to do twice"
     );
     // Several processes at their first use at once: each migration applied once.
-    let url2 = crate::server::database().unwrap();
+    let url2 = swarm_store_pg::testing::database().unwrap();
     std::thread::scope(|s| {
         for _ in 0..4 {
             s.spawn(|| {
@@ -321,7 +321,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
 
 #[test]
 fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
-    let Some(url) = crate::server::database() else {
+    let Some(url) = swarm_store_pg::testing::database() else {
         return;
     };
     let ghost = PgStore::connect(

@@ -11,6 +11,7 @@ contract!(
     several_members_are_added_each_on_its_own,
     a_removed_member_gives_back_its_open_tasks,
     an_update_that_fails_writes_nothing,
+    a_team_is_used_from_inside_an_async_runtime,
 );
 
 fn names(team: &Team) -> Vec<String> {
@@ -92,4 +93,36 @@ fn an_update_that_fails_writes_nothing(team: &Team) {
     );
     let unknown = team.roster().update_member("nobody", |_| ()).unwrap_err();
     assert_eq!(unknown.exit_code(), 3);
+}
+
+/// The agents' loops and a run's wait call the store from inside a tokio runtime (of
+/// either kind): every part works there, a hold is taken and let go, and a handle opened
+/// and dropped there closes its connections without upsetting the runtime.
+fn a_team_is_used_from_inside_an_async_runtime(team: &Team) {
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for (i, runtime) in [current, multi].into_iter().enumerate() {
+        runtime.block_on(async {
+            let name = format!("bob{i}");
+            team.roster().add_member(member(&name)).unwrap();
+            team.roster()
+                .update_member(&name, |m| m.color = Some("red".into()))
+                .unwrap();
+            let other = team.open();
+            let run = other.merge_queue().acquire_run().unwrap();
+            other.merge_queue().update(|q| q.entries.clear()).unwrap();
+            drop(run);
+            drop(other);
+        });
+        let config = team.roster().load().unwrap();
+        let bob = config.member(&format!("bob{i}")).unwrap();
+        assert_eq!(bob.color.as_deref(), Some("red"), "{}", team.kind);
+    }
 }

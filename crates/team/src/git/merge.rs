@@ -457,7 +457,12 @@ fn prepare_integration(
     Ok(wt)
 }
 
-fn set_entry(root: &Root, team: &TeamName, i: usize, f: impl FnOnce(&mut Entry)) -> Result<Entry> {
+fn set_entry(
+    root: &Root,
+    team: &TeamName,
+    i: usize,
+    f: impl FnOnce(&mut Entry) + Send,
+) -> Result<Entry> {
     root.open(team).merge_queue().update(|q| {
         let e = &mut q.entries[i];
         f(e);

@@ -1,5 +1,6 @@
-//! A real PostgreSQL server for the tests: one per test binary (process), started on first
-//! use, and a fresh database per test ([`database`]).
+//! A real PostgreSQL server for tests (this crate's contract suite and the binary's
+//! integration tests, behind the `testing` feature): one per test binary (process),
+//! started on first use, and a fresh database per test ([`database`]).
 //!
 //! The server is Debian's `postgres` (found beside `initdb` on the PATH, or under
 //! `/usr/lib/postgresql/*/bin`), initialised into a temporary directory and listening only
@@ -12,7 +13,8 @@
 //! test binary that starts a server (every `swarm-pg-<pid>-*` whose process is gone).
 //!
 //! Where there is no PostgreSQL, [`database`] returns `None` after saying so loudly, and
-//! panics under `CI=true` (`.ci/run` installs the package), as `harness::require` does.
+//! panics under `CI=true` (`.ci/run` installs the package), as the integration tests'
+//! `harness::require` does.
 
 use std::os::unix::fs::chown;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,127 @@
+//! [`PgOpener`]: how a root opens its teams on PostgreSQL (the store's
+//! `swarm_store::backends::Opener`), registered for the process at the edge
+//! (`swarm_store::backends::register`).
+//!
+//! Invariants:
+//! - one [`Database`] (its settings and its pool of connections) per URL per process,
+//!   migrated once, shared by every handle the process opens: a command or a loop that
+//!   opens its team again and again connects once;
+//! - a URL holding a password is refused before anything is made, with a line saying
+//!   where passwords go (`~/.pgpass`, `PGPASSWORD`): the URL is recorded in the team's
+//!   pointer, and a password must never be in a file of swarm's or on a command line;
+//! - a server that cannot be reached is not remembered: the next open tries again.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use swarm_store::Root;
+use swarm_store::backends::Opener;
+use swarm_store::names::TeamName;
+use swarm_store::roster::TeamConfig;
+use swarm_store::seam::Store;
+use swarm_util::environment::Environment;
+use swarm_util::error::{Error, Result};
+
+use crate::connect::{Database, redact};
+use crate::{PgStore, migrate};
+
+/// Opens teams on PostgreSQL servers, keeping one pool of connections per URL.
+pub struct PgOpener {
+    databases: Mutex<HashMap<String, Arc<Database>>>,
+    /// The process's environment, for what a URL leaves out (`PG*`, `~/.pgpass`, TLS).
+    env: Environment,
+}
+
+impl PgOpener {
+    pub fn new(env: Environment) -> PgOpener {
+        PgOpener {
+            databases: Mutex::default(),
+            env,
+        }
+    }
+
+    /// The database at `url`, reached and migrated (once per process); without `now`, one
+    /// that cannot be reached yet is a database that will connect at its first use.
+    fn database(&self, url: &str, root: &Root, now: bool) -> Result<Arc<Database>> {
+        let mut databases = self.databases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(db) = databases.get(url) {
+            return Ok(db.clone());
+        }
+        let reached =
+            Database::with_lock_timeout(url, &self.env, root.lock_timeout()).and_then(|db| {
+                migrate::migrate(&db)?;
+                Ok(Arc::new(db))
+            });
+        match reached {
+            Ok(db) => {
+                databases.insert(url.to_owned(), db.clone());
+                Ok(db)
+            }
+            Err(Error::Unavailable(why)) if !now => {
+                tracing::warn!("{why}; carrying on until it can be reached");
+                Ok(Arc::new(Database::lazy(
+                    url,
+                    &self.env,
+                    root.lock_timeout(),
+                )?))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Refuses a URL with a password in it (see the module's invariants).
+pub fn check_url(url: &str) -> Result<()> {
+    if redact(url) == url {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "failed to use the store url {}: it holds a password, which swarm would record in the team's files; give the url without it and put the password in ~/.pgpass or PGPASSWORD",
+        redact(url)
+    )))
+}
+
+impl Opener for PgOpener {
+    fn open(&self, url: &str, root: &Root, team: &TeamName, now: bool) -> Result<Store> {
+        let db = self.database(url, root, now)?;
+        Ok(Store::new(PgStore::on(db, root, team)))
+    }
+
+    fn create(
+        &self,
+        url: &str,
+        root: &Root,
+        team: &TeamName,
+        description: Option<String>,
+        cwd: &Path,
+    ) -> Result<TeamConfig> {
+        check_url(url)?;
+        let db = self.database(url, root, true)?;
+        PgStore::on(db, root, team).create_team(description, cwd)
+    }
+
+    fn delete(&self, url: &str, root: &Root, team: &TeamName) -> Result<()> {
+        let db = self.database(url, root, true)?;
+        PgStore::on(db, root, team).delete_team()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_with_a_password_is_refused_naming_where_passwords_go() {
+        for url in [
+            "postgres://bob:s3cret@db/swarm",
+            "host=db user=bob password=s3cret dbname=swarm",
+            "postgres://bob@db/swarm?password=s3cret",
+        ] {
+            let e = check_url(url).unwrap_err().to_string();
+            assert!(!e.contains("s3cret"), "{e}");
+            assert!(e.contains("~/.pgpass or PGPASSWORD"), "{e}");
+        }
+        check_url("postgres://bob@db:5433/swarm?sslmode=require").unwrap();
+    }
+}

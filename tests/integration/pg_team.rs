@@ -1,0 +1,293 @@
+//! A team on PostgreSQL, through the CLI: `swarm team create --store URL` (and
+//! `SWARM_STORE_URL`) makes the team in the database and leaves only its pointer under the
+//! root; every later command (and every teammate, which gets only `--root`) finds the team
+//! there; `swarm demo --store URL` runs the demo job on it. Against a real server, one per
+//! test binary and a database per test (`swarm_store_pg::testing`); where PostgreSQL is
+//! missing the tests say SKIPPED, and fail under `CI=true`.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::harness::{Guarded, ScriptedModel, TestEnv, run, run_timeout, wait_until};
+use swarm_store::Root;
+use swarm_store::names::{AgentName, TeamName};
+use swarm_store::seam::Backend;
+use swarm_store_pg::PgStore;
+
+/// `team` in the database at `url`, read there directly (no pointer, no files).
+fn in_database(url: &str, env: &TestEnv, team: &str) -> PgStore {
+    let scratch = Root::new(env.dir.path().join("elsewhere"));
+    let no_env = swarm_util::environment::Environment::default();
+    PgStore::connect(url, &no_env, &scratch, &TeamName::new(team).unwrap()).unwrap()
+}
+
+/// Every file under `dir`, relative to it.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn a_team_made_on_postgres_is_found_by_every_later_command() {
+    let Some(url) = swarm_store_pg::testing::database() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let made = env
+        .run(&["team", "create", "pgt", "--store", &url])
+        .success();
+    assert!(
+        made.stdout.contains("created team pgt in"),
+        "{}",
+        made.stdout
+    );
+    env.run(&["--team", "pgt", "team", "add", "bob"]).success();
+    env.run(&["--team", "pgt", "send", "bob", "please write the docs"])
+        .success();
+    env.run(&["--team", "pgt", "task", "add", "Write the docs"])
+        .success();
+    env.run(&["--team", "pgt", "task", "claim", "1", "--as", "bob"])
+        .success();
+
+    let status: Value = serde_json::from_str(
+        &env.run(&["--team", "pgt", "status", "--json"])
+            .success()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(status["members"][1]["name"], "bob", "{status}");
+    assert_eq!(status["tasks"]["inProgress"], 1, "{status}");
+
+    // The rows are in the database, read there without the root's files.
+    let db = in_database(&url, &env, "pgt");
+    let roster = db.roster().load().unwrap();
+    assert!(roster.member("bob").is_some(), "{roster:?}");
+    let unread = db
+        .mail()
+        .read_unread(&AgentName::new("bob").unwrap())
+        .unwrap();
+    assert_eq!(unread.len(), 1);
+    assert_eq!(unread[0].envelope.text, "please write the docs");
+    // A person speaks as the lead: signed with the team's lead key, as on files.
+    assert!(
+        unread[0].envelope.extra.contains_key("lead_sig"),
+        "{:?}",
+        unread[0]
+    );
+    let tasks = db.tasks().list().unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].owner.as_deref(), Some("bob"));
+    // And nothing of the team's shared state is in files: only its pointer, with the URL,
+    // and this host's own (the lead's signing key, which a person's CLI signs with).
+    let team_files = files_under(&env.root.join("teams").join("pgt"));
+    assert_eq!(team_files, ["lead.key", "store.json"]);
+    assert!(!env.root.join("tasks").join("pgt").exists());
+    let pointer: Value =
+        serde_json::from_slice(&std::fs::read(env.root.join("teams/pgt/store.json")).unwrap())
+            .unwrap();
+    assert_eq!(pointer["url"], url.as_str());
+
+    // Listed with the file teams, and deleted from the database with its pointer.
+    env.run(&["team", "create", "files"]).success();
+    let list = env.run(&["team", "list"]).success().stdout;
+    assert!(list.contains("pgt") && list.contains("files"), "{list}");
+    env.run(&["team", "delete", "pgt", "--force"]).success();
+    assert!(!env.root.join("teams").join("pgt").exists());
+    assert!(
+        db.roster().load().is_err(),
+        "the team is still in the database"
+    );
+}
+
+#[test]
+fn a_store_url_with_a_password_is_refused_before_anything_is_made() {
+    let env = TestEnv::new();
+    let out = env
+        .run(&[
+            "team",
+            "create",
+            "secret",
+            "--store",
+            "postgres://bob:s3cret@localhost/swarm",
+        ])
+        .failure(2);
+    assert!(
+        out.stderr.contains("~/.pgpass or PGPASSWORD"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("s3cret"), "{}", out.stderr);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(!env.root.join("teams").join("secret").exists());
+    // The same for a run and the demo, and from the environment.
+    for args in [&["run", "build it"][..], &["demo", "--no-attach"]] {
+        let out = run(env
+            .swarm(args)
+            .env("SWARM_STORE_URL", "postgres://bob:s3cret@localhost/swarm"))
+        .failure(2);
+        assert!(
+            out.stderr.contains("~/.pgpass or PGPASSWORD"),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("s3cret"), "{}", out.stderr);
+    }
+    assert!(!env.root.join("teams").exists());
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_and_exit_5_naming_it() {
+    let env = TestEnv::new();
+    let gone = env.dir.path().join("no-server");
+    std::fs::create_dir_all(&gone).unwrap();
+    let url = format!("host={} port=1 user=postgres dbname=x", gone.display());
+    let out = env
+        .run(&["team", "create", "away", "--store", &url])
+        .failure(5);
+    assert!(
+        out.stderr
+            .contains("failed to connect to the team's database at"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(&gone.display().to_string()),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(!env.root.join("teams").join("away").exists());
+
+    // A team whose server went away: every command says so, before it acts.
+    let dir = env.root.join("teams").join("away");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("store.json"), format!("{{\"url\": \"{url}\"}}")).unwrap();
+    for args in [
+        &["--team", "away", "status"][..],
+        &["--team", "away", "send", "team-lead", "hi"],
+    ] {
+        let out = env.run(args).failure(5);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("failed to connect to the team's database at"),
+            "{}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn the_demo_job_completes_on_a_postgres_team() {
+    let Some(url) = swarm_store_pg::testing::database() else {
+        return;
+    };
+    let _heavy = crate::harness::heavy();
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    // The URL from the environment, as a person would set it once.
+    let out = run_timeout(
+        env.swarm(&[
+            "demo",
+            "--no-attach",
+            "--keep",
+            "--dir",
+            &job.display().to_string(),
+        ])
+        .env("SWARM_STORE_URL", &url),
+        Duration::from_secs(180),
+    )
+    .success();
+    assert!(
+        out.stdout.contains("Result: done: every task is completed"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("the job's check passed"),
+        "{}",
+        out.stdout
+    );
+    // The team's tasks were on the server, all completed there, none in files.
+    let teams: Vec<String> = std::fs::read_dir(env.root.join("teams"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let [team] = teams.as_slice() else {
+        panic!("one team expected: {teams:?}");
+    };
+    assert!(
+        !env.root
+            .join("teams")
+            .join(team)
+            .join("config.json")
+            .exists()
+    );
+    assert!(!env.root.join("tasks").join(team).exists());
+    let tasks = in_database(&url, &env, team).tasks().list().unwrap();
+    assert_eq!(tasks.len(), 4, "{tasks:?}");
+    assert!(
+        tasks
+            .iter()
+            .all(|t| t.status == swarm_store::tasks::Status::Completed),
+        "{tasks:?}"
+    );
+}
+
+/// `swarm run --store URL`: the team is made in the database, and its lead (started in
+/// tmux with only `--root`) finds it there through the pointer: its task and its state are
+/// rows, and no task file is written.
+#[test]
+fn a_run_with_store_makes_its_team_in_the_database_and_its_lead_works_there() {
+    let Some(url) = swarm_store_pg::testing::database() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let model = ScriptedModel::lead_with_one_task("build");
+    let mut cmd = env.swarm(&["run", "build it", "--team", "t", "--no-attach"]);
+    cmd.args(["--provider", "scripted", "--base-url", &model.url()])
+        .args(["--store", &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut run = Guarded(Some(cmd.spawn().unwrap()));
+    let db = || in_database(&url, &env, "t");
+    assert!(
+        wait_until(Duration::from_secs(30), || db()
+            .tasks()
+            .list()
+            .is_ok_and(|t| t.len() == 1)),
+        "the lead made no task in the database"
+    );
+    assert!(db().agents().read_state(&AgentName::lead()).is_some());
+    assert!(!env.root.join("tasks").join("t").exists());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.child().id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert!(
+        run.wait(Duration::from_secs(60)).is_some(),
+        "the run did not stop"
+    );
+    assert!(wait_until(Duration::from_secs(30), || db()
+        .agents()
+        .read_state(&AgentName::lead())
+        .is_some_and(|s| s.exit.is_some())));
+}
