@@ -291,3 +291,34 @@ fn a_run_with_store_makes_its_team_in_the_database_and_its_lead_works_there() {
         .read_state(&AgentName::lead())
         .is_some_and(|s| s.exit.is_some())));
 }
+
+#[test]
+fn store_migrate_brings_a_database_to_this_swarms_schema_and_says_from_where() {
+    let Some(url) = swarm_store_pg::testing::database() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let latest = swarm_store_pg::migrate::LATEST;
+    let first = env.run(&["--json", "store", "migrate", &url]).success();
+    let said: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
+    assert_eq!(
+        (said["from"].as_i64(), said["to"].as_i64()),
+        (Some(0), Some(i64::from(latest))),
+        "{said}"
+    );
+    let again = env.run(&["store", "migrate", &url]).success();
+    assert!(
+        again
+            .stdout
+            .contains(&format!("is at schema version {latest}, the newest")),
+        "{}",
+        again.stdout
+    );
+    // The tables are there: a team can be made in it without another migration.
+    env.run(&["team", "create", "after", "--store", &url])
+        .success();
+    let bad = env
+        .run(&["store", "migrate", "postgres://a@h:notaport/x"])
+        .failure(2);
+    assert_eq!(bad.stderr.trim().lines().count(), 1, "{}", bad.stderr);
+}
