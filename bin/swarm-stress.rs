@@ -32,6 +32,9 @@ fn main() {
     let arg = |i: usize| -> &str { args.get(i).map(String::as_str).unwrap_or_else(|| usage()) };
     // The edge of this program: its settings come from its environment, once.
     let settings = Settings::resolve(Environment::capture());
+    // A team on PostgreSQL (`scripts/bench store --store`) is opened through its pointer.
+    let opener = swarm_store_pg::PgOpener::new(settings.env.clone());
+    swarm_store::backends::register(std::sync::Arc::new(opener));
     let root = Root::new(arg(1)).with_store_settings(settings.lock_timeout, settings.durable);
     let team = TeamName::new(arg(2)).expect("team name");
     let mut out = std::io::stdout().lock();
