@@ -149,32 +149,8 @@ fn start() -> Option<Server> {
     }
     let bin = bin.expect("checked above");
     sweep_stale_dirs();
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("swarm-pg-{}-", std::process::id()))
-        .tempdir()
-        .expect("make the server's directory")
-        .keep();
-    let as_postgres = nix::unistd::geteuid().is_root();
-    if as_postgres {
-        let user = nix::unistd::User::from_name("postgres")
-            .expect("look up the postgres user")
-            .expect("a postgres user (Debian's postgresql package makes it)");
-        chown(&dir, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
-            .expect("give the server's directory to postgres");
-    }
-    let data = dir.join("data");
-    let init = command(&bin, "initdb", as_postgres, false)
-        .arg("-D")
-        .arg(&data)
-        .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"])
-        .args(["--no-sync", "--no-instructions"])
-        .output()
-        .expect("run initdb");
-    assert!(
-        init.status.success(),
-        "initdb failed: {}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    let (dir, as_postgres) = server_dir();
+    let data = init_data(&bin, &dir, as_postgres);
     // One role must give a password (the password-file test's); everyone else is trusted.
     let hba = data.join("pg_hba.conf");
     let rest = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
@@ -216,8 +192,61 @@ fn start() -> Option<Server> {
         .args(["-c", "max_connections=200"])
         .stdout(log.try_clone().expect("share the server log"))
         .stderr(log);
-    // The thread that starts the server is its parent for the parent-death signal: it
-    // waits on the server, so it ends with the server or with the process.
+    spawn_postgres(server);
+    let server = Server {
+        socket_dir: dir.clone(),
+        port,
+        tls: certs.map(|()| Tls {
+            port,
+            ca: dir.join("ca.crt"),
+            other_ca: dir.join("other-ca.crt"),
+        }),
+    };
+    wait_ready(&server, &dir);
+    Some(server)
+}
+
+/// A directory for a server, owned by the user it runs as (`postgres` under root); the
+/// next test binary's sweep removes it once this process is gone.
+fn server_dir() -> (PathBuf, bool) {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("swarm-pg-{}-", std::process::id()))
+        .tempdir()
+        .expect("make the server's directory")
+        .keep();
+    let as_postgres = nix::unistd::geteuid().is_root();
+    if as_postgres {
+        let user = nix::unistd::User::from_name("postgres")
+            .expect("look up the postgres user")
+            .expect("a postgres user (Debian's postgresql package makes it)");
+        chown(&dir, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
+            .expect("give the server's directory to postgres");
+    }
+    (dir, as_postgres)
+}
+
+/// `initdb` into `dir/data`, trusting local connections; returns the data directory.
+fn init_data(bin: &Path, dir: &Path, as_postgres: bool) -> PathBuf {
+    let data = dir.join("data");
+    let init = command(bin, "initdb", as_postgres, false)
+        .arg("-D")
+        .arg(&data)
+        .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"])
+        .args(["--no-sync", "--no-instructions"])
+        .output()
+        .expect("run initdb");
+    assert!(
+        init.status.success(),
+        "initdb failed: {}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    data
+}
+
+/// Starts `server` (a `postgres` command) from a thread that waits on it, its parent for
+/// the parent-death signal: it ends with the server or with the process. Returns its pid
+/// (`setpriv` execs the server, so it is the postmaster's).
+fn spawn_postgres(mut server: Command) -> u32 {
     let (started, pid) = std::sync::mpsc::channel();
     std::thread::spawn(move || match server.spawn() {
         Ok(mut child) => {
@@ -230,18 +259,99 @@ fn start() -> Option<Server> {
     });
     pid.recv()
         .expect("the server thread answers")
-        .expect("start postgres");
-    let server = Server {
-        socket_dir: dir.clone(),
-        port,
-        tls: certs.map(|()| Tls {
+        .expect("start postgres")
+}
+
+/// A server of one test's own, with the settings that make a commit durable (fsync and
+/// synchronous commit, PostgreSQL's defaults), which the test can crash (an immediate
+/// shutdown: no checkpoint, crash recovery at the next start) and start again, for the
+/// restart faults. Stopped when dropped.
+pub struct Private {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    as_postgres: bool,
+    pid: std::sync::Mutex<Option<u32>>,
+}
+
+impl Private {
+    /// `None` (said loudly; a failure under `CI=true`) without PostgreSQL.
+    pub fn start() -> Option<Private> {
+        let bin = bin_dir();
+        if !require("PostgreSQL (initdb and postgres)", bin.is_some()) {
+            return None;
+        }
+        sweep_stale_dirs();
+        let (dir, as_postgres) = server_dir();
+        let bin = bin.expect("checked above");
+        init_data(&bin, &dir, as_postgres);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("find a free port")
+            .port();
+        let server = Private {
+            bin,
+            dir,
             port,
-            ca: dir.join("ca.crt"),
-            other_ca: dir.join("other-ca.crt"),
-        }),
-    };
-    wait_ready(&server, &dir);
-    Some(server)
+            as_postgres,
+            pid: std::sync::Mutex::new(None),
+        };
+        server.run();
+        Some(server)
+    }
+
+    /// The URL of database `dbname` on it.
+    pub fn url(&self, dbname: &str) -> String {
+        format!(
+            "host={} port={} user=postgres dbname={dbname}",
+            self.dir.display(),
+            self.port
+        )
+    }
+
+    /// Starts it (again), and waits until it takes connections.
+    pub fn run(&self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("server.log"))
+            .expect("open the server log");
+        let mut server = command(&self.bin, "postgres", self.as_postgres, true);
+        server
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .arg("-k")
+            .arg(&self.dir)
+            .args(["-p", &self.port.to_string(), "-c", "listen_addresses="])
+            .stdout(log.try_clone().expect("share the server log"))
+            .stderr(log);
+        *self.pid.lock().unwrap() = Some(spawn_postgres(server));
+        wait_until_ready(&self.url("postgres"), &self.dir);
+    }
+
+    /// An immediate shutdown (what a crash leaves: nothing flushed that was not committed),
+    /// waited for.
+    pub fn crash(&self) {
+        let Some(pid) = self.pid.lock().unwrap().take() else {
+            return;
+        };
+        let pid = nix::unistd::Pid::from_raw(pid as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGQUIT);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while nix::sys::signal::kill(pid, None).is_ok() {
+            assert!(
+                Instant::now() < deadline,
+                "postgres did not stop within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        self.crash();
+    }
 }
 
 /// A root, another root, and a certificate for `localhost` signed by the first, made with
@@ -326,9 +436,13 @@ fn make_certs(dir: &Path, as_postgres: bool) -> Option<()> {
 }
 
 fn wait_ready(server: &Server, dir: &Path) {
+    wait_until_ready(&server.url("postgres"), dir);
+}
+
+fn wait_until_ready(url: &str, dir: &Path) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        match postgres::Client::connect(&server.url("postgres"), postgres::NoTls) {
+        match postgres::Client::connect(url, postgres::NoTls) {
             Ok(_) => return,
             Err(e) if Instant::now() > deadline => panic!(
                 "postgres did not accept connections within 30 s ({e}); its log:\n{}",

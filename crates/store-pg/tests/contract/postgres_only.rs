@@ -14,6 +14,9 @@
 //! - a password comes from `PGPASSWORD` or a private password file, as `psql` takes it
 //!   (files need none);
 //! - TLS to the server as `sslmode` asks (files have no server to trust);
+//! - the server can crash and come back mid-run: no acknowledged write is lost, none is
+//!   made twice, no task is claimed twice (the file store's kills are the fault
+//!   campaign's, `scripts/bench faults`);
 //! - wake-ups come over a connection, which can be lost and must be made again (the file
 //!   store's come from the kernel).
 
@@ -513,4 +516,133 @@ fn a_database_of_the_first_schema_is_migrated_forward_keeping_its_data() {
     assert_eq!(swarm_store::Roster::load(&store).unwrap().members.len(), 2);
     assert!(swarm_store::Approvals::list(&store).unwrap().is_empty());
     assert!(!swarm_store::Agents::lead_running(&store));
+}
+
+/// How many calls the database's absence refused (the sign that a crash came mid-work).
+static REFUSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Retries `op` until it succeeds, as an agent does while its database is away (each retry
+/// the same call: a send keeps its message id, so a retry of one that went through before
+/// the crash makes no second copy).
+fn until_ok<T>(mut op: impl FnMut() -> swarm_util::error::Result<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match op() {
+            Ok(v) => return v,
+            Err(e) if Instant::now() < deadline => {
+                assert_eq!(e.exit_code(), 5, "only the server's absence: {e}");
+                REFUSED.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("the database did not come back: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_database_crash_mid_run_loses_no_acknowledged_write_and_doubles_none() {
+    use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
+    use swarm_store::tasks::NewTask;
+    let Some(server) = swarm_store_pg::testing::Private::start() else {
+        return;
+    };
+    let url = server.url("postgres");
+    let team = TeamName::new("t").unwrap();
+    let store = PgStore::connect(&url, &no_env(), &nowhere(), &team).unwrap();
+    store
+        .create_team(None, std::path::Path::new("/work"))
+        .unwrap();
+    let senders = ["s0", "s1", "s2", "s3"];
+    let claimers = ["c0", "c1", "c2", "c3"];
+    for name in senders.iter().chain(&claimers).chain(&["sink"]) {
+        store.add_member(crate::backends::member(name)).unwrap();
+    }
+    for i in 0..120 {
+        let subject = format!("task {i}");
+        store
+            .create(NewTask {
+                subject,
+                ..NewTask::default()
+            })
+            .unwrap();
+    }
+    // Writers and claimers at work, each with its own handle, while the server crashes
+    // twice (an immediate shutdown) and comes back.
+    let done = AtomicBool::new(false);
+    let (sent, claimed) = std::thread::scope(|s| {
+        let sending: Vec<_> = senders
+            .iter()
+            .map(|from| {
+                let (url, team) = (url.clone(), team.clone());
+                s.spawn(move || {
+                    let mine = PgStore::connect(&url, &no_env(), &nowhere(), &team).unwrap();
+                    (0..100)
+                        .map(|i| {
+                            let e = Envelope::new(from, format!("{from}-{i}"));
+                            until_ok(|| mine.send("sink", e.clone()));
+                            std::thread::sleep(Duration::from_millis(10));
+                            format!("{from}-{i}")
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let claiming: Vec<_> = claimers
+            .iter()
+            .map(|me| {
+                let (url, team) = (url.clone(), team.clone());
+                s.spawn(move || {
+                    let mine = PgStore::connect(&url, &no_env(), &nowhere(), &team).unwrap();
+                    let mut got = Vec::new();
+                    while let Some(t) = until_ok(|| TaskBoard::next(&mine, me)) {
+                        got.push(t.id);
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    got
+                })
+            })
+            .collect();
+        s.spawn(|| {
+            for _ in 0..2 {
+                std::thread::sleep(Duration::from_millis(300));
+                server.crash();
+                std::thread::sleep(Duration::from_millis(500));
+                server.run();
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        let sent: Vec<String> = sending
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        let claimed: Vec<String> = claiming
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        (sent, claimed)
+    });
+    assert!(
+        done.load(Ordering::SeqCst),
+        "the server was not crashed twice"
+    );
+    // Every acknowledged send is in the inbox once; no message twice.
+    let inbox: Vec<String> = until_ok(|| store.read_unread(&agent("sink")))
+        .into_iter()
+        .map(|d| d.envelope.text)
+        .collect();
+    let unique: std::collections::HashSet<&String> = inbox.iter().collect();
+    assert_eq!(unique.len(), inbox.len(), "a message delivered twice");
+    assert!(
+        sent.iter().all(|t| unique.contains(t)),
+        "an acknowledged send is lost"
+    );
+    // No task claimed by two; every task claimed (a claim whose answer the crash took is
+    // its claimer's in the database, though the claimer never heard).
+    let unique: std::collections::HashSet<&String> = claimed.iter().collect();
+    assert_eq!(unique.len(), claimed.len(), "a task claimed twice");
+    let tasks = until_ok(|| TaskBoard::list(&store));
+    assert!(
+        tasks.iter().all(|t| t.owner.is_some()),
+        "a task nobody holds"
+    );
 }
