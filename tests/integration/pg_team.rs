@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
+use swarm_model_server::{Reply, Rule, Script};
 
 use crate::harness::{Guarded, ScriptedModel, TestEnv, run, run_timeout, wait_until};
 use swarm_store::Root;
@@ -321,4 +322,99 @@ fn store_migrate_brings_a_database_to_this_swarms_schema_and_says_from_where() {
         .run(&["store", "migrate", "postgres://a@h:notaport/x"])
         .failure(2);
     assert_eq!(bad.stderr.trim().lines().count(), 1, "{}", bad.stderr);
+}
+
+/// A PostgreSQL team's server crashes while its teammate waits for work: the teammate
+/// says so in its pane, starts no model call, and carries on when the server is back (it
+/// hears the next message and answers it).
+#[test]
+fn a_teammate_waits_out_its_database_and_carries_on_when_it_returns() {
+    let Some(server) = swarm_store_pg::testing::Private::start() else {
+        return;
+    };
+    let url = server.url("postgres");
+    let env = TestEnv::new();
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("pong")
+                    .agent("bob")
+                    .user_contains("ping")
+                    .no_tool_result(true)
+                    .reply(Reply::tool(
+                        "SendMessage",
+                        serde_json::json!({"to": "team-lead", "summary": "pong", "message": "pong"}),
+                    )),
+            )
+            .rule(Rule::new("rest").agent("bob").reply(Reply::text("Done."))),
+    );
+    env.run(&["team", "create", "t", "--store", &url]).success();
+    run(env
+        .swarm(&["--team", "t", "spawn", "bob", "--prompt", "wait for mail"])
+        .env("SWARM_PROVIDER", "scripted")
+        .env("SWARM_BASE_URL", model.url()))
+    .success();
+    let db = || in_database(&url, &env, "t");
+    let bob = AgentName::new("bob").unwrap();
+    let idle = || {
+        db().agents()
+            .read_state(&bob)
+            .is_some_and(|s| s.activity == swarm_store::state::Activity::Idle)
+    };
+    // Every pane's text (bob's is the only one: the team has no lead process).
+    let pane = || {
+        let out = env
+            .tmux_cmd()
+            .args(["list-panes", "-a", "-F", "#{pane_id}"])
+            .output();
+        let ids = out
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        ids.lines()
+            .map(|id| {
+                let out = env
+                    .tmux_cmd()
+                    .args(["capture-pane", "-p", "-t", id])
+                    .output();
+                out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default()
+            })
+            .collect::<String>()
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), idle),
+        "bob never went idle:\n{}",
+        pane()
+    );
+
+    server.crash();
+    assert!(
+        wait_until(Duration::from_secs(30), || pane()
+            .contains("waiting for the team's database")),
+        "bob's pane does not say it waits:\n{}",
+        pane()
+    );
+    let asked = model.requests().len();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        model.requests().len(),
+        asked,
+        "a model call while the database was away"
+    );
+    server.run();
+
+    env.run(&["--team", "t", "send", "bob", "ping"]).success();
+    assert!(
+        wait_until(Duration::from_secs(30), || db()
+            .mail()
+            .read_all(&AgentName::lead())
+            .is_ok_and(|m| m.iter().any(|d| d.envelope.text == "pong"))),
+        "bob did not carry on after the database came back:\n{}",
+        pane()
+    );
+    assert!(
+        db().agents()
+            .read_state(&bob)
+            .is_some_and(|s| s.process_alive())
+    );
 }

@@ -9,6 +9,9 @@
 //!
 //! A model call refused for budget ends the teammate: waiting would not bring money back,
 //! so it stops at once (its tasks go back to pending as it exits) instead of backing off.
+//! The team's database being away (exit code 5 from the store: a PostgreSQL team's server
+//! restarting or cut off) is waited out instead: the pane says so once, no model call
+//! starts, and the loop tries again with a growing pause.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -27,10 +30,13 @@ use swarm_store::state::Activity;
 use swarm_store::tasks::{Status, Task, TaskPatch};
 use swarm_team::prompt::mail_turn;
 use swarm_util::clock;
-use swarm_util::error::Result;
+use swarm_util::error::{Error, Result};
 
 /// How long a teammate waits before trying again after the model failed.
 const FAILURE_BACKOFF: Duration = Duration::from_secs(30);
+/// The first wait while the team's database is away; it grows with each failed try, to
+/// ten times this.
+const OUTAGE_BACKOFF: Duration = Duration::from_millis(500);
 const RESULT_CAP: usize = 4000;
 
 impl Runtime {
@@ -41,51 +47,66 @@ impl Runtime {
         {
             return Ok(stop);
         }
+        let mut away = 0;
         loop {
-            if self.ctx.cancel.is_cancelled() {
-                return Ok(Stop::Signalled);
-            }
-            // A shutdown approved as the model's turn ended (the engine's last `interject`)
-            // ends that turn as usual: the stop is taken here, not left until a signal.
-            if self.ctx.stop_requested() {
-                return Ok(Stop::Approved);
-            }
-            self.inbox.poll()?;
-            if let Some(stop) = self.handle_protocol()? {
-                return Ok(stop);
-            }
-            if self.inbox.has_mail() {
-                let text = self.take_mail_text();
-                if let Some(stop) = self.work(engine, text, None).await? {
-                    return Ok(stop);
+            match self.step(engine).await {
+                Ok(Some(stop)) => return Ok(stop),
+                Ok(None) => away = 0,
+                // The team's database is away (a restart, a partition): no model call
+                // starts until it is back, the pane says so, and the loop tries again.
+                Err(Error::Unavailable(why)) => {
+                    away += 1;
+                    if away == 1 {
+                        self.display
+                            .status(&format!("waiting for the team's database: {why}"));
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(OUTAGE_BACKOFF * away.min(10)) => {}
+                        _ = self.ctx.cancel.cancelled() => {}
+                    }
                 }
-                continue;
-            }
-            if self.backoff_until.is_none_or(|t| Instant::now() >= t)
-                && let Some(task) = self.store.tasks().next(self.opts.name.as_str())?
-            {
-                if let Some(stop) = self.work_on_task(engine, task, false).await? {
-                    return Ok(stop);
-                }
-                continue;
-            }
-            if !self.idle_sent
-                && let Some(feedback) = self.fire(HookEvent::TeammateIdle, Map::new()).await.blocked
-            {
-                self.display
-                    .status(&format!("TeammateIdle hook: keep working: {feedback}"));
-                let text = format!("TeammateIdle hook feedback:\n{feedback}");
-                if let Some(stop) = self.work(engine, text, None).await? {
-                    return Ok(stop);
-                }
-                continue;
-            }
-            self.become_idle()?;
-            tokio::select! {
-                _ = self.inbox.changed(self.opts.idle_poll) => {}
-                _ = self.ctx.cancel.cancelled() => {}
+                Err(e) => return Err(e),
             }
         }
+    }
+
+    /// One pass of the loop: a stop, or `None` to go round again.
+    async fn step(&mut self, engine: &mut Engine) -> Result<Option<Stop>> {
+        if self.ctx.cancel.is_cancelled() {
+            return Ok(Some(Stop::Signalled));
+        }
+        // A shutdown approved as the model's turn ended (the engine's last `interject`)
+        // ends that turn as usual: the stop is taken here, not left until a signal.
+        if self.ctx.stop_requested() {
+            return Ok(Some(Stop::Approved));
+        }
+        self.inbox.poll()?;
+        if let Some(stop) = self.handle_protocol()? {
+            return Ok(Some(stop));
+        }
+        if self.inbox.has_mail() {
+            let text = self.take_mail_text();
+            return self.work(engine, text, None).await;
+        }
+        if self.backoff_until.is_none_or(|t| Instant::now() >= t)
+            && let Some(task) = self.store.tasks().next(self.opts.name.as_str())?
+        {
+            return self.work_on_task(engine, task, false).await;
+        }
+        if !self.idle_sent
+            && let Some(feedback) = self.fire(HookEvent::TeammateIdle, Map::new()).await.blocked
+        {
+            self.display
+                .status(&format!("TeammateIdle hook: keep working: {feedback}"));
+            let text = format!("TeammateIdle hook feedback:\n{feedback}");
+            return self.work(engine, text, None).await;
+        }
+        self.become_idle()?;
+        tokio::select! {
+            _ = self.inbox.changed(self.opts.idle_poll) => {}
+            _ = self.ctx.cancel.cancelled() => {}
+        }
+        Ok(None)
     }
 
     /// Acts on protocol messages that arrive while nothing waits for them.
