@@ -134,6 +134,7 @@ fn a_team_budget_stops_the_run_at_the_limit_and_returns_the_work(backend: Backen
     let status = run.wait(Duration::from_secs(120)).unwrap_or_else(|| {
         panic!("the run did not end:\n{}", run_output(&env));
     });
+    env.assert_on_its_backend("t");
     let out = run_output(&env);
     assert_eq!(status.code(), Some(9), "{out}");
     assert!(
@@ -214,6 +215,7 @@ fn the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit(backend: Back
         })
     };
     assert!(idle_after(2), "{}", run_output(&env));
+    env.assert_on_its_backend("t");
     assert!(
         model
             .requests()

@@ -81,6 +81,16 @@ impl TestEnv {
         Some(env)
     }
 
+    /// Fails the test unless `team` was made where this test makes its teams: on its
+    /// database (the team's pointer names it), or as files (no pointer).
+    pub fn assert_on_its_backend(&self, team: &str) {
+        let made_at = self.store_root().store_url(&self.team_name(team)).unwrap();
+        assert_eq!(
+            made_at, self.store_url,
+            "team {team} made on the wrong backend"
+        );
+    }
+
     /// [`TestEnv::with_team`] on `backend` (`None` as for [`TestEnv::on`]).
     pub fn with_team_on(backend: Backend, team: &str, members: &[&str]) -> Option<TestEnv> {
         let env = TestEnv::on(backend)?;

@@ -243,6 +243,7 @@ fn run_until_both_tasks_held(env: &TestEnv, model: &ScriptedModel, job: &Path) -
         task_states(env),
         read(env, "run.err")
     );
+    env.assert_on_its_backend("t");
     run
 }
 
@@ -395,6 +396,7 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate(backend: Backend
         task_states(&env),
         read(&env, "run.err")
     );
+    env.assert_on_its_backend("t");
     let holder = task_states(&env)[0].2.clone().unwrap();
     let _ = env.tmux_cmd().arg("kill-server").status();
     run.wait(LONG)
