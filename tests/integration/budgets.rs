@@ -12,7 +12,9 @@ use swarm_store::names::AgentName;
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
 
-use crate::harness::{FAKE_CLAUDE, Guarded, ScriptedModel, TestEnv, run, wait_until};
+use crate::harness::{
+    Backend, FAKE_CLAUDE, Guarded, ScriptedModel, TestEnv, on_every_backend, run, wait_until,
+};
 
 const T: Duration = Duration::from_secs(60);
 /// Every scripted response bills 600 + 400 tokens.
@@ -23,15 +25,13 @@ fn billed(reply: Reply) -> Reply {
 }
 
 fn spent(env: &TestEnv, agent: &str) -> Spend {
-    env.store_root()
-        .open(&env.team_name("t"))
+    env.store("t")
         .budget()
         .spent(&AgentName::parse_any(agent).unwrap())
 }
 
 fn state(env: &TestEnv, agent: &str) -> Option<AgentState> {
-    env.store_root()
-        .open(&env.team_name("t"))
+    env.store("t")
         .agents()
         .read_state(&AgentName::parse_any(agent).unwrap())
 }
@@ -85,9 +85,10 @@ fn run_output(env: &TestEnv) -> String {
     )
 }
 
-#[test]
-fn a_team_budget_stops_the_run_at_the_limit_and_returns_the_work() {
-    let env = TestEnv::new();
+fn a_team_budget_stops_the_run_at_the_limit_and_returns_the_work(backend: Backend) {
+    let Some(env) = TestEnv::on(backend) else {
+        return;
+    };
     // The lead makes one task and one teammate, who works on it without end: only the
     // budget can stop it.
     let model = ScriptedModel::start(
@@ -133,6 +134,7 @@ fn a_team_budget_stops_the_run_at_the_limit_and_returns_the_work() {
     let status = run.wait(Duration::from_secs(120)).unwrap_or_else(|| {
         panic!("the run did not end:\n{}", run_output(&env));
     });
+    env.assert_on_its_backend("t");
     let out = run_output(&env);
     assert_eq!(status.code(), Some(9), "{out}");
     assert!(
@@ -185,9 +187,10 @@ fn a_team_budget_stops_the_run_at_the_limit_and_returns_the_work() {
     );
 }
 
-#[test]
-fn the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit() {
-    let env = TestEnv::new();
+fn the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit(backend: Backend) {
+    let Some(env) = TestEnv::on(backend) else {
+        return;
+    };
     let model = ScriptedModel::start(
         Script::new()
             .rule(
@@ -212,6 +215,7 @@ fn the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit() {
         })
     };
     assert!(idle_after(2), "{}", run_output(&env));
+    env.assert_on_its_backend("t");
     assert!(
         model
             .requests()
@@ -219,8 +223,7 @@ fn the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit() {
             .all(|r| !last_message(r).contains("budget"))
     );
     // Agents of an earlier run spent 6500 tokens: with the lead's 2000 that is 85 %.
-    env.store_root()
-        .open(&env.team_name("t"))
+    env.store("t")
         .budget()
         .record_spend(
             &AgentName::new("earlier").unwrap(),
@@ -273,9 +276,10 @@ fn spawn(env: &TestEnv, model: &ScriptedModel, name: &str, extra: &[&str]) {
     run(&mut cmd).success();
 }
 
-#[test]
-fn a_teammates_own_budget_stops_only_that_teammate() {
-    let env = TestEnv::with_team("t", &[]);
+fn a_teammates_own_budget_stops_only_that_teammate(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &[]) else {
+        return;
+    };
     let model = ScriptedModel::start(
         Script::new()
             .rule(
@@ -358,9 +362,10 @@ fn a_teammates_own_budget_stops_only_that_teammate() {
     env.run(&["--team", "t", "shutdown", "other"]).success();
 }
 
-#[test]
-fn a_bad_budget_is_refused_before_anything_starts() {
-    let env = TestEnv::with_team("t", &[]);
+fn a_bad_budget_is_refused_before_anything_starts(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &[]) else {
+        return;
+    };
     for (flag, value) in [
         ("--budget-tokens", "0"),
         ("--budget-tokens", "lots"),
@@ -395,3 +400,10 @@ fn a_bad_budget_is_refused_before_anything_starts() {
     );
     assert!(!env.on_roster("t", "cc"));
 }
+
+on_every_backend!(
+    a_team_budget_stops_the_run_at_the_limit_and_returns_the_work,
+    the_lead_hears_once_at_80_percent_and_its_run_ends_at_the_limit,
+    a_teammates_own_budget_stops_only_that_teammate,
+    a_bad_budget_is_refused_before_anything_starts,
+);

@@ -10,7 +10,7 @@ use swarm_model_server::{Fault, RecordedRequest, Reply, Rule, Script};
 use swarm_store::names::AgentName;
 use swarm_store::protocol::Protocol;
 
-use crate::harness::{ScriptedModel, TestEnv};
+use crate::harness::{Backend, ScriptedModel, TestEnv, on_every_backend};
 
 const T: Duration = Duration::from_secs(30);
 const MARKER: &str = "[swarm compaction]";
@@ -84,9 +84,10 @@ fn print_xs(n: usize) -> Value {
     json!({"command": format!("head -c {n} /dev/zero | tr '\\0' x")})
 }
 
-#[test]
-fn a_teammate_records_its_transcript_and_restore_gives_back_its_last_request() {
-    let env = TestEnv::with_team("t", &["bob"]);
+fn a_teammate_records_its_transcript_and_restore_gives_back_its_last_request(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &["bob"]) else {
+        return;
+    };
     let model = ScriptedModel::start(
         Script::new()
             .rule(
@@ -235,9 +236,12 @@ fn run_print_job(
     (bob, output)
 }
 
-#[test]
-fn compaction_at_the_threshold_replaces_old_turns_with_the_summary_and_keeps_the_task() {
-    let env = TestEnv::with_team("t", &["bob"]);
+fn compaction_at_the_threshold_replaces_old_turns_with_the_summary_and_keeps_the_task(
+    backend: Backend,
+) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &["bob"]) else {
+        return;
+    };
     let model = ScriptedModel::start(print_job(
         Rule::new("summary")
             .agent("bob")
@@ -302,9 +306,10 @@ fn compaction_at_the_threshold_replaces_old_turns_with_the_summary_and_keeps_the
     );
 }
 
-#[test]
-fn when_the_summary_request_fails_the_oldest_turns_are_dropped_and_work_goes_on() {
-    let env = TestEnv::with_team("t", &["bob"]);
+fn when_the_summary_request_fails_the_oldest_turns_are_dropped_and_work_goes_on(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &["bob"]) else {
+        return;
+    };
     let model = ScriptedModel::start(print_job(
         Rule::new("summary fails")
             .agent("bob")
@@ -331,9 +336,10 @@ fn when_the_summary_request_fails_the_oldest_turns_are_dropped_and_work_goes_on(
     );
 }
 
-#[test]
-fn a_teammate_starts_its_next_task_from_a_digest_not_the_earlier_turns() {
-    let env = TestEnv::with_team("t", &["bob"]);
+fn a_teammate_starts_its_next_task_from_a_digest_not_the_earlier_turns(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &["bob"]) else {
+        return;
+    };
     let model = ScriptedModel::start(
         Script::new()
             .rule(
@@ -489,3 +495,10 @@ fn a_restored_engine_answers_calls_whose_results_were_lost_and_its_transcript_st
     );
     assert_eq!(messages(second).len(), 5);
 }
+
+on_every_backend!(
+    a_teammate_records_its_transcript_and_restore_gives_back_its_last_request,
+    compaction_at_the_threshold_replaces_old_turns_with_the_summary_and_keeps_the_task,
+    when_the_summary_request_fails_the_oldest_turns_are_dropped_and_work_goes_on,
+    a_teammate_starts_its_next_task_from_a_digest_not_the_earlier_turns,
+);

@@ -32,6 +32,17 @@ pub struct TestEnv {
     pub root: PathBuf,
     pub home: PathBuf,
     pub tmux_socket: String,
+    /// Where this test's new teams are made: a PostgreSQL database's URL (given to every
+    /// child as `SWARM_STORE_URL`), or `None` for files.
+    pub store_url: Option<String>,
+}
+
+/// Where a test's teams live: the long-jobs tests run once on each (see
+/// [`on_every_backend`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Files,
+    Postgres,
 }
 
 impl TestEnv {
@@ -55,7 +66,44 @@ impl TestEnv {
             root,
             home,
             tmux_socket,
+            store_url: None,
         }
+    }
+
+    /// A test environment whose new teams (`team create`, `run`, `demo`) are made on
+    /// `backend`; `None` (said loudly, a failure under `CI=true`) where PostgreSQL is not
+    /// installed.
+    pub fn on(backend: Backend) -> Option<TestEnv> {
+        let mut env = TestEnv::new();
+        if backend == Backend::Postgres {
+            env.store_url = Some(swarm_store_pg::testing::database()?);
+        }
+        Some(env)
+    }
+
+    /// Fails the test unless `team` was made where this test makes its teams: on its
+    /// database (the team's pointer names it), or as files (no pointer).
+    pub fn assert_on_its_backend(&self, team: &str) {
+        let made_at = self.store_root().store_url(&self.team_name(team)).unwrap();
+        assert_eq!(
+            made_at, self.store_url,
+            "team {team} made on the wrong backend"
+        );
+    }
+
+    /// [`TestEnv::with_team`] on `backend` (`None` as for [`TestEnv::on`]).
+    pub fn with_team_on(backend: Backend, team: &str, members: &[&str]) -> Option<TestEnv> {
+        let env = TestEnv::on(backend)?;
+        env.run(&["team", "create", team]).success();
+        let made_at = env.store_root().store_url(&env.team_name(team)).unwrap();
+        assert_eq!(
+            made_at, env.store_url,
+            "team {team} made on the wrong backend"
+        );
+        for m in members {
+            env.run(&["--team", team, "team", "add", m]).success();
+        }
+        Some(env)
     }
 
     /// A team made through the CLI.
@@ -96,7 +144,16 @@ impl TestEnv {
         tmux_socket_path(&self.tmux_socket)
     }
 
+    /// This test's root, as the swarm binary sees it: a team with a pointer is opened on
+    /// its database server, as the edge of the binary opens it.
     pub fn store_root(&self) -> Root {
+        static OPENER: std::sync::Once = std::sync::Once::new();
+        OPENER.call_once(|| {
+            let env = swarm_util::environment::Environment::default();
+            swarm_store::backends::register(std::sync::Arc::new(swarm_store_pg::PgOpener::new(
+                env,
+            )));
+        });
         Root::new(&self.root)
     }
 
@@ -105,7 +162,17 @@ impl TestEnv {
     }
 
     /// `team`'s shared state, through the store's seam.
+    /// On PostgreSQL, a team made as files (its roster a file) fails the test: the test
+    /// would be checking the wrong backend.
     pub fn store(&self, team: &str) -> swarm_store::Store {
+        if self.store_url.is_some() {
+            let roster = self.root.join("teams").join(team).join("config.json");
+            assert!(
+                !roster.exists(),
+                "team {team} was made as files, not on the test's database: {}",
+                roster.display()
+            );
+        }
         self.store_root().open(&self.team_name(team))
     }
 
@@ -136,6 +203,9 @@ impl TestEnv {
             // machine a lock may legitimately take longer than the 10 s a person gets.
             .env("SWARM_LOCK_TIMEOUT_MS", "60000")
             .current_dir(self.dir.path());
+        if let Some(url) = &self.store_url {
+            cmd.env("SWARM_STORE_URL", url);
+        }
         cmd
     }
 
@@ -289,6 +359,26 @@ impl Drop for TestEnv {
 }
 
 /// Where the tmux server `-L socket` of a process without `TMUX_TMPDIR` listens.
+/// Runs each named test function (`fn name(backend: Backend)`) once on each backend, as
+/// `on_files::name` and `on_postgres::name`: one body, so the backends cannot drift apart.
+macro_rules! on_every_backend {
+    ($($test:ident),+ $(,)?) => {
+        mod on_files {
+            $(#[test]
+            fn $test() {
+                super::$test($crate::harness::Backend::Files)
+            })+
+        }
+        mod on_postgres {
+            $(#[test]
+            fn $test() {
+                super::$test($crate::harness::Backend::Postgres)
+            })+
+        }
+    };
+}
+pub(crate) use on_every_backend;
+
 pub fn tmux_socket_path(socket: &str) -> PathBuf {
     PathBuf::from(format!("/tmp/tmux-{}/{socket}", nix::unistd::getuid()))
 }

@@ -6,17 +6,21 @@ use std::time::Duration;
 
 use swarm_model_server::{Reply, Script};
 
-use crate::harness::{Guarded, ScriptedModel, TestEnv};
+use crate::harness::{Backend, Guarded, ScriptedModel, TestEnv, on_every_backend};
 
 /// Runs `swarm run` on a lead that answers every request with `answer`; returns the exit
 /// code, stdout, stderr and how many requests the model got.
-fn run_lead_answering(answer: &str) -> (i32, String, String, usize) {
-    run_lead_with(answer, None)
+fn run_lead_answering(backend: Backend, answer: &str) -> Option<(i32, String, String, usize)> {
+    run_lead_with(backend, answer, None)
 }
 
 /// [`run_lead_answering`], with the lead meeting `fault` (`SWARM_FAULT`) if given.
-fn run_lead_with(answer: &str, fault: Option<&str>) -> (i32, String, String, usize) {
-    let env = TestEnv::new();
+fn run_lead_with(
+    backend: Backend,
+    answer: &str,
+    fault: Option<&str>,
+) -> Option<(i32, String, String, usize)> {
+    let env = TestEnv::on(backend)?;
     let model = ScriptedModel::start(Script::new().default_reply(Reply::text(answer)));
     let (out, err) = (env.dir.path().join("out"), env.dir.path().join("err"));
     let mut cmd = env.swarm(&[
@@ -40,18 +44,21 @@ fn run_lead_with(answer: &str, fault: Option<&str>) -> (i32, String, String, usi
     let status = Guarded(Some(cmd.spawn().unwrap()))
         .wait(Duration::from_secs(50))
         .expect("the run did not end at once");
-    (
+    env.assert_on_its_backend("t");
+    Some((
         status.code().unwrap_or(-1),
         std::fs::read_to_string(out).unwrap(),
         std::fs::read_to_string(err).unwrap(),
         model.requests().len(),
-    )
+    ))
 }
 
-#[test]
-fn a_lead_that_answers_without_a_team_ends_the_run_done() {
-    let (code, out, err, requests) =
-        run_lead_answering("DONE: the readme has one line, \"hello\".");
+fn a_lead_that_answers_without_a_team_ends_the_run_done(backend: Backend) {
+    let Some((code, out, err, requests)) =
+        run_lead_answering(backend, "DONE: the readme has one line, \"hello\".")
+    else {
+        return;
+    };
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
         out.contains("done: the readme has one line"),
@@ -60,9 +67,12 @@ fn a_lead_that_answers_without_a_team_ends_the_run_done() {
     assert_eq!(requests, 1, "the lead was asked again: {out}");
 }
 
-#[test]
-fn a_lead_that_gives_up_without_a_team_fails_the_run_with_its_reason() {
-    let (code, out, err, _) = run_lead_answering("I cannot read files outside the project.");
+fn a_lead_that_gives_up_without_a_team_fails_the_run_with_its_reason(backend: Backend) {
+    let Some((code, out, err, _)) =
+        run_lead_answering(backend, "I cannot read files outside the project.")
+    else {
+        return;
+    };
     assert_eq!(code, 7, "{out}\n{err}");
     assert!(
         err.contains("without a task or a teammate: I cannot read files outside the project."),
@@ -70,10 +80,12 @@ fn a_lead_that_gives_up_without_a_team_fails_the_run_with_its_reason() {
     );
 }
 
-#[test]
-fn a_lead_that_panics_records_its_end_and_the_run_says_why() {
-    let (code, out, err, requests) =
-        run_lead_with("DONE: never said", Some("lead.registered:panic"));
+fn a_lead_that_panics_records_its_end_and_the_run_says_why(backend: Backend) {
+    let Some((code, out, err, requests)) =
+        run_lead_with(backend, "DONE: never said", Some("lead.registered:panic"))
+    else {
+        return;
+    };
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(
         err.contains("the lead panicked: fault point lead.registered"),
@@ -82,9 +94,12 @@ fn a_lead_that_panics_records_its_end_and_the_run_says_why() {
     assert_eq!(requests, 0, "the lead went on after its panic: {out}");
 }
 
-#[test]
-fn a_lead_gone_without_an_end_fails_the_run_with_its_log_and_pane() {
-    let (code, out, err, _) = run_lead_with("DONE: never said", Some("lead.registered:kill"));
+fn a_lead_gone_without_an_end_fails_the_run_with_its_log_and_pane(backend: Backend) {
+    let Some((code, out, err, _)) =
+        run_lead_with(backend, "DONE: never said", Some("lead.registered:kill"))
+    else {
+        return;
+    };
     assert_eq!(code, 7, "{out}\n{err}");
     assert!(err.contains("stopped without finishing"), "{err}");
     assert!(
@@ -96,3 +111,10 @@ fn a_lead_gone_without_an_end_fails_the_run_with_its_log_and_pane() {
         "stderr lacks the lead's pane: {err}"
     );
 }
+
+on_every_backend!(
+    a_lead_that_answers_without_a_team_ends_the_run_done,
+    a_lead_that_gives_up_without_a_team_fails_the_run_with_its_reason,
+    a_lead_that_panics_records_its_end_and_the_run_says_why,
+    a_lead_gone_without_an_end_fails_the_run_with_its_log_and_pane,
+);

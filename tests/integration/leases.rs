@@ -8,13 +8,14 @@ use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
 use swarm_store::protocol::Protocol;
 
-use crate::harness::{ScriptedModel, TestEnv};
+use crate::harness::{Backend, ScriptedModel, TestEnv, on_every_backend};
 
 const T: Duration = Duration::from_secs(30);
 
-#[test]
-fn task_add_files_round_trip_under_metadata_in_claude_codes_key_order() {
-    let env = TestEnv::with_team("t", &["bob"]);
+fn task_add_files_round_trip_under_metadata_in_claude_codes_key_order(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &["bob"]) else {
+        return;
+    };
     env.run(&[
         "task",
         "add",
@@ -25,27 +26,31 @@ fn task_add_files_round_trip_under_metadata_in_claude_codes_key_order() {
         "./d/../d.rs",
     ])
     .success();
-    let raw = std::fs::read_to_string(env.store_root().path().join("tasks/t/1.json")).unwrap();
-    let task: serde_json::Map<String, Value> = serde_json::from_str(&raw).unwrap();
-    let keys: Vec<&str> = task.keys().map(String::as_str).collect();
+    let task = env.store("t").tasks().get("1").unwrap();
     assert_eq!(
-        keys,
-        [
-            "id",
-            "subject",
-            "description",
-            "status",
-            "blocks",
-            "blockedBy",
-            "metadata"
-        ],
-        "{raw}"
+        task.metadata.clone().map(Value::Object),
+        Some(json!({"swarmFiles": ["a.rs", "b/c.rs", "d.rs"]})),
+        "{task:?}"
     );
-    assert_eq!(
-        task["metadata"],
-        json!({"swarmFiles": ["a.rs", "b/c.rs", "d.rs"]}),
-        "{raw}"
-    );
+    // On files, the task is what Claude Code reads: its keys in Claude Code's order.
+    if backend == Backend::Files {
+        let raw = std::fs::read_to_string(env.root.join("tasks/t/1.json")).unwrap();
+        let task: serde_json::Map<String, Value> = serde_json::from_str(&raw).unwrap();
+        let keys: Vec<&str> = task.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "id",
+                "subject",
+                "description",
+                "status",
+                "blocks",
+                "blockedBy",
+                "metadata"
+            ],
+            "{raw}"
+        );
+    }
     let shown = env.run(&["task", "show", "1"]).success().stdout;
     assert!(shown.contains("files: a.rs, b/c.rs, d.rs"), "{shown}");
     let listed = env.run(&["--json", "task", "list"]).success().stdout;
@@ -63,9 +68,10 @@ fn task_add_files_round_trip_under_metadata_in_claude_codes_key_order() {
     assert_eq!(env.store("t").tasks().list().unwrap().len(), 1);
 }
 
-#[test]
-fn a_write_to_a_file_another_owner_leases_is_warned_and_still_written() {
-    let env = TestEnv::with_team("t", &["bob", "alice"]);
+fn a_write_to_a_file_another_owner_leases_is_warned_and_still_written(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &["bob", "alice"]) else {
+        return;
+    };
     let model = ScriptedModel::start(
         Script::new()
             .rule(
@@ -148,9 +154,10 @@ fn a_write_to_a_file_another_owner_leases_is_warned_and_still_written() {
     assert!(work.join("mine.rs").exists() && work.join("old.rs").exists());
 }
 
-#[test]
-fn status_shows_files_two_open_tasks_name() {
-    let env = TestEnv::with_team("t", &["bob", "alice"]);
+fn status_shows_files_two_open_tasks_name(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &["bob", "alice"]) else {
+        return;
+    };
     env.run(&["task", "add", "one", "--files", "src/x.rs,src/y.rs"])
         .success();
     env.run(&["task", "add", "two", "--files", "src/x.rs"])
@@ -176,3 +183,9 @@ fn status_shows_files_two_open_tasks_name() {
     );
     assert!(!text.contains("src/y.rs"), "{text}");
 }
+
+on_every_backend!(
+    task_add_files_round_trip_under_metadata_in_claude_codes_key_order,
+    a_write_to_a_file_another_owner_leases_is_warned_and_still_written,
+    status_shows_files_two_open_tasks_name,
+);

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
 use swarm_store::tasks::Status;
 
-use crate::harness::{Guarded, ScriptedModel, TestEnv, run_timeout, wait_until};
+use crate::harness::{
+    Backend, Guarded, ScriptedModel, TestEnv, on_every_backend, run_timeout, wait_until,
+};
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -136,8 +138,7 @@ fn lead_log(env: &TestEnv) -> String {
 }
 
 fn lead_pid(env: &TestEnv) -> Option<i32> {
-    env.store_root()
-        .open(&env.team_name("t"))
+    env.store("t")
         .agents()
         .read_state(&swarm_store::names::AgentName::lead())
         .map(|s| s.pid)
@@ -242,6 +243,7 @@ fn run_until_both_tasks_held(env: &TestEnv, model: &ScriptedModel, job: &Path) -
         task_states(env),
         read(env, "run.err")
     );
+    env.assert_on_its_backend("t");
     run
 }
 
@@ -250,9 +252,10 @@ fn kill9(env: &TestEnv, agent: &str) -> i32 {
     env.signal_agent("t", agent, nix::sys::signal::Signal::SIGKILL)
 }
 
-#[test]
-fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
-    let env = TestEnv::new();
+fn a_killed_lead_is_resumed_and_adopts_its_living_teammates(backend: Backend) {
+    let Some(env) = TestEnv::on(backend) else {
+        return;
+    };
     let job = job_dir(&env);
     let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
     let mut run = run_until_both_tasks_held(&env, &model, &job);
@@ -312,9 +315,10 @@ fn a_killed_lead_is_resumed_and_adopts_its_living_teammates() {
     assert_eq!(all_panes(&env), Vec::<String>::new(), "panes left behind");
 }
 
-#[test]
-fn a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane() {
-    let env = TestEnv::new();
+fn a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane(backend: Backend) {
+    let Some(env) = TestEnv::on(backend) else {
+        return;
+    };
     let job = job_dir(&env);
     let model = ScriptedModel::start(script(&job, ["gate", "gate"]));
     let mut run = run_until_both_tasks_held(&env, &model, &job);
@@ -370,9 +374,10 @@ fn a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane() {
     );
 }
 
-#[test]
-fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
-    let env = TestEnv::new();
+fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate(backend: Backend) {
+    let Some(env) = TestEnv::on(backend) else {
+        return;
+    };
     let job = job_dir(&env);
     // Job 2 goes through at once (its gate is there); job 1 waits for `gate1`.
     std::fs::write(job.join("open"), "").unwrap();
@@ -391,6 +396,7 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
         task_states(&env),
         read(&env, "run.err")
     );
+    env.assert_on_its_backend("t");
     let holder = task_states(&env)[0].2.clone().unwrap();
     let _ = env.tmux_cmd().arg("kill-server").status();
     run.wait(LONG)
@@ -471,19 +477,15 @@ fn a_dead_tmux_server_is_resumed_with_every_unfinished_teammate() {
     assert_eq!(all_panes(&env), Vec::<String>::new(), "panes left behind");
 }
 
-#[test]
-fn resume_refuses_a_running_team_and_an_unknown_one() {
-    let env = TestEnv::with_team("t", &[]);
+fn resume_refuses_a_running_team_and_an_unknown_one(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &[]) else {
+        return;
+    };
     let out = env.run(&["resume", "nope"]).failure(3);
     assert!(out.stderr.contains("no team 'nope'"), "{}", out.stderr);
     let out = env.run(&["resume", "t"]).failure(4);
     assert!(out.stderr.contains("nothing to resume"), "{}", out.stderr);
-    let _lock = env
-        .store_root()
-        .open(&env.team_name("t"))
-        .agents()
-        .acquire_lead()
-        .unwrap();
+    let _lock = env.store("t").agents().acquire_lead().unwrap();
     let out = env.run(&["resume", "t"]).failure(4);
     assert!(
         out.stderr.contains("is running") && out.stderr.contains("swarm attach t"),
@@ -494,3 +496,10 @@ fn resume_refuses_a_running_team_and_an_unknown_one() {
     let out = env.run(&["resume"]).failure(3);
     assert!(out.stderr.contains("no unfinished team"), "{}", out.stderr);
 }
+
+on_every_backend!(
+    a_killed_lead_is_resumed_and_adopts_its_living_teammates,
+    a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane,
+    a_dead_tmux_server_is_resumed_with_every_unfinished_teammate,
+    resume_refuses_a_running_team_and_an_unknown_one,
+);

@@ -88,6 +88,14 @@ impl Runtime {
             let text = self.take_mail_text();
             return self.work(engine, text, None).await;
         }
+        // When the whole team is stopped at once (its tmux server gone), a teammate woken
+        // by a stopping one's released task must see its own signal before it claims: the
+        // task stays with the one that worked on it, for `swarm resume`. On this runtime
+        // the signal's handler runs only at an await, so let it run now.
+        tokio::task::yield_now().await;
+        if self.ctx.cancel.is_cancelled() {
+            return Ok(Some(Stop::Signalled));
+        }
         if self.backoff_until.is_none_or(|t| Instant::now() >= t)
             && let Some(task) = self.store.tasks().next(self.opts.name.as_str())?
         {
