@@ -9,7 +9,7 @@
 //!   and `blockedBy` never disagree and need no mending;
 //! - ids are `1 + max(ids, high-water mark)` and never reused: deleting raises the mark;
 //! - the rules are the file store's: who may claim (`claim::refusal`), which edges are
-//!   allowed (`graph::check_edge`), which ids a caller's list names (`graph::dedup`).
+//!   allowed (`graph::check_new_edges`), which ids a caller's list names (`graph::dedup`).
 
 use std::collections::HashMap;
 
@@ -22,7 +22,7 @@ use crate::connect::{Fail, Retry};
 use crate::watch::{Change, notify};
 use swarm_store::seam::TaskBoard;
 use swarm_store::tasks::claim::refusal;
-use swarm_store::tasks::graph::{check_edge, dedup, graph, missing_dependency, push_unique};
+use swarm_store::tasks::graph::{check_new_edges, dedup, missing_dependency, push_unique};
 use swarm_store::tasks::list::missing;
 use swarm_store::tasks::{ClaimRefusal, NewTask, Status, Task, TaskPatch};
 use swarm_util::error::{Error, Result};
@@ -285,17 +285,7 @@ fn patched(
         .find(|t| t.id == id)
         .cloned()
         .ok_or_else(|| missing(id))?;
-    // Each accepted edge joins the graph before the next is checked: two edges that are
-    // each harmless alone may close a cycle together.
-    let mut graph = graph(tasks);
-    for b in dedup(&patch.add_blocked_by) {
-        check_edge(&graph, id, &b)?;
-        graph.entry(id.to_owned()).or_default().push(b);
-    }
-    for c in dedup(&patch.add_blocks) {
-        check_edge(&graph, &c, id)?;
-        graph.entry(c).or_default().push(id.to_owned());
-    }
+    check_new_edges(tasks, id, &patch.add_blocked_by, &patch.add_blocks)?;
     apply_fields(&mut task, &patch);
     let mut touched: HashMap<String, Task> = HashMap::new();
     let other = |tid: &str, touched: &mut HashMap<String, Task>| {

@@ -55,6 +55,28 @@ pub fn check_edge(graph: &HashMap<String, Vec<String>>, task: &str, blocker: &st
     Ok(())
 }
 
+/// Checks the edges a patch adds to task `id` (`add_blocked_by`: `id` waits on each;
+/// `add_blocks`: each waits on `id`) against `tasks`, each accepted edge joining the graph
+/// before the next is checked: two edges that are each harmless alone may close a cycle
+/// together. Every backend checks a patch's edges by this one rule.
+pub fn check_new_edges(
+    tasks: &[Task],
+    id: &str,
+    add_blocked_by: &[String],
+    add_blocks: &[String],
+) -> Result<()> {
+    let mut graph = graph(tasks);
+    for b in dedup(add_blocked_by) {
+        check_edge(&graph, id, &b)?;
+        graph.entry(id.to_owned()).or_default().push(b);
+    }
+    for c in dedup(add_blocks) {
+        check_edge(&graph, &c, id)?;
+        graph.entry(c).or_default().push(id.to_owned());
+    }
+    Ok(())
+}
+
 /// id → blockedBy, for every task.
 pub fn graph(tasks: &[Task]) -> HashMap<String, Vec<String>> {
     tasks

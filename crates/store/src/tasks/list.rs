@@ -29,7 +29,7 @@ use serde_json::Map;
 use crate::files;
 use crate::layout::Root;
 use crate::names::TeamName;
-use crate::tasks::graph::{Mirror, check_edge, dedup, graph, missing_dependency, push_unique};
+use crate::tasks::graph::{Mirror, check_new_edges, dedup, missing_dependency, push_unique};
 use crate::tasks::model::{NewTask, Status, Task, TaskPatch};
 use swarm_util::error::{Error, IoContext, Result};
 use swarm_util::{fault, json, lock};
@@ -226,17 +226,7 @@ impl TaskList {
         let tasks = self.read_repaired(&mut guard)?;
         let mut task = self.lock_task(&mut guard, id)?.ok_or_else(|| missing(id))?;
         let mut touched: HashMap<String, Task> = HashMap::new();
-        // Each accepted edge joins the graph before the next is checked: two edges that are
-        // each harmless alone may close a cycle together.
-        let mut graph = graph(&tasks);
-        for b in dedup(&patch.add_blocked_by) {
-            check_edge(&graph, id, &b)?;
-            graph.entry(id.to_owned()).or_default().push(b);
-        }
-        for c in dedup(&patch.add_blocks) {
-            check_edge(&graph, &c, id)?;
-            graph.entry(c).or_default().push(id.to_owned());
-        }
+        check_new_edges(&tasks, id, &patch.add_blocked_by, &patch.add_blocks)?;
         if let Some(s) = patch.subject {
             task.subject = s;
         }
