@@ -36,6 +36,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import bench_store_pg  # the database restarts: a private PostgreSQL server
+
 B = None  # the bench module: Env, target, SWARM, STRESS, percentile
 
 SCALE = float(os.environ.get("SWARM_FAULTS_SCALE", "1"))
@@ -516,21 +518,23 @@ def faults_suite():
     for name, step in (("sends", lambda: sends(rng, figures)), ("claims", lambda: claims(rng, figures)),
                        ("edges", lambda: edges(rng, figures)), ("diskfull", lambda: disk_full(figures)),
                        ("stopped", lambda: stopped_holder(points, figures)),
-                       ("deadowner", lambda: dead_owner(points, figures))):
+                       ("deadowner", lambda: dead_owner(points, figures)),
+                       ("restarts", lambda: bench_store_pg.restarts(figures))):
         start = time.monotonic()
         step()
         log(f"{name}: {time.monotonic() - start:.1f} s")
     get = lambda *keys: sum(figures.get(k, 0) for k in keys)
     totals = {
         "faults.trials": get("faults.send_trials", "faults.claim_trials", "faults.edge_trials",
-                             "faults.diskfull_ops", "faults.stopped_writers", "faults.dead_owner_trials"),
+                             "faults.diskfull_ops", "faults.stopped_writers", "faults.dead_owner_trials",
+                             "faults.restart_trials"),
         "faults.kills": get("faults.send_kills", "faults.claim_kills", "faults.edge_kills"),
-        "faults.lost": get("faults.send_lost"),
-        "faults.duplicated": get("faults.send_duplicated"),
+        "faults.lost": get("faults.send_lost", "faults.restart_lost"),
+        "faults.duplicated": get("faults.send_duplicated", "faults.restart_duplicated"),
         "faults.ghost_deliveries": get("faults.send_ghosts", "faults.diskfull_ghosts", "faults.stopped_ghosts"),
         "faults.lost_acked": get("faults.diskfull_lost_acked"),
         "faults.one_sided_edges": get("faults.one_sided_edges"),
-        "faults.double_claims": get("faults.double_claims"),
+        "faults.double_claims": get("faults.double_claims", "faults.restart_double_claims"),
         "faults.failed_surviving_writers": get("faults.send_failed_survivors", "faults.claim_failed_survivors",
                                                "faults.edge_failed_survivors", "faults.stopped_after_failed",
                                                "faults.dead_owner_next_failed"),
@@ -546,4 +550,6 @@ def faults_suite():
     B.target("faults.stopped_recovery_s", "<= 1")
     B.target("faults.diskfull_unclean", "0")
     B.target("faults.diskfull_after_failed", "0")
+    if "faults.restart_trials" in figures:
+        B.target("faults.restart_failed_writers", "0")
     return {**totals, **figures}

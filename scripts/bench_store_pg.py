@@ -9,11 +9,14 @@ database (a team of its own) on the same server.
 `postgres` user under root, on a Unix socket only, with its defaults: fsync on, as the
 file store's figures are with fsync) and stops it at the end. A URL is used as given; the
 bench creates and drops databases `swarm_bench_*` there, so it needs that right."""
+import collections
 import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -52,16 +55,24 @@ class Server:
                        env=clean, check=True, capture_output=True, timeout=120)
         self.port = 5433 + os.getpid() % 20000
         self.log = open(os.path.join(self.dir, "server.log"), "w")
-        self.proc = subprocess.Popen(prefix + [os.path.join(bindir, "postgres"), "-D", data, "-k", self.dir,
-                                               "-p", str(self.port), "-c", "listen_addresses=",
-                                               "-c", "max_connections=200"],
-                                     env=clean, stdout=self.log, stderr=subprocess.STDOUT)
+        self.argv = prefix + [os.path.join(bindir, "postgres"), "-D", data, "-k", self.dir,
+                              "-p", str(self.port), "-c", "listen_addresses=", "-c", "max_connections=200"]
+        self.clean = clean
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, env=self.clean, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while not os.path.exists(os.path.join(self.dir, f".s.PGSQL.{self.port}")):
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise SystemExit(f"bench: postgres did not start; its log is {self.log.name}")
             time.sleep(0.1)
         time.sleep(0.3)  # the socket exists a moment before it accepts
+
+    def crash(self):
+        """An immediate shutdown (no checkpoint: crash recovery at the next start)."""
+        self.proc.send_signal(signal.SIGQUIT)
+        self.proc.wait(timeout=30)
 
     def url(self, dbname):
         return f"host={self.dir} port={self.port} user=postgres dbname={dbname}"
@@ -174,6 +185,63 @@ def claims(dbs):
         return round(len(claimed) / wall, 1), len(claimed) - len(set(claimed)), 1000 - len(set(claimed))
     finally:
         env.close()
+
+
+def log(text):
+    print(f"bench: {text}", file=sys.stderr, flush=True)
+
+
+def restarts(figures):
+    """The fault campaign's database restarts: 8 senders (200 messages each, every one
+    logged once acknowledged) and 8 claimers (`next` over 600 tasks) at work on a private
+    server that crashes twice (an immediate shutdown) and comes back after a second. Counts
+    acknowledged messages lost, copies made twice, tasks claimed twice, writers that failed
+    (a call waits up to 10 s for a server it reached), and tasks left held by nobody who
+    said so (a claim whose answer was lost with its connection: in doubt, not double)."""
+    if not bin_dir():
+        log("faults: restarts skipped: no PostgreSQL (Debian's postgresql package)")
+        return
+    server, env = Server(), B.Env()
+    try:
+        senders, claimers = [f"s{i}" for i in range(8)], [f"c{i}" for i in range(8)]
+        team(env, server.url("postgres"), senders + claimers + ["sink"])
+        B.wait_all([env.stress("mktasks", "bench", "600")])
+        acked = os.path.join(env.dir, "acked")
+        procs = [env.stress("send", "bench", s, "sink", "200", acked) for s in senders]
+        procs += [env.stress("next", "bench", c) for c in claimers]
+        start = time.monotonic()
+        for _ in range(2):
+            time.sleep(0.5)
+            server.crash()
+            time.sleep(1.0)
+            server.start()
+        outs, failed = [], 0
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            outs.append(out)
+            if p.returncode != 0:
+                failed += 1
+                log(f"faults: restarts: a writer exited {p.returncode}: {err.strip()[-200:]}")
+        wall = time.monotonic() - start
+        with open(acked) as f:
+            sent = f.read().split()
+        texts = [e["text"] for e in json.loads(env.swarm("--team", "bench", "--json", "inbox", "sink").stdout)]
+        seen = collections.Counter(texts)
+        claimed = [line for out in outs[len(senders):] for line in out.split()]
+        board = json.loads(env.swarm("--team", "bench", "--json", "task", "list").stdout)
+        held = {str(t["id"]) for t in board if t.get("owner")}
+        figures.update({
+            "faults.restart_trials": len(sent) + len(claimed), "faults.restart_kills": 2,
+            "faults.restart_lost": sum(1 for t in sent if seen[t] == 0),
+            "faults.restart_duplicated": sum(1 for c in seen.values() if c > 1),
+            "faults.restart_double_claims": len(claimed) - len(set(claimed)),
+            "faults.restart_failed_writers": failed,
+            "faults.restart_claims_in_doubt": len(held - set(claimed)),
+            "faults.restart_wall_s": round(wall, 1),
+        })
+    finally:
+        env.close()
+        server.close()
 
 
 def store_figures(store):

@@ -388,11 +388,23 @@ fn a_teammate_waits_out_its_database_and_carries_on_when_it_returns() {
     );
 
     server.crash();
+    // Its calls wait out a short outage (`OUTAGE_WAIT`, 10 s) before the loop says so.
     assert!(
-        wait_until(Duration::from_secs(30), || pane()
+        wait_until(Duration::from_secs(60), || pane()
             .contains("waiting for the team's database")),
         "bob's pane does not say it waits:\n{}",
         pane()
+    );
+    // `swarm status` says so too: in one line, naming the server, exit 5.
+    let away = run_timeout(
+        &mut env.swarm(&["--team", "t", "status"]),
+        Duration::from_secs(60),
+    )
+    .failure(5);
+    assert!(
+        away.stderr.contains("team's database") && away.stderr.trim().lines().count() == 1,
+        "{}",
+        away.stderr
     );
     let asked = model.requests().len();
     std::thread::sleep(Duration::from_secs(2));
@@ -416,5 +428,262 @@ fn a_teammate_waits_out_its_database_and_carries_on_when_it_returns() {
         db().agents()
             .read_state(&bob)
             .is_some_and(|s| s.process_alive())
+    );
+}
+
+/// The status of team `t` as `swarm status --json` gives it, judging heartbeats with a
+/// 3 s timeout.
+fn status_with_short_timeout(env: &TestEnv) -> Value {
+    let out = run(env
+        .swarm(&["--team", "t", "status", "--json"])
+        .env("SWARM_HEARTBEAT_TIMEOUT_MS", "3000"))
+    .success();
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+fn member<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not in {status}"))
+}
+
+/// A teammate on a PostgreSQL team is paused (as a suspended VM would be) while it works
+/// on a task: its heartbeat stops, and once the timeout has passed it is declared dead with
+/// its pid still running; its task goes back, the lead is told once, and another teammate
+/// takes and finishes the task. Resumed, the paused one finds itself fenced: it cannot
+/// complete the task over its successor, and it exits with code 4.
+#[test]
+fn a_teammate_whose_heartbeat_stops_is_declared_dead_and_cannot_write_when_it_returns() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let Some(env) = crate::harness::TestEnv::with_team_on(
+        crate::harness::Backend::Postgres,
+        "t",
+        &["alice", "bob"],
+    ) else {
+        return;
+    };
+    let finish = Reply::tool(
+        "TaskUpdate",
+        serde_json::json!({"taskId": "1", "status": "completed"}),
+    );
+    let model = ScriptedModel::start(
+        Script::new()
+            .rule(
+                Rule::new("alice-slow")
+                    .agent("alice")
+                    .no_tool_result(true)
+                    .delay_ms(2_000)
+                    .reply(finish.clone()),
+            )
+            .rule(
+                Rule::new("alice-rest")
+                    .agent("alice")
+                    .reply(Reply::text("Done.")),
+            )
+            .rule(
+                Rule::new("bob-task")
+                    .agent("bob")
+                    .no_tool_result(true)
+                    .reply(finish),
+            )
+            .rule(
+                Rule::new("bob-rest")
+                    .agent("bob")
+                    .reply(Reply::text("Done.")),
+            ),
+    );
+    env.run(&["--team", "t", "task", "add", "build the thing"])
+        .success();
+    let store = env.store("t");
+    let (mut alice, _) = env.teammate("t", "alice", &model.url(), &[]);
+    let asked = |who: &str| {
+        model
+            .requests()
+            .iter()
+            .filter(|r| r.agent() == Some(who))
+            .count()
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || asked("alice") > 0),
+        "alice never asked her model"
+    );
+    let state = store
+        .agents()
+        .read_state(&AgentName::new("alice").unwrap())
+        .unwrap();
+    assert!(state.token.is_some() && state.host.is_some(), "{state:?}");
+    assert_eq!(state.current_task.as_deref(), Some("1"));
+    let paused = Pid::from_raw(state.pid);
+    kill(paused, Signal::SIGSTOP).unwrap();
+    let (mut bob, _) = env.teammate("t", "bob", &model.url(), &[]);
+
+    let mut dead = Value::Null;
+    let declared = wait_until(Duration::from_secs(30), || {
+        dead = member(&status_with_short_timeout(&env), "alice").clone();
+        dead["state"] == "dead"
+    });
+    if !declared {
+        env.print_evidence();
+    }
+    assert!(declared, "alice was never declared dead: {dead}");
+    assert!(
+        dead["detail"]
+            .as_str()
+            .unwrap()
+            .contains("heartbeat stopped"),
+        "{dead}"
+    );
+    assert!(swarm_util::process::is_alive(state.pid), "paused, not gone");
+    let done = wait_until(Duration::from_secs(30), || {
+        store.tasks().get("1").is_ok_and(|t| {
+            t.status == swarm_store::tasks::Status::Completed && t.owner.as_deref() == Some("bob")
+        })
+    });
+    if !done {
+        env.print_evidence();
+    }
+    assert!(
+        done,
+        "bob never finished the task alice held: {:?}",
+        store.tasks().get("1")
+    );
+
+    kill(paused, Signal::SIGCONT).unwrap();
+    let code = alice.wait(Duration::from_secs(30));
+    if code.and_then(|c| c.code()) != Some(4) {
+        env.print_evidence();
+    }
+    assert_eq!(code.and_then(|c| c.code()), Some(4), "alice's exit");
+    let task = store.tasks().get("1").unwrap();
+    assert_eq!(task.owner.as_deref(), Some("bob"), "{task:?}");
+    assert_eq!(task.status, swarm_store::tasks::Status::Completed);
+    let log = std::fs::read_to_string(env.root.join("teams/t/logs/alice.log")).unwrap();
+    assert!(log.contains("declared dead"), "{log}");
+
+    // Told once, however many looks there were.
+    status_with_short_timeout(&env);
+    let told: Vec<_> = env
+        .lead_inbox("t")
+        .into_iter()
+        .filter(|e| e.text.contains("teammate_terminated") && e.text.contains("alice"))
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].text.contains("heartbeat stopped"),
+        "{}",
+        told[0].text
+    );
+    let stopped = store
+        .agents()
+        .read_state(&AgentName::new("alice").unwrap())
+        .unwrap();
+    assert_eq!(
+        stopped.exit.as_ref().map(|e| e.released_tasks.clone()),
+        Some(vec!["1".to_owned()])
+    );
+    drop(bob.child().kill());
+}
+
+/// The demo job on a PostgreSQL team whose server crashes (an immediate shutdown, crash
+/// recovery at its next start) once the teammates work on their tasks, and comes back a
+/// moment later: every agent reconnects and carries on, the run finishes with every task
+/// completed and the job's check passing, and nobody was declared dead for the silence.
+#[test]
+fn the_demo_job_finishes_through_a_restart_of_its_database() {
+    let Some(server) = swarm_store_pg::testing::Private::start() else {
+        return;
+    };
+    let _heavy = crate::harness::heavy();
+    let url = server.url("postgres");
+    let env = TestEnv::new();
+    let job = env.dir.path().join("job");
+    let mut demo = env.swarm(&[
+        "demo",
+        "--no-attach",
+        "--keep",
+        "--store",
+        &url,
+        "--dir",
+        &job.display().to_string(),
+    ]);
+    let out_path = env.dir.path().join("demo.out");
+    demo.stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(env.dir.path().join("demo.err")).unwrap());
+    let mut demo = crate::harness::Guarded(Some(demo.spawn().unwrap()));
+    let team = || {
+        std::fs::read_dir(env.root.join("teams"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .next()
+    };
+    let working = wait_until(Duration::from_secs(120), || {
+        team().is_some_and(|t| {
+            in_database(&url, &env, &t)
+                .tasks()
+                .list()
+                .is_ok_and(|tasks| {
+                    tasks
+                        .iter()
+                        .any(|t| t.status == swarm_store::tasks::Status::InProgress)
+                })
+        })
+    });
+    if !working {
+        env.print_evidence();
+    }
+    assert!(working, "no teammate took a task");
+    server.crash();
+    std::thread::sleep(Duration::from_secs(1));
+    server.run();
+
+    let code = demo.wait(Duration::from_secs(180));
+    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+    if code.and_then(|c| c.code()) != Some(0) {
+        env.print_evidence();
+    }
+    assert_eq!(code.and_then(|c| c.code()), Some(0), "{out}");
+    assert!(
+        out.contains("Result: done: every task is completed"),
+        "{out}"
+    );
+    assert!(out.contains("the job's check passed"), "{out}");
+    let team = team().unwrap();
+    let db = in_database(&url, &env, &team);
+    let tasks = db.tasks().list().unwrap();
+    assert_eq!(tasks.len(), 4, "{tasks:?}");
+    assert!(
+        tasks
+            .iter()
+            .all(|t| t.status == swarm_store::tasks::Status::Completed),
+        "{tasks:?}"
+    );
+    let lead = AgentName::lead();
+    let mail: Vec<String> = db
+        .mail()
+        .read_all(&lead)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.envelope.text)
+        .chain(
+            db.mail()
+                .read_delivered(&lead)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.text),
+        )
+        .collect();
+    let deaths: Vec<&String> = mail
+        .iter()
+        .filter(|t| t.contains("teammate_terminated") && t.contains("terminated ("))
+        .collect();
+    assert!(
+        deaths.is_empty(),
+        "declared dead for the outage: {deaths:?}"
     );
 }

@@ -25,6 +25,8 @@ pub struct Settings {
     pub dirs: UserDirs,
     /// `SWARM_LOCK_TIMEOUT_MS`: how long to wait for a shared file's lock.
     pub lock_timeout: Duration,
+    /// `SWARM_HEARTBEAT_TIMEOUT_MS`: how long a registered process may go without a beat.
+    pub heartbeat_timeout: Duration,
     /// Off with `SWARM_DURABLE=0`: writes then skip their fsyncs (atomicity never depends
     /// on them).
     pub durable: bool,
@@ -43,6 +45,9 @@ impl Settings {
         let lock_timeout = parsed(&env, vars::SWARM_LOCK_TIMEOUT_MS)
             .map(Duration::from_millis)
             .unwrap_or(lock::DEFAULT_TIMEOUT);
+        let heartbeat_timeout = parsed(&env, vars::SWARM_HEARTBEAT_TIMEOUT_MS)
+            .map(Duration::from_millis)
+            .unwrap_or(swarm_store::liveness::DEFAULT_TIMEOUT);
         let durable = !matches!(
             env.get(vars::SWARM_DURABLE),
             Some("0" | "false" | "off" | "no")
@@ -59,6 +64,7 @@ impl Settings {
             dirs: UserDirs::from_env(&env),
             env,
             lock_timeout,
+            heartbeat_timeout,
             durable,
             panes_per_window,
             timings,

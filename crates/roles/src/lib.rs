@@ -6,9 +6,14 @@
 //! Uses `team` and everything below it.
 
 pub mod builder;
+pub mod heartbeat;
 pub mod lead;
 pub mod lead_sig;
 pub mod resume;
 pub mod sender;
 pub mod solo;
 pub mod teammate;
+
+/// The first pause of an agent's loop while the team's database is away; each look that
+/// finds it still away waits one more of these, up to ten.
+pub(crate) const OUTAGE_BACKOFF: std::time::Duration = std::time::Duration::from_millis(500);

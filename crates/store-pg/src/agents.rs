@@ -9,9 +9,18 @@
 //!   inserts it, however many observers race; the claim is not retried after a dropped
 //!   connection (a retry of a claim that went through would say "not yours", and nobody
 //!   would report the exit);
-//! - one lead at a time, for as long as its connection lives: a lead whose process dies
-//!   frees its place with its connection. [`Agents::lead_running`] reads the server's lock
-//!   table and takes nothing.
+//! - one lead at a time: a lead holds the team's `lead` hold from its start, and beats
+//!   from then on. A server's restart frees the hold with the connection, but not the
+//!   place: while the lead's process beats, another lead is refused and
+//!   [`Agents::lead_running`] says it runs (it reads the lock table and the beats, and takes
+//!   nothing). A lead whose process dies frees its place with its connection;
+//! - each registered process is a row of `processes`, keyed by its fencing token; its beat
+//!   is the server's clock, so hosts need not agree on the time, and its age counts from
+//!   the server's start at the earliest, so a restart of the server (when nobody could
+//!   beat) kills nobody: each has a whole timeout to beat again; a row declared dead is
+//!   never alive again, and registering a process declares the agent's earlier ones dead,
+//!   in the same transaction. Its handle's every transaction checks the row first (see
+//!   `Database::fence`).
 
 use serde_json::Value;
 
@@ -22,10 +31,11 @@ use crate::mail::unknown_team;
 use crate::roster::load_in;
 use crate::watch::{Change, notify};
 use swarm_store::lead::already_led;
+use swarm_store::liveness::{self, Heartbeat};
 use swarm_store::names::{AgentName, LEAD};
 use swarm_store::seam::{Agents, Hold};
 use swarm_store::state::AgentState;
-use swarm_util::error::Result;
+use swarm_util::error::{Error, Result};
 
 /// The name of the lead's hold.
 const LEAD_HOLD: &str = "lead";
@@ -128,7 +138,11 @@ impl Agents for PgStore {
 
     fn acquire_lead(&self) -> Result<Hold> {
         if let Some(held) = hold(self, LEAD_HOLD, Wait::No)? {
-            return Ok(Hold::new(held));
+            if !self.lead_beats()? {
+                return Ok(Hold::new(held));
+            }
+            // The hold was lost with a server's restart; its lead lives on.
+            drop(held);
         }
         let what = format!("read the roster of team '{}'", self.team);
         let config = self
@@ -139,9 +153,116 @@ impl Agents for PgStore {
     }
 
     fn lead_running(&self) -> bool {
-        is_held(self, LEAD_HOLD).unwrap_or_else(|e| {
+        let running = is_held(self, LEAD_HOLD).and_then(|held| Ok(held || self.lead_beats()?));
+        running.unwrap_or_else(|e| {
             tracing::warn!("{e}");
             false
         })
+    }
+
+    fn register_process(&self, agent: &AgentName) -> Result<Option<i64>> {
+        let what = self.agents_what(&format!("register a process of {agent}"));
+        let pid = std::process::id() as i32;
+        let ticks = swarm_util::process::start_ticks(pid).map(|t| t as i64);
+        let token = self.db.transaction(Retry::Once, &what, |tx| {
+            tx.execute(
+                "UPDATE processes SET dead_at = clock_timestamp()
+                  WHERE team = $1 AND agent = $2 AND dead_at IS NULL",
+                &[&self.team.as_str(), &agent.as_str()],
+            )?;
+            let row = tx
+                .query_one(
+                    "INSERT INTO processes (team, agent, host, pid, start_ticks)
+                     VALUES ($1, $2, $3, $4, $5) RETURNING token",
+                    &[
+                        &self.team.as_str(),
+                        &agent.as_str(),
+                        &liveness::this_host(),
+                        &pid,
+                        &ticks,
+                    ],
+                )
+                .map_err(|e| unknown_team(self, e))?;
+            Ok(row.get::<_, i64>(0))
+        })?;
+        self.db.fence(token);
+        Ok(Some(token))
+    }
+
+    fn heartbeat(&self, token: i64) -> Result<()> {
+        let what = self.agents_what("beat");
+        let beat = self.db.run(Retry::Safe, &what, |c| {
+            Ok(c.execute(
+                "UPDATE processes SET beat_at = clock_timestamp()
+                  WHERE token = $1 AND dead_at IS NULL",
+                &[&token],
+            )?)
+        })?;
+        if beat == 1 {
+            return Ok(());
+        }
+        Err(Error::Fenced(format!(
+            "this process was declared dead in team '{}' (its heartbeat stopped, or a newer process of its agent started); it stops",
+            self.team
+        )))
+    }
+
+    fn heartbeats(&self) -> Result<Option<Vec<Heartbeat>>> {
+        let what = self.agents_what("read the heartbeats");
+        let rows = self.db.run(Retry::Safe, &what, |c| {
+            let newest = format!(
+                "SELECT DISTINCT ON (agent) {BEAT} FROM processes
+                  WHERE team = $1 ORDER BY agent, token DESC"
+            );
+            Ok(c.query(&newest, &[&self.team.as_str()])?)
+        })?;
+        Ok(Some(rows.iter().map(heartbeat_of).collect()))
+    }
+
+    fn declare_dead(&self, token: i64) -> Result<bool> {
+        let what = self.agents_what("declare a process dead");
+        self.db.transaction(Retry::Safe, &what, |tx| {
+            let made = tx.execute(
+                "UPDATE processes SET dead_at = clock_timestamp()
+                  WHERE token = $1 AND dead_at IS NULL",
+                &[&token],
+            )?;
+            Ok(made == 1)
+        })
+    }
+}
+
+/// A process's row as a [`Heartbeat`] reads it ([`heartbeat_of`]): its beat's age counted
+/// from the server's start at the earliest (see the module's invariants).
+const BEAT: &str = "agent, token, host, pid, start_ticks,
+    (extract(epoch FROM clock_timestamp()
+      - greatest(beat_at, pg_postmaster_start_time())) * 1000)::bigint,
+    dead_at IS NOT NULL";
+
+fn heartbeat_of(r: &postgres::Row) -> Heartbeat {
+    Heartbeat {
+        agent: r.get(0),
+        token: r.get(1),
+        host: r.get(2),
+        pid: r.get(3),
+        start_ticks: r.get::<_, Option<i64>>(4).map(|t| t as u64),
+        age_ms: r.get(5),
+        dead: r.get(6),
+    }
+}
+
+impl PgStore {
+    /// Whether the lead's newest registered process lives (by the root's timeout).
+    fn lead_beats(&self) -> Result<bool> {
+        let what = self.agents_what("read the lead's heartbeat");
+        let row = self.db.run(Retry::Safe, &what, |c| {
+            let newest = format!(
+                "SELECT {BEAT} FROM processes
+                  WHERE team = $1 AND agent = $2 ORDER BY token DESC LIMIT 1"
+            );
+            Ok(c.query_opt(&newest, &[&self.team.as_str(), &LEAD])?)
+        })?;
+        let timeout = self.root.heartbeat_timeout();
+        Ok(row.is_some_and(|r| heartbeat_of(&r).alive(timeout)))
     }
 }

@@ -8,6 +8,9 @@
 //! - a failure to reach or talk to the server is [`Error::Unavailable`] (exit code 5), one
 //!   lowercase line naming the server; a lock of the database not had within the lock
 //!   timeout is the same;
+//! - a server this process reached before and finds away (a restart) is waited for, up to
+//!   [`OUTAGE_WAIT`] per call: a connection not made is always tried again (nothing was
+//!   sent), a transaction lost with its connection only as below;
 //! - a transaction is retried on a fresh connection only where the caller says its work
 //!   is idempotent ([`Retry::Safe`]: running it twice leaves what running it once does), or
 //!   when the server rolled it back for a serialization failure or a deadlock, so a retry
@@ -17,7 +20,8 @@
 
 use std::str::FromStr;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use postgres::config::Host;
 use postgres::error::SqlState;
@@ -37,6 +41,11 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Tries of one transaction that may be retried (see [`Retry`]).
 const TRIES: u32 = 4;
+/// How long one call waits for a server it reached before and finds away (a restart, a
+/// failover), trying again with a growing pause, before it fails with
+/// [`Error::Unavailable`]; a longer outage is its caller's to wait out (an agent's loop
+/// does, and says so).
+pub const OUTAGE_WAIT: Duration = Duration::from_secs(10);
 
 /// Whether a transaction may run again after its connection failed mid-way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +84,11 @@ pub struct Database {
     at: String,
     lock_timeout: Duration,
     idle: Mutex<Vec<Client>>,
+    /// This process has connected to it at least once (see [`Database::rides_out`]).
+    reached: AtomicBool,
+    /// The fencing token of the agent process this is, once it registered (see
+    /// [`Database::fence`]).
+    fence: Mutex<Option<i64>>,
 }
 
 impl std::fmt::Debug for Database {
@@ -134,6 +148,8 @@ impl Database {
             config,
             tls,
             idle: Mutex::new(Vec::new()),
+            reached: AtomicBool::new(false),
+            fence: Mutex::new(None),
         })
     }
 
@@ -149,6 +165,7 @@ impl Database {
             None => self.config.connect(NoTls),
         };
         let mut client = connected.map_err(|e| self.unavailable("connect to", &e))?;
+        self.reached.store(true, Ordering::Relaxed);
         client
             .batch_execute(&format!(
                 "SET lock_timeout = {}; SET statement_timeout = {}",
@@ -197,10 +214,19 @@ impl Database {
         mut work: impl FnMut(&mut Client) -> std::result::Result<T, Fail>,
     ) -> Result<T> {
         let mut tries = 0;
+        // When this call first found the server away.
+        let mut away_since = None;
         loop {
             tries += 1;
             let mut client = match self.take() {
                 Ok(c) => c,
+                // Nothing was sent, so trying again makes nothing twice, whatever `retry`
+                // says.
+                Err(e) if self.rides_out(&mut away_since) => {
+                    tracing::debug!("waiting for the database: {e}");
+                    backoff(tries);
+                    continue;
+                }
                 Err(e) if retry == Retry::Safe && tries < TRIES => {
                     tracing::debug!("retrying after a failed connection: {e}");
                     backoff(tries);
@@ -215,9 +241,13 @@ impl Database {
                 Err(Fail::Swarm(e)) => return Err(e),
                 Err(Fail::Db(e)) => e,
             };
-            let again =
-                retry == Retry::Safe && matches!(kind(&e), Kind::Connection | Kind::RolledBack);
-            if !again || tries >= TRIES {
+            let again = retry == Retry::Safe
+                && match kind(&e) {
+                    Kind::RolledBack => tries < TRIES,
+                    Kind::Connection => tries < TRIES || self.rides_out(&mut away_since),
+                    _ => false,
+                };
+            if !again {
                 return Err(self.failed(what, &e));
             }
             tracing::debug!(
@@ -228,15 +258,37 @@ impl Database {
         }
     }
 
-    /// Runs `work` in one transaction, committed when it returns `Ok`.
+    /// Whether a call that found the server away (first at `away_since`, set now if not
+    /// yet) waits on for it: only for a server this process has reached before (one never
+    /// reached is a wrong url or a server not started, said at once), and for up to
+    /// [`OUTAGE_WAIT`].
+    fn rides_out(&self, away_since: &mut Option<Instant>) -> bool {
+        self.reached.load(Ordering::Relaxed)
+            && away_since.get_or_insert_with(Instant::now).elapsed() < OUTAGE_WAIT
+    }
+
+    /// From now on, every transaction of this process on the database first checks that
+    /// the process holding `token` was not declared dead, and fails with
+    /// [`Error::Fenced`] if it was. The check holds its row until the commit, so a
+    /// declaration of its death waits for the writes in flight and refuses every later one.
+    pub(crate) fn fence(&self, token: i64) {
+        *self.fence.lock().unwrap_or_else(|p| p.into_inner()) = Some(token);
+    }
+
+    /// Runs `work` in one transaction, committed when it returns `Ok` (and refused when
+    /// this process was declared dead: see `Database::fence`).
     pub fn transaction<T: Send>(
         &self,
         retry: Retry,
         what: &str,
         mut work: impl FnMut(&mut postgres::Transaction<'_>) -> std::result::Result<T, Fail> + Send,
     ) -> Result<T> {
+        let fence = *self.fence.lock().unwrap_or_else(|p| p.into_inner());
         self.run(retry, what, |client| {
             let mut tx = client.transaction()?;
+            if let Some(token) = fence {
+                check_fence(&mut tx, token, what)?;
+            }
             let out = work(&mut tx)?;
             tx.commit()?;
             Ok(out)
@@ -294,9 +346,29 @@ pub(crate) fn off_runtime<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     })
 }
 
-/// The wait before try `tries + 1`: 50 ms, 200 ms, 450 ms.
+/// Refuses the transaction of a process declared dead; otherwise holds its row (`FOR
+/// SHARE`) until the commit, so its declaration waits for this write.
+fn check_fence(
+    tx: &mut postgres::Transaction<'_>,
+    token: i64,
+    what: &str,
+) -> std::result::Result<(), Fail> {
+    let live = tx.query_opt(
+        "SELECT 1 FROM processes WHERE token = $1 AND dead_at IS NULL FOR SHARE",
+        &[&token],
+    )?;
+    if live.is_some() {
+        return Ok(());
+    }
+    Err(Fail::Swarm(Error::Fenced(format!(
+        "failed to {what}: this process was declared dead (its heartbeat stopped, or a newer process of its agent started), so the team's database refuses its writes; it stops"
+    ))))
+}
+
+/// The wait before try `tries + 1`: 50 ms, 200 ms, 450 ms, ..., at most a second.
 fn backoff(tries: u32) {
-    std::thread::sleep(Duration::from_millis(50 * u64::from(tries * tries)));
+    let ms = 50 * u64::from(tries.min(5).pow(2));
+    std::thread::sleep(Duration::from_millis(ms.min(1000)));
 }
 
 enum Kind {

@@ -29,7 +29,11 @@
 //! - the decisions (who may claim, which name is taken, which edge closes a cycle, whether
 //!   a request may still be decided) are the file store's own functions
 //!   (`swarm_store::tasks::claim::refusal`, `graph`, `roster::add_to`,
-//!   `approvals::decide`), so the two backends cannot decide differently.
+//!   `approvals::decide`), so the two backends cannot decide differently;
+//! - liveness is a heartbeat, not a pid: each agent process registers a row of
+//!   `processes` with a fencing token and beats (the `agents` module); one declared dead is
+//!   fenced, every transaction of its process checking its row first
+//!   (`Database::fence`), so it cannot write over its successor.
 //!
 //! A team on PostgreSQL keeps only what is the host's own under its local [`Root`]
 //! (`Backend::root`): each agent's logs, transcripts and plans, files on the host the
@@ -39,9 +43,7 @@
 //! with `--store`, or `SWARM_STORE_URL`): the team's local pointer names the URL, and
 //! `Root::open` follows it through [`PgOpener`], registered at the edge.
 //!
-//! Not yet here: liveness by heartbeats (an agent's state still names
-//! its pid, which means nothing on another host); fencing tokens, so a hold or a claim
-//! lost with its connection cannot be used after its successor's; the transcripts' index.
+//! Not yet here: the transcripts' index (local files).
 //!
 //! The driver is the `postgres` crate (tokio-postgres behind a blocking API with its own
 //! small runtime): the seam is synchronous, and it is the most used, best kept client of

@@ -28,6 +28,10 @@
 //! limits), `spend` (each agent's running total), `launch_records`, `worktrees` (each
 //! record its document) and `rate_gates` (one row per provider, locked by every close;
 //! `spell` null until the first).
+//!
+//! Version 5: `processes`, one row per registered process of an agent (its host, pid, last
+//! beat by the server's clock, and when it was declared dead), keyed by its fencing token
+//! from the sequence `fences`: a token is never handed out twice in a database.
 
 use crate::connect::{Database, Fail, Retry};
 use swarm_util::error::{Error, Result};
@@ -134,6 +138,20 @@ CREATE TABLE rate_gates (
     PRIMARY KEY (team, provider)
 );
 ",
+    r"
+CREATE SEQUENCE fences;
+CREATE TABLE processes (
+    token bigint PRIMARY KEY DEFAULT nextval('fences'),
+    team text NOT NULL REFERENCES teams ON DELETE CASCADE,
+    agent text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    start_ticks bigint,
+    beat_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    dead_at timestamptz
+);
+CREATE INDEX processes_newest ON processes (team, agent, token DESC);
+",
 ];
 
 /// The newest schema version this swarm knows.
@@ -147,12 +165,18 @@ const MIGRATION_LOCK: i64 = 0x5357_4152_4d00_0001;
 pub fn migrate(db: &Database) -> Result<i32> {
     db.transaction(Retry::Safe, "migrate the schema", |tx| {
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS schema_version (
-                version integer PRIMARY KEY,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            )",
-        )?;
+        // Looked for first: `IF NOT EXISTS` would log a notice in every process.
+        let fresh: bool = tx
+            .query_one("SELECT to_regclass('schema_version') IS NULL", &[])?
+            .get(0);
+        if fresh {
+            tx.batch_execute(
+                "CREATE TABLE schema_version (
+                    version integer PRIMARY KEY,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )",
+            )?;
+        }
         let row = tx.query_one("SELECT coalesce(max(version), 0) FROM schema_version", &[])?;
         let before: i32 = row.get(0);
         if before > LATEST {

@@ -12,6 +12,7 @@ use crate::budget::{self, FileLedger, Ledger, Limits, Spend};
 use crate::launch_record::{self, LaunchRecord};
 use crate::layout::Root;
 use crate::lead::{self, LeadLock};
+use crate::liveness::Heartbeat;
 use crate::mailbox::delivered::{Appended, Cursor};
 use crate::mailbox::{self, Delivery, Envelope, Sent, Version};
 use crate::merge_queue::{self, Queue, RunLock};
@@ -225,6 +226,20 @@ impl Agents for FileStore {
     }
     fn lead_running(&self) -> bool {
         lead::is_running(&self.root, &self.team)
+    }
+    // Every member of a file team runs on this host: its pid is its liveness, and a
+    // process that is gone cannot write.
+    fn register_process(&self, _agent: &AgentName) -> Result<Option<i64>> {
+        Ok(None)
+    }
+    fn heartbeat(&self, _token: i64) -> Result<()> {
+        Ok(())
+    }
+    fn heartbeats(&self) -> Result<Option<Vec<Heartbeat>>> {
+        Ok(None)
+    }
+    fn declare_dead(&self, _token: i64) -> Result<bool> {
+        Ok(false)
     }
 }
 

@@ -23,6 +23,8 @@ pub struct Root {
     path: PathBuf,
     lock_timeout: Duration,
     durable: bool,
+    /// How long a registered process may go without a heartbeat (see `store::liveness`).
+    heartbeat_timeout: Duration,
     /// Set when this process signs as the team's lead (see `store::lead_key`).
     signs_as_lead: bool,
     /// Where new teams are made: a server's URL, or `None` for files.
@@ -36,6 +38,7 @@ impl Root {
             path: path.into(),
             lock_timeout: lock::DEFAULT_TIMEOUT,
             durable: true,
+            heartbeat_timeout: crate::liveness::DEFAULT_TIMEOUT,
             signs_as_lead: false,
             new_teams_at: None,
         }
@@ -74,6 +77,17 @@ impl Root {
 
     pub fn signs_as_lead(&self) -> bool {
         self.signs_as_lead
+    }
+
+    /// This root judging registered processes with `timeout` (see `store::liveness`; at
+    /// least its `MIN_TIMEOUT`).
+    pub fn with_heartbeat_timeout(mut self, timeout: Duration) -> Root {
+        self.heartbeat_timeout = timeout.max(crate::liveness::MIN_TIMEOUT);
+        self
+    }
+
+    pub fn heartbeat_timeout(&self) -> Duration {
+        self.heartbeat_timeout
     }
 
     pub fn lock_timeout(&self) -> Duration {

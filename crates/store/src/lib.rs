@@ -76,6 +76,7 @@ pub mod layout;
 pub mod lead;
 pub mod lead_key;
 pub mod lead_sig;
+pub mod liveness;
 pub mod mailbox;
 pub mod merge_queue;
 pub mod names;

@@ -26,6 +26,7 @@ use crate::approvals::{Approval, Decision};
 use crate::budget::{Ledger, Limits, Spend};
 use crate::launch_record::LaunchRecord;
 use crate::layout::Root;
+use crate::liveness::Heartbeat;
 use crate::mailbox::delivered::{Appended, Cursor};
 use crate::mailbox::{Delivery, Envelope, Sent, Version};
 use crate::merge_queue::Queue;
@@ -158,6 +159,20 @@ pub trait Agents: Send + Sync {
     fn acquire_lead(&self) -> Result<Hold>;
     /// Whether some process leads the team now. Takes nothing.
     fn lead_running(&self) -> bool;
+    /// Registers the calling process as `agent`'s newest and returns its fencing token,
+    /// or `None` on a backend whose liveness is the pid (files: every member is on this
+    /// host). Any earlier process of `agent` is declared dead. From then on the store
+    /// refuses every write of this process (`Error::Fenced`) once it is declared dead.
+    fn register_process(&self, agent: &AgentName) -> Result<Option<i64>>;
+    /// Says that the process holding `token` lives; `Error::Fenced` once it was declared
+    /// dead.
+    fn heartbeat(&self, token: i64) -> Result<()>;
+    /// The newest registered process of each agent, or `None` on a backend whose liveness
+    /// is the pid.
+    fn heartbeats(&self) -> Result<Option<Vec<Heartbeat>>>;
+    /// Declares the process holding `token` dead: true for the first caller. Its writes
+    /// in flight finish first; every later one is refused.
+    fn declare_dead(&self, token: i64) -> Result<bool>;
 }
 
 /// Something held until dropped: the lead's place, the merge queue's run, a record's lock.

@@ -6,10 +6,14 @@
 //! status`, the lead's supervisor, the dashboard) see a whole file. It is not fsynced: it
 //! describes the present, and after a power loss the present is gone anyway.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::files;
+
 use crate::layout::Root;
+use crate::liveness::Heartbeat;
 use crate::names::{AgentName, TeamName};
 use crate::usage::Usage;
 use swarm_util::error::{Error, IoContext, Result};
@@ -75,6 +79,13 @@ pub struct AgentState {
     pub rate_limited_until_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_reason: Option<String>,
+    /// Its fencing token, on a backend where processes register and beat (see
+    /// [`crate::liveness`]): its heartbeat is found by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<i64>,
+    /// The host it runs on, where that is not simply this one (with `token`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,6 +120,8 @@ impl AgentState {
             exit: None,
             rate_limited_until_ms: None,
             rate_limit_reason: None,
+            token: None,
+            host: None,
         }
     }
 
@@ -126,6 +139,15 @@ impl AgentState {
     /// True if the process this state describes is still running.
     pub fn process_alive(&self) -> bool {
         swarm_util::process::is_alive_since(self.pid, self.start_ticks)
+    }
+
+    /// Whether the agent this state describes lives: by its heartbeat when it registered
+    /// one (`beat`, found by [`AgentState::token`]), else by its process on this host.
+    pub fn alive(&self, beat: Option<&Heartbeat>, timeout: Duration) -> bool {
+        match beat {
+            Some(b) => b.alive(timeout),
+            None => self.process_alive(),
+        }
     }
 }
 

@@ -18,7 +18,8 @@ pub mod exit {
     /// A team, member, task, request or file that does not exist.
     pub const NOT_FOUND: u8 = 3;
     /// The operation conflicts with current state: already claimed, blocked, busy,
-    /// already exists, teammates still alive, branches the merge queue holds.
+    /// already exists, teammates still alive, branches the merge queue holds, a process
+    /// declared dead writing (fenced).
     pub const CONFLICT: u8 = 4;
     /// A lock could not be taken within the wait limit, or the team's database (a team on
     /// PostgreSQL) could not be reached or refused swarm.
@@ -91,6 +92,11 @@ pub enum Error {
     #[error("{0}")]
     Unavailable(String),
 
+    /// This process of an agent was declared dead (its heartbeat stopped, or a newer
+    /// process of the same agent started): the store refuses its writes, and it stops.
+    #[error("{0}")]
+    Fenced(String),
+
     #[error("{0}")]
     Tmux(String),
 
@@ -115,7 +121,7 @@ impl Error {
         match self {
             Error::Usage(_) | Error::InvalidName { .. } => exit::USAGE,
             Error::NotFound(_) => exit::NOT_FOUND,
-            Error::Conflict(_) => exit::CONFLICT,
+            Error::Conflict(_) | Error::Fenced(_) => exit::CONFLICT,
             Error::LockTimeout { .. } | Error::SendInDoubt { .. } | Error::Unavailable(_) => {
                 exit::LOCK_TIMEOUT
             }
@@ -151,6 +157,7 @@ impl Error {
                 waited: *waited,
             },
             Error::Unavailable(m) => Error::Unavailable(m.clone()),
+            Error::Fenced(m) => Error::Fenced(m.clone()),
             Error::Tmux(m) => Error::Tmux(m.clone()),
             Error::Model(m) => Error::Model(m.clone()),
             Error::CheckFailed(m) => Error::CheckFailed(m.clone()),

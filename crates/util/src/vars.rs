@@ -56,6 +56,7 @@ vars! {
     SWARM_PANES_PER_WINDOW = "6", "panes in a team's window before it opens another (at least 2)";
     SWARM_CLAUDE_BIN = "claude", "the Claude Code client for `--engine claude` (or `--claude-bin`); default: `claude` on `PATH`";
     SWARM_LOCK_TIMEOUT_MS = "15000", "how long a shared file's lock is waited for before the write fails";
+    SWARM_HEARTBEAT_TIMEOUT_MS = "10000", "how long a teammate on a PostgreSQL team may go without a heartbeat before it is declared dead (at least 3000; each beats every second)";
     SWARM_DURABLE = "1", "`0` skips fsyncs (atomicity never depends on them)";
     SWARM_STORE_URL = "", "a PostgreSQL URL (no password) where `swarm team create`, `run` and `demo` make new teams (or `--store`); default: files";
     SWARM_LOG = "", "what to log, an env-filter such as `swarm=debug`; teammates log to `teams/<team>/logs/<agent>.log`";

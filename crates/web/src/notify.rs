@@ -294,6 +294,8 @@ mod tests {
                 provider: None,
                 engine: "swarm".into(),
                 pid: Some(pid),
+                host: None,
+                token: None,
                 pane: None,
                 alive: state != "dead" && state != "exited",
                 pane_alive: None,

@@ -76,7 +76,8 @@ impl Ctx {
         let opener = swarm_store_pg::PgOpener::new(settings.env.clone());
         swarm_store::backends::register(std::sync::Arc::new(opener));
         let root = Root::resolve(global.root.as_deref(), &settings.env)?
-            .with_store_settings(settings.lock_timeout, settings.durable);
+            .with_store_settings(settings.lock_timeout, settings.durable)
+            .with_heartbeat_timeout(settings.heartbeat_timeout);
         Ok(Ctx {
             root,
             global,

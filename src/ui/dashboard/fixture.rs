@@ -35,6 +35,8 @@ fn member(name: &str, color: &str, state: &str) -> MemberStatus {
         provider: Some("anthropic".to_owned()),
         engine: "swarm".to_owned(),
         pid: None,
+        host: None,
+        token: None,
         pane: None,
         alive: false,
         pane_alive: None,

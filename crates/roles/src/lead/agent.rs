@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::OUTAGE_BACKOFF;
 use swarm_agent::display::Display;
 use swarm_agent::engine::{Authorization, Engine, Event, Finish, Host};
 use swarm_agent::tools::{ToolContext, ToolOutcome};
@@ -51,7 +52,7 @@ use swarm_team::prompt::{mail_turn, wrap_message};
 use swarm_team::status;
 use swarm_team::tools::{LeadPowers, TeamTools};
 use swarm_util::clock;
-use swarm_util::error::Result;
+use swarm_util::error::{Error, Result};
 
 use super::ending::{DONE_MARK, all_done, waiting_for, without_a_team};
 use super::merging::Merging;
@@ -671,6 +672,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
         told_done: false,
         quiet_since: Instant::now(),
         nudges: 0,
+        away: 0,
     };
     lead.host.display.status(&format!(
         "team-lead@{} · {} · approver: {:?}",
@@ -695,10 +697,24 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             }
             continue;
         }
-        match lead.next().await? {
+        let next = match lead.next().await {
+            Ok(next) => {
+                lead.back_from_outage();
+                next
+            }
+            // The team's database is away (a restart, a partition): no model call starts
+            // until it is back, the pane says so once, and the lead looks again.
+            Err(Error::Unavailable(why)) => lead.outage(&why),
+            Err(e) => return Err(e),
+        };
+        match next {
             Next::Turn(text) => pending_input = Some(text),
             Next::End(outcome) => return Ok((outcome, engine)),
             Next::Again => {}
+            Next::Pause(wait) => tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.cancelled() => {}
+            },
             Next::Wait => tokio::select! {
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
@@ -719,6 +735,8 @@ struct Lead<'o> {
     quiet_since: Instant,
     /// Nudges since the team last moved.
     nudges: u32,
+    /// Looks in a row that found the team's database away.
+    away: u32,
 }
 
 /// What the lead does next, between turns.
@@ -729,9 +747,32 @@ enum Next {
     Wait,
     /// Look again at once.
     Again,
+    /// Look again after this long (the database is away).
+    Pause(Duration),
 }
 
 impl Lead<'_> {
+    /// One more look that found the database away: said in the pane at the first, then a
+    /// wait that grows with the outage.
+    fn outage(&mut self, why: &str) -> Next {
+        self.away += 1;
+        if self.away == 1 {
+            tracing::warn!("waiting for the team's database: {why}");
+            self.host
+                .display
+                .status(&format!("waiting for the team's database: {why}"));
+        }
+        Next::Pause(OUTAGE_BACKOFF * self.away.min(10))
+    }
+
+    /// The database answered again: an outage is not the team being quiet.
+    fn back_from_outage(&mut self) {
+        if std::mem::take(&mut self.away) > 0 {
+            self.host.display.status("the team's database is back");
+            self.quiet_since = Instant::now();
+        }
+    }
+
     /// One turn of the model on `text`; the outcome when the run ends with it.
     async fn turn(&mut self, engine: &mut Engine, text: String) -> Option<Outcome> {
         self.host.touch(Activity::Working);

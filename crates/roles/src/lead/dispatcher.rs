@@ -20,6 +20,7 @@ use futures_util::FutureExt;
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::heartbeat::Beater;
 use crate::lead::agent::{self as lead_agent, LeadAgentOptions};
 use swarm_store::documents;
 use swarm_store::layout::Root;
@@ -207,6 +208,18 @@ async fn lead(
 ) -> Result<End> {
     *me = register(&opts.root, &opts.team, opts.pane.as_deref())?;
     tracing::info!("lead of team {} registered (pid {})", opts.team, me.pid);
+    // Where processes beat, the lead does too: its place outlives a lost connection.
+    let fenced = stop.clone();
+    let store = opts.root.open(&opts.team);
+    let _beater = match Beater::start(&store, &AgentName::lead(), move || fenced.cancel())? {
+        Some((token, beater)) => {
+            me.token = Some(token);
+            me.host = Some(swarm_store::liveness::this_host().to_owned());
+            write_state(opts, me);
+            Some(beater)
+        }
+        None => None,
+    };
     swarm_util::fault::point("lead.registered");
     // Before the supervisor's first look, which would report the stopped teammates dead.
     if let Some(launcher) = opts.resume.clone() {

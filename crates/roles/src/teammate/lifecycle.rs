@@ -23,6 +23,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::builder::{Agent, AgentBuilder, InTeam, Membership};
+use crate::heartbeat::Beater;
 use crate::lead_sig::LeadGuard;
 use crate::teammate::active::ActiveFlag;
 use crate::teammate::inbox::Inbox;
@@ -36,6 +37,7 @@ use swarm_config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as 
 use swarm_config::permissions::PermissionMode;
 use swarm_store::Store;
 use swarm_store::layout::Root;
+use swarm_store::liveness;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{Protocol, ShutdownApproved};
@@ -94,6 +96,8 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         caught: Arc::new(Mutex::new(None)),
         done_tasks: Vec::new(),
         first_instructions: None,
+        beater: None,
+        fenced: Arc::new(AtomicBool::new(false)),
     };
     rt.watch_signals();
     rt.register()?;
@@ -252,6 +256,10 @@ pub(super) struct Runtime {
     pub(super) done_tasks: Vec<DoneTask>,
     /// The text of its first piece of work when that was not a task (its spawn prompt).
     pub(super) first_instructions: Option<String>,
+    /// Its heartbeat, on a team whose processes beat.
+    pub(super) beater: Option<Beater>,
+    /// The team declared this process dead (its heartbeat stopped): it stops.
+    pub(super) fenced: Arc<AtomicBool>,
 }
 impl Runtime {
     /// Runs `event`'s hooks off the async thread (they may take up to their timeout).
@@ -273,6 +281,13 @@ impl Runtime {
     /// The exit code, the reason and whether it stopped cleanly, for how the work loop
     /// ended.
     fn exit(&self, stopped: Result<Stop>) -> (i32, String, bool) {
+        if self.fenced.load(Ordering::Relaxed) {
+            return (
+                i32::from(swarm_util::error::exit::CONFLICT),
+                "declared dead by its team (its heartbeat stopped): its tasks are someone else's now".to_owned(),
+                false,
+            );
+        }
         match stopped {
             Ok(Stop::Approved) => (0, "shutdown approved".to_owned(), true),
             Ok(Stop::Budget(why)) => (
@@ -320,7 +335,26 @@ impl Runtime {
             &self.opts.name,
             false,
         ));
+        self.start_beating()?;
         self.set_activity(Activity::Idle, None);
+        Ok(())
+    }
+
+    /// Registers this process and beats, where the team's processes do; once the team
+    /// declares it dead, everything it does is cancelled and it stops.
+    fn start_beating(&mut self) -> Result<()> {
+        let (fenced, cancel) = (self.fenced.clone(), self.ctx.cancel.clone());
+        let model = self.model_cancel.clone();
+        let on_fenced = move || {
+            fenced.store(true, Ordering::Relaxed);
+            cancel.cancel();
+            model.lock().unwrap().cancel();
+        };
+        if let Some((token, beater)) = Beater::start(&self.store, &self.opts.name, on_fenced)? {
+            self.state.token = Some(token);
+            self.state.host = Some(liveness::this_host().to_owned());
+            self.beater = Some(beater);
+        }
         Ok(())
     }
 
@@ -501,5 +535,7 @@ impl Runtime {
             }
         }
         self.display.status(&format!("exiting ({reason})"));
+        // Its end is written: from here its state says it, not its beat.
+        self.beater = None;
     }
 }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Map;
 
+use crate::OUTAGE_BACKOFF;
 use crate::teammate::inbox::Incoming;
 use crate::teammate::lifecycle::{Runtime, Stop};
 use swarm_agent::compaction::{self, DoneTask};
@@ -34,9 +35,6 @@ use swarm_util::error::{Error, Result};
 
 /// How long a teammate waits before trying again after the model failed.
 const FAILURE_BACKOFF: Duration = Duration::from_secs(30);
-/// The first wait while the team's database is away; it grows with each failed try, to
-/// ten times this.
-const OUTAGE_BACKOFF: Duration = Duration::from_millis(500);
 const RESULT_CAP: usize = 4000;
 
 impl Runtime {

@@ -18,7 +18,10 @@
 //!   made twice, no task is claimed twice (the file store's kills are the fault
 //!   campaign's, `scripts/bench faults`);
 //! - wake-ups come over a connection, which can be lost and must be made again (the file
-//!   store's come from the kernel).
+//!   store's come from the kernel);
+//! - a process's liveness is its heartbeat, and one declared dead is fenced: the store
+//!   refuses its every write (on files every member is on this host, its liveness is its
+//!   pid, and a process that is gone cannot write).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -403,6 +406,137 @@ fn a_lead_whose_connection_dies_frees_its_place() {
     assert!(!other.agents().lead_running());
 }
 
+/// A registered process holds a task; an observer declares it dead (as the supervisor does
+/// when its heartbeat stops). From then on the store refuses each of its writes, the claim
+/// it held included, with exit code 4; a new process of the same agent gets a larger token
+/// and writes, and registering yet another fences that one in turn.
+#[test]
+fn a_process_declared_dead_writes_nothing_and_its_successor_does() {
+    use swarm_store::tasks::{NewTask, Status, TaskPatch};
+    let Some(team) = team() else { return };
+    team.add(&["bob"]);
+    let bob = agent("bob");
+    let paused = team.open();
+    let token = paused.agents().register_process(&bob).unwrap().unwrap();
+    let task = team
+        .tasks()
+        .create(NewTask {
+            subject: "build".into(),
+            description: "it".into(),
+            ..NewTask::default()
+        })
+        .unwrap();
+    paused
+        .tasks()
+        .claim(&task.id, "bob", false)
+        .unwrap()
+        .unwrap();
+    let beats = team.agents().heartbeats().unwrap().unwrap();
+    assert_eq!(beats.len(), 1);
+    assert!(beats[0].alive(Duration::from_secs(10)), "{beats:?}");
+    assert_eq!((beats[0].token, beats[0].agent.as_str()), (token, "bob"));
+
+    assert!(team.agents().declare_dead(token).unwrap());
+    assert!(!team.open().agents().declare_dead(token).unwrap(), "once");
+    let done = TaskPatch {
+        status: Some(Status::Completed),
+        ..TaskPatch::default()
+    };
+    let refused = paused.tasks().update(&task.id, done.clone()).unwrap_err();
+    assert_eq!(refused.exit_code(), 4, "{refused}");
+    assert!(refused.to_string().contains("declared dead"), "{refused}");
+    assert!(matches!(
+        paused.agents().heartbeat(token),
+        Err(swarm_util::error::Error::Fenced(_))
+    ));
+    assert!(
+        paused
+            .mail()
+            .send("team-lead", Envelope::new("bob", "hi"))
+            .is_err()
+    );
+    assert!(paused.tasks().release("bob").is_err());
+    let still = team.tasks().get(&task.id).unwrap();
+    assert_eq!(
+        (still.status, still.owner.as_deref()),
+        (Status::InProgress, Some("bob"))
+    );
+
+    let successor = team.open();
+    let next = successor.agents().register_process(&bob).unwrap().unwrap();
+    assert!(next > token);
+    successor.tasks().update(&task.id, done).unwrap();
+    successor.agents().heartbeat(next).unwrap();
+    let third = team
+        .open()
+        .agents()
+        .register_process(&bob)
+        .unwrap()
+        .unwrap();
+    assert!(third > next);
+    assert!(successor.agents().heartbeat(next).is_err(), "superseded");
+    let beats = team.agents().heartbeats().unwrap().unwrap();
+    assert_eq!(beats[0].token, third, "the newest process of each agent");
+}
+
+/// A beat's age is the server's clock's: it grows while the process is silent, and a
+/// timeout shorter than the silence makes the process dead.
+#[test]
+fn a_process_whose_beats_stop_is_dead_after_the_timeout() {
+    let Some(team) = team() else { return };
+    team.add(&["bob"]);
+    let token = team
+        .agents()
+        .register_process(&agent("bob"))
+        .unwrap()
+        .unwrap();
+    team.agents().heartbeat(token).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let beat = team.agents().heartbeats().unwrap().unwrap().remove(0);
+    assert!((400..5_000).contains(&beat.age_ms), "{beat:?}");
+    assert!(beat.alive(Duration::from_secs(10)));
+    assert!(!beat.alive(Duration::from_millis(300)));
+    assert!(
+        beat.why_dead(Duration::from_millis(300))
+            .contains("heartbeat stopped")
+    );
+    team.agents().heartbeat(token).unwrap();
+    let beat = team.agents().heartbeats().unwrap().unwrap().remove(0);
+    assert!(beat.age_ms < 400, "{beat:?}");
+}
+
+/// A server's restart ends the lead's connection, and its hold with it; a lead that beats
+/// keeps its place all the same: another is refused, and the team is led. Once the lead is
+/// declared dead, the place is free.
+#[test]
+fn a_lead_that_beats_keeps_its_place_when_its_hold_is_lost() {
+    let Some(team) = team() else { return };
+    let led = team.open();
+    let hold = led.agents().acquire_lead().unwrap();
+    let token = led
+        .agents()
+        .register_process(&agent("team-lead"))
+        .unwrap()
+        .unwrap();
+    let mut admin = postgres::Client::connect(team.url.as_ref().unwrap(), postgres::NoTls).unwrap();
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks
+             WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            &[],
+        )
+        .unwrap();
+    let other = team.open();
+    assert!(other.agents().lead_running(), "the lead beats");
+    let refused = other.agents().acquire_lead().err().expect("a second lead");
+    assert_eq!(refused.exit_code(), 4, "{refused}");
+    assert!(other.agents().declare_dead(token).unwrap());
+    assert!(!other.agents().lead_running());
+    let next = other.agents().acquire_lead().unwrap();
+    drop((hold, next));
+}
+
 /// With a short lock timeout: a worktree record's lock not had in time is a one-line error
 /// (exit code 5) naming the wait, while a merge run waits on past several timeouts for the
 /// run before it (a long check is no fault) and gets it when that run ends.
@@ -498,7 +632,8 @@ fn a_database_of_the_first_schema_is_migrated_forward_keeping_its_data() {
     admin
         .batch_execute(
             "DROP TABLE approvals, agent_states, exit_reports, holds, merge_queues, budgets,
-                        spend, launch_records, worktrees, rate_gates;
+                        spend, launch_records, worktrees, rate_gates, processes;
+             DROP SEQUENCE fences;
              DELETE FROM schema_version WHERE version > 1;",
         )
         .unwrap();
@@ -645,4 +780,41 @@ fn a_database_crash_mid_run_loses_no_acknowledged_write_and_doubles_none() {
         tasks.iter().all(|t| t.owner.is_some()),
         "a task nobody holds"
     );
+}
+
+/// A server that restarts under a handle that reached it before is waited for: a write
+/// made while it is down (a send, which is retried as it is idempotent, and a task's
+/// creation, which is not, but whose connection was never made) returns `Ok` once the
+/// server is back, instead of failing its caller. A server never reached is said at once.
+#[test]
+fn a_write_made_while_the_server_restarts_waits_for_it() {
+    use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
+    use swarm_store::tasks::NewTask;
+    let Some(server) = swarm_store_pg::testing::Private::start() else {
+        return;
+    };
+    let url = server.url("postgres");
+    let team = TeamName::new("t").unwrap();
+    let store = PgStore::connect(&url, &no_env(), &nowhere(), &team).unwrap();
+    store
+        .create_team(None, std::path::Path::new("/work"))
+        .unwrap();
+    store.add_member(crate::backends::member("bob")).unwrap();
+    server.crash();
+    let (sent, made) = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            server.run();
+        });
+        let sent = store.send("bob", Envelope::new("team-lead", "across"));
+        let made = store.create(NewTask {
+            subject: "after".into(),
+            ..NewTask::default()
+        });
+        (sent, made)
+    });
+    sent.unwrap();
+    made.unwrap();
+    assert_eq!(store.read_unread(&agent("bob")).unwrap().len(), 1);
+    assert_eq!(store.list().unwrap().len(), 1);
 }

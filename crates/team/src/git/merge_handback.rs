@@ -86,9 +86,10 @@ pub fn hand_back(
             .read_state(&agent)
             .filter(|s| !s.process_alive())
     {
-        root.open(team)
-            .agents()
-            .claim_exit_report(&agent, &gone.pid.to_string())?;
+        root.open(team).agents().claim_exit_report(
+            &agent,
+            &swarm_store::liveness::instance(gone.token, gone.pid),
+        )?;
     }
     let (subject, description) = match entry.state {
         EntryState::Conflict => (

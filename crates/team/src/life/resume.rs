@@ -275,9 +275,10 @@ fn respawn_one(
     // Its old process must not be reported dead by the lead's supervisor, which
     // would hand out the tasks it is about to continue.
     if let Some(pid) = st.as_ref().map(|s| s.pid).or(m.pid) {
+        let token = st.as_ref().and_then(|s| s.token);
         root.open(team)
             .agents()
-            .claim_exit_report(&agent, &pid.to_string())?;
+            .claim_exit_report(&agent, &swarm_store::liveness::instance(token, pid))?;
     }
     let released = st
         .as_ref()

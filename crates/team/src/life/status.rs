@@ -2,9 +2,10 @@
 //! from one read of the roster, each agent's state file, one batched tmux query and a pid
 //! check per agent.
 //!
-//! Liveness is decided in this order of trust: the process (pid, and its start time so a
-//! reused pid is not mistaken for the agent), then the pane, then what the agent last
-//! wrote about itself. Nothing here writes; [`crate::life::supervisor`] acts on what it shows.
+//! Liveness is decided in this order of trust: the process (on a team whose processes beat,
+//! its heartbeat, by `swarm_store::liveness`; else its pid, and its start time so a reused
+//! pid is not mistaken for the agent), then the pane, then what the agent last wrote about
+//! itself. Nothing here writes; [`crate::life::supervisor`] acts on what it shows.
 //!
 //! A member swarm did not start (a Claude Code teammate) has no state file: its process is
 //! the first process of the pane its roster entry names, its activity Claude Code's
@@ -22,6 +23,7 @@ use crate::life::dialogs;
 use swarm_llm::Usage;
 use swarm_llm::budget::{Limits, Spend};
 use swarm_store::layout::Root;
+use swarm_store::liveness::Heartbeat;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::roster::{Member, TeamConfig};
 use swarm_store::state::{Activity, AgentState};
@@ -47,6 +49,13 @@ pub struct MemberStatus {
     /// and has no state file of swarm's.
     pub engine: String,
     pub pid: Option<i32>,
+    /// The host its process runs on, on a team whose processes beat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Its process's fencing token, on a team whose processes beat: which process a
+    /// report of its end is about.
+    #[serde(skip)]
+    pub token: Option<i64>,
     pub pane: Option<String>,
     /// The agent's process is running.
     pub alive: bool,
@@ -153,6 +162,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         .map(|p| (p.pane.to_string(), p))
         .collect();
     let tasks = root.open(team).tasks().list().unwrap_or_default();
+    let beats = Beats::read(root, team);
     let mut counts = TaskCounts::default();
     for t in &tasks {
         match t.status {
@@ -195,6 +205,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
                 pane,
                 panes.is_some() && tmux.is_some(),
                 current,
+                &beats,
             );
             st.transcript = AgentName::parse_any(&m.name)
                 .ok()
@@ -227,6 +238,31 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
 /// ignores the request still shows as being shut down, and how far that got.
 pub const SHUTDOWN_STEP: &str = "swarmShutdownStep";
 
+/// The team's heartbeats, by fencing token, and the timeout they are judged by; none on a
+/// backend whose liveness is the pid.
+struct Beats {
+    by_token: HashMap<i64, Heartbeat>,
+    timeout: std::time::Duration,
+}
+
+impl Beats {
+    fn read(root: &Root, team: &TeamName) -> Beats {
+        let beats = root.open(team).agents().heartbeats().unwrap_or_else(|e| {
+            tracing::warn!("{e}");
+            None
+        });
+        Beats {
+            by_token: beats.into_iter().flatten().map(|b| (b.token, b)).collect(),
+            timeout: root.heartbeat_timeout(),
+        }
+    }
+
+    /// The heartbeat of the process `state` describes, if it registered one.
+    fn of(&self, state: Option<&AgentState>) -> Option<&Heartbeat> {
+        self.by_token.get(&state?.token?)
+    }
+}
+
 fn member_status(
     _config: &TeamConfig,
     m: &Member,
@@ -234,7 +270,9 @@ fn member_status(
     pane: Option<PaneRecord>,
     tmux_known: bool,
     current_task: Option<String>,
+    beats: &Beats,
 ) -> MemberStatus {
+    let beat = beats.of(state.as_ref());
     // Without a state file or a recorded pid, the process is the pane's own (Claude Code
     // runs as the pane's first process); a dead pane's pid may be reused, so not then.
     let pane_pid = pane
@@ -243,7 +281,7 @@ fn member_status(
         .map(|p| p.pid);
     let pid = state.as_ref().map(|s| s.pid).or(m.pid).or(pane_pid);
     let alive = match &state {
-        Some(s) => s.process_alive() && s.activity != Activity::Exited,
+        Some(s) => s.alive(beat, beats.timeout) && s.activity != Activity::Exited,
         None => pid.is_some_and(swarm_util::process::is_alive),
     };
     let engine = m
@@ -282,6 +320,8 @@ fn member_status(
         )
     } else if pid.is_none() {
         without_a_process(m, pane.as_ref(), tmux_known)
+    } else if let Some(b) = beat {
+        ("dead".to_owned(), Some(b.why_dead(beats.timeout)))
     } else {
         let why = match (&pane, tmux_known) {
             (_, false) => "process gone; tmux server unreachable".to_owned(),
@@ -319,6 +359,8 @@ fn member_status(
         provider: state.as_ref().and_then(|s| s.provider.clone()),
         engine,
         pid,
+        host: state.as_ref().and_then(|s| s.host.clone()),
+        token: state.as_ref().and_then(|s| s.token),
         pane: pane
             .as_ref()
             .map(|p| p.pane.to_string())
@@ -732,6 +774,8 @@ mod tests {
             provider: None,
             engine: "swarm".to_owned(),
             pid: Some(4242),
+            host: None,
+            token: None,
             pane: Some("%3".to_owned()),
             alive: true,
             pane_alive: Some(true),

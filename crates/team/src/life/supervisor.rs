@@ -16,8 +16,10 @@
 //! itself was seen in on the team's server (so that pane's end there is its death).
 //!
 //! Exactly once per process: whoever notices first (the lead's reconcile loop, the shutdown
-//! ladder, `swarm status`) creates `state/<agent>.<pid>.reported` with `O_EXCL`; only that
-//! caller reports. A restarted lead therefore never repeats a report, and two observers never
+//! ladder, `swarm status`) claims its exit report (`state/<agent>.<pid>.reported` with
+//! `O_EXCL` on files; its fencing token's row on PostgreSQL); only that caller reports. On
+//! a team whose processes beat, the report declares the process dead before its tasks go
+//! back, so it can write nothing after (see `swarm_store::liveness`). A restarted lead therefore never repeats a report, and two observers never
 //! both send one.
 
 use std::path::Path;
@@ -27,6 +29,7 @@ use swarm_config::hooks::{Event as HookEvent, Hooks, Runner};
 use swarm_config::project::UserDirs;
 use swarm_store::approvals;
 use swarm_store::layout::Root;
+use swarm_store::liveness;
 use swarm_store::mailbox::{self, Envelope};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{Protocol, TeammateTerminated};
@@ -283,9 +286,10 @@ pub fn report_exit(
     let Ok(agent) = AgentName::parse_any(&m.name) else {
         return Ok(None);
     };
-    // One report per process: its pid, or before it registered, its pane.
+    // One report per process: its fencing token where processes beat, else its pid, or
+    // before it registered, its pane.
     let instance = match (m.pid, &m.pane) {
-        (Some(pid), _) => pid.to_string(),
+        (Some(pid), _) => liveness::instance(m.token, pid),
         (None, Some(pane)) => format!("pane{}", pane.trim_start_matches('%')),
         (None, None) => return Ok(None),
     };
@@ -296,9 +300,18 @@ pub fn report_exit(
     {
         return Ok(None);
     }
+    // Fenced before its tasks go back: a process declared dead that comes back (a paused
+    // machine, a partition healed) cannot write over whoever takes them next.
+    if let Some(token) = m.token {
+        root.open(team).agents().declare_dead(token)?;
+    }
     // Its tool commands die with it, so whoever takes its tasks next never races a
-    // half-run command of its.
-    if let Some(s) = m.state_file.as_ref() {
+    // half-run command of its. A pid means something only on this host.
+    if let Some(s) = m
+        .state_file
+        .as_ref()
+        .filter(|s| s.host.as_deref().is_none_or(|h| h == liveness::this_host()))
+    {
         let ended = swarm_util::process::end_leftovers(s.pid, s.start_ticks);
         if ended > 0 {
             tracing::info!("ended {ended} process(es) {} left running", m.name);

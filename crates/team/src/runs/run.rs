@@ -187,8 +187,13 @@ pub fn follow_lead(
                 *seen = Some(now);
             }
         };
+        // The lead's state as last read: a read that fails (its database away a moment)
+        // leaves it as it was, never "not started".
+        let mut lead_state = None;
         loop {
-            let lead_state = root.open(team).agents().read_state(&AgentName::lead());
+            if let Some(now) = root.open(team).agents().read_state(&AgentName::lead()) {
+                lead_state = Some(now);
+            }
             // After reading the lead's state: a lead seen finished is told with the team
             // as it left it.
             tell(&mut seen);
@@ -197,8 +202,11 @@ pub fn follow_lead(
             }
             // Registered (it holds the lock before it writes a state) and now without its
             // lock: its process is past closing its files, so one fresh read is its last
-            // word.
-            if lead_state.is_some() && !root.open(team).agents().lead_running() {
+            // word. It started here, so its process says it lives where its place cannot
+            // (a database that is away).
+            if lead_state.as_ref().is_some_and(|s| !s.process_alive())
+                && !root.open(team).agents().lead_running()
+            {
                 return match root
                     .open(team)
                     .agents()
@@ -222,7 +230,7 @@ pub fn follow_lead(
                         return Ok(exit::INTERRUPTED);
                     }
                     note("\nstopping: the lead shuts the team down (Ctrl-C again to stop waiting)");
-                    if let Some(s) = lead_state.filter(|s| s.process_alive()) {
+                    if let Some(s) = lead_state.as_ref().filter(|s| s.process_alive()) {
                         process::signal(s.pid, Signal::SIGTERM);
                     }
                 }
