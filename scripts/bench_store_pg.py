@@ -221,7 +221,7 @@ def restarts(figures):
             outs.append(out)
             if p.returncode != 0:
                 failed += 1
-                log(f"faults: restarts: a writer exited {p.returncode}: {err.strip()[-200:]}")
+                log(f"faults: restarts: a writer exited {p.returncode}: {err.strip()[:300]}")
         wall = time.monotonic() - start
         with open(acked) as f:
             sent = f.read().split()

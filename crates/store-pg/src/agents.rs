@@ -164,7 +164,7 @@ impl Agents for PgStore {
         let what = self.agents_what(&format!("register a process of {agent}"));
         let pid = std::process::id() as i32;
         let ticks = swarm_util::process::start_ticks(pid).map(|t| t as i64);
-        let token = self.db.transaction(Retry::Once, &what, |tx| {
+        let token = self.db.transaction(Retry::BeforeCommit, &what, |tx| {
             tx.execute(
                 "UPDATE processes SET dead_at = clock_timestamp()
                   WHERE team = $1 AND agent = $2 AND dead_at IS NULL",

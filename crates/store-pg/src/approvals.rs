@@ -115,11 +115,8 @@ impl Approvals for PgStore {
     fn resolve(&self, id: &str, decision: Decision) -> Result<Approval> {
         check_id(id)?;
         let what = self.approvals_what(&format!("decide request {id}"));
-        let mut decision = Some(decision);
-        self.db.transaction(Retry::Once, &what, |tx| {
-            let decision = decision
-                .take()
-                .expect("a transaction that is not retried runs once");
+        self.db.transaction(Retry::BeforeCommit, &what, |tx| {
+            let decision = decision.clone();
             let a = read(self, tx, id, true)?.ok_or_else(|| unknown(&self.team, id))?;
             let lead_mode = || {
                 load_in(self, &mut *tx, false)

@@ -11,10 +11,12 @@
 //! - a server this process reached before and finds away (a restart) is waited for, up to
 //!   [`OUTAGE_WAIT`] per call: a connection not made is always tried again (nothing was
 //!   sent), a transaction lost with its connection only as below;
-//! - a transaction is retried on a fresh connection only where the caller says its work
-//!   is idempotent ([`Retry::Safe`]: running it twice leaves what running it once does), or
-//!   when the server rolled it back for a serialization failure or a deadlock, so a retry
-//!   after a dropped connection never makes a second copy of anything;
+//! - a transaction is retried on a fresh connection where the caller says its work is
+//!   idempotent ([`Retry::Safe`]: running it twice leaves what running it once does), or
+//!   where its work may run again and it certainly did not commit
+//!   ([`Retry::BeforeCommit`]: the connection failed before the commit was sent, or the
+//!   server rolled it back for a serialization failure or a deadlock), so a retry after a
+//!   dropped connection never makes a second copy of anything;
 //! - every wait is bounded: connecting (5 s unless the URL says otherwise), a statement
 //!   (`statement_timeout`) and a lock (`lock_timeout`).
 
@@ -52,16 +54,24 @@ pub const OUTAGE_WAIT: Duration = Duration::from_secs(10);
 pub enum Retry {
     /// Running it twice leaves what running it once does: retried on a fresh connection.
     Safe,
-    /// Not idempotent (it makes something new, or calls the caller's closure): any failure
-    /// is the caller's error.
+    /// Not idempotent (it makes something new), but its work may run again: retried when
+    /// it did not commit (the connection failed before the commit was sent, or the server
+    /// says it rolled back). A commit whose answer was lost is settled by asking the server
+    /// for the transaction's status (`txid_status`); only when the server cannot tell is
+    /// it the caller's error.
+    BeforeCommit,
+    /// Not idempotent, and it calls the caller's closure (once): any failure is the
+    /// caller's error.
     Once,
 }
 
-/// Why a transaction failed: the database, or swarm's own rules (a refusal to carry back).
+/// Why a transaction failed: the database, swarm's own rules (a refusal to carry back), or
+/// the commit itself, whose outcome is then unknown.
 #[derive(Debug)]
 pub enum Fail {
     Db(postgres::Error),
     Swarm(Error),
+    InDoubt(postgres::Error),
 }
 
 impl From<postgres::Error> for Fail {
@@ -236,12 +246,18 @@ impl Database {
             };
             let outcome = work(&mut client);
             self.give_back(client);
-            let e = match outcome {
+            let (e, in_doubt) = match outcome {
                 Ok(v) => return Ok(v),
                 Err(Fail::Swarm(e)) => return Err(e),
-                Err(Fail::Db(e)) => e,
+                Err(Fail::Db(e)) => (e, false),
+                Err(Fail::InDoubt(e)) => (e, true),
             };
-            let again = retry == Retry::Safe
+            let rerun = match retry {
+                Retry::Safe => true,
+                Retry::BeforeCommit => !in_doubt,
+                Retry::Once => false,
+            };
+            let again = rerun
                 && match kind(&e) {
                     Kind::RolledBack => tries < TRIES,
                     Kind::Connection => tries < TRIES || self.rides_out(&mut away_since),
@@ -290,9 +306,50 @@ impl Database {
                 check_fence(&mut tx, token, what)?;
             }
             let out = work(&mut tx)?;
-            tx.commit()?;
-            Ok(out)
+            // Which transaction this is, to ask the server whether it committed if the
+            // answer to the commit is lost.
+            let xid: Option<i64> = match retry {
+                Retry::BeforeCommit => Some(tx.query_one("SELECT txid_current()", &[])?.get(0)),
+                Retry::Safe | Retry::Once => None,
+            };
+            match tx.commit() {
+                Ok(()) => Ok(out),
+                Err(e) => match xid.and_then(|xid| self.settle(xid)) {
+                    Some(true) => Ok(out),
+                    // Rolled back: nothing happened, so it may run again.
+                    Some(false) => Err(Fail::Db(e)),
+                    None => Err(Fail::InDoubt(e)),
+                },
+            }
         })
+    }
+
+    /// Whether transaction `xid`, whose commit's answer was lost, committed: asked of the
+    /// server on a fresh connection (waiting for it as [`Database::rides_out`] says);
+    /// `None` when it cannot tell.
+    fn settle(&self, xid: i64) -> Option<bool> {
+        let mut away_since = None;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.take() {
+                Ok(mut client) => {
+                    let status = client
+                        .query_one("SELECT txid_status($1)", &[&xid])
+                        .ok()
+                        .and_then(|row| row.get::<_, Option<String>>(0));
+                    self.give_back(client);
+                    tracing::debug!("a commit whose answer was lost: {status:?}");
+                    return match status.as_deref() {
+                        Some("committed") => Some(true),
+                        Some("aborted") => Some(false),
+                        _ => None,
+                    };
+                }
+                Err(_) if self.rides_out(&mut away_since) => backoff(tries),
+                Err(_) => return None,
+            }
+        }
     }
 
     fn unavailable(&self, doing: &str, e: &postgres::Error) -> Error {

@@ -118,13 +118,11 @@ impl Roster for PgStore {
 
     fn add_members(&self, new: Vec<NewMember>) -> Result<Vec<Result<Member>>> {
         let what = format!("add members to team '{}'", self.team);
-        let mut new = Some(new);
-        self.db.transaction(Retry::Once, &what, |tx| {
+        self.db.transaction(Retry::BeforeCommit, &what, |tx| {
             let mut config = load_in(self, tx, true)?;
             let results: Vec<Result<Member>> = new
-                .take()
-                .expect("a transaction that calls back runs once")
-                .into_iter()
+                .iter()
+                .cloned()
                 .map(|n| roster::add_to(&mut config, &self.team, n))
                 .collect();
             if results.iter().any(Result::is_ok) {
@@ -141,7 +139,7 @@ impl Roster for PgStore {
             ));
         }
         let what = format!("remove {name} from team '{}'", self.team);
-        self.db.transaction(Retry::Once, &what, |tx| {
+        self.db.transaction(Retry::BeforeCommit, &what, |tx| {
             let mut config = load_in(self, tx, true)?;
             let idx = config
                 .members

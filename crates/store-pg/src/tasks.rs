@@ -148,7 +148,7 @@ impl TaskBoard for PgStore {
             return Err(Error::usage("a task needs a subject"));
         }
         self.db
-            .transaction(Retry::Once, &self.what("create a task"), |tx| {
+            .transaction(Retry::BeforeCommit, &self.what("create a task"), |tx| {
                 let high_water = lock_list(self, tx)?;
                 let max: i64 = tx
                     .query_one(
@@ -184,20 +184,16 @@ impl TaskBoard for PgStore {
 
     fn update(&self, id: &str, patch: TaskPatch) -> Result<Task> {
         let what = self.what(&format!("update task #{id}"));
-        let mut patch = Some(patch);
-        self.db.transaction(Retry::Once, &what, |tx| {
-            let patch = patch
-                .take()
-                .expect("a transaction that calls back runs once");
+        self.db.transaction(Retry::BeforeCommit, &what, |tx| {
             lock_list(self, tx)?;
             let tasks = all_tasks(self, tx)?;
-            patched(self, tx, &tasks, id, patch)
+            patched(self, tx, &tasks, id, patch.clone())
         })
     }
 
     fn delete(&self, id: &str) -> Result<Task> {
         let what = self.what(&format!("delete task #{id}"));
-        self.db.transaction(Retry::Once, &what, |tx| {
+        self.db.transaction(Retry::BeforeCommit, &what, |tx| {
             let high_water = lock_list(self, tx)?;
             let task = read_task(self, tx, id)?.ok_or_else(|| missing(id))?;
             let n = task_number(id).ok_or_else(|| missing(id))?;
@@ -224,7 +220,7 @@ impl TaskBoard for PgStore {
 
     fn release(&self, owner: &str) -> Result<Vec<Task>> {
         let what = self.what(&format!("release the tasks of {owner}"));
-        self.db.transaction(Retry::Once, &what, |tx| {
+        self.db.transaction(Retry::BeforeCommit, &what, |tx| {
             lock_list(self, tx)?;
             release_in(self, tx, owner)
         })
@@ -256,7 +252,7 @@ impl TaskBoard for PgStore {
 
     fn next(&self, agent: &str) -> Result<Option<Task>> {
         let what = self.what(&format!("claim the next ready task for {agent}"));
-        self.db.transaction(Retry::Once, &what, |tx| {
+        self.db.transaction(Retry::BeforeCommit, &what, |tx| {
             lock_list(self, tx)?;
             let tasks = all_tasks(self, tx)?;
             let status: HashMap<&str, Status> =

@@ -152,6 +152,7 @@ impl TeamConfig {
     }
 }
 
+#[derive(Debug, Clone)]
 pub struct NewMember {
     pub name: AgentName,
     pub color: Option<String>,

@@ -818,3 +818,112 @@ fn a_write_made_while_the_server_restarts_waits_for_it() {
     assert_eq!(store.read_unread(&agent("bob")).unwrap().len(), 1);
     assert_eq!(store.list().unwrap().len(), 1);
 }
+
+/// A claim whose connection is lost before it commits (here: while it waits for the task
+/// list's lock, its backend is terminated) was rolled back by the server, so it is made
+/// again on a fresh connection: the claimer gets its task instead of an error, and the task
+/// is claimed once.
+#[test]
+fn a_claim_lost_before_its_commit_is_made_again() {
+    use swarm_store::tasks::{NewTask, Status};
+    let Some(team) = team() else { return };
+    team.add(&["bob"]);
+    for subject in ["one", "two"] {
+        team.tasks()
+            .create(NewTask {
+                subject: subject.into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+    }
+    let url = team.url.clone().unwrap();
+    let mut holder = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut held = holder.transaction().unwrap();
+    held.execute("SELECT 1 FROM task_lists FOR UPDATE", &[])
+        .unwrap();
+    let claimer = team.open();
+    let claimed = std::thread::scope(|s| {
+        let claiming = s.spawn(|| claimer.tasks().next("bob"));
+        // Its backend, waiting for the lock (ours is the holder's, which is not waiting).
+        let waiting = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                        WHERE datname = current_database() AND wait_event_type = 'Lock'
+                          AND query LIKE '%task_lists%FOR UPDATE%'";
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while admin.execute(waiting, &[]).unwrap() == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the claim never waited for the lock"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        held.rollback().unwrap();
+        claiming.join().unwrap()
+    });
+    let task = claimed.unwrap().expect("a task");
+    assert_eq!(task.id, "1");
+    let tasks = team.tasks().list().unwrap();
+    let owned: Vec<_> = tasks
+        .iter()
+        .filter(|t| t.owner.as_deref() == Some("bob"))
+        .collect();
+    assert_eq!(owned.len(), 1, "{tasks:?}");
+    assert_eq!(owned[0].status, Status::InProgress);
+}
+
+/// A task's creation whose connection dies while the server works on its commit (a
+/// deferred trigger sleeps there; its backend is terminated) did not commit: swarm asks the
+/// server what became of the transaction, hears it was rolled back, and makes it again,
+/// once. (A commit that went through is answered `Ok` the same way; the fault campaign's
+/// restarts show both.)
+#[test]
+fn a_create_whose_commit_is_lost_is_settled_by_asking_the_server() {
+    use swarm_store::tasks::NewTask;
+    let Some(team) = team() else { return };
+    let url = team.url.clone().unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE slow_commits (slow boolean);
+             INSERT INTO slow_commits VALUES (true);
+             CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF EXISTS (SELECT 1 FROM slow_commits) THEN PERFORM pg_sleep(30); END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON tasks
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();",
+        )
+        .unwrap();
+    let creator = team.open();
+    let made = std::thread::scope(|s| {
+        let making = s.spawn(|| {
+            creator.tasks().create(NewTask {
+                subject: "once".into(),
+                ..NewTask::default()
+            })
+        });
+        let committing = "SELECT pid FROM pg_stat_activity
+                           WHERE datname = current_database() AND wait_event = 'PgSleep'";
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let pid: i32 = loop {
+            if let Some(row) = admin.query_opt(committing, &[]).unwrap() {
+                break row.get(0);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the commit never reached the trigger"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        admin.execute("DELETE FROM slow_commits", &[]).unwrap();
+        admin
+            .execute("SELECT pg_terminate_backend($1)", &[&pid])
+            .unwrap();
+        making.join().unwrap()
+    });
+    let task = made.unwrap();
+    let tasks = team.tasks().list().unwrap();
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(tasks[0].id, task.id);
+}
