@@ -7,7 +7,7 @@
 //!   (hosts, port, database, user) and URLs are shown only through [`redact`];
 //! - a failure to reach or talk to the server is [`Error::Unavailable`] (exit code 5), one
 //!   lowercase line naming the server; a lock of the database not had within the lock
-//!   timeout is the same;
+//!   timeout is the same, and so is a role that lacks a privilege swarm needs;
 //! - a server this process reached before and finds away (a restart) is waited for, up to
 //!   [`OUTAGE_WAIT`] per call: a connection not made is always tried again (nothing was
 //!   sent), a transaction lost with its connection only as below;
@@ -368,6 +368,11 @@ impl Database {
                 "failed to {what}: a lock in the team's database at {} stayed held for more than {:?}; retry",
                 self.at, self.lock_timeout
             )),
+            Kind::Privilege => Error::Unavailable(format!(
+                "failed to {what} in the team's database at {}: {}; the role needs all rights on swarm's tables and sequences there (have the database's owner run `swarm store migrate`, then `GRANT ALL ON ALL TABLES IN SCHEMA public` and the same `ON ALL SEQUENCES` to it, or use the owner's role)",
+                self.at,
+                cause(e)
+            )),
             Kind::RolledBack | Kind::Other => Error::Other(format!(
                 "failed to {what} in the team's database at {}: {}",
                 self.at,
@@ -434,6 +439,8 @@ enum Kind {
     /// The server rolled the transaction back (a serialization failure, a deadlock).
     RolledBack,
     LockTimeout,
+    /// The role may not do it (`insufficient_privilege`).
+    Privilege,
     Other,
 }
 
@@ -446,6 +453,8 @@ fn kind(e: &postgres::Error) -> Kind {
         Kind::RolledBack
     } else if *code == SqlState::LOCK_NOT_AVAILABLE {
         Kind::LockTimeout
+    } else if *code == SqlState::INSUFFICIENT_PRIVILEGE {
+        Kind::Privilege
     } else if code.code().starts_with("08")
         || *code == SqlState::ADMIN_SHUTDOWN
         || *code == SqlState::CRASH_SHUTDOWN

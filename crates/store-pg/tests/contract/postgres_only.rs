@@ -927,3 +927,47 @@ fn a_create_whose_commit_is_lost_is_settled_by_asking_the_server() {
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     assert_eq!(tasks[0].id, task.id);
 }
+
+/// A role that may not create swarm's tables (the schema belongs to another), or may not
+/// read them, is told so in one line naming the server and what to do, with exit code 5.
+#[test]
+fn a_role_without_the_rights_it_needs_is_one_line_and_exit_5() {
+    let Some(url) = swarm_store_pg::testing::database() else {
+        return;
+    };
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'swarm_nobody') \
+             THEN CREATE ROLE swarm_nobody LOGIN; END IF; END $$; \
+             REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        )
+        .unwrap();
+    let as_nobody = url.replace("user=postgres", "user=swarm_nobody");
+    let team = TeamName::new("t").unwrap();
+    let open = || PgStore::connect(&as_nobody, &no_env(), &nowhere(), &team);
+    // The hint names the grants this test then makes.
+    let check = |e: swarm_util::error::Error| {
+        let text = e.to_string();
+        assert_eq!(e.exit_code(), 5, "{text}");
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("permission denied"), "{text}");
+        assert!(text.contains("swarm store migrate"), "{text}");
+    };
+    // The schema is not made yet, and this role may not make it.
+    check(open().unwrap_err());
+    // Made by the owner; this role may not read it.
+    PgStore::connect(&url, &no_env(), &nowhere(), &team)
+        .unwrap()
+        .create_team(None, std::path::Path::new("/work"))
+        .unwrap();
+    check(open().unwrap_err());
+    // Granted as the line says: in.
+    admin
+        .batch_execute(
+            "GRANT ALL ON ALL TABLES IN SCHEMA public TO swarm_nobody;              GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO swarm_nobody",
+        )
+        .unwrap();
+    let store = open().unwrap();
+    assert_eq!(swarm_store::Roster::load(&store).unwrap().name, "t");
+}
