@@ -2,6 +2,7 @@
 //! loopback. One test binary; each module covers one capability.
 
 mod harness;
+mod sim_hosts;
 
 mod agents;
 mod approvals;
@@ -23,6 +24,7 @@ mod hardening_store;
 mod hardening_tasks;
 mod hardening_tmux;
 mod hooks;
+mod hosts;
 mod layers;
 mod lead_end;
 mod lead_signed;

@@ -272,11 +272,19 @@ pub struct Private {
     port: u16,
     as_postgres: bool,
     pid: std::sync::Mutex<Option<u32>>,
+    /// The addresses it listens on besides its socket (see [`Private::start_on`]).
+    listen: Vec<String>,
 }
 
 impl Private {
     /// `None` (said loudly; a failure under `CI=true`) without PostgreSQL.
     pub fn start() -> Option<Private> {
+        Private::start_on(&[])
+    }
+
+    /// A private server that also listens on these TCP addresses (the lead's side of
+    /// simulated hosts' links), trusting connections from 10.0.0.0/8 there.
+    pub fn start_on(addresses: &[&str]) -> Option<Private> {
         let bin = bin_dir();
         if !require("PostgreSQL (initdb and postgres)", bin.is_some()) {
             return None;
@@ -284,7 +292,13 @@ impl Private {
         sweep_stale_dirs();
         let (dir, as_postgres) = server_dir();
         let bin = bin.expect("checked above");
-        init_data(&bin, &dir, as_postgres);
+        let data = init_data(&bin, &dir, as_postgres);
+        if !addresses.is_empty() {
+            let hba = data.join("pg_hba.conf");
+            let rules = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
+            std::fs::write(&hba, format!("{rules}\nhost all all 10.0.0.0/8 trust\n"))
+                .expect("write pg_hba.conf");
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("find a free port")
@@ -295,6 +309,7 @@ impl Private {
             port,
             as_postgres,
             pid: std::sync::Mutex::new(None),
+            listen: addresses.iter().map(|a| (*a).to_owned()).collect(),
         };
         server.run();
         Some(server)
@@ -305,6 +320,14 @@ impl Private {
         format!(
             "host={} port={} user=postgres dbname={dbname}",
             self.dir.display(),
+            self.port
+        )
+    }
+
+    /// The URL of database `dbname` over TCP at `address`, one of [`Private::start_on`]'s.
+    pub fn url_at(&self, address: &str, dbname: &str) -> String {
+        format!(
+            "host={address} port={} user=postgres dbname={dbname} sslmode=disable",
             self.port
         )
     }
@@ -322,7 +345,8 @@ impl Private {
             .arg(self.dir.join("data"))
             .arg("-k")
             .arg(&self.dir)
-            .args(["-p", &self.port.to_string(), "-c", "listen_addresses="])
+            .args(["-p", &self.port.to_string(), "-c"])
+            .arg(format!("listen_addresses={}", self.listen.join(",")))
             .stdout(log.try_clone().expect("share the server log"))
             .stderr(log);
         *self.pid.lock().unwrap() = Some(spawn_postgres(server));

@@ -59,6 +59,7 @@ vars! {
     SWARM_HEARTBEAT_TIMEOUT_MS = "10000", "how long a teammate on a PostgreSQL team may go without a heartbeat before it is declared dead (at least 3000; each beats every second)";
     SWARM_DURABLE = "1", "`0` skips fsyncs (atomicity never depends on them)";
     SWARM_STORE_URL = "", "a PostgreSQL URL (no password) where `swarm team create`, `run` and `demo` make new teams (or `--store`); default: files";
+    SWARM_SSH_CONFIG = "", "an ssh config file swarm gives `ssh` (`-F`) to reach hosts; default: ssh's own (`~/.ssh/config`)";
     SWARM_LOG = "", "what to log, an env-filter such as `swarm=debug`; teammates log to `teams/<team>/logs/<agent>.log`";
     SWARM_TIMINGS = "", "a file to append each command's timings to, as JSON lines (for `scripts/bench`)";
     SWARM_FAULT = "", "a fault to inject at a named point, for the fault campaign (`scripts/bench faults`)";

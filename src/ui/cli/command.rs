@@ -11,6 +11,7 @@ use crate::ui::cli::agents::AgentsCommand;
 use crate::ui::cli::approvals::{ApprovalsArgs, ApproveArgs, RejectArgs};
 use crate::ui::cli::completions::CompletionsArgs;
 use crate::ui::cli::context::GlobalOpts;
+use crate::ui::cli::host::HostCommand;
 use crate::ui::cli::lead::LeadArgs;
 use crate::ui::cli::merge::MergeArgs;
 use crate::ui::cli::message::{BroadcastArgs, InboxArgs, SendArgs};
@@ -100,6 +101,10 @@ pub enum Command {
     /// Look after a PostgreSQL store: bring its schema up to this swarm's
     #[command(subcommand)]
     Store(StoreCommand),
+
+    /// The hosts teammates may run on, reached over ssh: add, list, remove, check
+    #[command(subcommand)]
+    Host(HostCommand),
 
     /// Send a message to one member
     Send(SendArgs),

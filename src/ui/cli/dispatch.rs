@@ -13,8 +13,8 @@ use crate::ui::cli::context::Ctx;
 use crate::ui::cli::identity::Actor;
 use crate::ui::cli::logging::init_logging;
 use crate::ui::cli::{
-    agent, agents, approvals, claude_argv, completions, config, lead, merge, message, model_server,
-    resume, run, serve, shutdown, spawn, status, store, task, team, watch,
+    agent, agents, approvals, claude_argv, completions, config, host, lead, merge, message,
+    model_server, resume, run, serve, shutdown, spawn, status, store, task, team, watch,
 };
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
@@ -175,6 +175,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Watch(args) => done(watch::run(&ctx, args)),
         Command::Serve(args) => done(serve::run(&ctx, args)),
         Command::Store(cmd) => done(store::run(&ctx, cmd)),
+        Command::Host(cmd) => done(host::run(&ctx, cmd)),
         Command::ModelServer(_) | Command::Completions(_) | Command::Man => {
             unreachable!("dispatched above")
         }

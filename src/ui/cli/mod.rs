@@ -20,6 +20,7 @@ mod config;
 mod context;
 mod dispatch;
 mod follow;
+mod host;
 mod identity;
 mod input;
 mod lead;

@@ -19,6 +19,9 @@ use swarm_util::error::Result;
 pub enum StoreCommand {
     /// Bring a PostgreSQL store's schema up to this swarm's (every command does so at first use)
     Migrate(MigrateArgs),
+    /// Check that a PostgreSQL store can be reached from here and its schema used, changing
+    /// nothing (`swarm host check` runs it on a host)
+    Check(MigrateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -31,7 +34,29 @@ pub struct MigrateArgs {
 pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<()> {
     match cmd {
         StoreCommand::Migrate(args) => run_migrate(ctx, &args.url),
+        StoreCommand::Check(args) => run_check(ctx, &args.url),
     }
+}
+
+fn run_check(ctx: &Ctx, url: &str) -> Result<()> {
+    let db = Database::open(url, ctx.env())?;
+    let at = migrate::version(&db)?;
+    let latest = migrate::LATEST;
+    if at > latest {
+        return Err(swarm_util::error::Error::Unavailable(format!(
+            "the database at {} has schema version {at}, newer than this swarm knows ({latest}); upgrade swarm",
+            db.at()
+        )));
+    }
+    if ctx.json() {
+        print_json(&json!({"database": db.at(), "version": at, "latest": latest}));
+    } else {
+        println!(
+            "reached the database at {}: schema version {at} of {latest}",
+            db.at()
+        );
+    }
+    Ok(())
 }
 
 fn run_migrate(ctx: &Ctx, url: &str) -> Result<()> {

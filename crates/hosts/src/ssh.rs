@@ -1,0 +1,198 @@
+//! Running a command on a host through the system's `ssh`, by argv.
+//!
+//! Invariants:
+//! - the remote command is argv: ssh hands the remote shell one line, so each word is
+//!   quoted once for it (`shell-escape`, POSIX single quotes) and the words joined by
+//!   spaces; nothing else is ever put in that line;
+//! - ssh never asks anything: `BatchMode=yes` (keys or an agent only), a connect timeout and
+//!   keep-alives, and each run has a time limit after which ssh is killed;
+//! - ssh's settings are the user's own (`~/.ssh/config`, their keys), unless
+//!   `SWARM_SSH_CONFIG` names a file, given as `-F`; swarm keeps no key and no password;
+//! - secrets never reach ssh's argv: a caller that must pass one writes it on stdin.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::registry::Host;
+use swarm_util::error::{Error, Result};
+
+/// How long connecting to a host may take.
+const CONNECT_TIMEOUT_S: u32 = 10;
+
+/// ssh to one host.
+#[derive(Debug, Clone)]
+pub struct Ssh {
+    host: Host,
+    /// `SWARM_SSH_CONFIG`, passed as `-F`.
+    config: Option<PathBuf>,
+}
+
+impl Ssh {
+    pub fn new(host: Host, config: Option<PathBuf>) -> Ssh {
+        Ssh { host, config }
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// The whole argv that runs `remote` on the host: `ssh`, its options, the destination
+    /// and the remote line (each word of `remote` quoted once). `tty` asks for a terminal
+    /// (`swarm attach`).
+    pub fn argv(&self, remote: &[&str], tty: bool) -> Vec<String> {
+        let mut argv = vec!["ssh".to_owned()];
+        if let Some(config) = &self.config {
+            argv.extend(["-F".to_owned(), config.display().to_string()]);
+        }
+        for option in [
+            "BatchMode=yes".to_owned(),
+            format!("ConnectTimeout={CONNECT_TIMEOUT_S}"),
+            "ServerAliveInterval=5".to_owned(),
+            "ServerAliveCountMax=3".to_owned(),
+        ] {
+            argv.extend(["-o".to_owned(), option]);
+        }
+        argv.push(if tty { "-t" } else { "-T" }.to_owned());
+        if let Some(port) = self.host.port {
+            argv.extend(["-p".to_owned(), port.to_string()]);
+        }
+        argv.push("--".to_owned());
+        argv.push(self.host.destination());
+        argv.push(remote_line(remote));
+        argv
+    }
+
+    /// `argv` as a line a person can paste into a shell (for `--dry-run`).
+    pub fn shown(&self, remote: &[&str]) -> String {
+        self.argv(remote, false)
+            .iter()
+            .map(|w| shell_escape::escape(w.into()).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Runs `remote` on the host, with `input` on its stdin, for at most `limit`. A host
+    /// that cannot be reached (ssh's own exit code 255) is [`Error::Unavailable`]; the
+    /// command's own failure is the caller's to read in the output.
+    pub fn run(&self, remote: &[&str], input: Option<&[u8]>, limit: Duration) -> Result<Output> {
+        let argv = self.argv(remote, false);
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                Error::Other(format!(
+                    "failed to run ssh: {e}; install OpenSSH's client (Debian: openssh-client)"
+                ))
+            })?;
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            // A command that does not read its stdin fails in its own way.
+            let _ = stdin.write_all(bytes);
+        }
+        let output = wait(child, limit).ok_or_else(|| {
+            Error::Unavailable(format!(
+                "failed to run `{}` on host '{}' ({}): no answer within {limit:?}",
+                remote.join(" "),
+                self.host.name,
+                self.host.target()
+            ))
+        })?;
+        if output.status.code() == Some(255) {
+            return Err(Error::Unavailable(format!(
+                "failed to reach host '{}' ({}) over ssh: {}; check it with `swarm host check {}`",
+                self.host.name,
+                self.host.target(),
+                last_line(&output.stderr),
+                self.host.name
+            )));
+        }
+        Ok(output)
+    }
+}
+
+/// `remote` as one line for the remote shell: each word quoted once.
+fn remote_line(remote: &[&str]) -> String {
+    remote
+        .iter()
+        .map(|w| shell_escape::unix::escape((*w).into()).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The child's output, or `None` (the child killed) after `limit`.
+fn wait(mut child: std::process::Child, limit: Duration) -> Option<Output> {
+    let deadline = Instant::now() + limit;
+    // Read as it goes, so a chatty command never blocks on a full pipe.
+    let (mut out, mut err) = (child.stdout.take()?, child.stderr.take()?);
+    let reading = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut bytes);
+        bytes
+    });
+    let reading_err = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut bytes);
+        bytes
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    Some(Output {
+        status,
+        stdout: reading.join().unwrap_or_default(),
+        stderr: reading_err.join().unwrap_or_default(),
+    })
+}
+
+/// The last line of a command's error output, for a one-line message.
+pub fn last_line(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output")
+        .trim()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_remote_command_is_each_word_quoted_once_after_the_options() {
+        let mut host = Host::parse("h", "ann@10.0.0.7:2222").unwrap();
+        host.swarm_bin = Some("/opt/swarm".into());
+        let ssh = Ssh::new(host, Some("/cfg".into()));
+        let argv = ssh.argv(
+            &["tmux", "new-session", "-s", "a b;c", "$(rm -rf /)", "it's"],
+            false,
+        );
+        assert_eq!(&argv[..3], ["ssh", "-F", "/cfg"]);
+        assert!(argv.contains(&"BatchMode=yes".to_owned()));
+        let dest = argv.iter().position(|a| a == "--").unwrap();
+        assert_eq!(&argv[dest + 1..dest + 2], ["ann@10.0.0.7"]);
+        assert_eq!(argv[dest - 2..dest], ["-p", "2222"]);
+        assert_eq!(
+            argv[dest + 2],
+            r#"tmux new-session -s 'a b;c' '$(rm -rf /)' 'it'\''s'"#
+        );
+        assert_eq!(argv.len(), dest + 3, "the remote line is one argument");
+    }
+}

@@ -1,0 +1,138 @@
+//! `swarm host ...`: the hosts teammates may run on (`swarm_hosts`): add one by its ssh
+//! target, list them, remove one, and check that one can take teammates.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::ui::cli::context::Ctx;
+use crate::ui::cli::output::print_json;
+use swarm_hosts::{Host, Hosts, Ssh, check};
+use swarm_util::error::{Error, Result};
+
+#[derive(Debug, Subcommand)]
+pub enum HostCommand {
+    /// Record a host reached over ssh with your own keys and ~/.ssh/config
+    Add(AddArgs),
+    /// List the recorded hosts
+    List,
+    /// Forget a host
+    Remove {
+        /// The host's name
+        name: String,
+    },
+    /// Check that a host can take teammates: ssh, tmux >= 3.2, git, the same swarm, the
+    /// project directory and the team's database (exit 8 if one fails)
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// Its name in swarm: letters, digits, '-', '_' and '.'
+    pub name: String,
+    /// user@address[:port], or an alias of your ~/.ssh/config
+    pub target: String,
+    /// The swarm binary on the host [default: swarm on its PATH]
+    #[arg(long, value_name = "PATH")]
+    pub swarm_bin: Option<String>,
+    /// The project's directory on the host, where its teammates work
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The host's name
+    pub name: String,
+    /// The database its teammates would use [default: the team's, with --team]
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+}
+
+pub fn run(ctx: &Ctx, cmd: HostCommand) -> Result<()> {
+    let hosts = Hosts::at(ctx.root.path(), ctx.root.lock_timeout());
+    match cmd {
+        HostCommand::Add(args) => add(ctx, &hosts, args),
+        HostCommand::List => list(ctx, &hosts),
+        HostCommand::Remove { name } => {
+            let gone = hosts.remove(&name)?;
+            println!("removed host {} ({})", gone.name, gone.target());
+            Ok(())
+        }
+        HostCommand::Check(args) => run_check(ctx, &hosts, args),
+    }
+}
+
+fn add(ctx: &Ctx, hosts: &Hosts, args: AddArgs) -> Result<()> {
+    let mut host = Host::parse(&args.name, &args.target)?;
+    host.swarm_bin = args.swarm_bin;
+    host.dir = args.dir;
+    hosts.add(host.clone())?;
+    if ctx.json() {
+        print_json(&host);
+    } else {
+        println!(
+            "added host {} ({}); check it with `swarm host check {}`",
+            host.name,
+            host.target(),
+            host.name
+        );
+    }
+    Ok(())
+}
+
+fn list(ctx: &Ctx, hosts: &Hosts) -> Result<()> {
+    let all = hosts.list()?;
+    if ctx.json() {
+        print_json(&all);
+        return Ok(());
+    }
+    if all.is_empty() {
+        println!("no hosts; add one with `swarm host add NAME user@address`");
+    }
+    for h in all {
+        let mut line = format!("{}  {}", h.name, h.target());
+        if let Some(bin) = &h.swarm_bin {
+            line.push_str(&format!("  swarm {bin}"));
+        }
+        if let Some(dir) = &h.dir {
+            line.push_str(&format!("  dir {dir}"));
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
+
+fn run_check(ctx: &Ctx, hosts: &Hosts, args: CheckArgs) -> Result<()> {
+    let host = hosts.get(&args.name)?;
+    let store = match args.store {
+        Some(url) => Some(url),
+        None => match ctx.team() {
+            Ok(team) => ctx.root.store_url(&team)?,
+            Err(_) => None,
+        },
+    };
+    let ssh = Ssh::new(host.clone(), ctx.settings.ssh_config.clone());
+    let version = format!("swarm {}", env!("CARGO_PKG_VERSION"));
+    let found = check::check(&ssh, &version, store.as_deref());
+    if ctx.json() {
+        print_json(&json!({"host": host.name, "checks": found}));
+    } else {
+        for f in &found {
+            println!(
+                "{} {:<9}{}",
+                if f.ok { "ok  " } else { "FAIL" },
+                f.what,
+                f.detail
+            );
+        }
+    }
+    let failed: Vec<&str> = found.iter().filter(|f| !f.ok).map(|f| f.what).collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::CheckFailed(format!(
+        "host '{}' failed the check of {}",
+        host.name,
+        failed.join(", ")
+    )))
+}
