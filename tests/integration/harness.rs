@@ -520,6 +520,25 @@ impl ScriptedModel {
         )
     }
 
+    /// The scripted model on the lead's side of a simulated host's link (`gateway`), where
+    /// teammates on the simulated hosts reach it.
+    pub fn start_on_link(script: swarm_model_server::Script, gateway: &str) -> ScriptedModel {
+        swarm_llm::install_crypto_provider();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let addr = format!("{gateway}:0").parse().unwrap();
+        let server = runtime
+            .block_on(swarm_model_server::ModelServer::start_on_link(script, addr))
+            .expect("start the scripted model server");
+        ScriptedModel {
+            server: Some(server),
+            runtime,
+        }
+    }
+
     pub fn start(script: swarm_model_server::Script) -> ScriptedModel {
         swarm_llm::install_crypto_provider();
         let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -139,3 +139,178 @@ fn bad_hosts_are_refused_in_one_line() {
     let again = env.run(&["host", "add", "x", "root@other"]).failure(4);
     assert!(again.stderr.contains("exists already"), "{}", again.stderr);
 }
+
+/// A key the remote teammate must get, and nothing else may show.
+const SECRET: &str = "sk-ant-test-hosts-0042";
+
+/// The status of team `t` as `swarm status --json` gives it, judging heartbeats with a
+/// 3 s timeout.
+fn status(env: &TestEnv) -> serde_json::Value {
+    let out = run(env
+        .swarm(&["--team", "t", "status", "--json"])
+        .env("SWARM_HEARTBEAT_TIMEOUT_MS", "3000"))
+    .success();
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+fn member(status: &serde_json::Value, name: &str) -> serde_json::Value {
+    status["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A PostgreSQL team whose teammates run on two simulated hosts, spawned with `swarm spawn
+/// --host` (argv over ssh, the team's database and model reached over the hosts' links).
+/// alice, on h1, takes the task; h1 is cut off the network: alice's heartbeat stops, she
+/// is declared dead, her task goes back and the lead is told once; bob, on h2, takes it and
+/// finishes it. When h1 comes back, alice finds herself fenced and stops: the task is
+/// bob's, done once.
+#[test]
+fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
+    use swarm_model_server::{Reply, Rule, Script};
+    let env = TestEnv::new();
+    let Some(net) = SimNet::start(&env, 2) else {
+        return;
+    };
+    net.add_all(&env);
+    let (h1, h2) = (&net.hosts[0], &net.hosts[1]);
+    let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway, &h2.gateway]) else {
+        return;
+    };
+    let url = db.url_at(&h1.gateway, "postgres");
+    let finish = Reply::tool(
+        "TaskUpdate",
+        serde_json::json!({"taskId": "1", "status": "completed"}),
+    );
+    let model = crate::harness::ScriptedModel::start_on_link(
+        Script::new()
+            .rule(
+                Rule::new("alice-slow")
+                    .agent("alice")
+                    .no_tool_result(true)
+                    .delay_ms(3_000)
+                    .reply(finish.clone()),
+            )
+            .rule(
+                Rule::new("alice-rest")
+                    .agent("alice")
+                    .reply(Reply::text("Done.")),
+            )
+            .rule(
+                Rule::new("bob-task")
+                    .agent("bob")
+                    .no_tool_result(true)
+                    .reply(finish),
+            )
+            .rule(
+                Rule::new("bob-rest")
+                    .agent("bob")
+                    .reply(Reply::text("Done.")),
+            ),
+        &h1.gateway,
+    );
+    env.run(&["team", "create", "t", "--store", &url]).success();
+    env.run(&["--team", "t", "task", "add", "build the thing"])
+        .success();
+    let spawn = |name: &str, host: &str| {
+        let out = run(env
+            .swarm(&["--team", "t", "spawn", name, "--host", host])
+            .env("SWARM_SSH_CONFIG", &net.ssh_config)
+            .env("SWARM_PROVIDER", "scripted")
+            .env("SWARM_BASE_URL", model.url())
+            .env("ANTHROPIC_API_KEY", SECRET));
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    };
+    let evidence = || {
+        env.print_evidence();
+        for h in &net.hosts {
+            let logs = h.exec(&["sh", "-c", "tail -n 30 /root/.claude/teams/t/logs/*.log"]);
+            eprintln!(
+                "--- {} logs:\n{}",
+                h.name,
+                String::from_utf8_lossy(&logs.stdout)
+            );
+        }
+    };
+    spawn("alice", "h1");
+    let store = env.store("t");
+    let alice = swarm_store::names::AgentName::new("alice").unwrap();
+    let holding = crate::harness::wait_until(Duration::from_secs(60), || {
+        store
+            .agents()
+            .read_state(&alice)
+            .is_some_and(|s| s.current_task.as_deref() == Some("1"))
+    });
+    if !holding {
+        evidence();
+    }
+    assert!(holding, "alice never took the task on h1");
+    let state = store.agents().read_state(&alice).unwrap();
+    assert_eq!(state.host.as_deref(), Some("swarm-test-h1"), "{state:?}");
+    // Its key reached it through the session's environment for a moment, never a command
+    // line, and is not left in the host's tmux.
+    let proc_file = |what: &str| std::fs::read(format!("/proc/{}/{what}", state.pid)).unwrap();
+    assert!(!String::from_utf8_lossy(&proc_file("cmdline")).contains(SECRET));
+    assert!(String::from_utf8_lossy(&proc_file("environ")).contains(SECRET));
+    let tmux_env = h1.exec(&["tmux", "-L", "swarm-t", "show-environment", "-t", "t-alice"]);
+    assert!(tmux_env.status.success(), "{tmux_env:?}");
+    assert!(!String::from_utf8_lossy(&tmux_env.stdout).contains(SECRET));
+    let global = h1.exec(&["tmux", "-L", "swarm-t", "show-environment", "-g"]);
+    assert!(!String::from_utf8_lossy(&global.stdout).contains(SECRET));
+    spawn("bob", "h2");
+    let shown = status(&env);
+    assert_eq!(member(&shown, "alice")["host"], "swarm-test-h1", "{shown}");
+
+    h1.cut();
+    let mut dead = serde_json::Value::Null;
+    let declared = crate::harness::wait_until(Duration::from_secs(60), || {
+        dead = member(&status(&env), "alice");
+        dead["state"] == "dead"
+    });
+    if !declared {
+        evidence();
+    }
+    assert!(declared, "alice was never declared dead: {dead}");
+    assert!(
+        dead["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("heartbeat stopped"),
+        "{dead}"
+    );
+    let done = crate::harness::wait_until(Duration::from_secs(60), || {
+        store.tasks().get("1").is_ok_and(|t| {
+            t.status == swarm_store::tasks::Status::Completed && t.owner.as_deref() == Some("bob")
+        })
+    });
+    if !done {
+        evidence();
+    }
+    assert!(
+        done,
+        "bob never finished alice's task: {:?}",
+        store.tasks().get("1")
+    );
+
+    h1.restore();
+    let stopped = crate::harness::wait_until(Duration::from_secs(60), || {
+        !swarm_util::process::is_alive(state.pid)
+    });
+    if !stopped {
+        evidence();
+    }
+    assert!(stopped, "alice did not stop once fenced");
+    let task = store.tasks().get("1").unwrap();
+    assert_eq!(task.owner.as_deref(), Some("bob"), "{task:?}");
+    status(&env);
+    let told = env
+        .lead_inbox("t")
+        .into_iter()
+        .filter(|e| e.text.contains("teammate_terminated") && e.text.contains("alice"))
+        .count();
+    assert_eq!(told, 1);
+}

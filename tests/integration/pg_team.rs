@@ -389,12 +389,13 @@ fn a_teammate_waits_out_its_database_and_carries_on_when_it_returns() {
 
     server.crash();
     // Its calls wait out a short outage (`OUTAGE_WAIT`, 10 s) before the loop says so.
-    assert!(
-        wait_until(Duration::from_secs(60), || pane()
-            .contains("waiting for the team's database")),
-        "bob's pane does not say it waits:\n{}",
-        pane()
-    );
+    let said = wait_until(Duration::from_secs(60), || {
+        pane().contains("waiting for the team's database")
+    });
+    if !said {
+        env.print_evidence();
+    }
+    assert!(said, "bob's pane does not say it waits:\n{}", pane());
     // `swarm status` says so too: in one line, naming the server, exit 5.
     let away = run_timeout(
         &mut env.swarm(&["--team", "t", "status"]),

@@ -25,6 +25,7 @@ const SSHD: &str = "/usr/sbin/sshd";
 /// files and swarm's binary are bound), then the test's directory, `/root` and `/tmp`
 /// hidden under empty file systems.
 const SETUP: &str = r#"set -e
+hostname "$HOST_NAME"
 mount -t tmpfs tmpfs /run
 mkdir -p /run/host /run/sshd /run/host-bin
 mount --bind "$HOST_DIR" /run/host
@@ -114,6 +115,7 @@ impl SimHost {
             .args([
                 "--net",
                 "--mount",
+                "--uts",
                 "--propagation",
                 "private",
                 "--",
@@ -122,6 +124,7 @@ impl SimHost {
                 SETUP,
             ])
             .env("HOST_DIR", &dir)
+            .env("HOST_NAME", format!("swarm-test-{name}"))
             .env("SWARM_BIN", SWARM)
             .env("ENV_DIR", env.dir.path())
             .stdin(Stdio::null())
@@ -150,6 +153,8 @@ impl SimHost {
         inside(&["ip", "addr", "add", &format!("{address}/24"), "dev", "eth0"]);
         inside(&["ip", "link", "set", "eth0", "up"]);
         inside(&["ip", "link", "set", "lo", "up"]);
+        // Every address of the lead's machine (another host's link too) is through it.
+        inside(&["ip", "route", "add", "default", "via", &gateway]);
         let mut host = SimHost {
             name: name.to_owned(),
             address,
@@ -177,7 +182,7 @@ impl SimHost {
         let log = std::fs::File::create(self.dir.join("sshd.log")).unwrap();
         let pid = self.holder.id().to_string();
         let sshd = Command::new("nsenter")
-            .args(["-t", &pid, "-n", "-m", "--", SSHD, "-D", "-e", "-f"])
+            .args(["-t", &pid, "-n", "-m", "-u", "--", SSHD, "-D", "-e", "-f"])
             .arg("/run/host/sshd_config")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -202,7 +207,7 @@ impl SimHost {
     pub fn exec(&self, argv: &[&str]) -> Output {
         let pid = self.holder.id().to_string();
         Command::new("nsenter")
-            .args(["-t", &pid, "-n", "-m", "--"])
+            .args(["-t", &pid, "-n", "-m", "-u", "--"])
             .args(argv)
             .stdin(Stdio::null())
             .output()

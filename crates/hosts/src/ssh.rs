@@ -42,6 +42,14 @@ impl Ssh {
     /// and the remote line (each word of `remote` quoted once). `tty` asks for a terminal
     /// (`swarm attach`).
     pub fn argv(&self, remote: &[&str], tty: bool) -> Vec<String> {
+        let mut argv = self.prefix(tty);
+        argv.push(remote_line(remote));
+        argv
+    }
+
+    /// `ssh`, its options and the destination: what a remote line is given to (as
+    /// `swarm_tmux::Tmux::on_host` takes it).
+    pub fn prefix(&self, tty: bool) -> Vec<String> {
         let mut argv = vec!["ssh".to_owned()];
         if let Some(config) = &self.config {
             argv.extend(["-F".to_owned(), config.display().to_string()]);
@@ -60,7 +68,6 @@ impl Ssh {
         }
         argv.push("--".to_owned());
         argv.push(self.host.destination());
-        argv.push(remote_line(remote));
         argv
     }
 

@@ -118,6 +118,23 @@ impl ModelServer {
                 "the model server listens on loopback addresses only, not {addr}: use 127.0.0.1:PORT"
             )));
         }
+        ModelServer::serve(script, addr).await
+    }
+
+    /// [`ModelServer::start`] on the lead's side of a simulated host's link (an address of
+    /// 10.0.0.0/8 that only the test's network namespaces reach), for the tests of
+    /// teammates on other hosts; never reachable from a real network.
+    pub async fn start_on_link(script: Script, addr: SocketAddr) -> Result<ModelServer> {
+        let private = matches!(addr.ip(), std::net::IpAddr::V4(ip) if ip.octets()[0] == 10);
+        if !private {
+            return Err(Error::usage(format!(
+                "a simulated host's link is in 10.0.0.0/8, not {addr}"
+            )));
+        }
+        ModelServer::serve(script, addr).await
+    }
+
+    async fn serve(script: Script, addr: SocketAddr) -> Result<ModelServer> {
         let matcher =
             Matcher::new(script).map_err(|e| Error::usage(format!("invalid script: {e}")))?;
         let listener = tokio::net::TcpListener::bind(addr)

@@ -150,6 +150,37 @@ impl Root {
         written.map(|()| config)
     }
 
+    /// Points this root at `team`, which exists on the server at `url` (a teammate's host,
+    /// whose root has never seen the team): its pointer is written, and the team read
+    /// through it. A file team of that name here is refused; a pointer to the same url is
+    /// kept as it is.
+    pub fn link_team(&self, team: &TeamName, url: &str) -> Result<TeamConfig> {
+        match self.store_url(team)? {
+            Some(there) if there == url => {}
+            Some(_) => {
+                return Err(Error::conflict(format!(
+                    "team '{team}' here is on another database ({}); delete it with `swarm team delete {team}` first",
+                    self.store_pointer_path(team).display()
+                )));
+            }
+            None if self.has_team(team) => {
+                return Err(Error::conflict(format!(
+                    "team '{team}' exists here as files ({}); delete it with `swarm team delete {team}` first",
+                    self.team_dir(team).display()
+                )));
+            }
+            None => {
+                // Read before the pointer is written, so a wrong url leaves nothing here.
+                self.opener(team)?
+                    .open(url, self, team, true)?
+                    .roster()
+                    .load()?;
+                self.write_pointer(team, url)?;
+            }
+        }
+        self.try_open(team)?.roster().load()
+    }
+
     fn write_pointer(&self, team: &TeamName, url: &str) -> Result<()> {
         let dir = self.team_dir(team);
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;

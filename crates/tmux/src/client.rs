@@ -47,6 +47,9 @@ pub struct Tmux {
     timeout: Duration,
     /// Removed from the environment of every tmux process this handle starts.
     hidden_env: Vec<OsString>,
+    /// The server is on another host: every tmux command runs through this argv (`ssh`,
+    /// its options and the destination), its words quoted once for the remote shell.
+    remote: Option<Vec<String>>,
 }
 
 impl Tmux {
@@ -67,7 +70,22 @@ impl Tmux {
             config_file: None,
             timeout: DEFAULT_TIMEOUT,
             hidden_env: Vec::new(),
+            remote: None,
         }
+    }
+
+    /// This handle's server on another host, reached by `through` (`ssh`, its options and
+    /// the destination, as `swarm_hosts::Ssh::prefix` gives it): each tmux command becomes
+    /// one remote line of its words, each quoted once; input still goes on stdin, so a
+    /// secret never reaches a command line there either.
+    pub fn on_host(mut self, through: Vec<String>) -> Tmux {
+        self.remote = Some(through);
+        self
+    }
+
+    /// Whether the server is on another host.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
     }
 
     /// `-L NAME`; tests pair it with `.config_file("/dev/null")`.
@@ -189,9 +207,25 @@ impl Tmux {
         self.run_batch(&batch).map(|_| ())
     }
 
-    /// `tmux`, without the hidden variables: the start of every tmux process.
-    fn tmux_command(&self) -> Command {
-        let mut cmd = Command::new("tmux");
+    /// The process that runs tmux with `words` (its arguments), without the hidden
+    /// variables: `tmux` here, or on another host the remote line through `ssh`.
+    fn tmux_command(&self, words: &[OsString]) -> Command {
+        let mut cmd = match &self.remote {
+            None => {
+                let mut cmd = Command::new("tmux");
+                cmd.args(words);
+                cmd
+            }
+            Some(through) => {
+                let line: Vec<String> = std::iter::once("tmux".into())
+                    .chain(words.iter().map(|w| w.to_string_lossy().into_owned()))
+                    .map(|w| shell_escape::unix::escape(w.into()).into_owned())
+                    .collect();
+                let mut cmd = Command::new(&through[0]);
+                cmd.args(&through[1..]).arg(line.join(" "));
+                cmd
+            }
+        };
         for name in &self.hidden_env {
             cmd.env_remove(name);
         }
@@ -217,11 +251,11 @@ impl Tmux {
         tracing::debug!(command = %shown, "tmux");
         // `-u`: outside tmux with a non-UTF-8 locale, tmux would print the field separator of
         // batched queries as `_`. (Not for attach, which must respect the user's terminal.)
+        let mut words: Vec<OsString> = vec!["-u".into()];
+        words.extend(self.global_args());
+        words.extend(args.iter().cloned());
         let child = self
-            .tmux_command()
-            .arg("-u")
-            .args(self.global_args())
-            .args(args)
+            .tmux_command(&words)
             .stdin(if input.is_some() {
                 Stdio::piped()
             } else {
@@ -617,12 +651,14 @@ impl Tmux {
     /// `tmux attach-session -t TARGET` for this server, with `$TMUX` removed: for a caller
     /// that wants to `exec` it or run it itself. Stdio is inherited.
     pub fn attach_command(&self, target: &impl Target) -> Command {
-        let mut cmd = self.tmux_command();
-        cmd.args(self.global_args())
-            .arg("attach-session")
-            .arg("-t")
-            .arg(target.to_string())
-            .env_remove(vars::TMUX);
+        let mut words = self.global_args();
+        words.extend([
+            "attach-session".into(),
+            "-t".into(),
+            target.to_string().into(),
+        ]);
+        let mut cmd = self.tmux_command(&words);
+        cmd.env_remove(vars::TMUX);
         cmd
     }
 

@@ -1,5 +1,7 @@
 //! `swarm host ...`: the hosts teammates may run on (`swarm_hosts`): add one by its ssh
 //! target, list them, remove one, and check that one can take teammates.
+// The doc comments here are clap's help text, where `[:port]` is not a link.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use clap::{Args, Subcommand};
 use serde_json::json;

@@ -67,6 +67,10 @@ pub struct SpawnArgs {
     /// Print the tmux commands the spawn would run (secrets only by name); create nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Start it on this host (see `swarm host add`), in the host's project directory, over
+    /// ssh; its team must be on PostgreSQL
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
     #[command(flatten)]
     pub engine: EngineOpts,
     /// The lead's provider, which a teammate gets unless --provider or its definition
@@ -132,6 +136,9 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
     }
     let reqs = requests(&args, prompt)?;
     let launcher = ctx.launcher(&team, lead_settings(ctx, &args)?, lead_dir())?;
+    if let Some(host) = &args.host {
+        return on_host(ctx, &team, &launcher, &reqs, host, args.dry_run);
+    }
     if args.dry_run {
         dry_run(ctx, &launcher, &reqs[0])?;
         return Ok(exit::SUCCESS);
@@ -230,6 +237,45 @@ fn dry_run(ctx: &Ctx, launcher: &Launcher, req: &SpawnRequest) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--host H`: each request on that host, one after another.
+fn on_host(
+    ctx: &Ctx,
+    team: &TeamName,
+    launcher: &Launcher,
+    reqs: &[SpawnRequest],
+    host: &str,
+    dry_run: bool,
+) -> Result<u8> {
+    let host = swarm_hosts::Hosts::at(ctx.root.path(), ctx.root.lock_timeout()).get(host)?;
+    let ssh = swarm_hosts::Ssh::new(host, ctx.settings.ssh_config.clone());
+    if dry_run {
+        for line in launcher.dry_run_on_host(&reqs[0], &ssh)? {
+            println!("{line}");
+        }
+        return Ok(exit::SUCCESS);
+    }
+    let mut first_error: Option<u8> = None;
+    for req in reqs {
+        match launcher.spawn_on_host(req, &ssh) {
+            Ok(spawned) if ctx.json() => print_json(&json!({
+                "name": spawned.name,
+                "pane": spawned.pane,
+                "host": ssh.host().name,
+                "color": spawned.color,
+                "model": spawned.model,
+                "provider": spawned.provider,
+            })),
+            Ok(spawned) => print_spawned(team, &spawned),
+            Err(e) if reqs.len() > 1 => {
+                eprintln!("swarm: error: failed to spawn {}: {e}", req.name);
+                first_error.get_or_insert(e.exit_code());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(first_error.unwrap_or(exit::SUCCESS))
 }
 
 fn worktree_json(path: &Path, branch: &str, base: &str) -> serde_json::Value {

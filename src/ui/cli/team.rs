@@ -56,6 +56,15 @@ pub enum TeamCommand {
     /// Delete every finished team (its lead exited); never one still running, nor one
     /// whose worktrees hold unmerged work
     Prune,
+    /// Point this machine's root at a team on a PostgreSQL database made elsewhere (what
+    /// `swarm spawn --host` runs on a host before starting a teammate there)
+    Link {
+        /// The team's name
+        team: String,
+        /// The team's database (a URL without a password)
+        #[arg(long, value_name = "URL")]
+        store: String,
+    },
     /// Write a commented example team definition, .swarm/teams/NAME.toml in the project,
     /// for `swarm run --team-def NAME`; never over an existing file
     Init {
@@ -102,10 +111,28 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         TeamCommand::Add(args) => add_member(ctx, args),
         TeamCommand::Remove { agent } => remove_member(ctx, &agent),
         TeamCommand::Prune => prune(ctx),
+        TeamCommand::Link { team, store } => link(ctx, &team, &store),
         TeamCommand::Delete { team, force } => delete_team(ctx, &team, force),
         TeamCommand::Init { name } => init_def(ctx, &name),
         TeamCommand::Check { def } => check_defs(ctx, def.as_deref()),
     }
+}
+
+/// `swarm team link`: this root pointed at a team on a database.
+fn link(ctx: &Ctx, team: &str, url: &str) -> Result<()> {
+    let team = TeamName::new(team)?;
+    swarm_store_pg::check_url(url)?;
+    let config = ctx.root.link_team(&team, url)?;
+    if ctx.json() {
+        print_json(&json!({"team": config.name, "root": ctx.root.path()}));
+    } else {
+        println!(
+            "linked team {} under {} to its database",
+            config.name,
+            ctx.root.path().display()
+        );
+    }
+    Ok(())
 }
 
 /// `swarm team init`: the example, written in this project.

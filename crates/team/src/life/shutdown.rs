@@ -170,7 +170,17 @@ fn shut_down_looking(
             step("never started".to_owned());
         }
     }
-    let target = first.pid.filter(|_| first.alive).map(Target::of);
+    // A pid means something only on this host: a teammate elsewhere is asked, never
+    // signalled from here.
+    let here = |m: &MemberStatus| {
+        m.host
+            .as_deref()
+            .is_none_or(|h| h == swarm_store::liveness::this_host())
+    };
+    let target = first
+        .pid
+        .filter(|_| first.alive && here(&first))
+        .map(Target::of);
     let alive = |m: &MemberStatus| m.alive;
     if first.alive && !opts.force {
         match ask_and_wait(root, team, name, opts, look, &mut step)? {
@@ -295,7 +305,11 @@ fn wait_until_ended(
         std::thread::sleep(Duration::from_millis(100));
         last = observe()?;
     }
-    if let (true, Some(pid)) = (last.alive, last.pid) {
+    let here = last
+        .host
+        .as_deref()
+        .is_none_or(|h| h == swarm_store::liveness::this_host());
+    if let (true, true, Some(pid)) = (last.alive, here, last.pid) {
         let late = Target::of(pid);
         let n = late.signal(Signal::SIGKILL);
         step(format!(

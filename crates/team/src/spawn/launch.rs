@@ -126,7 +126,7 @@ impl Launcher {
     /// and the user's): its initial prompt when no prompt was given, its colour and
     /// isolation when none were. An unknown type is an error listing the known ones;
     /// invalid definition files are reported on stderr and skipped.
-    fn prepare(&self, req: &SpawnRequest) -> Result<Prepared> {
+    pub(crate) fn prepare(&self, req: &SpawnRequest) -> Result<Prepared> {
         let mut req = req.clone();
         let definition = match &req.agent_type {
             Some(t) => {
@@ -320,7 +320,7 @@ impl Launcher {
     /// with, as `swarm agent` does; one that could not (no key, a bad provider or URL)
     /// would only die in its pane, so the spawn is refused here with the reason. On its
     /// own `api`, the lead's variables do not reach it (see [`inherit`]).
-    fn check_model(&self, name: &AgentName, api: &inherit::Api) -> Result<()> {
+    pub(crate) fn check_model(&self, name: &AgentName, api: &inherit::Api) -> Result<()> {
         let (plain, secret) = inherit::environment(&self.lead, &self.env);
         let given = |flag: &Option<String>, var: &str| {
             flag.clone()
@@ -744,7 +744,7 @@ fn live(fates: &mut [Result<Starting>]) -> impl Iterator<Item = &mut Starting> {
         .filter(|s| s.reserved && s.failed.is_none())
 }
 
-fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
+pub(crate) fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSpec {
     let req = &prepared.req;
     let def = prepared.definition.as_ref();
     SpawnSpec {
@@ -777,7 +777,11 @@ pub(crate) fn pane_spec(cmd: &TeammateCommand) -> PaneSpec {
 
 /// Names are unique within a team, ignoring case: `Bob` and `bob` would be one name to
 /// the person reading the panes.
-fn check_name_free(config: &roster::TeamConfig, team: &TeamName, name: &AgentName) -> Result<()> {
+pub(crate) fn check_name_free(
+    config: &roster::TeamConfig,
+    team: &TeamName,
+    name: &AgentName,
+) -> Result<()> {
     match config
         .members
         .iter()

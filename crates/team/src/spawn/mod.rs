@@ -9,5 +9,6 @@ pub mod launch;
 pub mod launch_record;
 pub mod layout;
 pub mod prompt;
+pub mod remote;
 pub mod show;
 pub mod window;

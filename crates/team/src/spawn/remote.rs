@@ -1,0 +1,287 @@
+//! A teammate on another host (`swarm spawn NAME --host H`): the same argv and environment
+//! a local one gets, started in a tmux session of its own on the host's tmux server
+//! (`swarm-<team>`), through ssh.
+//!
+//! Order: the team must be on PostgreSQL (the host shares nothing else with the lead) and
+//! the host must name its project directory; the roster entry is reserved, with the host
+//! recorded (`swarmHost`); the host's own root is pointed at the team's database (`swarm
+//! team link`, run there); the first instructions go to the teammate's inbox; then a
+//! session is made on the host with a placeholder, the secrets are put in its environment
+//! from stdin, the placeholder is replaced by the teammate, and the secrets are taken out
+//! again, as the local team window does. Anything failing after the reservation takes the
+//! reservation back.
+//!
+//! Invariants: nothing reaches a command line on either side that is not argv, each word
+//! quoted once for the remote shell (`swarm_tmux::Tmux::on_host`); secrets travel only on
+//! ssh's stdin; the teammate's liveness is its heartbeat (its pid means nothing here).
+
+use serde::Deserialize;
+
+use crate::spawn::inherit::{self, Engine, TeammateCommand};
+use crate::spawn::launch::{self, Launcher, SpawnRequest, Spawned, pane_spec};
+use swarm_hosts::Ssh;
+use swarm_store::mailbox::Envelope;
+use swarm_store::names::LEAD;
+use swarm_store::roster::NewMember;
+use swarm_tmux::{NewSession, PaneSpec, Tmux};
+use swarm_util::error::{Error, Result};
+use swarm_util::vars;
+
+/// The roster field naming the host a member runs on.
+pub const HOST_FIELD: &str = "swarmHost";
+
+/// How long one step on the host may take.
+const STEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What `swarm team link --json` says on the host.
+#[derive(Deserialize)]
+struct Linked {
+    root: String,
+}
+
+impl Launcher {
+    /// The tmux server of this team on the host `ssh` reaches.
+    pub fn host_tmux(&self, ssh: &Ssh) -> Tmux {
+        Tmux::with_socket_name(format!("swarm-{}", self.team)).on_host(ssh.prefix(false))
+    }
+
+    /// Spawns `req` on the host `ssh` reaches (its `cwd` is ignored: the host's directory).
+    pub fn spawn_on_host(&self, req: &SpawnRequest, ssh: &Ssh) -> Result<Spawned> {
+        let host = ssh.host();
+        let url = self.root.store_url(&self.team)?.ok_or_else(|| {
+            Error::usage(format!(
+                "a teammate on another host needs its team on PostgreSQL: team '{}' is files on this machine; make it with `swarm team create {} --store URL`",
+                self.team, self.team
+            ))
+        })?;
+        let dir = host.dir.clone().ok_or_else(|| {
+            Error::usage(format!(
+                "host '{}' names no project directory; add it again with --dir DIR",
+                host.name
+            ))
+        })?;
+        if self.engine(req) != Engine::Swarm || req.isolation.is_some() {
+            return Err(Error::usage(
+                "a teammate on another host runs swarm's engine in the host's directory: drop --engine claude and --isolation",
+            ));
+        }
+        // Agent definitions are the lead's project's.
+        let mut local = req.clone();
+        local.cwd = self.cwd.clone();
+        let mut prepared = self.prepare(&local)?;
+        prepared.req.cwd = dir.clone().into();
+        let api = inherit::resolve_api(&self.lead, &launch::spec(&self.team, &prepared, ""));
+        self.check_model(&req.name, &api)?;
+        let config = self.root.open(&self.team).roster().load()?;
+        launch::check_name_free(&config, &self.team, &req.name)?;
+        let color = prepared
+            .req
+            .color
+            .clone()
+            .unwrap_or_else(|| config.next_color().to_owned());
+        let spec = launch::spec(&self.team, &prepared, &color);
+        let model = inherit::resolve_model(&self.lead, &self.env, &spec);
+        let roster = self.root.open(&self.team);
+        roster.roster().add_member(NewMember {
+            name: req.name.clone(),
+            color: Some(color.clone()),
+            agent_type: req.agent_type.clone(),
+            model: model.clone(),
+            prompt: prepared.req.prompt.clone(),
+            plan_mode_required: req.plan_mode_required,
+            cwd: dir.clone(),
+        })?;
+        let started = self.start_on_host(ssh, &url, &spec, &prepared.req, &dir);
+        let pane = match started {
+            Ok(pane) => pane,
+            Err(e) => {
+                let _ = roster.roster().remove_member(req.name.as_str());
+                return Err(e);
+            }
+        };
+        Ok(Spawned {
+            name: req.name.to_string(),
+            pane: format!("{}:{pane}", host.name),
+            color,
+            opened_window: false,
+            worktree: None,
+            model,
+            provider: api.provider,
+        })
+    }
+
+    /// What [`Launcher::spawn_on_host`] would run there, as lines a person can paste
+    /// (secrets by name only); makes nothing. The host's root is shown as `$HOME/.claude`,
+    /// its usual place: the spawn asks the host.
+    pub fn dry_run_on_host(&self, req: &SpawnRequest, ssh: &Ssh) -> Result<Vec<String>> {
+        let host = ssh.host();
+        let url = self
+            .root
+            .store_url(&self.team)?
+            .unwrap_or_else(|| "URL".to_owned());
+        let dir = host.dir.clone().unwrap_or_else(|| "DIR".to_owned());
+        let mut local = req.clone();
+        local.cwd = self.cwd.clone();
+        let mut prepared = self.prepare(&local)?;
+        prepared.req.cwd = dir.clone().into();
+        let color = prepared
+            .req
+            .color
+            .clone()
+            .unwrap_or_else(|| "blue".to_owned());
+        let spec = launch::spec(&self.team, &prepared, &color);
+        let cmd = self.host_command(ssh, &spec, "$HOME/.claude", &dir)?;
+        let team = self.team.as_str();
+        let link = ssh.shown(&[
+            host.swarm_bin(),
+            "--json",
+            "team",
+            "link",
+            team,
+            "--store",
+            &url,
+        ]);
+        let socket = format!("swarm-{team}");
+        let session = format!("{team}-{}", req.name);
+        let mut words: Vec<String> = [
+            "tmux",
+            "-L",
+            &socket,
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-c",
+            &dir,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        for (k, v) in &cmd.env {
+            words.extend(["-e".to_owned(), format!("{k}={v}")]);
+        }
+        for (k, _) in &cmd.secret_env {
+            words.extend(["-e".to_owned(), format!("{k}=<from stdin>")]);
+        }
+        words.push("--".to_owned());
+        words.extend(cmd.argv.iter().cloned());
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        Ok(vec![link, ssh.shown(&words)])
+    }
+
+    /// Everything after the reservation; returns the teammate's pane on the host.
+    fn start_on_host(
+        &self,
+        ssh: &Ssh,
+        url: &str,
+        spec: &inherit::SpawnSpec,
+        req: &SpawnRequest,
+        dir: &str,
+    ) -> Result<String> {
+        let host = ssh.host();
+        let name = req.name.as_str();
+        self.root
+            .open(&self.team)
+            .roster()
+            .update_member(name, |m| {
+                m.extra.insert(HOST_FIELD.into(), host.name.clone().into());
+                m.backend_type = Some("tmux".to_owned());
+                m.engine = Some("swarm".to_owned());
+            })?;
+        // The team's lead key, made now if the lead has not started yet: the teammate gets it.
+        self.root.lead_signer(&self.team)?;
+        let root = self.link(ssh, url)?;
+        if let Some(prompt) = req.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+            self.root
+                .open(&self.team)
+                .mail()
+                .deliver(&req.name, Envelope::new(LEAD, prompt))?;
+        }
+        let cmd = self.host_command(ssh, spec, &root, dir)?;
+        let tmux = self.host_tmux(ssh);
+        let placeholder = PaneSpec::new(dir, ["sleep", "86400"]);
+        let session = format!("{}-{name}", self.team);
+        let made = tmux.new_session(&NewSession {
+            name: &session,
+            window_name: Some(name),
+            size: Some((200, 50)),
+            spec: &placeholder,
+        })?;
+        let names: Vec<&str> = cmd.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        let started = tmux
+            .set_session_environment_quietly(made.session, &cmd.secret_env)
+            .and_then(|()| tmux.respawn_pane(made.pane, &pane_spec(&cmd)));
+        if let Err(e) = tmux.unset_session_environment(made.session, &names) {
+            tracing::warn!(
+                "failed to remove secrets from {session} on {}: {e}",
+                host.name
+            );
+        }
+        if let Err(e) = started {
+            let _ = tmux.kill_session(made.session);
+            return Err(e.into());
+        }
+        self.root
+            .open(&self.team)
+            .roster()
+            .update_member(name, |m| m.tmux_pane_id = made.pane.to_string())?;
+        tracing::info!("started {name} on host {} in {}", host.name, made.pane);
+        Ok(made.pane.to_string())
+    }
+
+    /// Points the host's own root at the team's database; returns that root.
+    fn link(&self, ssh: &Ssh, url: &str) -> Result<String> {
+        let bin = ssh.host().swarm_bin();
+        let team = self.team.as_str();
+        let out = ssh.run(
+            &[bin, "--json", "team", "link", team, "--store", url],
+            None,
+            STEP_LIMIT,
+        )?;
+        if !out.status.success() {
+            return Err(Error::Other(format!(
+                "failed to link team '{team}' on host '{}': {}",
+                ssh.host().name,
+                swarm_hosts::ssh::last_line(&out.stderr)
+            )));
+        }
+        let linked: Linked = serde_json::from_slice(&out.stdout).map_err(|e| {
+            Error::Other(format!(
+                "failed to read what `swarm team link` said on host '{}': {e}",
+                ssh.host().name
+            ))
+        })?;
+        Ok(linked.root)
+    }
+
+    /// The teammate's command there: the lead's settings with the host's swarm, root and
+    /// tmux server.
+    fn host_command(
+        &self,
+        ssh: &Ssh,
+        spec: &inherit::SpawnSpec,
+        root: &str,
+        dir: &str,
+    ) -> Result<TeammateCommand> {
+        let config = self.root.open(&self.team).roster().load()?;
+        let mut settings = self.lead.clone();
+        settings.exe = ssh.host().swarm_bin().into();
+        settings.root = root.into();
+        settings.tmux_socket = Some(format!("swarm-{}", self.team));
+        settings.session_id = config.lead_session_id.clone();
+        settings.lead_verify_key = self.root.lead_verify_key(&self.team)?.map(|k| k.to_arg());
+        let mut env = self.env.clone();
+        // This machine's paths mean nothing there.
+        for local in [
+            vars::SWARM_SSH_CONFIG,
+            vars::SWARM_TIMINGS,
+            vars::SWARM_PROJECT_DIR,
+        ] {
+            env.remove(local);
+        }
+        let mut cmd = inherit::teammate_command(&settings, &env, spec);
+        cmd.env
+            .push((vars::SWARM_PROJECT_DIR.to_owned(), dir.to_owned()));
+        cmd.cwd = dir.into();
+        Ok(cmd)
+    }
+}
