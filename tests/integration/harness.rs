@@ -523,15 +523,28 @@ impl ScriptedModel {
     /// The scripted model on the lead's side of a simulated host's link (`gateway`), where
     /// teammates on the simulated hosts reach it.
     pub fn start_on_link(script: swarm_model_server::Script, gateway: &str) -> ScriptedModel {
+        let addr = format!("{gateway}:0").parse().unwrap();
+        ScriptedModel::serve(swarm_model_server::ModelServer::start_on_link(script, addr))
+    }
+
+    pub fn start(script: swarm_model_server::Script) -> ScriptedModel {
+        ScriptedModel::serve(swarm_model_server::ModelServer::start_local(script))
+    }
+
+    /// `starting` (a server's start) on a runtime of its own.
+    fn serve(
+        starting: impl std::future::Future<
+            Output = swarm_util::error::Result<swarm_model_server::ModelServer>,
+        >,
+    ) -> ScriptedModel {
         swarm_llm::install_crypto_provider();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
-        let addr = format!("{gateway}:0").parse().unwrap();
         let server = runtime
-            .block_on(swarm_model_server::ModelServer::start_on_link(script, addr))
+            .block_on(starting)
             .expect("start the scripted model server");
         ScriptedModel {
             server: Some(server),
@@ -539,20 +552,35 @@ impl ScriptedModel {
         }
     }
 
-    pub fn start(script: swarm_model_server::Script) -> ScriptedModel {
-        swarm_llm::install_crypto_provider();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = runtime
-            .block_on(swarm_model_server::ModelServer::start_local(script))
-            .expect("start the scripted model server");
-        ScriptedModel {
-            server: Some(server),
-            runtime,
-        }
+    /// alice takes `delay_ms` to finish task 1 (her first turn), bob finishes it at once;
+    /// both say "Done." after: the script of the tests where alice is lost while she works.
+    pub fn slow_alice_quick_bob(delay_ms: u64) -> swarm_model_server::Script {
+        use swarm_model_server::{Reply, Rule, Script};
+        let finish = Reply::tool(
+            "TaskUpdate",
+            serde_json::json!({"taskId": "1", "status": "completed"}),
+        );
+        let rest = |agent: &str| {
+            Rule::new(format!("{agent}-rest"))
+                .agent(agent)
+                .reply(Reply::text("Done."))
+        };
+        Script::new()
+            .rule(
+                Rule::new("alice-slow")
+                    .agent("alice")
+                    .no_tool_result(true)
+                    .delay_ms(delay_ms)
+                    .reply(finish.clone()),
+            )
+            .rule(rest("alice"))
+            .rule(
+                Rule::new("bob-task")
+                    .agent("bob")
+                    .no_tool_result(true)
+                    .reply(finish),
+            )
+            .rule(rest("bob"))
     }
 
     pub fn url(&self) -> String {
@@ -662,6 +690,15 @@ impl TestEnv {
             .stdout(std::fs::File::create(&out).unwrap())
             .stderr(std::fs::File::create(self.dir.path().join(format!("{name}.err"))).unwrap());
         (Guarded(Some(cmd.spawn().unwrap())), out)
+    }
+
+    /// `swarm status --json` of `team`, judging heartbeats with a timeout of `timeout_ms`.
+    pub fn status_json(&self, team: &str, timeout_ms: u64) -> serde_json::Value {
+        let out = run(self
+            .swarm(&["--team", team, "status", "--json"])
+            .env("SWARM_HEARTBEAT_TIMEOUT_MS", timeout_ms.to_string()))
+        .success();
+        serde_json::from_str(&out.stdout).unwrap()
     }
 
     /// The lead's inbox, parsed.
@@ -841,4 +878,15 @@ pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Member `name` of a `swarm status --json` (null when it is not there).
+pub fn member_json(status: &serde_json::Value, name: &str) -> serde_json::Value {
+    status["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["name"] == name)
+        .cloned()
+        .unwrap_or_default()
 }

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{TestEnv, run};
+use crate::harness::{TestEnv, member_json, run};
 use crate::sim_hosts::SimNet;
 
 /// `swarm ARGS` with the simulated hosts' ssh settings.
@@ -143,26 +143,6 @@ fn bad_hosts_are_refused_in_one_line() {
 /// A key the remote teammate must get, and nothing else may show.
 const SECRET: &str = "sk-ant-test-hosts-0042";
 
-/// The status of team `t` as `swarm status --json` gives it, judging heartbeats with a
-/// 3 s timeout.
-fn status(env: &TestEnv) -> serde_json::Value {
-    let out = run(env
-        .swarm(&["--team", "t", "status", "--json"])
-        .env("SWARM_HEARTBEAT_TIMEOUT_MS", "3000"))
-    .success();
-    serde_json::from_str(&out.stdout).unwrap()
-}
-
-fn member(status: &serde_json::Value, name: &str) -> serde_json::Value {
-    status["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .cloned()
-        .unwrap_or_default()
-}
-
 /// A PostgreSQL team whose teammates run on two simulated hosts, spawned with `swarm spawn
 /// --host` (argv over ssh, the team's database and model reached over the hosts' links).
 /// alice, on h1, takes the task; h1 is cut off the network: alice's heartbeat stops, she
@@ -171,7 +151,6 @@ fn member(status: &serde_json::Value, name: &str) -> serde_json::Value {
 /// bob's, done once.
 #[test]
 fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
-    use swarm_model_server::{Reply, Rule, Script};
     let env = TestEnv::new();
     let Some(net) = SimNet::start(&env, 2) else {
         return;
@@ -182,35 +161,8 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
         return;
     };
     let url = db.url_at(&h1.gateway, "postgres");
-    let finish = Reply::tool(
-        "TaskUpdate",
-        serde_json::json!({"taskId": "1", "status": "completed"}),
-    );
     let model = crate::harness::ScriptedModel::start_on_link(
-        Script::new()
-            .rule(
-                Rule::new("alice-slow")
-                    .agent("alice")
-                    .no_tool_result(true)
-                    .delay_ms(3_000)
-                    .reply(finish.clone()),
-            )
-            .rule(
-                Rule::new("alice-rest")
-                    .agent("alice")
-                    .reply(Reply::text("Done.")),
-            )
-            .rule(
-                Rule::new("bob-task")
-                    .agent("bob")
-                    .no_tool_result(true)
-                    .reply(finish),
-            )
-            .rule(
-                Rule::new("bob-rest")
-                    .agent("bob")
-                    .reply(Reply::text("Done.")),
-            ),
+        crate::harness::ScriptedModel::slow_alice_quick_bob(3_000),
         &h1.gateway,
     );
     env.run(&["team", "create", "t", "--store", &url]).success();
@@ -262,13 +214,17 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     let global = h1.exec(&["tmux", "-L", "swarm-t", "show-environment", "-g"]);
     assert!(!String::from_utf8_lossy(&global.stdout).contains(SECRET));
     spawn("bob", "h2");
-    let shown = status(&env);
-    assert_eq!(member(&shown, "alice")["host"], "swarm-test-h1", "{shown}");
+    let shown = env.status_json("t", 3000);
+    assert_eq!(
+        member_json(&shown, "alice")["host"],
+        "swarm-test-h1",
+        "{shown}"
+    );
 
     h1.cut();
     let mut dead = serde_json::Value::Null;
     let declared = crate::harness::wait_until(Duration::from_secs(60), || {
-        dead = member(&status(&env), "alice");
+        dead = member_json(&env.status_json("t", 3000), "alice");
         dead["state"] == "dead"
     });
     if !declared {
@@ -306,7 +262,7 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     assert!(stopped, "alice did not stop once fenced");
     let task = store.tasks().get("1").unwrap();
     assert_eq!(task.owner.as_deref(), Some("bob"), "{task:?}");
-    status(&env);
+    env.status_json("t", 3000);
     let told = env
         .lead_inbox("t")
         .into_iter()

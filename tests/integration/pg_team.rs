@@ -432,25 +432,6 @@ fn a_teammate_waits_out_its_database_and_carries_on_when_it_returns() {
     );
 }
 
-/// The status of team `t` as `swarm status --json` gives it, judging heartbeats with a
-/// 3 s timeout.
-fn status_with_short_timeout(env: &TestEnv) -> Value {
-    let out = run(env
-        .swarm(&["--team", "t", "status", "--json"])
-        .env("SWARM_HEARTBEAT_TIMEOUT_MS", "3000"))
-    .success();
-    serde_json::from_str(&out.stdout).unwrap()
-}
-
-fn member<'a>(status: &'a Value, name: &str) -> &'a Value {
-    status["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("{name} is not in {status}"))
-}
-
 /// A teammate on a PostgreSQL team is paused (as a suspended VM would be) while it works
 /// on a task: its heartbeat stops, and once the timeout has passed it is declared dead with
 /// its pid still running; its task goes back, the lead is told once, and another teammate
@@ -467,36 +448,7 @@ fn a_teammate_whose_heartbeat_stops_is_declared_dead_and_cannot_write_when_it_re
     ) else {
         return;
     };
-    let finish = Reply::tool(
-        "TaskUpdate",
-        serde_json::json!({"taskId": "1", "status": "completed"}),
-    );
-    let model = ScriptedModel::start(
-        Script::new()
-            .rule(
-                Rule::new("alice-slow")
-                    .agent("alice")
-                    .no_tool_result(true)
-                    .delay_ms(2_000)
-                    .reply(finish.clone()),
-            )
-            .rule(
-                Rule::new("alice-rest")
-                    .agent("alice")
-                    .reply(Reply::text("Done.")),
-            )
-            .rule(
-                Rule::new("bob-task")
-                    .agent("bob")
-                    .no_tool_result(true)
-                    .reply(finish),
-            )
-            .rule(
-                Rule::new("bob-rest")
-                    .agent("bob")
-                    .reply(Reply::text("Done.")),
-            ),
-    );
+    let model = ScriptedModel::start(ScriptedModel::slow_alice_quick_bob(2_000));
     env.run(&["--team", "t", "task", "add", "build the thing"])
         .success();
     let store = env.store("t");
@@ -524,7 +476,7 @@ fn a_teammate_whose_heartbeat_stops_is_declared_dead_and_cannot_write_when_it_re
 
     let mut dead = Value::Null;
     let declared = wait_until(Duration::from_secs(30), || {
-        dead = member(&status_with_short_timeout(&env), "alice").clone();
+        dead = crate::harness::member_json(&env.status_json("t", 3000), "alice").clone();
         dead["state"] == "dead"
     });
     if !declared {
@@ -566,7 +518,7 @@ fn a_teammate_whose_heartbeat_stops_is_declared_dead_and_cannot_write_when_it_re
     assert!(log.contains("declared dead"), "{log}");
 
     // Told once, however many looks there were.
-    status_with_short_timeout(&env);
+    env.status_json("t", 3000);
     let told: Vec<_> = env
         .lead_inbox("t")
         .into_iter()
