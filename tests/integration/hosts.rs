@@ -270,3 +270,100 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
         .count();
     assert_eq!(told, 1);
 }
+
+/// Steering teammates on another host: `swarm shutdown --force` ends a remote teammate's
+/// session over ssh (never a local signal) and it stops cleanly, its session gone there;
+/// a remote teammate killed with `kill -9` is noticed by its silence, as a lost host is.
+#[test]
+fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
+    use swarm_model_server::{Reply, Script};
+    let env = TestEnv::new();
+    let Some(net) = SimNet::start(&env, 1) else {
+        return;
+    };
+    net.add_all(&env);
+    let h1 = &net.hosts[0];
+    let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway]) else {
+        return;
+    };
+    let url = db.url_at(&h1.gateway, "postgres");
+    let model = crate::harness::ScriptedModel::start_on_link(
+        Script::new().default_reply(Reply::text("Done.")),
+        &h1.gateway,
+    );
+    env.run(&["team", "create", "t", "--store", &url]).success();
+    let with_hosts = |args: &[&str]| {
+        let out = run(env
+            .swarm(args)
+            .env("SWARM_SSH_CONFIG", &net.ssh_config)
+            .env("SWARM_PROVIDER", "scripted")
+            .env("SWARM_BASE_URL", model.url()));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}\n{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+        out
+    };
+    with_hosts(&["--team", "t", "spawn", "bob", "carol", "--host", "h1"]);
+    let store = env.store("t");
+    let idle = |name: &str| {
+        let agent = swarm_store::names::AgentName::new(name).unwrap();
+        store
+            .agents()
+            .read_state(&agent)
+            .is_some_and(|s| s.activity == swarm_store::state::Activity::Idle)
+    };
+    let ready =
+        crate::harness::wait_until(Duration::from_secs(60), || idle("bob") && idle("carol"));
+    if !ready {
+        env.print_evidence();
+    }
+    assert!(ready, "bob and carol never went idle on h1");
+
+    let stopped = with_hosts(&["--team", "t", "shutdown", "bob", "--force"]);
+    assert!(
+        stopped.stdout.contains("ended its session on host h1")
+            || stopped.stderr.contains("ended its session on host h1"),
+        "{}\n{}",
+        stopped.stdout,
+        stopped.stderr
+    );
+    let bob = store
+        .agents()
+        .read_state(&swarm_store::names::AgentName::new("bob").unwrap())
+        .unwrap();
+    assert_eq!(
+        bob.activity,
+        swarm_store::state::Activity::Exited,
+        "{bob:?}"
+    );
+    assert!(!swarm_util::process::is_alive(bob.pid));
+    let session = h1.exec(&["tmux", "-L", "swarm-t", "has-session", "-t", "=t-bob"]);
+    assert!(!session.status.success(), "bob's session is still there");
+
+    let carol = store
+        .agents()
+        .read_state(&swarm_store::names::AgentName::new("carol").unwrap())
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(carol.pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let mut dead = serde_json::Value::Null;
+    let noticed = crate::harness::wait_until(Duration::from_secs(60), || {
+        dead = member_json(&env.status_json("t", 3000), "carol");
+        dead["state"] == "dead"
+    });
+    assert!(noticed, "carol's death was never noticed: {dead}");
+    assert!(
+        dead["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("heartbeat stopped"),
+        "{dead}"
+    );
+}

@@ -356,8 +356,20 @@ fn a_teammate_waits_out_its_database_and_carries_on_when_it_returns() {
     .success();
     let db = || in_database(&url, &env, "t");
     let bob = AgentName::new("bob").unwrap();
+    // Idle after its first turn (its idle notification sent), not only registered: a turn
+    // under way when the server goes finishes its model call first.
     let idle = || {
-        db().agents()
+        let told = db().mail().read_all(&AgentName::lead()).is_ok_and(|mail| {
+            mail.iter().any(|d| {
+                d.envelope.from == "bob"
+                    && matches!(
+                        d.envelope.protocol(),
+                        Some(swarm_store::protocol::Protocol::IdleNotification(_))
+                    )
+            })
+        });
+        told && db()
+            .agents()
             .read_state(&bob)
             .is_some_and(|s| s.activity == swarm_store::state::Activity::Idle)
     };

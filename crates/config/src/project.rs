@@ -23,6 +23,9 @@ pub struct UserDirs {
     pub home: Option<PathBuf>,
     /// `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`.
     pub claude: Option<PathBuf>,
+    /// `$SWARM_SSH_CONFIG`: the ssh config file swarm gives `ssh` (`-F`) to reach hosts;
+    /// `None`: ssh's own (`~/.ssh/config`).
+    pub ssh_config: Option<PathBuf>,
 }
 
 impl UserDirs {
@@ -32,7 +35,15 @@ impl UserDirs {
             .get(vars::CLAUDE_CONFIG_DIR)
             .map(PathBuf::from)
             .or_else(|| home.as_ref().map(|h| h.join(".claude")));
-        UserDirs { home, claude }
+        let ssh_config = env
+            .get(vars::SWARM_SSH_CONFIG)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        UserDirs {
+            home,
+            claude,
+            ssh_config,
+        }
     }
 
     /// The project directory of `cwd` (see the module comment).

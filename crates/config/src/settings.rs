@@ -35,8 +35,6 @@ pub struct Settings {
     pub panes_per_window: Option<usize>,
     /// `SWARM_TIMINGS`: a file each model turn appends its timings to, for `scripts/bench`.
     pub timings: Option<PathBuf>,
-    /// `SWARM_SSH_CONFIG`: the ssh config file given to `ssh` as `-F`.
-    pub ssh_config: Option<PathBuf>,
     /// `SWARM_CLAUDE_BIN`: the Claude Code client for `--engine claude`, unless
     /// `--claude-bin` names one (see [`Settings::claude_bin`]).
     pub claude_bin: Option<PathBuf>,
@@ -61,13 +59,8 @@ impl Settings {
             .get(vars::SWARM_CLAUDE_BIN)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
-        let ssh_config = env
-            .get(vars::SWARM_SSH_CONFIG)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
         Settings {
             claude_bin,
-            ssh_config,
             dirs: UserDirs::from_env(&env),
             env,
             lock_timeout,

@@ -552,6 +552,16 @@ impl Tmux {
         self.run(&TmuxCommand::detach_clients(session)).map(drop)
     }
 
+    /// Kills the session named exactly `name` (its panes' processes get SIGHUP).
+    pub fn kill_session_named(&self, name: &str) -> Result<(), TmuxError> {
+        self.run(
+            &TmuxCommand::new("kill-session")
+                .flag("-t")
+                .arg(format!("={name}")),
+        )
+        .map(drop)
+    }
+
     pub fn kill_session(&self, session: SessionId) -> Result<(), TmuxError> {
         self.run(&TmuxCommand::kill_session(session)).map(drop)
     }

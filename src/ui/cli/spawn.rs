@@ -249,7 +249,7 @@ fn on_host(
     dry_run: bool,
 ) -> Result<u8> {
     let host = swarm_hosts::Hosts::at(ctx.root.path(), ctx.root.lock_timeout()).get(host)?;
-    let ssh = swarm_hosts::Ssh::new(host, ctx.settings.ssh_config.clone());
+    let ssh = swarm_hosts::Ssh::new(host, ctx.settings.dirs.ssh_config.clone());
     if dry_run {
         for line in launcher.dry_run_on_host(&reqs[0], &ssh)? {
             println!("{line}");

@@ -195,7 +195,21 @@ fn shut_down_looking(
             None => {}
         }
     }
-    if report.outcome != Outcome::Approved && alive(&observe()?) {
+    let roster = root.open(team).roster().load()?;
+    let remote = roster
+        .member(name)
+        .and_then(crate::spawn::remote::host_of)
+        .filter(|_| !here(&first))
+        .map(str::to_owned);
+    if let (Some(host), true) = (
+        &remote,
+        report.outcome != Outcome::Approved && alive(&observe()?),
+    ) {
+        step(crate::spawn::remote::end_session(
+            root, team, name, host, &opts.dirs,
+        )?);
+        report.outcome = Outcome::Terminated;
+    } else if report.outcome != Outcome::Approved && alive(&observe()?) {
         let target = target.unwrap_or(Target::NOTHING);
         let n = target.signal(Signal::SIGTERM);
         step(format!("SIGTERM to {target} ({n} process(es))"));

@@ -285,3 +285,25 @@ impl Launcher {
         Ok(cmd)
     }
 }
+
+/// The session of member `name` of `team` on the host `host_name` names, ended over ssh
+/// (its teammate gets SIGHUP, and stops as it would for any signal: it releases its tasks
+/// and records its end). Returns a line saying what was done.
+pub fn end_session(
+    root: &swarm_store::Root,
+    team: &swarm_store::names::TeamName,
+    name: &str,
+    host_name: &str,
+    dirs: &swarm_config::project::UserDirs,
+) -> Result<String> {
+    let host = swarm_hosts::Hosts::at(root.path(), root.lock_timeout()).get(host_name)?;
+    let ssh = Ssh::new(host, dirs.ssh_config.clone());
+    let tmux = Tmux::with_socket_name(format!("swarm-{team}")).on_host(ssh.prefix(false));
+    tmux.kill_session_named(&format!("{team}-{name}"))?;
+    Ok(format!("ended its session on host {host_name} (SIGHUP)"))
+}
+
+/// The host member `m` runs on, when it is not this one.
+pub fn host_of(m: &swarm_store::roster::Member) -> Option<&str> {
+    m.extra.get(HOST_FIELD).and_then(|h| h.as_str())
+}
