@@ -39,7 +39,9 @@ def bin_dir():
 class Server:
     """A private PostgreSQL server, stopped (with its directory) by close()."""
 
-    def __init__(self):
+    def __init__(self, listen=()):
+        """`listen`: TCP addresses to listen on besides the socket (the lead's side of
+        simulated hosts' links), where connections from 10.0.0.0/8 are trusted."""
         bindir = bin_dir()
         if not bindir:
             raise SystemExit("bench: --store postgres needs PostgreSQL (Debian's postgresql package)")
@@ -53,10 +55,14 @@ class Server:
         subprocess.run(prefix + [os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
                                  "-E", "UTF8", "--locale=C", "--no-instructions"],
                        env=clean, check=True, capture_output=True, timeout=120)
+        if listen:
+            with open(os.path.join(data, "pg_hba.conf"), "a") as f:
+                f.write("host all all 10.0.0.0/8 trust\n")
         self.port = 5433 + os.getpid() % 20000
         self.log = open(os.path.join(self.dir, "server.log"), "w")
         self.argv = prefix + [os.path.join(bindir, "postgres"), "-D", data, "-k", self.dir,
-                              "-p", str(self.port), "-c", "listen_addresses=", "-c", "max_connections=200"]
+                              "-p", str(self.port), "-c", "listen_addresses=" + ",".join(listen),
+                              "-c", "max_connections=200"]
         self.clean = clean
         self.start()
 
@@ -73,6 +79,9 @@ class Server:
         """An immediate shutdown (no checkpoint: crash recovery at the next start)."""
         self.proc.send_signal(signal.SIGQUIT)
         self.proc.wait(timeout=30)
+
+    def tcp_url(self, address, dbname):
+        return f"host={address} port={self.port} user=postgres dbname={dbname} sslmode=disable"
 
     def url(self, dbname):
         return f"host={self.dir} port={self.port} user=postgres dbname={dbname}"

@@ -176,15 +176,14 @@ impl TestEnv {
         self.store_root().open(&self.team_name(team))
     }
 
-    /// Whether `name` is on `team`'s roster.
+    /// Whether `name` is on `team`'s roster (false while the team has none yet: Claude
+    /// Code makes a team's folder before its roster).
     pub fn on_roster(&self, team: &str, name: &str) -> bool {
         self.store_root()
             .open(&self.team_name(team))
             .roster()
             .load()
-            .unwrap()
-            .member(name)
-            .is_some()
+            .is_ok_and(|c| c.member(name).is_some())
     }
 
     /// The environment every child gets: nothing of the user's, and our own root/socket.

@@ -214,6 +214,19 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     let global = h1.exec(&["tmux", "-L", "swarm-t", "show-environment", "-g"]);
     assert!(!String::from_utf8_lossy(&global.stdout).contains(SECRET));
     spawn("bob", "h2");
+    // No ssh is left open: the teammates live in their hosts' sessions, not on a
+    // connection that could drop.
+    let ssh_to = |address: &str| {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.starts_with("ssh ") && c.contains(&format!("root@{address}")))
+            .count()
+    };
+    assert_eq!(ssh_to(&h1.address) + ssh_to(&h2.address), 0);
     let shown = env.status_json("t", 3000);
     assert_eq!(
         member_json(&shown, "alice")["host"],
