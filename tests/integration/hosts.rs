@@ -380,3 +380,73 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
         "{dead}"
     );
 }
+
+/// The lead's Agent tool takes a `host`: a `swarm run` whose lead asks for bob on h1 gets
+/// bob there, in h1's session, on the team's database.
+#[test]
+fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
+    use swarm_model_server::{Reply, Rule, Script};
+    let env = TestEnv::new();
+    let Some(net) = SimNet::start(&env, 1) else {
+        return;
+    };
+    net.add_all(&env);
+    let h1 = &net.hosts[0];
+    let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway]) else {
+        return;
+    };
+    let url = db.url_at(&h1.gateway, "postgres");
+    let model = crate::harness::ScriptedModel::start_on_link(
+        Script::new()
+            .rule(
+                Rule::new("spawn on h1")
+                    .agent("team-lead")
+                    .no_tool_result(true)
+                    .times(1)
+                    .reply(Reply::tool(
+                        "Agent",
+                        serde_json::json!({"name": "bob", "prompt": "say hi", "host": "h1"}),
+                    )),
+            )
+            .default_reply(Reply::text("Done.")),
+        &h1.gateway,
+    );
+    let mut run = env.swarm(&[
+        "run",
+        "get bob going",
+        "--team",
+        "t",
+        "--store",
+        &url,
+        "--no-attach",
+        "--provider",
+        "scripted",
+        "--base-url",
+        &model.url(),
+    ]);
+    run.env("SWARM_SSH_CONFIG", &net.ssh_config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _run = crate::harness::Guarded(Some(run.spawn().unwrap()));
+    let made = crate::harness::wait_until(Duration::from_secs(30), || {
+        env.root.join("teams/t/store.json").exists()
+    });
+    assert!(made, "the run made no team");
+    let store = env.store("t");
+    let bob = swarm_store::names::AgentName::new("bob").unwrap();
+    let there = crate::harness::wait_until(Duration::from_secs(60), || {
+        store
+            .agents()
+            .read_state(&bob)
+            .is_some_and(|s| s.host.as_deref() == Some("swarm-test-h1"))
+    });
+    if !there {
+        env.print_evidence();
+    }
+    assert!(there, "bob never started on h1");
+    let roster = store.roster().load().unwrap();
+    assert_eq!(
+        roster.member("bob").unwrap().extra.get("swarmHost"),
+        Some(&serde_json::json!("h1"))
+    );
+}

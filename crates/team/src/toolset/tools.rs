@@ -174,7 +174,8 @@ pub fn spec(tool: ToolName) -> Option<ToolSpec> {
                     "provider": {"type": "string", "enum": ["anthropic", "openai", "scripted"], "description": "The API its model runs on (default: its agent type's, else yours); its key and base URL are the environment's"},
                     "mode": {"type": "string", "enum": ["plan", "default", "acceptEdits", "bypassPermissions"]},
                     "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it works in its own git worktree on branch swarm/<team>/<name>, so its changes do not touch the shared checkout"},
-                    "engine": {"type": "string", "enum": ["swarm", "claude"], "description": "What runs it: swarm's own agent, or a Claude Code process (default: the run's)"}
+                    "engine": {"type": "string", "enum": ["swarm", "claude"], "description": "What runs it: swarm's own agent, or a Claude Code process (default: the run's)"},
+                    "host": {"type": "string", "description": "Run it on this host (one of `swarm host list`), in the host's project directory; the team must be on PostgreSQL (default: this machine)"}
                 }, "required": ["name", "prompt"]}),
         ),
         ToolName::TeamStatus => (
@@ -714,6 +715,11 @@ impl TeamTools {
         for input in inputs {
             match agent_request(input, ctx) {
                 Err(refused) => outcomes.push(Some(refused)),
+                // One on another host starts on its own (over ssh), not with the others.
+                Ok(req) if room > 0 && input.get("host").is_some() => {
+                    room -= 1;
+                    outcomes.push(Some(self.spawn_on_host(powers, input, &req)));
+                }
                 Ok(_) if room == 0 => outcomes.push(Some(ToolOutcome::err(format!(
                     "the team already has {} teammate(s), the most this run allows; give more tasks to the ones you have",
                     current + reqs.len()
@@ -735,6 +741,25 @@ impl TeamTools {
                 })
             })
             .collect()
+    }
+
+    /// An Agent call with a `host`: that host's teammate, started over ssh.
+    fn spawn_on_host(&self, powers: &LeadPowers, input: &Value, req: &SpawnRequest) -> ToolOutcome {
+        let name = input
+            .get("host")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let launcher = &powers.launcher;
+        let started = swarm_hosts::Hosts::at(self.root.path(), self.root.lock_timeout())
+            .get(name)
+            .and_then(|host| {
+                let ssh = swarm_hosts::Ssh::new(host, launcher.dirs.ssh_config.clone());
+                launcher.spawn_on_host(req, &ssh)
+            });
+        match started {
+            Ok(s) => self.spawned_outcome(&s),
+            Err(e) => ToolOutcome::err(e.to_string()),
+        }
     }
 
     fn spawned_outcome(&self, spawned: &Spawned) -> ToolOutcome {
