@@ -450,3 +450,102 @@ fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
         Some(&serde_json::json!("h1"))
     );
 }
+
+/// `swarm run --hosts h1,h2`: the lead's teammates go to the host with the fewest, so two
+/// Agent calls that name no host land one on each; a run on files is refused, naming
+/// `--store`.
+#[test]
+fn a_run_with_hosts_spreads_its_teammates_over_them() {
+    use swarm_model_server::{Reply, Rule, Script};
+    let env = TestEnv::new();
+    let Some(net) = SimNet::start(&env, 2) else {
+        return;
+    };
+    net.add_all(&env);
+    let (h1, h2) = (&net.hosts[0], &net.hosts[1]);
+    let files = env
+        .run(&[
+            "run",
+            "x",
+            "--team",
+            "f",
+            "--hosts",
+            "h1,h2",
+            "--no-attach",
+            "--provider",
+            "scripted",
+            "--base-url",
+            "http://127.0.0.1:9",
+        ])
+        .failure(2);
+    assert!(files.stderr.contains("--store"), "{}", files.stderr);
+    assert!(!env.root.join("teams/f").exists(), "a refused run made its team");
+    let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway, &h2.gateway]) else {
+        return;
+    };
+    let url = db.url_at(&h1.gateway, "postgres");
+    let model = crate::harness::ScriptedModel::start_on_link(
+        Script::new()
+            .rule(
+                Rule::new("spawn two")
+                    .agent("team-lead")
+                    .no_tool_result(true)
+                    .times(1)
+                    .reply(
+                        Reply::tool(
+                            "Agent",
+                            serde_json::json!({"name": "bob", "prompt": "say hi"}),
+                        )
+                        .tool_call(
+                            "Agent",
+                            serde_json::json!({"name": "carol", "prompt": "say hi"}),
+                        ),
+                    ),
+            )
+            .default_reply(Reply::text("Done.")),
+        &h1.gateway,
+    );
+    let mut run = env.swarm(&[
+        "run",
+        "get two going",
+        "--team",
+        "t",
+        "--store",
+        &url,
+        "--hosts",
+        "h1,h2",
+        "--no-attach",
+        "--provider",
+        "scripted",
+        "--base-url",
+        &model.url(),
+    ]);
+    run.env("SWARM_SSH_CONFIG", &net.ssh_config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _run = crate::harness::Guarded(Some(run.spawn().unwrap()));
+    let hosts = || {
+        let store = env.root.join("teams/t/store.json");
+        if !store.exists() {
+            return Vec::new();
+        }
+        let mut on: Vec<String> = ["bob", "carol"]
+            .iter()
+            .filter_map(|n| {
+                env.store("t")
+                    .agents()
+                    .read_state(&swarm_store::names::AgentName::new(n).unwrap())
+                    .and_then(|s| s.host)
+            })
+            .collect();
+        on.sort();
+        on
+    };
+    let spread = crate::harness::wait_until(Duration::from_secs(60), || {
+        hosts() == ["swarm-test-h1", "swarm-test-h2"]
+    });
+    if !spread {
+        env.print_evidence();
+    }
+    assert!(spread, "bob and carol are on {:?}", hosts());
+}

@@ -113,6 +113,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
                 approver: Approver::Lead,
                 teammates: demo.teammates,
                 members: &[],
+                hosts: &[],
             },
         )?;
         let wait = || team_run::wait_for_lead(&launcher.root, &team, &window, note);

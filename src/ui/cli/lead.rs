@@ -36,6 +36,9 @@ pub struct LeadArgs {
     /// The most teammates the lead agent may spawn
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub teammates: usize,
+    /// The hosts new teammates go on, each on the one with the fewest (`swarm run --hosts`)
+    #[arg(long, value_name = "HOST,...", value_delimiter = ',', hide = true)]
+    pub hosts: Vec<String>,
     /// Where the team works [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -79,6 +82,7 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
                 powers: LeadPowers {
                     launcher: ctx.launcher(&team, lead, cwd.clone())?,
                     max_teammates: args.teammates,
+                    hosts: args.hosts.clone(),
                 },
                 cwd,
                 resumed: args.resume,

@@ -32,6 +32,10 @@ pub struct RunArgs {
     /// The most teammates the team may have [default: 3; with --team-def, its member count]
     #[arg(long, value_name = "N")]
     pub teammates: Option<usize>,
+    /// Place the lead's new teammates on these hosts (see `swarm host add`), each on the
+    /// one with the fewest of the team's teammates; the team must be on PostgreSQL
+    #[arg(long, value_name = "HOST,...", value_delimiter = ',')]
+    pub hosts: Vec<String>,
     /// Start a defined team: .swarm/teams/NAME.toml in the project (or a path to a .toml
     /// file), its members running before the lead's first turn and the goal filled into
     /// its template; see `swarm team init` and `swarm team check`
@@ -141,6 +145,7 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
     )?;
     let mut launcher = ctx.launcher(&team, lead, here)?;
     launcher.root = root;
+    check_hosts(ctx, &launcher.root, &args.hosts)?;
     let window = team_run::launch(
         &launcher,
         &Goal {
@@ -150,6 +155,7 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
             budget,
             merge: args.merge.options(false),
             members: &members,
+            hosts: &args.hosts,
         },
     )?;
     let speak = if args.events {
@@ -228,6 +234,20 @@ pub fn warn_unpriced(budget: &Limits, model: &str) {
             }
         );
     }
+}
+
+/// `--hosts`: each one recorded, and the team made on a database they can reach.
+fn check_hosts(ctx: &Ctx, root: &swarm_store::Root, hosts: &[String]) -> Result<()> {
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    if root.new_teams_at().is_none() {
+        return Err(Error::usage(
+            "--hosts places teammates on other machines, which share only the team's database: give --store URL (or SWARM_STORE_URL)",
+        ));
+    }
+    let known = swarm_hosts::Hosts::at(ctx.root.path(), ctx.root.lock_timeout());
+    hosts.iter().try_for_each(|h| known.get(h).map(drop))
 }
 
 pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {

@@ -46,6 +46,8 @@ pub struct Goal<'a> {
     /// The teammates that start with the lead (a team definition's): in the roster before
     /// the lead's first turn, which names them.
     pub members: &'a [SpawnRequest],
+    /// The hosts the lead places its new teammates on (`--hosts`); none: this machine.
+    pub hosts: &'a [String],
 }
 
 /// Creates the team and opens its window with the lead agent in the first pane.
@@ -71,12 +73,15 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
     root.open(team).budget().write_limits(&goal.budget)?;
     crate::git::merge::configure(root, team, &goal.merge)?;
     let goal_file = documents::write_goal(root, team, goal.text)?;
-    let extra = [
+    let mut extra = vec![
         format!("--goal-file={}", goal_file.display()),
         format!("--approver={}", goal.approver.as_str()),
         format!("--teammates={}", goal.teammates),
         format!("--cwd={}", launcher.cwd.display()),
     ];
+    if !goal.hosts.is_empty() {
+        extra.push(format!("--hosts={}", goal.hosts.join(",")));
+    }
     let lead = launcher.lead_command(&extra);
     if !goal.members.is_empty() {
         start_members(launcher, goal.members, &lead)?;

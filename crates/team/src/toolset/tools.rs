@@ -36,6 +36,9 @@ use swarm_util::clock;
 pub struct LeadPowers {
     pub launcher: Launcher,
     pub max_teammates: usize,
+    /// Where new teammates go when a call names no host: the one of these with the
+    /// fewest of the team's teammates (`swarm run --hosts`); none: this machine.
+    pub hosts: Vec<String>,
 }
 
 /// One agent's team tools.
@@ -716,9 +719,13 @@ impl TeamTools {
             match agent_request(input, ctx) {
                 Err(refused) => outcomes.push(Some(refused)),
                 // One on another host starts on its own (over ssh), not with the others.
-                Ok(req) if room > 0 && input.get("host").is_some() => {
+                Ok(req) if room > 0 && (input.get("host").is_some() || !powers.hosts.is_empty()) => {
                     room -= 1;
-                    outcomes.push(Some(self.spawn_on_host(powers, input, &req)));
+                    let host = match input.get("host").and_then(Value::as_str) {
+                        Some(h) => h.to_owned(),
+                        None => self.least_loaded(&powers.hosts),
+                    };
+                    outcomes.push(Some(self.spawn_on_host(powers, &host, &req)));
                 }
                 Ok(_) if room == 0 => outcomes.push(Some(ToolOutcome::err(format!(
                     "the team already has {} teammate(s), the most this run allows; give more tasks to the ones you have",
@@ -743,12 +750,25 @@ impl TeamTools {
             .collect()
     }
 
-    /// An Agent call with a `host`: that host's teammate, started over ssh.
-    fn spawn_on_host(&self, powers: &LeadPowers, input: &Value, req: &SpawnRequest) -> ToolOutcome {
-        let name = input
-            .get("host")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+    /// Of `hosts`, the one with the fewest of the team's teammates (the first of those).
+    fn least_loaded(&self, hosts: &[String]) -> String {
+        let roster = self.root.open(&self.team).roster().load().ok();
+        let on = |h: &String| {
+            roster.as_ref().map_or(0, |c| {
+                c.teammates()
+                    .filter(|m| crate::spawn::remote::host_of(m) == Some(h.as_str()))
+                    .count()
+            })
+        };
+        hosts
+            .iter()
+            .min_by_key(|h| on(h))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// A teammate on host `name`, started over ssh.
+    fn spawn_on_host(&self, powers: &LeadPowers, name: &str, req: &SpawnRequest) -> ToolOutcome {
         let launcher = &powers.launcher;
         let started = swarm_hosts::Hosts::at(self.root.path(), self.root.lock_timeout())
             .get(name)
