@@ -5,12 +5,70 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{TestEnv, member_json, run};
+use crate::harness::{ScriptedModel, TestEnv, member_json, run};
 use crate::sim_hosts::SimNet;
 
 /// `swarm ARGS` with the simulated hosts' ssh settings.
 fn swarm(env: &TestEnv, net: &SimNet, args: &[&str]) -> crate::harness::Run {
     run(env.swarm(args).env("SWARM_SSH_CONFIG", &net.ssh_config))
+}
+
+/// `n` simulated hosts, recorded with `swarm host add`; a PostgreSQL server on the lead's
+/// side of their links, and `url` its database there; the scripted model beside it.
+struct Lab {
+    env: TestEnv,
+    net: SimNet,
+    _db: swarm_store_pg::testing::Private,
+    url: String,
+    model: ScriptedModel,
+}
+
+impl Lab {
+    /// `None` where simulated hosts or PostgreSQL cannot run (said loudly).
+    fn start(n: usize, script: swarm_model_server::Script) -> Option<Lab> {
+        let env = TestEnv::new();
+        let net = SimNet::start(&env, n)?;
+        net.add_all(&env);
+        let gateways: Vec<&str> = net.hosts.iter().map(|h| h.gateway.as_str()).collect();
+        let db = swarm_store_pg::testing::Private::start_on(&gateways)?;
+        let url = db.url_at(gateways[0], "postgres");
+        let model = ScriptedModel::start_on_link(script, gateways[0]);
+        Some(Lab {
+            env,
+            net,
+            _db: db,
+            url,
+            model,
+        })
+    }
+
+    /// `swarm ARGS` reaching the hosts, its model the scripted one.
+    fn swarm(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = self.env.swarm(args);
+        cmd.env("SWARM_SSH_CONFIG", &self.net.ssh_config)
+            .env("SWARM_PROVIDER", "scripted")
+            .env("SWARM_BASE_URL", self.model.url());
+        cmd
+    }
+
+    /// `swarm run GOAL` of team `t` on the database, unattached, with `extra` flags;
+    /// stopped when the guard drops.
+    fn run_team(&self, goal: &str, extra: &[&str]) -> crate::harness::Guarded {
+        let mut args = vec![
+            "run",
+            goal,
+            "--team",
+            "t",
+            "--store",
+            &self.url,
+            "--no-attach",
+        ];
+        args.extend_from_slice(extra);
+        let mut cmd = self.swarm(&args);
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        crate::harness::Guarded(Some(cmd.spawn().unwrap()))
+    }
 }
 
 #[test]
@@ -151,29 +209,18 @@ const SECRET: &str = "sk-ant-test-hosts-0042";
 /// bob's, done once.
 #[test]
 fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
-    let env = TestEnv::new();
-    let Some(net) = SimNet::start(&env, 2) else {
+    let Some(lab) = Lab::start(2, ScriptedModel::slow_alice_quick_bob(3_000)) else {
         return;
     };
-    net.add_all(&env);
+    let (env, net) = (&lab.env, &lab.net);
     let (h1, h2) = (&net.hosts[0], &net.hosts[1]);
-    let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway, &h2.gateway]) else {
-        return;
-    };
-    let url = db.url_at(&h1.gateway, "postgres");
-    let model = crate::harness::ScriptedModel::start_on_link(
-        crate::harness::ScriptedModel::slow_alice_quick_bob(3_000),
-        &h1.gateway,
-    );
-    env.run(&["team", "create", "t", "--store", &url]).success();
+    env.run(&["team", "create", "t", "--store", &lab.url])
+        .success();
     env.run(&["--team", "t", "task", "add", "build the thing"])
         .success();
     let spawn = |name: &str, host: &str| {
-        let out = run(env
+        let out = run(lab
             .swarm(&["--team", "t", "spawn", name, "--host", host])
-            .env("SWARM_SSH_CONFIG", &net.ssh_config)
-            .env("SWARM_PROVIDER", "scripted")
-            .env("SWARM_BASE_URL", model.url())
             .env("ANTHROPIC_API_KEY", SECRET));
         assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
     };
@@ -290,27 +337,14 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
 #[test]
 fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
     use swarm_model_server::{Reply, Script};
-    let env = TestEnv::new();
-    let Some(net) = SimNet::start(&env, 1) else {
+    let Some(lab) = Lab::start(1, Script::new().default_reply(Reply::text("Done."))) else {
         return;
     };
-    net.add_all(&env);
-    let h1 = &net.hosts[0];
-    let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway]) else {
-        return;
-    };
-    let url = db.url_at(&h1.gateway, "postgres");
-    let model = crate::harness::ScriptedModel::start_on_link(
-        Script::new().default_reply(Reply::text("Done.")),
-        &h1.gateway,
-    );
-    env.run(&["team", "create", "t", "--store", &url]).success();
+    let (env, h1) = (&lab.env, &lab.net.hosts[0]);
+    env.run(&["team", "create", "t", "--store", &lab.url])
+        .success();
     let with_hosts = |args: &[&str]| {
-        let out = run(env
-            .swarm(args)
-            .env("SWARM_SSH_CONFIG", &net.ssh_config)
-            .env("SWARM_PROVIDER", "scripted")
-            .env("SWARM_BASE_URL", model.url()));
+        let out = run(&mut lab.swarm(args));
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -386,17 +420,8 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
 #[test]
 fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
     use swarm_model_server::{Reply, Rule, Script};
-    let env = TestEnv::new();
-    let Some(net) = SimNet::start(&env, 1) else {
-        return;
-    };
-    net.add_all(&env);
-    let h1 = &net.hosts[0];
-    let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway]) else {
-        return;
-    };
-    let url = db.url_at(&h1.gateway, "postgres");
-    let model = crate::harness::ScriptedModel::start_on_link(
+    let Some(lab) = Lab::start(
+        1,
         Script::new()
             .rule(
                 Rule::new("spawn on h1")
@@ -409,25 +434,11 @@ fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
                     )),
             )
             .default_reply(Reply::text("Done.")),
-        &h1.gateway,
-    );
-    let mut run = env.swarm(&[
-        "run",
-        "get bob going",
-        "--team",
-        "t",
-        "--store",
-        &url,
-        "--no-attach",
-        "--provider",
-        "scripted",
-        "--base-url",
-        &model.url(),
-    ]);
-    run.env("SWARM_SSH_CONFIG", &net.ssh_config)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let _run = crate::harness::Guarded(Some(run.spawn().unwrap()));
+    ) else {
+        return;
+    };
+    let env = &lab.env;
+    let _run = lab.run_team("get bob going", &[]);
     let made = crate::harness::wait_until(Duration::from_secs(30), || {
         env.root.join("teams/t/store.json").exists()
     });
@@ -457,34 +468,8 @@ fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
 #[test]
 fn a_run_with_hosts_spreads_its_teammates_over_them() {
     use swarm_model_server::{Reply, Rule, Script};
-    let env = TestEnv::new();
-    let Some(net) = SimNet::start(&env, 2) else {
-        return;
-    };
-    net.add_all(&env);
-    let (h1, h2) = (&net.hosts[0], &net.hosts[1]);
-    let files = env
-        .run(&[
-            "run",
-            "x",
-            "--team",
-            "f",
-            "--hosts",
-            "h1,h2",
-            "--no-attach",
-            "--provider",
-            "scripted",
-            "--base-url",
-            "http://127.0.0.1:9",
-        ])
-        .failure(2);
-    assert!(files.stderr.contains("--store"), "{}", files.stderr);
-    assert!(!env.root.join("teams/f").exists(), "a refused run made its team");
-    let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway, &h2.gateway]) else {
-        return;
-    };
-    let url = db.url_at(&h1.gateway, "postgres");
-    let model = crate::harness::ScriptedModel::start_on_link(
+    let Some(lab) = Lab::start(
+        2,
         Script::new()
             .rule(
                 Rule::new("spawn two")
@@ -503,27 +488,31 @@ fn a_run_with_hosts_spreads_its_teammates_over_them() {
                     ),
             )
             .default_reply(Reply::text("Done.")),
-        &h1.gateway,
+    ) else {
+        return;
+    };
+    let env = &lab.env;
+    let files = env
+        .run(&[
+            "run",
+            "x",
+            "--team",
+            "f",
+            "--hosts",
+            "h1,h2",
+            "--no-attach",
+            "--provider",
+            "scripted",
+            "--base-url",
+            "http://127.0.0.1:9",
+        ])
+        .failure(2);
+    assert!(files.stderr.contains("--store"), "{}", files.stderr);
+    assert!(
+        !env.root.join("teams/f").exists(),
+        "a refused run made its team"
     );
-    let mut run = env.swarm(&[
-        "run",
-        "get two going",
-        "--team",
-        "t",
-        "--store",
-        &url,
-        "--hosts",
-        "h1,h2",
-        "--no-attach",
-        "--provider",
-        "scripted",
-        "--base-url",
-        &model.url(),
-    ]);
-    run.env("SWARM_SSH_CONFIG", &net.ssh_config)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let _run = crate::harness::Guarded(Some(run.spawn().unwrap()));
+    let _run = lab.run_team("get two going", &["--hosts", "h1,h2"]);
     let hosts = || {
         let store = env.root.join("teams/t/store.json");
         if !store.exists() {
