@@ -538,3 +538,42 @@ fn a_run_with_hosts_spreads_its_teammates_over_them() {
     }
     assert!(spread, "bob and carol are on {:?}", hosts());
 }
+
+/// An agent definition may name a host (`host:`): `swarm spawn --agent-type` starts its
+/// teammate there, which reads the definition from the host's checkout of the project.
+#[test]
+fn an_agent_definition_names_the_host_its_teammates_start_on() {
+    use swarm_model_server::{Reply, Script};
+    let Some(lab) = Lab::start(1, Script::new().default_reply(Reply::text("Done."))) else {
+        return;
+    };
+    let env = &lab.env;
+    // In the lead's project, and in the host's checkout of it, where its teammate reads it.
+    let project = lab.net.hosts[0].dir.join("project");
+    for dir in [env.dir.path(), project.as_path()] {
+        let agents = dir.join(".claude/agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        std::fs::write(
+            agents.join("gpu.md"),
+            "---\nname: gpu\ndescription: runs where the GPUs are\nhost: h1\n---\nUse the GPU.\n",
+        )
+        .unwrap();
+    }
+    env.run(&["team", "create", "t", "--store", &lab.url])
+        .success();
+    let out = run(&mut lab.swarm(&["--team", "t", "spawn", "bob", "--agent-type", "gpu"]));
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let store = env.store("t");
+    let bob = swarm_store::names::AgentName::new("bob").unwrap();
+    let there = crate::harness::wait_until(Duration::from_secs(60), || {
+        store
+            .agents()
+            .read_state(&bob)
+            .is_some_and(|s| s.host.as_deref() == Some("swarm-test-h1"))
+    });
+    assert!(
+        there,
+        "bob did not start on h1: {:?}",
+        store.agents().read_state(&bob)
+    );
+}

@@ -112,6 +112,8 @@ pub struct Definition {
     pub permission_mode: Option<PermissionMode>,
     pub max_turns: Option<u32>,
     pub isolation: Option<Isolation>,
+    /// The host its teammates start on (one of `swarm host list`), when not this machine.
+    pub host: Option<String>,
     pub initial_prompt: Option<String>,
     pub color: Option<String>,
     /// The instructions (the file's body).
@@ -232,6 +234,7 @@ fn builtins() -> Vec<Definition> {
             permission_mode: None,
             max_turns: None,
             isolation: None,
+            host: None,
             initial_prompt: None,
             color: None,
             prompt: prompt.to_owned(),
@@ -421,6 +424,7 @@ pub fn parse(text: &str, source: Source) -> Result<Definition, FieldError> {
         permission_mode,
         max_turns,
         isolation,
+        host: string("host")?,
         initial_prompt: string("initialPrompt")?,
         color,
         prompt: doc.body,

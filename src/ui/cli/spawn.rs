@@ -136,7 +136,13 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
     }
     let reqs = requests(&args, prompt)?;
     let launcher = ctx.launcher(&team, lead_settings(ctx, &args)?, lead_dir())?;
-    if let Some(host) = &args.host {
+    // `--host`, else the host the agent definition names.
+    let host = args.host.clone().or_else(|| {
+        args.agent_type
+            .as_ref()
+            .and_then(|_| launcher.defined_host(&reqs[0]))
+    });
+    if let Some(host) = &host {
         return on_host(ctx, &team, &launcher, &reqs, host, args.dry_run);
     }
     if args.dry_run {

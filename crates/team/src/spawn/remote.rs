@@ -40,6 +40,11 @@ struct Linked {
 }
 
 impl Launcher {
+    /// The host `req`'s agent definition names (`host:`), if it names one.
+    pub fn defined_host(&self, req: &SpawnRequest) -> Option<String> {
+        self.prepare(req).ok()?.definition?.host
+    }
+
     /// The tmux server of this team on the host `ssh` reaches.
     pub fn host_tmux(&self, ssh: &Ssh) -> Tmux {
         Tmux::with_socket_name(format!("swarm-{}", self.team)).on_host(ssh.prefix(false))

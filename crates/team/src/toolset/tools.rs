@@ -719,12 +719,8 @@ impl TeamTools {
             match agent_request(input, ctx) {
                 Err(refused) => outcomes.push(Some(refused)),
                 // One on another host starts on its own (over ssh), not with the others.
-                Ok(req) if room > 0 && (input.get("host").is_some() || !powers.hosts.is_empty()) => {
+                Ok(req) if room > 0 && let Some(host) = self.host_for(powers, input, &req) => {
                     room -= 1;
-                    let host = match input.get("host").and_then(Value::as_str) {
-                        Some(h) => h.to_owned(),
-                        None => self.least_loaded(&powers.hosts),
-                    };
                     outcomes.push(Some(self.spawn_on_host(powers, &host, &req)));
                 }
                 Ok(_) if room == 0 => outcomes.push(Some(ToolOutcome::err(format!(
@@ -748,6 +744,20 @@ impl TeamTools {
                 })
             })
             .collect()
+    }
+
+    /// Where an Agent call's teammate goes, when not this machine: the call's `host`, else
+    /// its agent definition's, else the run's least loaded (`--hosts`).
+    fn host_for(&self, powers: &LeadPowers, input: &Value, req: &SpawnRequest) -> Option<String> {
+        if let Some(h) = input.get("host").and_then(Value::as_str) {
+            return Some(h.to_owned());
+        }
+        if req.agent_type.is_some()
+            && let Some(h) = powers.launcher.defined_host(req)
+        {
+            return Some(h);
+        }
+        (!powers.hosts.is_empty()).then(|| self.least_loaded(&powers.hosts))
     }
 
     /// Of `hosts`, the one with the fewest of the team's teammates (the first of those).
