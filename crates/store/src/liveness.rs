@@ -53,7 +53,8 @@ impl Heartbeat {
         if self.dead || self.age_ms >= timeout.as_millis() as i64 {
             return false;
         }
-        self.host != this_host() || swarm_util::process::is_alive_since(self.pid, self.start_ticks)
+        !is_here(Some(&self.host))
+            || swarm_util::process::is_alive_since(self.pid, self.start_ticks)
     }
 
     /// Why it is not alive, for a report ("its heartbeat stopped 12 s ago").
@@ -80,6 +81,13 @@ pub fn instance(token: Option<i64>, pid: i32) -> String {
         Some(token) => format!("token{token}"),
         None => pid.to_string(),
     }
+}
+
+/// Whether a process that says it runs on `host` runs here (`None`: it said nothing, as a
+/// process of a file team does, which is always here). Only then does its pid mean
+/// anything to this process.
+pub fn is_here(host: Option<&str>) -> bool {
+    host.is_none_or(|h| h == this_host())
 }
 
 /// This host's name, as processes register it.

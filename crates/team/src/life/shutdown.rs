@@ -172,11 +172,7 @@ fn shut_down_looking(
     }
     // A pid means something only on this host: a teammate elsewhere is asked, never
     // signalled from here.
-    let here = |m: &MemberStatus| {
-        m.host
-            .as_deref()
-            .is_none_or(|h| h == swarm_store::liveness::this_host())
-    };
+    let here = |m: &MemberStatus| swarm_store::liveness::is_here(m.host.as_deref());
     let target = first
         .pid
         .filter(|_| first.alive && here(&first))
@@ -319,10 +315,7 @@ fn wait_until_ended(
         std::thread::sleep(Duration::from_millis(100));
         last = observe()?;
     }
-    let here = last
-        .host
-        .as_deref()
-        .is_none_or(|h| h == swarm_store::liveness::this_host());
+    let here = swarm_store::liveness::is_here(last.host.as_deref());
     if let (true, true, Some(pid)) = (last.alive, here, last.pid) {
         let late = Target::of(pid);
         let n = late.signal(Signal::SIGKILL);

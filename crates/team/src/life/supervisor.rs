@@ -310,7 +310,7 @@ pub fn report_exit(
     if let Some(s) = m
         .state_file
         .as_ref()
-        .filter(|s| s.host.as_deref().is_none_or(|h| h == liveness::this_host()))
+        .filter(|s| liveness::is_here(s.host.as_deref()))
     {
         let ended = swarm_util::process::end_leftovers(s.pid, s.start_ticks);
         if ended > 0 {
