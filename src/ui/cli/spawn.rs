@@ -254,8 +254,7 @@ fn on_host(
     host: &str,
     dry_run: bool,
 ) -> Result<u8> {
-    let host = swarm_hosts::Hosts::at(ctx.root.path(), ctx.root.lock_timeout()).get(host)?;
-    let ssh = swarm_hosts::Ssh::new(host, ctx.settings.dirs.ssh_config.clone());
+    let ssh = swarm_team::spawn::remote::ssh_to(&ctx.root, host, &ctx.settings.dirs)?;
     if dry_run {
         for line in launcher.dry_run_on_host(&reqs[0], &ssh)? {
             println!("{line}");

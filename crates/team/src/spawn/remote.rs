@@ -45,9 +45,14 @@ impl Launcher {
         self.prepare(req).ok()?.definition?.host
     }
 
-    /// The tmux server of this team on the host `ssh` reaches.
-    pub fn host_tmux(&self, ssh: &Ssh) -> Tmux {
-        Tmux::with_socket_name(format!("swarm-{}", self.team)).on_host(ssh.prefix(false))
+    /// `req` with its agent definition applied (the lead's project's), to work in `dir`
+    /// on a host.
+    fn prepare_for_host(&self, req: &SpawnRequest, dir: &str) -> Result<launch::Prepared> {
+        let mut local = req.clone();
+        local.cwd = self.cwd.clone();
+        let mut prepared = self.prepare(&local)?;
+        prepared.req.cwd = dir.into();
+        Ok(prepared)
     }
 
     /// Spawns `req` on the host `ssh` reaches (its `cwd` is ignored: the host's directory).
@@ -70,11 +75,7 @@ impl Launcher {
                 "a teammate on another host runs swarm's engine in the host's directory: drop --engine claude and --isolation",
             ));
         }
-        // Agent definitions are the lead's project's.
-        let mut local = req.clone();
-        local.cwd = self.cwd.clone();
-        let mut prepared = self.prepare(&local)?;
-        prepared.req.cwd = dir.clone().into();
+        let prepared = self.prepare_for_host(req, &dir)?;
         let api = inherit::resolve_api(&self.lead, &launch::spec(&self.team, &prepared, ""));
         self.check_model(&req.name, &api)?;
         let config = self.root.open(&self.team).roster().load()?;
@@ -125,10 +126,7 @@ impl Launcher {
             .store_url(&self.team)?
             .unwrap_or_else(|| "URL".to_owned());
         let dir = host.dir.clone().unwrap_or_else(|| "DIR".to_owned());
-        let mut local = req.clone();
-        local.cwd = self.cwd.clone();
-        let mut prepared = self.prepare(&local)?;
-        prepared.req.cwd = dir.clone().into();
+        let prepared = self.prepare_for_host(req, &dir)?;
         let color = prepared
             .req
             .color
@@ -202,7 +200,7 @@ impl Launcher {
                 .deliver(&req.name, Envelope::new(LEAD, prompt))?;
         }
         let cmd = self.host_command(ssh, spec, &root, dir)?;
-        let tmux = self.host_tmux(ssh);
+        let tmux = host_tmux(&self.team, ssh);
         let placeholder = PaneSpec::new(dir, ["sleep", "86400"]);
         let session = format!("{}-{name}", self.team);
         let made = tmux.new_session(&NewSession {
@@ -301,11 +299,24 @@ pub fn end_session(
     host_name: &str,
     dirs: &swarm_config::project::UserDirs,
 ) -> Result<String> {
-    let host = swarm_hosts::Hosts::at(root.path(), root.lock_timeout()).get(host_name)?;
-    let ssh = Ssh::new(host, dirs.ssh_config.clone());
-    let tmux = Tmux::with_socket_name(format!("swarm-{team}")).on_host(ssh.prefix(false));
-    tmux.kill_session_named(&format!("{team}-{name}"))?;
+    let ssh = ssh_to(root, host_name, dirs)?;
+    host_tmux(team, &ssh).kill_session_named(&format!("{team}-{name}"))?;
     Ok(format!("ended its session on host {host_name} (SIGHUP)"))
+}
+
+/// ssh to the host the user named `name` (`swarm host add`), with their ssh settings.
+pub fn ssh_to(
+    root: &swarm_store::Root,
+    name: &str,
+    dirs: &swarm_config::project::UserDirs,
+) -> Result<Ssh> {
+    let host = swarm_hosts::Hosts::at(root.path(), root.lock_timeout()).get(name)?;
+    Ok(Ssh::new(host, dirs.ssh_config.clone()))
+}
+
+/// The team's tmux server on the host `ssh` reaches.
+fn host_tmux(team: &swarm_store::names::TeamName, ssh: &Ssh) -> Tmux {
+    Tmux::with_socket_name(format!("swarm-{team}")).on_host(ssh.prefix(false))
 }
 
 /// The host member `m` runs on, when it is not this one.

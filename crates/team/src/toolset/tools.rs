@@ -780,12 +780,8 @@ impl TeamTools {
     /// A teammate on host `name`, started over ssh.
     fn spawn_on_host(&self, powers: &LeadPowers, name: &str, req: &SpawnRequest) -> ToolOutcome {
         let launcher = &powers.launcher;
-        let started = swarm_hosts::Hosts::at(self.root.path(), self.root.lock_timeout())
-            .get(name)
-            .and_then(|host| {
-                let ssh = swarm_hosts::Ssh::new(host, launcher.dirs.ssh_config.clone());
-                launcher.spawn_on_host(req, &ssh)
-            });
+        let started = crate::spawn::remote::ssh_to(&self.root, name, &launcher.dirs)
+            .and_then(|ssh| launcher.spawn_on_host(req, &ssh));
         match started {
             Ok(s) => self.spawned_outcome(&s),
             Err(e) => ToolOutcome::err(e.to_string()),
