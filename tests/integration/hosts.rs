@@ -51,6 +51,27 @@ impl Lab {
         cmd
     }
 
+    /// Waits until bob of team `t` runs on h1 (its state names h1's hostname); fails the
+    /// test, with the evidence, when it does not within a minute.
+    fn wait_until_bob_is_on_h1(&self) {
+        let store = self.env.store("t");
+        let bob = swarm_store::names::AgentName::new("bob").unwrap();
+        let there = crate::harness::wait_until(Duration::from_secs(60), || {
+            store
+                .agents()
+                .read_state(&bob)
+                .is_some_and(|s| s.host.as_deref() == Some("swarm-test-h1"))
+        });
+        if !there {
+            self.env.print_evidence();
+        }
+        assert!(
+            there,
+            "bob did not start on h1: {:?}",
+            store.agents().read_state(&bob)
+        );
+    }
+
     /// `swarm run GOAL` of team `t` on the database, unattached, with `extra` flags;
     /// stopped when the guard drops.
     fn run_team(&self, goal: &str, extra: &[&str]) -> crate::harness::Guarded {
@@ -443,19 +464,8 @@ fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
         env.root.join("teams/t/store.json").exists()
     });
     assert!(made, "the run made no team");
-    let store = env.store("t");
-    let bob = swarm_store::names::AgentName::new("bob").unwrap();
-    let there = crate::harness::wait_until(Duration::from_secs(60), || {
-        store
-            .agents()
-            .read_state(&bob)
-            .is_some_and(|s| s.host.as_deref() == Some("swarm-test-h1"))
-    });
-    if !there {
-        env.print_evidence();
-    }
-    assert!(there, "bob never started on h1");
-    let roster = store.roster().load().unwrap();
+    lab.wait_until_bob_is_on_h1();
+    let roster = env.store("t").roster().load().unwrap();
     assert_eq!(
         roster.member("bob").unwrap().extra.get("swarmHost"),
         Some(&serde_json::json!("h1"))
@@ -563,17 +573,5 @@ fn an_agent_definition_names_the_host_its_teammates_start_on() {
         .success();
     let out = run(&mut lab.swarm(&["--team", "t", "spawn", "bob", "--agent-type", "gpu"]));
     assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
-    let store = env.store("t");
-    let bob = swarm_store::names::AgentName::new("bob").unwrap();
-    let there = crate::harness::wait_until(Duration::from_secs(60), || {
-        store
-            .agents()
-            .read_state(&bob)
-            .is_some_and(|s| s.host.as_deref() == Some("swarm-test-h1"))
-    });
-    assert!(
-        there,
-        "bob did not start on h1: {:?}",
-        store.agents().read_state(&bob)
-    );
+    lab.wait_until_bob_is_on_h1();
 }
