@@ -15,24 +15,23 @@ fn swarm(env: &TestEnv, net: &SimNet, args: &[&str]) -> crate::harness::Run {
 
 /// `n` simulated hosts, recorded with `swarm host add`; a PostgreSQL server on the lead's
 /// side of their links, and `url` its database there; the scripted model beside it.
-struct Lab {
-    env: TestEnv,
-    net: SimNet,
+pub(crate) struct Lab {
+    pub env: TestEnv,
+    pub net: SimNet,
     _db: swarm_store_pg::testing::Private,
-    url: String,
-    model: ScriptedModel,
+    pub url: String,
+    pub model: ScriptedModel,
 }
 
 impl Lab {
     /// `None` where simulated hosts or PostgreSQL cannot run (said loudly).
-    fn start(n: usize, script: swarm_model_server::Script) -> Option<Lab> {
+    pub fn start(n: usize, script: swarm_model_server::Script) -> Option<Lab> {
         let env = TestEnv::new();
         let net = SimNet::start(&env, n)?;
         net.add_all(&env);
-        let gateways: Vec<&str> = net.hosts.iter().map(|h| h.gateway.as_str()).collect();
-        let db = swarm_store_pg::testing::Private::start_on(&gateways)?;
-        let url = db.url_at(gateways[0], "postgres");
-        let model = ScriptedModel::start_on_link(script, gateways[0]);
+        let db = swarm_store_pg::testing::Private::start_on(&[&net.gateway])?;
+        let url = db.url_at(&net.gateway, "postgres");
+        let model = ScriptedModel::start_on_link(script, &net.gateway);
         Some(Lab {
             env,
             net,
@@ -390,6 +389,7 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
         env.print_evidence();
     }
     assert!(ready, "bob and carol never went idle on h1");
+    attach_and_detach(&lab, h1);
 
     let stopped = with_hosts(&["--team", "t", "shutdown", "bob", "--force"]);
     assert!(
@@ -434,6 +434,48 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
             .contains("heartbeat stopped"),
         "{dead}"
     );
+}
+
+/// `swarm attach bob` in a terminal (`script` gives it one) opens bob's pane on h1 over
+/// `ssh -t`, and returns, with success, when the person detaches.
+fn attach_and_detach(lab: &Lab, h1: &crate::sim_hosts::SimHost) {
+    if !crate::harness::require(
+        "`script` (util-linux; Debian's bsdutils)",
+        crate::harness::have_program("script"),
+    ) {
+        return;
+    }
+    let line = format!("'{}' --team t attach bob", crate::harness::SWARM);
+    let screen = lab.env.dir.path().join("attach.out");
+    let mut client = crate::harness::Guarded(Some(
+        lab.env
+            .command("script")
+            .args(["-qfec", &line, "/dev/null"])
+            .env("SWARM_SSH_CONFIG", &lab.net.ssh_config)
+            .env("TERM", "xterm-256color")
+            .env_remove("TMUX")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::fs::File::create(&screen).unwrap())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    let tmux = |args: &[&str]| {
+        let mut argv = vec!["tmux", "-L", "swarm-t"];
+        argv.extend_from_slice(args);
+        String::from_utf8_lossy(&h1.exec(&argv).stdout).into_owned()
+    };
+    let attached = crate::harness::wait_until(Duration::from_secs(30), || {
+        tmux(&["list-clients", "-F", "#{session_name}"]).contains("t-bob")
+    });
+    assert!(
+        attached,
+        "no client attached to bob's session on h1; the terminal showed:\n{}",
+        std::fs::read_to_string(&screen).unwrap_or_default()
+    );
+    tmux(&["detach-client", "-s", "t-bob"]);
+    let status = client.wait(Duration::from_secs(30));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }
 
 /// The lead's Agent tool takes a `host`: a `swarm run` whose lead asks for bob on h1 gets

@@ -25,6 +25,7 @@ mod hardening_tasks;
 mod hardening_tmux;
 mod hooks;
 mod hosts;
+mod hosts_work;
 mod layers;
 mod lead_end;
 mod lead_signed;

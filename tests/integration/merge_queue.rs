@@ -49,6 +49,7 @@ fn teammate(env: &TestEnv, repo: &Path, agent: &str, files: &[(&str, &str)]) {
         base,
         state: RecordState::Kept,
         created_at: 0,
+        host: None,
     };
     env.store_root()
         .open(&env.team_name("t"))

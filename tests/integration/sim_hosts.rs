@@ -6,9 +6,10 @@
 //! mistake fails its test. The host's own files are in `/run/host` (the test's
 //! `hosts/<name>` directory), and swarm's binary at `/run/host-bin/swarm`.
 //!
-//! Only the namespaces' addresses are used (a /24 of 10.64.0.0/10 per host: the lead's side
-//! is `.1`, the host `.2`). Needs root, `unshare`, `nsenter`, `ip` and `sshd`; without them
-//! [`SimNet::start`] says so and returns `None` (a failure under `CI=true`).
+//! Only the namespaces' addresses are used: one /24 of 10.64.0.0/10 per network, on a
+//! bridge of its own (a switch: hosts reach each other without the machine routing), the
+//! lead's side `.1`, the hosts `.2` on. Needs root, `unshare`, `nsenter`, `ip` and `sshd`;
+//! without them [`SimNet::start`] says so and returns `None` (a failure under `CI=true`).
 
 use std::io::BufRead;
 use std::net::{SocketAddr, TcpStream};
@@ -42,7 +43,7 @@ pub struct SimHost {
     pub name: String,
     /// Its address, on its side of the veth pair.
     pub address: String,
-    /// The lead's side of its veth pair: where it reaches the lead's machine.
+    /// The lead's machine's address on the network: where the host reaches it.
     pub gateway: String,
     /// Its own files, seen there as `/run/host`.
     pub dir: PathBuf,
@@ -56,6 +57,9 @@ pub struct SimNet {
     pub hosts: Vec<SimHost>,
     /// The ssh config to give swarm (`SWARM_SSH_CONFIG`).
     pub ssh_config: PathBuf,
+    /// The lead's machine's address on the network (every host's gateway).
+    pub gateway: String,
+    bridge: String,
 }
 
 impl SimNet {
@@ -81,10 +85,60 @@ impl SimNet {
         )
         .unwrap();
         let public = std::fs::read_to_string(ssh.join("id.pub")).unwrap();
-        let hosts = (1..=n)
-            .map(|i| SimHost::start(env, &format!("h{i}"), &public))
-            .collect();
-        Some(SimNet { hosts, ssh_config })
+        let (subnet, bridge) = free_subnet();
+        let gateway = format!("{subnet}.1");
+        sh(&["ip", "link", "add", &bridge, "type", "bridge"]);
+        // An address of its own: else the bridge takes its lowest port's, which changes as
+        // hosts join, and a host that asked for the gateway's before finds nobody there.
+        let mac = format!(
+            "02:5e:{:02x}:{:02x}:{:02x}:01",
+            fastrand::u8(..),
+            fastrand::u8(..),
+            fastrand::u8(..)
+        );
+        sh(&["ip", "link", "set", &bridge, "address", &mac]);
+        sh(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{gateway}/24"),
+            "dev",
+            &bridge,
+        ]);
+        sh(&["ip", "link", "set", &bridge, "up"]);
+        let mut net = SimNet {
+            hosts: Vec::new(),
+            ssh_config,
+            gateway,
+            bridge,
+        };
+        for i in 1..=n {
+            let link = Link {
+                bridge: &net.bridge,
+                gateway: &net.gateway,
+                address: format!("{subnet}.{}", i + 1),
+                veth: format!("{}v{i}", net.bridge),
+            };
+            net.hosts
+                .push(SimHost::start(env, &format!("h{i}"), &public, link));
+        }
+        Some(net)
+    }
+
+    /// The ssh key and config that reach the hosts, copied to `host`'s own files (as
+    /// `/run/host/ssh`), for a lead that runs there; the config's path there.
+    pub fn give_ssh_to(&self, host: &SimHost) -> String {
+        let ssh = self.ssh_config.parent().unwrap();
+        let there = host.dir.join("ssh");
+        std::fs::create_dir_all(&there).unwrap();
+        for file in ["id", "id.pub"] {
+            std::fs::copy(ssh.join(file), there.join(file)).unwrap();
+        }
+        let config = std::fs::read_to_string(&self.ssh_config)
+            .unwrap()
+            .replace(&ssh.display().to_string(), "/run/host/ssh");
+        std::fs::write(there.join("config"), config).unwrap();
+        "/run/host/ssh/config".to_owned()
     }
 
     /// Records every host with `swarm host add`, its swarm the test's, its project
@@ -107,8 +161,26 @@ impl SimNet {
     }
 }
 
+impl Drop for SimNet {
+    fn drop(&mut self) {
+        // The hosts first (each takes its veth), then the switch.
+        self.hosts.clear();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .output();
+    }
+}
+
+/// Where a host plugs into its network.
+struct Link<'a> {
+    bridge: &'a str,
+    gateway: &'a str,
+    address: String,
+    veth: String,
+}
+
 impl SimHost {
-    fn start(env: &TestEnv, name: &str, authorized: &str) -> SimHost {
+    fn start(env: &TestEnv, name: &str, authorized: &str, link: Link) -> SimHost {
         let dir = env.dir.path().join("hosts").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let mut holder = Command::new("unshare")
@@ -137,13 +209,17 @@ impl SimHost {
             .read_line(&mut ready)
             .unwrap();
         assert_eq!(ready.trim(), "ready", "the host's namespaces were not made");
-        let (subnet, veth) = free_subnet();
-        let (gateway, address) = (format!("{subnet}.1"), format!("{subnet}.2"));
+        let Link {
+            bridge,
+            gateway,
+            address,
+            veth,
+        } = link;
         let pid = holder.id().to_string();
         sh(&[
             "ip", "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &pid,
         ]);
-        sh(&["ip", "addr", "add", &format!("{gateway}/24"), "dev", &veth]);
+        sh(&["ip", "link", "set", &veth, "master", bridge]);
         sh(&["ip", "link", "set", &veth, "up"]);
         let inside = |argv: &[&str]| {
             let mut all = vec!["nsenter", "-t", &pid, "-n", "--"];
@@ -153,12 +229,12 @@ impl SimHost {
         inside(&["ip", "addr", "add", &format!("{address}/24"), "dev", "eth0"]);
         inside(&["ip", "link", "set", "eth0", "up"]);
         inside(&["ip", "link", "set", "lo", "up"]);
-        // Every address of the lead's machine (another host's link too) is through it.
-        inside(&["ip", "route", "add", "default", "via", &gateway]);
+        // Every address of the lead's machine is through it.
+        inside(&["ip", "route", "add", "default", "via", gateway]);
         let mut host = SimHost {
             name: name.to_owned(),
             address,
-            gateway,
+            gateway: gateway.to_owned(),
             dir,
             veth,
             holder,
@@ -205,13 +281,20 @@ impl SimHost {
 
     /// Runs `argv` on the host, as its own processes see it (its network and mounts).
     pub fn exec(&self, argv: &[&str]) -> Output {
-        let pid = self.holder.id().to_string();
-        Command::new("nsenter")
-            .args(["-t", &pid, "-n", "-m", "-u", "--"])
-            .args(argv)
+        self.command(argv[0])
+            .args(&argv[1..])
             .stdin(Stdio::null())
             .output()
             .expect("run nsenter")
+    }
+
+    /// `program` to run on the host, as [`SimHost::exec`] runs it, to be given its
+    /// arguments and environment.
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new("nsenter");
+        cmd.args(["-t", &self.holder.id().to_string(), "-n", "-m", "-u", "--"])
+            .arg(program);
+        cmd
     }
 
     /// Cuts the host off the network (its link down), as a failed switch would.
@@ -285,7 +368,7 @@ fn keygen(path: &Path) {
     ]);
 }
 
-/// A /24 of 10.64.0.0/10 no interface here uses, and a veth name for it.
+/// A /24 of 10.64.0.0/10 no interface here uses, and a bridge name for it.
 fn free_subnet() -> (String, String) {
     static N: AtomicUsize = AtomicUsize::new(0);
     let used = String::from_utf8_lossy(
@@ -303,6 +386,6 @@ fn free_subnet() -> (String, String) {
         if used.contains(&format!("{subnet}.")) {
             continue;
         }
-        return (subnet, format!("sw{}x{n}", std::process::id() % 100_000));
+        return (subnet, format!("swb{}x{n}", std::process::id() % 100_000));
     }
 }

@@ -13,7 +13,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::registry::Host;
 use swarm_util::error::{Error, Result};
@@ -71,6 +71,36 @@ impl Ssh {
         argv
     }
 
+    /// The URL git reaches the repository at `path` on the host with (`ssh://`, with the
+    /// port when the host has one).
+    pub fn git_url(&self, path: &str) -> String {
+        let address = if self.host.address.contains(':') {
+            format!("[{}]", self.host.address)
+        } else {
+            self.host.address.clone()
+        };
+        let user = self.host.user.as_ref().map(|u| format!("{u}@"));
+        let port = self.host.port.map(|p| format!(":{p}"));
+        format!(
+            "ssh://{}{address}{}/{}",
+            user.unwrap_or_default(),
+            port.unwrap_or_default(),
+            path.trim_start_matches('/')
+        )
+    }
+
+    /// `GIT_SSH_COMMAND` for git's own ssh transport to this host: ssh with the same
+    /// options as [`Ssh::prefix`] (git adds the port and the destination from the URL). Git
+    /// hands it to a shell, so each word is quoted once.
+    pub fn git_ssh_command(&self) -> String {
+        let prefix = self.prefix(false);
+        let options = prefix
+            .iter()
+            .take_while(|w| !matches!(w.as_str(), "-T" | "-t"))
+            .map(|w| shell_escape::unix::escape(w.into()).into_owned());
+        options.collect::<Vec<_>>().join(" ")
+    }
+
     /// `argv` as a line a person can paste into a shell (for `--dry-run`).
     pub fn shown(&self, remote: &[&str]) -> String {
         self.argv(remote, false)
@@ -104,7 +134,7 @@ impl Ssh {
             // A command that does not read its stdin fails in its own way.
             let _ = stdin.write_all(bytes);
         }
-        let output = wait(child, limit).ok_or_else(|| {
+        let output = swarm_util::process::output_within(child, limit).ok_or_else(|| {
             Error::Unavailable(format!(
                 "failed to run `{}` on host '{}' ({}): no answer within {limit:?}",
                 remote.join(" "),
@@ -132,39 +162,6 @@ fn remote_line(remote: &[&str]) -> String {
         .map(|w| shell_escape::unix::escape((*w).into()).into_owned())
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// The child's output, or `None` (the child killed) after `limit`.
-fn wait(mut child: std::process::Child, limit: Duration) -> Option<Output> {
-    let deadline = Instant::now() + limit;
-    // Read as it goes, so a chatty command never blocks on a full pipe.
-    let (mut out, mut err) = (child.stdout.take()?, child.stderr.take()?);
-    let reading = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut out, &mut bytes);
-        bytes
-    });
-    let reading_err = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut err, &mut bytes);
-        bytes
-    });
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    };
-    Some(Output {
-        status,
-        stdout: reading.join().unwrap_or_default(),
-        stderr: reading_err.join().unwrap_or_default(),
-    })
 }
 
 /// The last line of a command's error output, for a one-line message.
@@ -201,5 +198,25 @@ mod tests {
             r#"tmux new-session -s 'a b;c' '$(rm -rf /)' 'it'\''s'"#
         );
         assert_eq!(argv.len(), dest + 3, "the remote line is one argument");
+    }
+
+    #[test]
+    fn git_reaches_the_host_with_the_same_ssh_options() {
+        let ssh = Ssh::new(
+            Host::parse("h", "ann@10.0.0.7:2222").unwrap(),
+            Some("/my cfg".into()),
+        );
+        assert_eq!(
+            ssh.git_url("/srv/p.git"),
+            "ssh://ann@10.0.0.7:2222/srv/p.git"
+        );
+        let cmd = ssh.git_ssh_command();
+        assert!(
+            cmd.starts_with("ssh -F '/my cfg' -o BatchMode=yes"),
+            "{cmd}"
+        );
+        assert!(!cmd.contains("2222") && !cmd.contains("ann@"), "{cmd}");
+        let plain = Ssh::new(Host::parse("h", "[::1]").unwrap(), None);
+        assert_eq!(plain.git_url("p"), "ssh://[::1]/p");
     }
 }

@@ -39,6 +39,10 @@ pub struct Record {
     pub base: String,
     pub state: RecordState,
     pub created_at: i64,
+    /// The host the worktree is on, when it is not the lead's (`swarm host add`): then
+    /// `git_dir` and `path` are the host's, and the lead has the branch by fetching it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Writes `record` (making the records' directory if need be).

@@ -22,7 +22,7 @@ pub mod spawn;
 pub mod toolset;
 pub mod views;
 
-pub use git::{merge, merge_handback, worktree};
+pub use git::{merge, merge_handback, remote_worktree, settle, worktree};
 pub use life::{dialogs, resume, shutdown, status, supervisor, teardown};
 pub use runs::{progress, report, run};
 pub use spawn::{inherit, launch, launch_record, layout, prompt, show, window};

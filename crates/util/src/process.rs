@@ -1,5 +1,5 @@
 //! Facts about other processes: is a pid alive, signal it, its group or its session, and
-//! end what a dead one left running.
+//! end what a dead one left running; and a child's output within a time limit.
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
@@ -129,6 +129,45 @@ pub fn end_leftovers(pid: i32, start_ticks: Option<u64>) -> usize {
         .filter(|&p| p != pid && self::start_ticks(p).is_some_and(|t| t >= started))
         .filter(|&p| signal(p, Signal::SIGKILL))
         .count()
+}
+
+/// The child's output, or `None` (the child killed and reaped) after `limit`. Its stdout
+/// and stderr (when piped) are read as it goes, so a chatty child never blocks on a full
+/// pipe.
+pub fn output_within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> Option<std::process::Output> {
+    let deadline = std::time::Instant::now() + limit;
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    Some(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
         }
         return Ok(0);
     }
-    let opts = args.merge.options(args.dry_run);
+    let opts = args.merge.options(args.dry_run, &ctx.settings.dirs);
     if let Some(branch) = &args.retry {
         let e = merge::retry(&ctx.root, &team, branch)?;
         if !ctx.json() {

@@ -119,7 +119,11 @@ pub struct MergeOpts {
 }
 
 impl MergeOpts {
-    pub fn options(&self, dry_run: bool) -> swarm_team::merge::Options {
+    pub fn options(
+        &self,
+        dry_run: bool,
+        dirs: &swarm_config::project::UserDirs,
+    ) -> swarm_team::merge::Options {
         swarm_team::merge::Options {
             into: self.into.clone(),
             check: self.check.clone(),
@@ -127,6 +131,7 @@ impl MergeOpts {
             dry_run,
             completed_work_only: false,
             restarts_owners: false,
+            dirs: dirs.clone(),
         }
     }
 }

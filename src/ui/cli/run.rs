@@ -153,7 +153,7 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
             approver: args.approver,
             teammates,
             budget,
-            merge: args.merge.options(false),
+            merge: args.merge.options(false, &ctx.settings.dirs),
             members: &members,
             hosts: &args.hosts,
         },

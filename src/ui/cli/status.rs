@@ -16,8 +16,41 @@ use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct AttachArgs {
-    /// The team [default: --team, else the only team]
-    pub team: Option<String>,
+    /// The team, or a teammate of the team (--team, else the only team) on another host,
+    /// whose pane there opens over ssh [default: --team, else the only team]
+    #[arg(value_name = "TEAM|NAME")]
+    pub target: Option<String>,
+}
+
+/// The team `given` names, or the team (--team, else the only one) and its member `given`
+/// names; a team that does not exist is said to be missing, not to have no window.
+fn attach_target(
+    ctx: &Ctx,
+    given: Option<&str>,
+) -> Result<(
+    swarm_store::names::TeamName,
+    Option<swarm_store::roster::Member>,
+)> {
+    let as_team = given
+        .is_none_or(|g| swarm_store::names::TeamName::new(g).is_ok_and(|t| ctx.root.has_team(&t)));
+    if as_team {
+        let team = ctx.team_or(given)?;
+        ctx.root.open(&team).roster().load()?;
+        return Ok((team, None));
+    }
+    let name = given.unwrap_or_default();
+    let team = ctx.team()?;
+    let config = ctx.root.open(&team).roster().load()?;
+    match config
+        .members
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(name))
+    {
+        Some(m) => Ok((team, Some(m.clone()))),
+        None => Err(Error::not_found(format!(
+            "no team named '{name}', and team '{team}' has no member named '{name}'; see `swarm team list` and `swarm status`"
+        ))),
+    }
 }
 
 pub fn status(ctx: &Ctx) -> Result<()> {
@@ -43,9 +76,21 @@ pub fn status(ctx: &Ctx) -> Result<()> {
 }
 
 pub fn attach(ctx: &Ctx, args: AttachArgs) -> Result<()> {
-    let team = ctx.team_or(args.team.as_deref())?;
-    // A team that does not exist is said to be missing, not to have no window.
-    ctx.root.open(&team).roster().load()?;
+    let (team, member) = attach_target(ctx, args.target.as_deref())?;
+    if let Some(m) = &member
+        && let Some(host) = swarm_team::spawn::remote::host_of(m)
+    {
+        if !std::io::stdin().is_terminal() {
+            return Err(Error::usage("`swarm attach NAME` needs a terminal"));
+        }
+        return swarm_team::spawn::remote::attach(
+            &ctx.root,
+            &team,
+            &m.name,
+            host,
+            &ctx.settings.dirs,
+        );
+    }
     let tmux = ctx.team_tmux(&team)?;
     let options = TeamWindowOptions::for_team(&ctx.root, &team, ctx.settings.panes_per_window);
     let window = TeamWindow::find(&tmux, &team, options)?.ok_or_else(|| {

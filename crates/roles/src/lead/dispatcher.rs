@@ -321,8 +321,12 @@ fn write_state(opts: &LeadOptions, me: &AgentState) {
 /// work is on the target, before the report lists the queue.
 async fn land_last_merges(opts: &LeadOptions) {
     let (root, team) = (opts.root.clone(), opts.team.clone());
+    let merge = swarm_team::merge::Options {
+        dirs: opts.ladder.dirs.clone(),
+        ..Default::default()
+    };
     let last = tokio::task::spawn_blocking(move || {
-        swarm_team::merge::run(&root, &team, &Default::default(), &|e| {
+        swarm_team::merge::run(&root, &team, &merge, &|e| {
             say(&swarm_team::merge::describe(e))
         })
     })

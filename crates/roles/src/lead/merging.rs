@@ -144,6 +144,7 @@ fn run_once(launcher: &Launcher) -> Result<Ran> {
     let only_completed = Options {
         completed_work_only: true,
         restarts_owners: true,
+        dirs: launcher.dirs.clone(),
         ..Options::default()
     };
     let outcome = merge::run(root, team, &only_completed, &|_| {})?;

@@ -52,6 +52,7 @@ fn record(agent: &str, state: RecordState) -> Record {
         base: "a".repeat(40),
         state,
         created_at: 7,
+        host: None,
     }
 }
 

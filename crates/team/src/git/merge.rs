@@ -48,6 +48,8 @@ pub struct Options {
     /// The caller restarts a teammate handed work back that is not running (the lead):
     /// see [`handback::hand_back`].
     pub restarts_owners: bool,
+    /// How to reach teammates' worktrees on other hosts (their branches are fetched).
+    pub dirs: swarm_config::project::UserDirs,
 }
 
 /// What a run of the queue came to.
@@ -197,7 +199,8 @@ fn project_dir(git_dir: &Path) -> PathBuf {
 fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
     let records = root.open(team).worktrees().all_worktrees()?;
     let known = root.open(team).merge_queue().load()?;
-    let git_dir = match (records.first(), &known.git_dir) {
+    let here = records.iter().find(|r| r.host.is_none());
+    let git_dir = match (here, &known.git_dir) {
         (Some(r), _) => r.git_dir.clone(),
         (None, Some(g)) => g.clone(),
         // Nothing was ever isolated in a worktree: nothing to merge.
@@ -233,6 +236,9 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
     };
     let mut additions = Vec::new();
     for r in &records {
+        if r.host.is_some() {
+            fetch_from_host(root, team, r, &git_dir, &opts.dirs);
+        }
         let Some(tip) = rev(&project, &format!("refs/heads/{}", r.branch)) else {
             continue;
         };
@@ -301,6 +307,52 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
         q.entries.extend(additions);
         q.clone()
     })
+}
+
+/// Brings the branch of `r`, a worktree on another host, into the lead's repository. A
+/// host that cannot be reached keeps what was fetched last (said in the log).
+fn fetch_from_host(
+    root: &Root,
+    team: &TeamName,
+    r: &worktrees::Record,
+    git_dir: &Path,
+    dirs: &swarm_config::project::UserDirs,
+) {
+    let fetched = crate::git::remote_worktree::reach(root, team, r, dirs)
+        .and_then(|(ssh, _)| crate::git::remote_worktree::fetch(&ssh, r, git_dir));
+    if let Err(e) = fetched {
+        tracing::warn!("merge queue: {e}");
+    }
+}
+
+/// Sends the target to the host of `agent`'s worktree, when it is on another host, so that
+/// the teammate can rebase onto it there. Said in the log when it cannot.
+fn share_target(
+    root: &Root,
+    team: &TeamName,
+    agent: &str,
+    target_ref: &str,
+    dirs: &swarm_config::project::UserDirs,
+) {
+    let Ok(Some(r)) = root.open(team).worktrees().worktree(agent) else {
+        return;
+    };
+    if r.host.is_none() {
+        return;
+    }
+    let shared =
+        crate::git::remote_worktree::reach(root, team, &r, dirs).and_then(|(ssh, lead)| {
+            let url = ssh.git_url(&r.git_dir.to_string_lossy());
+            crate::git::remote_worktree::push(
+                &ssh,
+                &lead,
+                &url,
+                &format!("+{target_ref}:{target_ref}"),
+            )
+        });
+    if let Err(e) = shared {
+        tracing::warn!("merge queue: {e}");
+    }
 }
 
 /// Records the team's own merge settings (`swarm run --check --into --merge-strategy`),
@@ -398,6 +450,8 @@ pub fn run(
     // Handed back only now: a teammate told to rebase onto the target must find there
     // what landed before its branch in this run.
     for (i, done) in held {
+        // One on another host rebases there: its repository needs the target too.
+        share_target(root, team, &done.agent, &target_ref, &opts.dirs);
         let fate = match handback::hand_back(root, team, &done, &target, opts.restarts_owners)? {
             HandBack::Task(id) => format!("#{id}"),
             HandBack::Held(why) => why,
@@ -408,7 +462,7 @@ pub fn run(
     let left_on_integration = advanced?;
     let entries = root.open(team).merge_queue().load()?.entries;
     let target_commit = rev(&project, &target_ref).unwrap_or_default();
-    let removed = tidy(root, team, &project, &target_commit, &entries);
+    let removed = tidy(root, team, &project, &target_commit, &entries, &opts.dirs);
     Ok(Outcome {
         target_commit,
         target,
@@ -675,6 +729,7 @@ fn tidy(
     project: &Path,
     target_commit: &str,
     entries: &[Entry],
+    dirs: &swarm_config::project::UserDirs,
 ) -> Vec<String> {
     let mut removed = Vec::new();
     let Ok(records) = root.open(team).worktrees().all_worktrees() else {
@@ -692,8 +747,8 @@ fn tidy(
         let Ok(_guard) = root.open(team).worktrees().lock_worktree(&r.agent) else {
             continue;
         };
-        let clean = crate::git::worktree::changes(&r).is_ok_and(|c| c.files == 0);
-        if clean && crate::git::worktree::remove(root, team, &r).is_ok() {
+        let clean = crate::git::settle::inspect(root, team, &r, dirs).is_ok_and(|c| c.files == 0);
+        if clean && crate::git::settle::discard(root, team, &r, dirs).is_ok() {
             let _ = root
                 .open(team)
                 .roster()

@@ -1,7 +1,11 @@
 //! A team and git: each isolated teammate's worktree and branch ([`worktree`]), the merge
 //! queue that lands their branches one at a time behind the project's check ([`merge`]),
-//! and a held merge handed back to the teammate whose branch it is ([`merge_handback`]).
+//! a held merge handed back to the teammate whose branch it is ([`merge_handback`]), and
+//! the worktrees of teammates on other hosts ([`remote_worktree`]), and what becomes of a
+//! worktree when its teammate stops, wherever it is ([`settle`]).
 
 pub mod merge;
 pub mod merge_handback;
+pub mod remote_worktree;
+pub mod settle;
 pub mod worktree;

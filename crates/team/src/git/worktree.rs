@@ -10,9 +10,7 @@
 //! Each worktree has a record (see `store::worktrees`); the roster's `worktreePath` says
 //! the same for Claude Code.
 //!
-//! Invariants:
-//! - a teammate's worktree is settled exactly once when it stops ([`finalize`], under the
-//!   record's lock; the shutdown ladder and the supervisor may both try);
+//! Invariants (settling a worktree when its teammate stops is `git::settle`'s):
 //! - "changes" means commits on the branch (or the worktree's HEAD) since the starting
 //!   commit, or any file git would report as modified, added, deleted or untracked; files
 //!   ignored by `.gitignore` (build output) are not changes. Without changes the worktree
@@ -26,7 +24,6 @@ use git2::{
     BranchType, ErrorCode, Oid, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions,
 };
 use swarm_store::layout::Root;
-use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
@@ -86,13 +83,6 @@ impl Changes {
             parts.join(", ")
         }
     }
-}
-
-/// How a worktree was settled when its teammate stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Finalized {
-    Removed(Record),
-    Kept(Record, Changes),
 }
 
 fn git_err(action: &str, path: &Path, e: git2::Error) -> Error {
@@ -228,6 +218,7 @@ pub fn create(root: &Root, team: &TeamName, plan: &Plan) -> Result<Record> {
         base: plan.base.clone(),
         state: RecordState::Active,
         created_at: clock::now_ms(),
+        host: None,
     };
     if let Err(e) = root.open(team).worktrees().save_worktree(&record) {
         let _ = remove(root, team, &record);
@@ -337,222 +328,4 @@ pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
         let _ = std::fs::remove_dir(dir);
     }
     root.open(team).worktrees().remove_worktree(&record.agent)
-}
-
-/// Settles `agent`'s worktree after it stopped: removed without changes, kept with them.
-/// `None` when it has no worktree in use (none, or already settled).
-pub fn finalize(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Finalized>> {
-    // A look without the lock first: most agents have no worktree to settle.
-    if root.open(team).worktrees().worktree(agent)?.is_none() {
-        return Ok(None);
-    }
-    let _guard = root.open(team).worktrees().lock_worktree(agent)?;
-    let Some(mut record) = root.open(team).worktrees().worktree(agent)? else {
-        return Ok(None);
-    };
-    if record.state != RecordState::Active {
-        return Ok(None);
-    }
-    let changes = changes(&record)?;
-    if !changes.any() {
-        remove(root, team, &record)?;
-        return Ok(Some(Finalized::Removed(record)));
-    }
-    record.state = RecordState::Kept;
-    root.open(team).worktrees().save_worktree(&record)?;
-    Ok(Some(Finalized::Kept(record, changes)))
-}
-
-/// [`finalize`], then tell the lead about a kept worktree and clear `worktreePath` from
-/// the roster for a removed one. Returns a line saying what happened, if anything did.
-pub fn settle(root: &Root, team: &TeamName, agent: &str) -> Option<String> {
-    match finalize(root, team, agent) {
-        Ok(None) => None,
-        Ok(Some(Finalized::Removed(r))) => {
-            let _ = root
-                .open(team)
-                .roster()
-                .update_member(agent, |m| m.worktree_path = None);
-            tracing::info!("removed {agent}'s unchanged worktree {}", r.path.display());
-            Some(format!(
-                "removed its worktree {} and branch {} (no changes)",
-                r.path.display(),
-                r.branch
-            ))
-        }
-        Ok(Some(Finalized::Kept(r, changes))) => {
-            let text = format!(
-                "{agent}'s worktree was kept because it has changes ({}): branch {} at {}. Its commits land through the team's merge queue (MergeQueue, `swarm merge`), which removes the worktree once they are on the target; uncommitted files stay there until someone commits them. To discard it instead: `git worktree remove --force {}` and `git branch -D {}`.",
-                changes.describe(),
-                r.branch,
-                r.path.display(),
-                r.path.display(),
-                r.branch
-            );
-            let mut envelope = Envelope::new("system", text);
-            envelope.summary = Some(format!("{agent}'s worktree kept: {}", r.branch));
-            if let Err(e) = root.open(team).mail().deliver(&AgentName::lead(), envelope) {
-                tracing::warn!("failed to tell the lead about {agent}'s kept worktree: {e}");
-            }
-            Some(format!(
-                "kept its worktree {} on branch {} ({})",
-                r.path.display(),
-                r.branch,
-                changes.describe()
-            ))
-        }
-        Err(e) => {
-            tracing::warn!("failed to settle {agent}'s worktree: {e}");
-            Some(format!("failed to settle its worktree: {e}"))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_SYSTEM", "/dev/null")
-            .output()
-            .unwrap();
-        assert!(ok.status.success(), "git {args:?}: {ok:?}");
-    }
-
-    fn repo() -> (tempfile::TempDir, PathBuf, Root) {
-        let t = tempfile::tempdir().unwrap();
-        let repo = t.path().join("repo");
-        std::fs::create_dir_all(repo.join("src")).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.join("src/a.txt"), "a\n").unwrap();
-        std::fs::write(repo.join(".gitignore"), "target/\n").unwrap();
-        git(&repo, &["add", "."]);
-        git(&repo, &["commit", "-q", "-m", "first"]);
-        let root = Root::new(t.path().join("root"));
-        (t, repo, root)
-    }
-
-    fn names(agent: &str) -> (TeamName, AgentName) {
-        (TeamName::new("t").unwrap(), AgentName::new(agent).unwrap())
-    }
-
-    #[test]
-    fn outside_a_repository_or_without_commits_is_refused() {
-        let t = tempfile::tempdir().unwrap();
-        let (team, agent) = names("bob");
-        let err = plan(&team, &agent, t.path()).unwrap_err().to_string();
-        assert!(err.contains("needs a git repository"), "{err}");
-        git(t.path(), &["init", "-q"]);
-        let err = plan(&team, &agent, t.path()).unwrap_err().to_string();
-        assert!(err.contains("has no commits yet"), "{err}");
-    }
-
-    #[test]
-    fn clean_worktrees_are_removed_and_changed_ones_kept() {
-        let (_t, repo, root) = repo();
-        let (team, bob) = names("bob");
-        let p = plan(&team, &bob, &repo.join("src")).unwrap();
-        assert!(
-            p.path
-                .starts_with(repo.canonicalize().unwrap().join(".git"))
-        );
-        assert_eq!(p.branch, "swarm/t/bob");
-        let rec = create(&root, &team, &p).unwrap();
-        assert_eq!(working_dir(&p), p.path.join("src"));
-        // A directory the commit does not have means the worktree's root.
-        std::fs::create_dir_all(repo.join("untracked")).unwrap();
-        let (_, other) = names("other");
-        assert_eq!(
-            plan(&team, &other, &repo.join("untracked")).unwrap().cwd,
-            plan(&team, &other, &repo).unwrap().path
-        );
-        assert!(p.path.join("src/a.txt").is_file());
-        // Build output is not a change; the main checkout sees nothing new.
-        std::fs::create_dir_all(p.path.join("target")).unwrap();
-        std::fs::write(p.path.join("target/out"), "x").unwrap();
-        let status = Command::new("git")
-            .args(["status", "--porcelain"])
-            .current_dir(&repo)
-            .output()
-            .unwrap();
-        assert_eq!(String::from_utf8_lossy(&status.stdout), "");
-        assert!(!changes(&rec).unwrap().any());
-        assert!(matches!(
-            finalize(&root, &team, "bob").unwrap(),
-            Some(Finalized::Removed(_))
-        ));
-        assert!(!p.path.exists());
-        assert!(
-            Repository::open(&repo)
-                .unwrap()
-                .find_branch("swarm/t/bob", BranchType::Local)
-                .is_err()
-        );
-        assert_eq!(finalize(&root, &team, "bob").unwrap(), None, "settled once");
-
-        // An untracked file is a change.
-        let (_, carol) = names("carol");
-        let p = plan(&team, &carol, &repo).unwrap();
-        create(&root, &team, &p).unwrap();
-        std::fs::write(p.path.join("new.txt"), "n").unwrap();
-        let Some(Finalized::Kept(r, c)) = finalize(&root, &team, "carol").unwrap() else {
-            panic!("not kept")
-        };
-        assert_eq!((c.files, c.commits), (1, 0));
-        assert!(c.unmerged());
-        assert_eq!(r.state, RecordState::Kept);
-        assert!(p.path.join("new.txt").exists());
-        assert_eq!(finalize(&root, &team, "carol").unwrap(), None);
-
-        // A commit is a change, and stops being unmerged once main has it.
-        let (_, dave) = names("dave");
-        let p = plan(&team, &dave, &repo).unwrap();
-        let rec = create(&root, &team, &p).unwrap();
-        std::fs::write(p.path.join("d.txt"), "d").unwrap();
-        git(&p.path, &["add", "."]);
-        git(&p.path, &["commit", "-q", "-m", "dave"]);
-        let c = changes(&rec).unwrap();
-        assert_eq!((c.files, c.commits, c.merged), (0, 1, false));
-        git(&repo, &["merge", "-q", "--ff-only", "swarm/t/dave"]);
-        let c = changes(&rec).unwrap();
-        assert!(c.any() && !c.unmerged(), "{c:?}");
-        remove(&root, &team, &rec).unwrap();
-        assert!(!p.path.exists());
-        assert_eq!(
-            root.open(&team).worktrees().all_worktrees().unwrap().len(),
-            1,
-            "carol's stays"
-        );
-    }
-
-    #[test]
-    fn a_record_outlives_its_repository_harmlessly() {
-        let (_t, repo, root) = repo();
-        let (team, bob) = names("bob");
-        let rec = create(&root, &team, &plan(&team, &bob, &repo).unwrap()).unwrap();
-        std::fs::remove_dir_all(&repo).unwrap();
-        remove(&root, &team, &rec).unwrap();
-        assert!(
-            root.open(&team)
-                .worktrees()
-                .all_worktrees()
-                .unwrap()
-                .is_empty()
-        );
-    }
-
-    #[test]
-    fn an_existing_branch_is_refused_with_a_way_out() {
-        let (_t, repo, _root) = repo();
-        git(&repo, &["branch", "swarm/t/bob"]);
-        let (team, bob) = names("bob");
-        let err = plan(&team, &bob, &repo).unwrap_err().to_string();
-        assert!(err.contains("branch swarm/t/bob already exists"), "{err}");
-    }
 }

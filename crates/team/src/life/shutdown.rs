@@ -249,7 +249,7 @@ fn shut_down_looking(
             step(line);
         }
     }
-    leave(root, team, name, step)?;
+    leave(root, team, name, &opts.dirs, step)?;
     Ok(report)
 }
 
@@ -339,8 +339,14 @@ fn wait_until_ended(
 /// The last steps for a member that is gone: its worktree settled (usually done by the
 /// exit report already; this catches one that never registered), then off the roster,
 /// which returns whatever tasks it still held.
-fn leave(root: &Root, team: &TeamName, name: &str, mut step: impl FnMut(String)) -> Result<()> {
-    if let Some(line) = crate::git::worktree::settle(root, team, name) {
+fn leave(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    dirs: &UserDirs,
+    mut step: impl FnMut(String),
+) -> Result<()> {
+    if let Some(line) = crate::git::settle::settle(root, team, name, dirs) {
         step(line);
     }
     let removed = root.open(team).roster().remove_member(name)?;
@@ -399,7 +405,7 @@ fn shut_down_unseen(
         }
     }
     step("agreed to shut down".to_owned());
-    leave(root, team, name, &mut step)?;
+    leave(root, team, name, &opts.dirs, &mut step)?;
     Ok(Outcome::Approved)
 }
 
@@ -427,7 +433,7 @@ fn declare_dead(
             released(step, &r.released);
         }
     }
-    leave(root, team, name, step)
+    leave(root, team, name, &opts.dirs, step)
 }
 
 /// Whether `m` may run where swarm cannot see it ([`roster::Member::may_run_unseen`]); never

@@ -198,12 +198,14 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
                         .find(|t| t.status == Status::InProgress && t.owned_by(&m.name))
                         .map(|t| t.id.clone())
                 });
+            // A teammate on another host has its pane on that host's server, not this one.
+            let here = crate::spawn::remote::host_of(m).is_none();
             let mut st = member_status(
                 &config,
                 m,
                 state,
-                pane,
-                panes.is_some() && tmux.is_some(),
+                pane.filter(|_| here),
+                panes.is_some() && tmux.is_some() && here,
                 current,
                 &beats,
             );
@@ -398,6 +400,11 @@ fn without_a_process(
 ) -> (String, Option<String>) {
     match pane {
         Some(p) if !p.dead => ("starting".to_owned(), None),
+        // Started on another host: it is starting until it registers (or is ended there).
+        None if let Some(host) = crate::spawn::remote::host_of(m) => (
+            "starting".to_owned(),
+            Some(format!("on host {host}; not registered yet")),
+        ),
         Some(p) => ("dead".to_owned(), Some(pane_death(p))),
         // swarm made its pane on this server, or saw it here: gone from a server that
         // answers, it ended, and before it registered when it left no pid.

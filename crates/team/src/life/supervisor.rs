@@ -375,7 +375,7 @@ pub fn report_exit(
         .mail()
         .deliver(&AgentName::lead(), envelope)?;
     tracing::info!("{message}");
-    let worktree = crate::git::worktree::settle(root, team, &m.name);
+    let worktree = crate::git::settle::settle(root, team, &m.name, dirs);
     if let Some(line) = &worktree {
         tracing::info!("{}: {line}", m.name);
     }

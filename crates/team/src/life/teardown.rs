@@ -9,10 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::git::worktree;
 use crate::life::shutdown::{self, LadderOptions};
 use crate::life::status;
 use crate::spawn::window::{TeamWindow, TeamWindowOptions};
+use swarm_config::project::UserDirs;
 use swarm_store::layout::Root;
 use swarm_store::names::{LEAD, TeamName};
 use swarm_store::state::Activity;
@@ -93,7 +93,7 @@ pub fn delete(
         )));
     }
     if !force {
-        refuse_unmerged(root, team)?;
+        refuse_unmerged(root, team, &ladder.dirs)?;
     }
     for result in shutdown::stop_team(root, team, Some(tmux), ladder, say) {
         result?;
@@ -111,16 +111,16 @@ pub fn delete(
     // Settled by the ladder above; what is left is kept work (or a teammate that died
     // unseen). Check again: the ladder may just have kept some.
     if !force {
-        refuse_unmerged(root, team)?;
+        refuse_unmerged(root, team, &ladder.dirs)?;
     }
     let mut deleted = Deleted::default();
     for record in root.open(team).worktrees().all_worktrees()? {
         // Only a forced delete gets here with unmerged work: say what it throws away.
-        let discarded = worktree::changes(&record)
+        let discarded = crate::git::settle::inspect(root, team, &record, &ladder.dirs)
             .ok()
             .filter(|c| c.unmerged())
             .map(|c| c.describe());
-        match worktree::remove(root, team, &record) {
+        match crate::git::settle::discard(root, team, &record, &ladder.dirs) {
             Ok(()) => deleted.removed.push(RemovedWorktree {
                 path: record.path,
                 branch: record.branch,
@@ -176,10 +176,10 @@ pub fn close_finished(root: &Root, window: &TeamWindow, keep: bool) {
 }
 
 /// Refuses when a worktree of the team holds work that deleting it would lose.
-fn refuse_unmerged(root: &Root, team: &TeamName) -> Result<()> {
+fn refuse_unmerged(root: &Root, team: &TeamName, dirs: &UserDirs) -> Result<()> {
     let mut held = Vec::new();
     for record in root.open(team).worktrees().all_worktrees()? {
-        match worktree::changes(&record) {
+        match crate::git::settle::inspect(root, team, &record, dirs) {
             Ok(c) if c.unmerged() => held.push(format!(
                 "{} at {} ({})",
                 record.branch,

@@ -203,9 +203,13 @@ fn kept_worktrees(root: &Root, team: &TeamName) -> String {
     if !kept.is_empty() {
         out.push_str("\n## Work kept in worktrees\n\n");
         for r in kept {
-            let changes = worktree::changes(&r)
-                .map(|c| c.describe())
-                .unwrap_or_else(|e| e.to_string());
+            let changes = match &r.host {
+                // The report goes over no network: the merge queue fetches it.
+                Some(host) => format!("on host {host}"),
+                None => worktree::changes(&r)
+                    .map(|c| c.describe())
+                    .unwrap_or_else(|e| e.to_string()),
+            };
             out.push_str(&format!(
                 "- {}: branch {} at {} ({changes})\n",
                 r.agent,

@@ -17,6 +17,7 @@
 
 use serde::Deserialize;
 
+use crate::git::remote_worktree;
 use crate::spawn::inherit::{self, Engine, TeammateCommand};
 use crate::spawn::launch::{self, Launcher, SpawnRequest, Spawned, pane_spec};
 use swarm_hosts::Ssh;
@@ -70,10 +71,18 @@ impl Launcher {
                 host.name
             ))
         })?;
-        if self.engine(req) != Engine::Swarm || req.isolation.is_some() {
+        if self.engine(req) != Engine::Swarm {
             return Err(Error::usage(
-                "a teammate on another host runs swarm's engine in the host's directory: drop --engine claude and --isolation",
+                "a teammate on another host runs swarm's engine: drop --engine claude",
             ));
+        }
+        // A git project: the teammate works in a worktree of its own there, on its branch.
+        let worktree = remote_worktree::plan(&self.team, &req.name, &self.cwd)?;
+        if worktree.is_none() && req.isolation.is_some() {
+            return Err(Error::usage(format!(
+                "--isolation worktree needs a git repository, and {} is not inside one; run `git init` and commit there, or spawn without isolation",
+                self.cwd.display()
+            )));
         }
         let prepared = self.prepare_for_host(req, &dir)?;
         let api = inherit::resolve_api(&self.lead, &launch::spec(&self.team, &prepared, ""));
@@ -97,7 +106,7 @@ impl Launcher {
             plan_mode_required: req.plan_mode_required,
             cwd: dir.clone(),
         })?;
-        let started = self.start_on_host(ssh, &url, &spec, &prepared.req, &dir);
+        let started = self.start_on_host(ssh, &url, &spec, &prepared.req, &dir, worktree.as_ref());
         let pane = match started {
             Ok(pane) => pane,
             Err(e) => {
@@ -110,7 +119,7 @@ impl Launcher {
             pane: format!("{}:{pane}", host.name),
             color,
             opened_window: false,
-            worktree: None,
+            worktree: started_worktree(&self.root, &self.team, req.name.as_str()),
             model,
             provider: api.provider,
         })
@@ -171,7 +180,8 @@ impl Launcher {
         Ok(vec![link, ssh.shown(&words)])
     }
 
-    /// Everything after the reservation; returns the teammate's pane on the host.
+    /// Everything after the reservation; returns the teammate's pane on the host. With a
+    /// `worktree` plan the teammate works in the worktree made there, else in `dir`.
     fn start_on_host(
         &self,
         ssh: &Ssh,
@@ -179,6 +189,7 @@ impl Launcher {
         spec: &inherit::SpawnSpec,
         req: &SpawnRequest,
         dir: &str,
+        worktree: Option<&remote_worktree::Plan>,
     ) -> Result<String> {
         let host = ssh.host();
         let name = req.name.as_str();
@@ -199,7 +210,39 @@ impl Launcher {
                 .mail()
                 .deliver(&req.name, Envelope::new(LEAD, prompt))?;
         }
-        let cmd = self.host_command(ssh, spec, &root, dir)?;
+        let made = match worktree {
+            Some(plan) => Some(remote_worktree::create(
+                &self.root, &self.team, ssh, dir, plan,
+            )?),
+            None => None,
+        };
+        let started = self.start_in(ssh, spec, &root, made.as_ref().map_or(dir, |m| &m.cwd));
+        if let (Some(m), Some(plan)) = (&made, worktree) {
+            if started.is_err() {
+                let (root, team) = (&self.root, &self.team);
+                let _ = remote_worktree::remove(root, team, ssh, &m.record, &plan.lead_git_dir);
+            } else {
+                let path = m.record.path.display().to_string();
+                self.root
+                    .open(&self.team)
+                    .roster()
+                    .update_member(name, |m| m.worktree_path = Some(path))?;
+            }
+        }
+        started
+    }
+
+    /// Starts the teammate in `dir` on the host, in a session of its own; its pane.
+    fn start_in(
+        &self,
+        ssh: &Ssh,
+        spec: &inherit::SpawnSpec,
+        root: &str,
+        dir: &str,
+    ) -> Result<String> {
+        let host = ssh.host();
+        let name = spec.name.as_str();
+        let cmd = self.host_command(ssh, spec, root, dir)?;
         let tmux = host_tmux(&self.team, ssh);
         let placeholder = PaneSpec::new(dir, ["sleep", "86400"]);
         let session = format!("{}-{name}", self.team);
@@ -281,12 +324,25 @@ impl Launcher {
         ] {
             env.remove(local);
         }
-        let mut cmd = inherit::teammate_command(&settings, &env, spec);
+        let spec = inherit::SpawnSpec {
+            cwd: dir.into(),
+            ..spec.clone()
+        };
+        let mut cmd = inherit::teammate_command(&settings, &env, &spec);
         cmd.env
             .push((vars::SWARM_PROJECT_DIR.to_owned(), dir.to_owned()));
         cmd.cwd = dir.into();
         Ok(cmd)
     }
+}
+
+/// The worktree recorded for `agent`, if one was made for it.
+fn started_worktree(
+    root: &swarm_store::Root,
+    team: &swarm_store::names::TeamName,
+    agent: &str,
+) -> Option<swarm_store::worktrees::Record> {
+    root.open(team).worktrees().worktree(agent).ok()?
 }
 
 /// The session of member `name` of `team` on the host `host_name` names, ended over ssh
@@ -302,6 +358,36 @@ pub fn end_session(
     let ssh = ssh_to(root, host_name, dirs)?;
     host_tmux(team, &ssh).kill_session_named(&format!("{team}-{name}"))?;
     Ok(format!("ended its session on host {host_name} (SIGHUP)"))
+}
+
+/// Opens the pane of member `name` of `team` on the host `host_name` names, in this
+/// terminal (`ssh -t … tmux attach-session`), until the person detaches.
+pub fn attach(
+    root: &swarm_store::Root,
+    team: &swarm_store::names::TeamName,
+    name: &str,
+    host_name: &str,
+    dirs: &swarm_config::project::UserDirs,
+) -> Result<()> {
+    let ssh = ssh_to(root, host_name, dirs)?;
+    let (socket, session) = (format!("swarm-{team}"), format!("{team}-{name}"));
+    let argv = ssh.argv(
+        &["tmux", "-L", &socket, "attach-session", "-t", &session],
+        true,
+    );
+    let status = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .status()
+        .map_err(|e| Error::Other(format!("failed to run ssh: {e}")))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(255) => Err(Error::Unavailable(format!(
+            "failed to reach host '{host_name}' over ssh; check it with `swarm host check {host_name}`"
+        ))),
+        _ => Err(Error::Tmux(format!(
+            "failed to attach to {name}'s session {session} on host '{host_name}' ({status}); see `swarm status`"
+        ))),
+    }
 }
 
 /// ssh to the host the user named `name` (`swarm host add`), with their ssh settings.

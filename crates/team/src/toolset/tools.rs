@@ -93,7 +93,15 @@ impl ToolSet for TeamTools {
                 .pop()
                 .expect("one outcome per call"),
             ToolName::TeamStatus => self.team_status(),
-            ToolName::MergeQueue => crate::toolset::merge_tool::run(&self.root, &self.team, &input),
+            ToolName::MergeQueue => {
+                let dirs = self.lead.as_ref().map(|p| p.launcher.dirs.clone());
+                crate::toolset::merge_tool::run(
+                    &self.root,
+                    &self.team,
+                    &input,
+                    dirs.unwrap_or_default(),
+                )
+            }
             other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
         }
     }
@@ -715,13 +723,16 @@ impl TeamTools {
         let mut room = powers.max_teammates.saturating_sub(current);
         let mut outcomes: Vec<Option<ToolOutcome>> = Vec::with_capacity(inputs.len());
         let mut reqs = Vec::new();
+        // Teammates on other hosts, by their outcome's index: each starts over ssh, all at
+        // once, beside the local ones.
+        let mut remote: Vec<(usize, String, SpawnRequest)> = Vec::new();
         for input in inputs {
             match agent_request(input, ctx) {
                 Err(refused) => outcomes.push(Some(refused)),
-                // One on another host starts on its own (over ssh), not with the others.
-                Ok(req) if room > 0 && let Some(host) = self.host_for(powers, input, &req) => {
+                Ok(req) if room > 0 && let Some(host) = self.host_for(powers, input, &req, &remote) => {
                     room -= 1;
-                    outcomes.push(Some(self.spawn_on_host(powers, &host, &req)));
+                    remote.push((outcomes.len(), host, req));
+                    outcomes.push(None);
                 }
                 Ok(_) if room == 0 => outcomes.push(Some(ToolOutcome::err(format!(
                     "the team already has {} teammate(s), the most this run allows; give more tasks to the ones you have",
@@ -734,7 +745,27 @@ impl TeamTools {
                 }
             }
         }
-        let mut spawned = powers.launcher.spawn_many(&reqs).into_iter();
+        let (locals, remotes) = std::thread::scope(|scope| {
+            let started: Vec<_> = remote
+                .iter()
+                .map(|(i, host, req)| (*i, scope.spawn(|| self.spawn_on_host(powers, host, req))))
+                .collect();
+            let locals = powers.launcher.spawn_many(&reqs);
+            let remotes: Vec<(usize, ToolOutcome)> = started
+                .into_iter()
+                .map(|(i, h)| {
+                    let outcome = h
+                        .join()
+                        .unwrap_or_else(|_| ToolOutcome::err("the spawn on its host panicked"));
+                    (i, outcome)
+                })
+                .collect();
+            (locals, remotes)
+        });
+        for (i, outcome) in remotes {
+            outcomes[i] = Some(outcome);
+        }
+        let mut spawned = locals.into_iter();
         outcomes
             .into_iter()
             .map(|o| {
@@ -747,8 +778,15 @@ impl TeamTools {
     }
 
     /// Where an Agent call's teammate goes, when not this machine: the call's `host`, else
-    /// its agent definition's, else the run's least loaded (`--hosts`).
-    fn host_for(&self, powers: &LeadPowers, input: &Value, req: &SpawnRequest) -> Option<String> {
+    /// its agent definition's, else the run's least loaded (`--hosts`), counting those
+    /// `placed` already in this batch.
+    fn host_for(
+        &self,
+        powers: &LeadPowers,
+        input: &Value,
+        req: &SpawnRequest,
+        placed: &[(usize, String, SpawnRequest)],
+    ) -> Option<String> {
         if let Some(h) = input.get("host").and_then(Value::as_str) {
             return Some(h.to_owned());
         }
@@ -757,18 +795,20 @@ impl TeamTools {
         {
             return Some(h);
         }
-        (!powers.hosts.is_empty()).then(|| self.least_loaded(&powers.hosts))
+        (!powers.hosts.is_empty()).then(|| self.least_loaded(&powers.hosts, placed))
     }
 
-    /// Of `hosts`, the one with the fewest of the team's teammates (the first of those).
-    fn least_loaded(&self, hosts: &[String]) -> String {
+    /// Of `hosts`, the one with the fewest of the team's teammates, and of those `placed`
+    /// (the first of those).
+    fn least_loaded(&self, hosts: &[String], placed: &[(usize, String, SpawnRequest)]) -> String {
         let roster = self.root.open(&self.team).roster().load().ok();
         let on = |h: &String| {
-            roster.as_ref().map_or(0, |c| {
+            let there = roster.as_ref().map_or(0, |c| {
                 c.teammates()
                     .filter(|m| crate::spawn::remote::host_of(m) == Some(h.as_str()))
                     .count()
-            })
+            });
+            there + placed.iter().filter(|(_, p, _)| p == h).count()
         };
         hosts
             .iter()
