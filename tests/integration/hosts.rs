@@ -375,6 +375,20 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
         out
     };
     with_hosts(&["--team", "t", "spawn", "bob", "carol", "--host", "h1"]);
+    // dan hangs when told to stop: it stops itself (SIGSTOP) once it has its signal.
+    let fault = |args: &[&str]| {
+        let mut argv = vec!["tmux", "-L", "swarm-t"];
+        argv.extend_from_slice(args);
+        assert!(h1.exec(&argv).status.success(), "tmux {args:?} on h1");
+    };
+    fault(&[
+        "set-environment",
+        "-g",
+        "SWARM_FAULT",
+        "teammate.signalled:stop",
+    ]);
+    with_hosts(&["--team", "t", "spawn", "dan", "--host", "h1"]);
+    fault(&["set-environment", "-gu", "SWARM_FAULT"]);
     let store = env.store("t");
     let idle = |name: &str| {
         let agent = swarm_store::names::AgentName::new(name).unwrap();
@@ -383,12 +397,13 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
             .read_state(&agent)
             .is_some_and(|s| s.activity == swarm_store::state::Activity::Idle)
     };
-    let ready =
-        crate::harness::wait_until(Duration::from_secs(60), || idle("bob") && idle("carol"));
+    let ready = crate::harness::wait_until(Duration::from_secs(60), || {
+        idle("bob") && idle("carol") && idle("dan")
+    });
     if !ready {
         env.print_evidence();
     }
-    assert!(ready, "bob and carol never went idle on h1");
+    assert!(ready, "bob, carol and dan never went idle on h1");
     attach_and_detach(&lab, h1);
 
     let stopped = with_hosts(&["--team", "t", "shutdown", "bob", "--force"]);
@@ -411,6 +426,17 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
     assert!(!swarm_util::process::is_alive(bob.pid));
     let session = h1.exec(&["tmux", "-L", "swarm-t", "has-session", "-t", "=t-bob"]);
     assert!(!session.status.success(), "bob's session is still there");
+
+    // A hung teammate outlives its session's end; the ladder kills it on its host, by its
+    // pid and start time there.
+    let dan = store
+        .agents()
+        .read_state(&swarm_store::names::AgentName::new("dan").unwrap())
+        .unwrap();
+    let killed = with_hosts(&["--team", "t", "shutdown", "dan", "--force"]);
+    let said = format!("{}{}", killed.stdout, killed.stderr);
+    assert!(said.contains("SIGKILL on host h1"), "{said}");
+    assert!(!swarm_util::process::is_alive(dan.pid), "{said}");
 
     let carol = store
         .agents()

@@ -140,6 +140,11 @@ pub enum Command {
     #[command(after_long_help = model_server::SCRIPT_FORMAT)]
     ModelServer(ModelServerArgs),
 
+    /// End a teammate's process that outlived its session (run on its host by the
+    /// shutdown ladder, over ssh)
+    #[command(hide = true)]
+    Reap(crate::ui::cli::reap::ReapArgs),
+
     /// Print a shell completion script, e.g. `swarm completions bash > ~/.local/share/bash-completion/completions/swarm`
     Completions(CompletionsArgs),
 

@@ -138,6 +138,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
     // Commands that never touch the store come before resolving its root.
     let command = match cli.command {
         Command::ModelServer(args) => return model_server::run(args).map(|()| 0),
+        Command::Reap(args) => return crate::ui::cli::reap::run(args),
         Command::Completions(args) => {
             return completions::completions(Cli::command(), args).map(|()| 0);
         }
@@ -176,7 +177,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
         Command::Serve(args) => done(serve::run(&ctx, args)),
         Command::Store(cmd) => done(store::run(&ctx, cmd)),
         Command::Host(cmd) => done(host::run(&ctx, cmd)),
-        Command::ModelServer(_) | Command::Completions(_) | Command::Man => {
+        Command::ModelServer(_) | Command::Reap(_) | Command::Completions(_) | Command::Man => {
             unreachable!("dispatched above")
         }
     }

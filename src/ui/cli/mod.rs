@@ -30,6 +30,7 @@ mod message;
 mod model_server;
 mod options;
 mod output;
+mod reap;
 mod resume;
 mod run;
 mod serve;

@@ -424,6 +424,7 @@ impl Runtime {
                 _ = hup.recv() => "SIGHUP (its pane or tmux server went away)",
                 _ = int.recv() => "SIGINT",
             };
+            swarm_util::fault::point("teammate.signalled");
             *caught.lock().unwrap() = Some(name);
             cancel.cancel();
             model.lock().unwrap().cancel();

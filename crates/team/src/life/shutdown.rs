@@ -197,14 +197,16 @@ fn shut_down_looking(
         .and_then(crate::spawn::remote::host_of)
         .filter(|_| !here(&first))
         .map(str::to_owned);
-    if let (Some(host), true) = (
-        &remote,
-        report.outcome != Outcome::Approved && alive(&observe()?),
-    ) {
+    // A remote process is ended there even when its heartbeat says it is gone: a hung one
+    // beats no more, and would be left behind.
+    if let (Some(host), true) = (&remote, report.outcome != Outcome::Approved) {
         step(crate::spawn::remote::end_session(
             root, team, name, host, &opts.dirs,
         )?);
         report.outcome = Outcome::Terminated;
+        if reap_remote(root, team, name, host, &first, opts, &mut step)? {
+            report.outcome = Outcome::Killed;
+        }
     } else if report.outcome != Outcome::Approved && alive(&observe()?) {
         let target = target.unwrap_or(Target::NOTHING);
         let n = target.signal(Signal::SIGTERM);
@@ -251,6 +253,31 @@ fn shut_down_looking(
     }
     leave(root, team, name, &opts.dirs, step)?;
     Ok(report)
+}
+
+/// Makes sure the process of `first`, on `host`, is gone after its session ended: killed
+/// there when it outlived `opts.grace`, and then declared dead (its heartbeat would say it
+/// lives until it times out). True when it had to be killed.
+fn reap_remote(
+    root: &Root,
+    team: &TeamName,
+    name: &str,
+    host: &str,
+    first: &MemberStatus,
+    opts: &LadderOptions,
+    step: &mut impl FnMut(String),
+) -> Result<bool> {
+    let state = first.state_file.as_ref();
+    let Some((pid, start)) = state.and_then(|s| s.start_ticks.map(|t| (s.pid, t))) else {
+        return Ok(false);
+    };
+    let (line, killed) =
+        crate::spawn::remote::reap(root, name, host, &opts.dirs, pid, start, opts.grace)?;
+    step(line);
+    if killed && let Some(token) = first.token {
+        root.open(team).agents().declare_dead(token)?;
+    }
+    Ok(killed)
 }
 
 /// Asks a running member to shut down and waits up to the timeout: `Approved` when it

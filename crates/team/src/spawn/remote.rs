@@ -356,8 +356,54 @@ pub fn end_session(
     dirs: &swarm_config::project::UserDirs,
 ) -> Result<String> {
     let ssh = ssh_to(root, host_name, dirs)?;
-    host_tmux(team, &ssh).kill_session_named(&format!("{team}-{name}"))?;
-    Ok(format!("ended its session on host {host_name} (SIGHUP)"))
+    match host_tmux(team, &ssh).kill_session_named(&format!("{team}-{name}")) {
+        Ok(()) => Ok(format!("ended its session on host {host_name} (SIGHUP)")),
+        Err(swarm_tmux::TmuxError::NoServer { .. } | swarm_tmux::TmuxError::TargetGone { .. }) => {
+            Ok(format!("its session on host {host_name} had ended"))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// After its session was ended: waits on the host, up to `grace`, for member `name`'s
+/// process (`pid`, started at `start_ticks` there) to go, then SIGKILLs it there (`swarm
+/// reap`). Returns a line saying what was done, and whether it had to be killed.
+#[allow(clippy::too_many_arguments)]
+pub fn reap(
+    root: &swarm_store::Root,
+    name: &str,
+    host_name: &str,
+    dirs: &swarm_config::project::UserDirs,
+    pid: i32,
+    start_ticks: u64,
+    grace: std::time::Duration,
+) -> Result<(String, bool)> {
+    let ssh = ssh_to(root, host_name, dirs)?;
+    let (pid_s, start, grace_ms) = (
+        pid.to_string(),
+        start_ticks.to_string(),
+        grace.as_millis().to_string(),
+    );
+    let argv = [ssh.host().swarm_bin(), "reap", &pid_s, &start, &grace_ms];
+    let out = ssh.run(&argv, None, grace + STEP_LIMIT)?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    match said.trim() {
+        "gone" => Ok((
+            format!("its process ended (pid {pid} on host {host_name})"),
+            false,
+        )),
+        "killed" => Ok((
+            format!(
+                "still running {} s after its session ended: SIGKILL on host {host_name} (pid {pid})",
+                grace.as_secs()
+            ),
+            true,
+        )),
+        _ => Err(Error::Other(format!(
+            "{name} is still running on host {host_name} after SIGKILL (pid {pid}): {}; check it by hand there",
+            swarm_hosts::ssh::last_line(&out.stderr)
+        ))),
+    }
 }
 
 /// Opens the pane of member `name` of `team` on the host `host_name` names, in this
