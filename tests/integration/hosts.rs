@@ -460,6 +460,16 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
             .contains("heartbeat stopped"),
         "{dead}"
     );
+
+    // Deleting the team makes h1 forget it too: its link and its agents' files there.
+    let linked = |h: &crate::sim_hosts::SimHost| {
+        h.exec(&["test", "-e", "/root/.claude/teams/t/store.json"])
+            .status
+            .success()
+    };
+    assert!(linked(h1), "h1 was never linked to the team");
+    with_hosts(&["team", "delete", "t", "--force"]);
+    assert!(!linked(h1), "h1 still points at the deleted team");
 }
 
 /// `swarm attach bob` in a terminal (`script` gives it one) opens bob's pane on h1 over

@@ -76,4 +76,23 @@ impl Root {
         self.delete_team_at_server(team)?;
         roster::delete_files(self, team)
     }
+
+    /// Forgets `team` here, a link to a team on a database (`link_team`): its pointer and
+    /// the files its agents kept here (logs, transcripts) go; the team itself stays on its
+    /// server. A team of files here is refused: that is `delete_team`'s.
+    pub fn unlink_team(&self, team: &TeamName) -> Result<()> {
+        if self.store_url(team)?.is_none() {
+            return Err(if self.has_team(team) {
+                Error::usage(format!(
+                    "team '{team}' here is files, not a link to a database; delete it with `swarm team delete {team}`"
+                ))
+            } else {
+                Error::not_found(format!(
+                    "no team named '{team}' under {}",
+                    self.path().display()
+                ))
+            });
+        }
+        roster::delete_files(self, team)
+    }
 }

@@ -16,8 +16,11 @@ use swarm_util::process;
 
 #[derive(Debug, Args)]
 pub struct ReapArgs {
+    /// The teammate's pid on this host
     pub pid: i32,
+    /// When that process started, in clock ticks since boot (its /proc stat's 22nd field)
     pub start_ticks: u64,
+    /// How long to wait for it to go before SIGKILL, in milliseconds
     pub grace_ms: u64,
 }
 

@@ -65,6 +65,12 @@ pub enum TeamCommand {
         #[arg(long, value_name = "URL")]
         store: String,
     },
+    /// Forget a team on a database here: this root's pointer and the logs and transcripts
+    /// kept here go, the team stays (what `swarm team delete` runs on the team's hosts)
+    Unlink {
+        /// The team's name
+        team: String,
+    },
     /// Write a commented example team definition, .swarm/teams/NAME.toml in the project,
     /// for `swarm run --team-def NAME`; never over an existing file
     Init {
@@ -112,6 +118,13 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         TeamCommand::Remove { agent } => remove_member(ctx, &agent),
         TeamCommand::Prune => prune(ctx),
         TeamCommand::Link { team, store } => link(ctx, &team, &store),
+        TeamCommand::Unlink { team } => {
+            ctx.root.unlink_team(&TeamName::new(&team)?)?;
+            if !ctx.json() {
+                println!("forgot team {team} under {}", ctx.root.path().display());
+            }
+            Ok(())
+        }
         TeamCommand::Delete { team, force } => delete_team(ctx, &team, force),
         TeamCommand::Init { name } => init_def(ctx, &name),
         TeamCommand::Check { def } => check_defs(ctx, def.as_deref()),

@@ -36,7 +36,8 @@ pub struct RemovedWorktree {
 #[derive(Debug, Clone, Default)]
 pub struct Deleted {
     pub removed: Vec<RemovedWorktree>,
-    /// Worktrees it could not remove, one line each: the user's to tidy.
+    /// What it could not clean up (worktrees, a host's link to the team), one line each:
+    /// the user's to tidy.
     pub left: Vec<String>,
 }
 
@@ -137,7 +138,14 @@ pub fn delete(
     if let Some(line) = crate::git::merge::remove_integration(root, team) {
         deleted.left.push(line);
     }
+    let hosts = crate::spawn::remote::linked_hosts(&root.open(team).roster().load()?);
     root.delete_team(team)?;
+    // Its hosts forget it last: a host that cannot be reached is told to the user.
+    for host in hosts {
+        if let Err(e) = crate::spawn::remote::unlink(root, team, &host, &ladder.dirs) {
+            deleted.left.push(e.to_string());
+        }
+    }
     Ok(deleted)
 }
 

@@ -31,6 +31,10 @@ use swarm_util::vars;
 /// The roster field naming the host a member runs on.
 pub const HOST_FIELD: &str = "swarmHost";
 
+/// The roster's field listing the hosts whose roots were linked to the team, which forget
+/// it when it is deleted.
+pub const LINKED_HOSTS: &str = "swarmLinkedHosts";
+
 /// How long one step on the host may take.
 const STEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -274,8 +278,22 @@ impl Launcher {
         Ok(made.pane.to_string())
     }
 
-    /// Points the host's own root at the team's database; returns that root.
+    /// Points the host's own root at the team's database (and says so in the roster, for
+    /// the team's delete); returns that root.
     fn link(&self, ssh: &Ssh, url: &str) -> Result<String> {
+        let host = ssh.host().name.clone();
+        self.root.open(&self.team).roster().update(|c| {
+            let linked = c
+                .extra
+                .entry(LINKED_HOSTS)
+                .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+            if let Some(list) = linked.as_array_mut()
+                && !list.iter().any(|h| h.as_str() == Some(host.as_str()))
+            {
+                list.push(host.clone().into());
+            }
+            Ok(())
+        })?;
         let bin = ssh.host().swarm_bin();
         let team = self.team.as_str();
         let out = ssh.run(
@@ -363,6 +381,37 @@ pub fn end_session(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The hosts whose roots were linked to the team (see [`LINKED_HOSTS`]).
+pub fn linked_hosts(config: &swarm_store::roster::TeamConfig) -> Vec<String> {
+    let listed = config.extra.get(LINKED_HOSTS).and_then(|v| v.as_array());
+    listed
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Makes the host `host_name` forget `team` (`swarm team unlink`, run there): its pointer
+/// and the files the team's agents kept there go.
+pub fn unlink(
+    root: &swarm_store::Root,
+    team: &swarm_store::names::TeamName,
+    host_name: &str,
+    dirs: &swarm_config::project::UserDirs,
+) -> Result<()> {
+    let ssh = ssh_to(root, host_name, dirs)?;
+    let argv = [ssh.host().swarm_bin(), "team", "unlink", team.as_str()];
+    let out = ssh.run(&argv, None, STEP_LIMIT)?;
+    // Exit 3: it had forgotten the team already.
+    if out.status.success() || out.status.code() == Some(3) {
+        return Ok(());
+    }
+    Err(Error::Other(format!(
+        "failed to make host '{host_name}' forget team '{team}': {}; run `swarm team unlink {team}` there",
+        swarm_hosts::ssh::last_line(&out.stderr)
+    )))
 }
 
 /// After its session was ended: waits on the host, up to `grace`, for member `name`'s
