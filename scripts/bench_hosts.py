@@ -9,13 +9,18 @@ Figures:
   all 24 are registered and idle;
 - claims: 8 claimers spread over the three hosts (`swarm-stress next`) over 1,000 tasks of a
   team of their own: claims per second, double claims (target 0);
+- delivery: 300 messages, 5 ms apart, from a sender on h1 (`swarm-stress timed`) to a
+  reader on h2 (`swarm inbox --follow`), through the database: p50 and p99 from the send's
+  start to the reader's line (the hosts share this machine's clock), and how many never
+  arrived (target 0);
 - recovery: a teammate holds a task, and its host's link goes down: the seconds until the
   task is someone else's (heartbeat timeout 3 s for the watcher, `swarm status`).
 
-Needs root, sshd (openssh-server), unshare, nsenter and ip. Cross-host delivery latency
-is not measured yet."""
+Needs root, sshd (openssh-server), unshare, nsenter and ip."""
 import json
 import os
+import queue
+import threading
 import random
 import shutil
 import subprocess
@@ -137,7 +142,7 @@ def members(env):
 def spawn_figure(env, hosts, ssh_env):
     start = time.monotonic()
     procs = [subprocess.Popen([B.SWARM, "--team", "bench", "spawn", *[f"{h.name}n{i}" for i in range(8)],
-                               "--host", h.name], env={**ssh_env, "SWARM_BASE_URL": h.url},
+                               "--host", h.name], env={**ssh_env, "SWARM_BASE_URL": h.url}, cwd=env.work,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for h in hosts]
     for p in procs:
         _, err = p.communicate(timeout=300)
@@ -169,6 +174,44 @@ def claims_figure(env, hosts, url):
         claimed += out.split()
     wall = time.monotonic() - start
     return round(len(claimed) / wall, 1), len(claimed) - len(set(claimed)), 1000 - len(set(claimed))
+
+
+def delivery_figure(env, hosts, url, count=300):
+    env.swarm("team", "create", "mail", "--store", url)
+    env.swarm("--team", "mail", "team", "add", "sink")
+    for h in hosts[:2]:
+        h.inside(["/run/host-bin/swarm", "team", "link", "mail", "--store", url],
+                 stdout=subprocess.DEVNULL).wait(timeout=60)
+    follower = hosts[1].inside(["/run/host-bin/swarm", "--team", "mail", "--json", "inbox", "sink", "--follow"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put((line, time.time_ns())) for line in follower.stdout],
+                     daemon=True).start()
+    time.sleep(1.0)
+    sender = hosts[0].inside(["/run/host-bin/swarm-stress", "timed", "/root/.claude", "mail", "team-lead", "sink",
+                              str(count), "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    arrived = {}
+    deadline = time.monotonic() + 120
+    while len(arrived) < count and time.monotonic() < deadline:
+        try:
+            line, at = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        arrived[json.loads(line)["text"]] = at
+    sent_out, err = sender.communicate(timeout=120)
+    follower.kill()
+    follower.wait()
+    if sender.returncode != 0:
+        raise SystemExit(f"bench: the sender on h1 failed: {err.strip()}")
+    latencies = []
+    for line in sent_out.splitlines():
+        text, start_ns = line.split()
+        if text in arrived:
+            latencies.append((arrived[text] - int(start_ns)) / 1e6)
+    if not latencies:
+        raise SystemExit("bench: no message from h1 reached the reader on h2")
+    return (round(B.percentile(latencies, 50), 2), round(B.percentile(latencies, 99), 2),
+            count - len(latencies))
 
 
 def recovery_figure(env, hosts):
@@ -222,6 +265,8 @@ def hosts_suite():
         figures = {"hosts.spawn_3x8_ready_s": spawn_figure(env, hosts, ssh_env)}
         (figures["hosts.claims_per_s"], figures["hosts.double_claims"],
          figures["hosts.unclaimed"]) = claims_figure(env, hosts, url)
+        (figures["hosts.delivery_p50_ms"], figures["hosts.delivery_p99_ms"],
+         figures["hosts.delivery_lost"]) = delivery_figure(env, hosts, url)
         figures["hosts.recovery_after_cut_s"] = recovery_figure(env, hosts)
     finally:
         for h in hosts:
@@ -231,5 +276,7 @@ def hosts_suite():
         env.close()
     B.target("hosts.double_claims", "0")
     B.target("hosts.unclaimed", "0")
+    B.target("hosts.delivery_p99_ms", "<= 100")
+    B.target("hosts.delivery_lost", "0")
     B.target("hosts.recovery_after_cut_s", "<= 5")  # the 3 s timeout, a beat, a look
     return figures

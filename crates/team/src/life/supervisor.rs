@@ -375,7 +375,11 @@ pub fn report_exit(
         .mail()
         .deliver(&AgentName::lead(), envelope)?;
     tracing::info!("{message}");
-    let worktree = crate::git::settle::settle(root, team, &m.name, dirs);
+    // A worktree on another host is settled by the ladder (`leave`), which reaches the
+    // host: a watcher here must not wait on ssh to a host that may be gone.
+    let worktree = liveness::is_here(m.host.as_deref())
+        .then(|| crate::git::settle::settle(root, team, &m.name, dirs))
+        .flatten();
     if let Some(line) = &worktree {
         tracing::info!("{}: {line}", m.name);
     }
