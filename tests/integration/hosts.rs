@@ -515,7 +515,8 @@ fn attach_and_detach(lab: &Lab, h1: &crate::sim_hosts::SimHost) {
 }
 
 /// The lead's Agent tool takes a `host`: a `swarm run` whose lead asks for bob on h1 gets
-/// bob there, in h1's session, on the team's database.
+/// bob there, in h1's session, on the team's database; resumed after both died, the lead
+/// starts bob again there.
 #[test]
 fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
     use swarm_model_server::{Reply, Rule, Script};
@@ -537,7 +538,7 @@ fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
         return;
     };
     let env = &lab.env;
-    let _run = lab.run_team("get bob going", &[]);
+    let run = lab.run_team("get bob going", &[]);
     let made = crate::harness::wait_until(Duration::from_secs(30), || {
         env.root.join("teams/t/store.json").exists()
     });
@@ -547,6 +548,49 @@ fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
     assert_eq!(
         roster.member("bob").unwrap().extra.get("swarmHost"),
         Some(&serde_json::json!("h1"))
+    );
+
+    // The lead and bob die (kill -9, the run's waiter with them); `swarm resume` starts the
+    // lead again, which starts bob again on h1, from bob's launch record there.
+    let store = env.store("t");
+    let state = |name: &str| {
+        store
+            .agents()
+            .read_state(&swarm_store::names::AgentName::parse_any(name).unwrap())
+    };
+    let old_bob = state("bob").unwrap();
+    drop(run);
+    for pid in [state("team-lead").unwrap().pid, old_bob.pid] {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    // Dead by their heartbeats, as the resumed lead (10 s, the default) will judge them.
+    let dead = crate::harness::wait_until(Duration::from_secs(60), || {
+        let seen = env.status_json("t", 10_000);
+        ["team-lead", "bob"]
+            .iter()
+            .all(|n| member_json(&seen, n)["state"] == "dead")
+    });
+    assert!(dead, "{}", env.status_json("t", 10_000));
+    let mut resume = lab.swarm(&["resume", "t", "--no-attach"]);
+    resume
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _resumed = crate::harness::Guarded(Some(resume.spawn().unwrap()));
+    let again = crate::harness::wait_until(Duration::from_secs(60), || {
+        state("bob")
+            .is_some_and(|s| s.host.as_deref() == Some("swarm-test-h1") && s.pid != old_bob.pid)
+    });
+    if !again {
+        env.print_evidence();
+    }
+    assert!(again, "bob was not started again on h1: {:?}", state("bob"));
+    let log = std::fs::read_to_string(env.root.join("teams/t/logs/team-lead.log")).unwrap();
+    assert!(
+        log.contains("resume: bob:") && log.contains("on host h1"),
+        "{log}"
     );
 }
 

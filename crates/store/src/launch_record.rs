@@ -28,6 +28,10 @@ pub struct LaunchRecord {
     /// `swarm` or `claude` (see `team::inherit::Engine`).
     #[serde(default)]
     pub engine: Option<String>,
+    /// The host it runs on when not the lead's (`swarm host add`): then argv, env and cwd
+    /// are the host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Writes `agent`'s record, replacing an older one.

@@ -232,6 +232,7 @@ mod tests {
             secret_names: Vec::new(),
             cwd: "/".into(),
             engine: engine.map(str::to_owned),
+            host: None,
         };
         assert_eq!(
             provider_of(&record(

@@ -24,6 +24,7 @@ fn launch(argv0: &str) -> LaunchRecord {
         secret_names: vec!["ANTHROPIC_API_KEY".into()],
         cwd: PathBuf::from("/work"),
         engine: Some("swarm".into()),
+        host: Some("h1".into()),
     }
 }
 

@@ -10,7 +10,9 @@
 //! approved), in its worktree if that is still there, else in the project (said so). A
 //! request it was waiting on when it stopped was expired then; resumed, it asks again if it
 //! still needs the answer.
-//! A teammate still alive is adopted: left as it is. One that finished (its approved
+//! A teammate on another host starts again there, from its record (the host's command), in
+//! a session of its own.
+//! A teammate still alive is adopted: left as it is (by its heartbeat on another host). One that finished (its approved
 //! shutdown, a clean exit) stays finished.
 //!
 //! Work in flight stays with its owner: the tasks a respawned teammate held (in progress,
@@ -243,7 +245,7 @@ fn respawn_one(
         {
             return Ok("finished: not restarted".to_owned());
         }
-        if s.activity != Activity::Exited && s.process_alive() {
+        if s.activity != Activity::Exited && still_runs(root, team, s) {
             return Ok(format!("adopted: still running (pid {})", s.pid));
         }
     } else if let Some(pid) = m.pid.filter(|p| swarm_util::process::is_alive(*p)) {
@@ -257,9 +259,11 @@ fn respawn_one(
         .as_deref()
         .and_then(|e| e.parse::<Engine>().ok())
         .unwrap_or_default();
+    let host = record.host.clone();
     let mut cmd = command_from(record, &launcher.env);
     let mut how = Vec::new();
-    if !cmd.cwd.is_dir() {
+    // A directory on another host is that host's to have.
+    if host.is_none() && !cmd.cwd.is_dir() {
         how.push(format!(
             "its directory {} is gone, so it works in {} instead",
             cmd.cwd.display(),
@@ -291,6 +295,16 @@ fn respawn_one(
     }
     drop_stale_requests(root, team, &agent);
     root.open(team).agents().remove_state(&agent)?;
+    if let Some(host) = host {
+        let ssh = crate::spawn::remote::ssh_to(root, &host, &launcher.dirs)?;
+        launcher.start_command_on_host(&ssh, &m.name, &cmd)?;
+        root.open(team).roster().update_member(&m.name, |member| {
+            member.is_active = None;
+            member.extra.remove(crate::life::status::SHUTDOWN_STEP);
+        })?;
+        how.push(format!("on host {host}"));
+        return Ok(how.join("; "));
+    }
     if window.is_none() {
         *window = TeamWindow::find(&launcher.tmux, team, launcher.window_options())?;
     }
@@ -323,6 +337,19 @@ fn respawn_one(
         member.extra.remove(crate::life::status::SHUTDOWN_STEP);
     })?;
     Ok(how.join("; "))
+}
+
+/// Whether the process `s` describes still runs: its pid here, its heartbeat on another
+/// host (a pid there means nothing here).
+fn still_runs(root: &Root, team: &TeamName, s: &AgentState) -> bool {
+    if swarm_store::liveness::is_here(s.host.as_deref()) {
+        return s.process_alive();
+    }
+    let beats = root.open(team).agents().heartbeats().ok().flatten();
+    beats
+        .into_iter()
+        .flatten()
+        .any(|b| Some(b.token) == s.token && b.alive(root.heartbeat_timeout()))
 }
 
 /// Gives `cmd` the team's lead key as it is now, in place of whatever its record had: a

@@ -23,6 +23,18 @@ pub fn save_launch(
     cmd: &TeammateCommand,
     engine: Engine,
 ) -> Result<()> {
+    save_launch_on(root, team, agent, cmd, engine, None)
+}
+
+/// [`save_launch`] for a pane on the host `host` names (its command is the host's).
+pub fn save_launch_on(
+    root: &Root,
+    team: &TeamName,
+    agent: &str,
+    cmd: &TeammateCommand,
+    engine: Engine,
+    host: Option<&str>,
+) -> Result<()> {
     let record = LaunchRecord {
         argv: cmd
             .argv
@@ -34,6 +46,7 @@ pub fn save_launch(
         secret_names: cmd.secret_env.iter().map(|(k, _)| k.clone()).collect(),
         cwd: cmd.cwd.clone(),
         engine: Some(engine.to_string()),
+        host: host.map(str::to_owned),
     };
     root.open(team).launches().save_launch(agent, &record)
 }

@@ -236,7 +236,8 @@ impl Launcher {
         started
     }
 
-    /// Starts the teammate in `dir` on the host, in a session of its own; its pane.
+    /// Starts the teammate in `dir` on the host, in a session of its own, and keeps its
+    /// launch record (for `swarm resume`); its pane.
     fn start_in(
         &self,
         ssh: &Ssh,
@@ -244,12 +245,34 @@ impl Launcher {
         root: &str,
         dir: &str,
     ) -> Result<String> {
-        let host = ssh.host();
         let name = spec.name.as_str();
         let cmd = self.host_command(ssh, spec, root, dir)?;
+        let pane = self.start_command_on_host(ssh, name, &cmd)?;
+        crate::spawn::launch_record::save_launch_on(
+            &self.root,
+            &self.team,
+            name,
+            &cmd,
+            Engine::Swarm,
+            Some(&ssh.host().name),
+        )?;
+        Ok(pane)
+    }
+
+    /// Runs `cmd`, teammate `name`'s, on the host in a session of its own (one left from
+    /// an earlier run of it is ended first); records its pane; its pane.
+    pub(crate) fn start_command_on_host(
+        &self,
+        ssh: &Ssh,
+        name: &str,
+        cmd: &TeammateCommand,
+    ) -> Result<String> {
+        let host = ssh.host();
         let tmux = host_tmux(&self.team, ssh);
-        let placeholder = PaneSpec::new(dir, ["sleep", "86400"]);
+        let placeholder = PaneSpec::new(cmd.cwd.clone(), ["sleep", "86400"]);
         let session = format!("{}-{name}", self.team);
+        // A session of an earlier run of it (its pane dead, or a hung process) is in the way.
+        let _ = tmux.kill_session_named(&session);
         let made = tmux.new_session(&NewSession {
             name: &session,
             window_name: Some(name),
@@ -259,7 +282,7 @@ impl Launcher {
         let names: Vec<&str> = cmd.secret_env.iter().map(|(k, _)| k.as_str()).collect();
         let started = tmux
             .set_session_environment_quietly(made.session, &cmd.secret_env)
-            .and_then(|()| tmux.respawn_pane(made.pane, &pane_spec(&cmd)));
+            .and_then(|()| tmux.respawn_pane(made.pane, &pane_spec(cmd)));
         if let Err(e) = tmux.unset_session_environment(made.session, &names) {
             tracing::warn!(
                 "failed to remove secrets from {session} on {}: {e}",
