@@ -166,6 +166,10 @@ fn a_lead_on_one_host_lands_the_work_of_teammates_on_two_others() {
         builders.insert(made_on[0]);
     }
     assert_eq!(builders.len(), 2, "{builders:?}\n{out}");
+    // The report says where each teammate ran.
+    for h in ["swarm-test-h2", "swarm-test-h3"] {
+        assert!(out.contains(&format!(" on {h}:")), "{out}");
+    }
     // Every teammate's worktree and branch went once its work was on the target, there
     // and here.
     for h in [h2, h3] {

@@ -55,6 +55,16 @@ pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         widths.push(Constraint::Length(8));
         header.push(Cell::from("ENGINE"));
     }
+    // Nor does a team on one machine need telling where each member runs.
+    let hosts = mid
+        && snap
+            .members
+            .iter()
+            .any(|m| !swarm_store::liveness::is_here(m.host.as_deref()));
+    if hosts {
+        widths.push(Constraint::Length(HOST_WIDTH as u16));
+        header.push(Cell::from("HOST"));
+    }
     if mid {
         widths.push(Constraint::Length(8));
         header.push(Cell::from("ACTIVE"));
@@ -87,6 +97,13 @@ pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
             if engines {
                 row.insert(3, Cell::from(Span::styled(m.engine.as_str(), DIM)));
             }
+            if hosts {
+                let host = fit(m.host.as_deref().unwrap_or("-"), HOST_WIDTH - 1);
+                row.insert(
+                    3 + usize::from(engines),
+                    Cell::from(Span::styled(host, DIM)),
+                );
+            }
             Row::new(row)
         })
         .collect();
@@ -97,6 +114,9 @@ pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         ctx.ui.selected_member(snap),
     );
 }
+
+/// The HOST column's width (a host name is cut to fit).
+const HOST_WIDTH: usize = 16;
 
 /// The widths a member's name and its task or detail are cut to.
 #[derive(Clone, Copy)]

@@ -381,6 +381,24 @@ mod tests {
         insta::assert_snapshot!("wide_140x40", text);
     }
 
+    /// A team across hosts gets a HOST column, which names the host of each member on
+    /// another one; a team on one machine has none (the frames above).
+    #[test]
+    fn members_on_other_hosts_show_theirs() {
+        let mut snap = fixture::snapshot();
+        snap.members[1].host = Some("gpu-box-1".to_owned());
+        let text = render_text(&snap, &UiState::default(), 140, 40);
+        let header = text.lines().find(|l| l.contains("MEMBER")).unwrap();
+        assert!(header.contains("HOST"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains(snap.members[1].name.as_str()))
+            .unwrap();
+        assert!(row.contains("gpu-box-1"), "{text}");
+        let plain = render_text(&fixture::snapshot(), &UiState::default(), 140, 40);
+        assert!(!plain.contains("HOST"), "{plain}");
+    }
+
     #[test]
     fn narrow_frame() {
         let text = render_text(&fixture::snapshot(), &UiState::default(), 60, 24);

@@ -144,9 +144,16 @@ fn who_did_what(tasks: &[Task], states: Vec<(String, AgentState)>) -> String {
         total_in += tokens_in;
         total_out += m.usage.output_tokens;
         total_cost += m.cost_usd;
-        let on = status::provider_model(m.provider.as_deref(), m.model.as_deref())
+        let mut on = status::provider_model(m.provider.as_deref(), m.model.as_deref())
             .map(|pm| format!(" ({pm})"))
             .unwrap_or_default();
+        if let Some(host) = m
+            .host
+            .as_deref()
+            .filter(|h| !swarm_store::liveness::is_here(Some(h)))
+        {
+            on.push_str(&format!(" on {host}"));
+        }
         out.push_str(&format!(
             "- {}{on}: {} · {} model calls, {} tokens in, {} out{}\n",
             name,
