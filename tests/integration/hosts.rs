@@ -42,7 +42,7 @@ impl Lab {
     }
 
     /// `swarm ARGS` reaching the hosts, its model the scripted one.
-    fn swarm(&self, args: &[&str]) -> std::process::Command {
+    pub fn swarm(&self, args: &[&str]) -> std::process::Command {
         let mut cmd = self.env.swarm(args);
         cmd.env("SWARM_SSH_CONFIG", &self.net.ssh_config)
             .env("SWARM_PROVIDER", "scripted")

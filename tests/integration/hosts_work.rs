@@ -193,3 +193,68 @@ fn a_lead_on_one_host_lands_the_work_of_teammates_on_two_others() {
     let branches = git(&job, &["branch", "--list", "swarm/*"]);
     assert_eq!(branches.trim(), "+ swarm/t/integration", "{branches}");
 }
+
+/// A remote teammate's branch that conflicts with the target is handed back: the merge
+/// queue fetched it from the host, found the conflict, and sent the target to the host's
+/// repository, where the teammate is to rebase onto it.
+#[test]
+fn a_conflicting_remote_branch_is_handed_back_with_the_target_sent_to_its_host() {
+    use swarm_model_server::{Reply, Script};
+    let Some(lab) = Lab::start(1, Script::new().default_reply(Reply::text("Done."))) else {
+        return;
+    };
+    let (env, h1) = (&lab.env, &lab.net.hosts[0]);
+    let project = env.dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    git(&project, &["config", "user.name", "swarm test"]);
+    git(&project, &["config", "user.email", "test@swarm.invalid"]);
+    std::fs::write(project.join("a.txt"), "one\n").unwrap();
+    git(&project, &["add", "."]);
+    git(&project, &["commit", "-q", "-m", "first"]);
+    env.run(&["team", "create", "t", "--store", &lab.url])
+        .success();
+    let spawned = crate::harness::run(
+        lab.swarm(&["--team", "t", "spawn", "bob", "--host", "h1"])
+            .current_dir(&project),
+    );
+    assert_eq!(spawned.status.code(), Some(0), "{}", spawned.stderr);
+
+    // bob's commit on h1, in his worktree there; another on main here, on the same line.
+    let wt = "/run/host/project/swarm-worktrees/t/bob";
+    let on_h1 = |argv: &[&str]| {
+        let out = h1.exec(argv);
+        assert!(out.status.success(), "{argv:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    on_h1(&["sh", "-c", &format!("echo bob > {wt}/a.txt")]);
+    on_h1(&["git", "-C", wt, "commit", "-q", "-am", "bob's line"]);
+    let bobs = on_h1(&["git", "-C", wt, "rev-parse", "HEAD"]);
+    std::fs::write(project.join("a.txt"), "main\n").unwrap();
+    git(&project, &["commit", "-q", "-am", "main's line"]);
+    let main = git(&project, &["rev-parse", "main"]).trim().to_owned();
+
+    let merged = crate::harness::run(
+        lab.swarm(&["--team", "t", "--json", "merge"])
+            .current_dir(&project),
+    );
+    let queue: serde_json::Value = serde_json::from_str(&merged.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", merged.stdout, merged.stderr));
+    let entry = queue["entries"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["branch"] == "swarm/t/bob"))
+        .unwrap_or_else(|| panic!("{queue}"));
+    assert_eq!(entry["head"], bobs.as_str(), "{queue}");
+    assert_eq!(entry["state"], "conflict", "{queue}");
+    assert!(
+        entry["handedBack"]
+            .as_str()
+            .is_some_and(|h| h.starts_with('#')),
+        "{queue}"
+    );
+    // The target is there for bob to rebase onto.
+    assert_eq!(
+        on_h1(&["git", "-C", wt, "rev-parse", "refs/heads/main"]),
+        main
+    );
+}

@@ -175,10 +175,8 @@ fn running(launcher: &Launcher, agent: &str) -> bool {
     let Ok(name) = AgentName::parse_any(agent) else {
         return false;
     };
-    launcher
-        .root
-        .open(&launcher.team)
-        .agents()
-        .read_state(&name)
-        .is_some_and(|s| s.activity != Activity::Exited && s.process_alive())
+    let (root, team) = (&launcher.root, &launcher.team);
+    root.open(team).agents().read_state(&name).is_some_and(|s| {
+        s.activity != Activity::Exited && swarm_team::status::still_runs(root, team, &s)
+    })
 }

@@ -84,7 +84,7 @@ pub fn hand_back(
             .open(team)
             .agents()
             .read_state(&agent)
-            .filter(|s| !s.process_alive())
+            .filter(|s| !crate::life::status::still_runs(root, team, s))
     {
         root.open(team).agents().claim_exit_report(
             &agent,

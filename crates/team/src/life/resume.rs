@@ -245,7 +245,7 @@ fn respawn_one(
         {
             return Ok("finished: not restarted".to_owned());
         }
-        if s.activity != Activity::Exited && still_runs(root, team, s) {
+        if s.activity != Activity::Exited && crate::life::status::still_runs(root, team, s) {
             return Ok(format!("adopted: still running (pid {})", s.pid));
         }
     } else if let Some(pid) = m.pid.filter(|p| swarm_util::process::is_alive(*p)) {
@@ -337,19 +337,6 @@ fn respawn_one(
         member.extra.remove(crate::life::status::SHUTDOWN_STEP);
     })?;
     Ok(how.join("; "))
-}
-
-/// Whether the process `s` describes still runs: its pid here, its heartbeat on another
-/// host (a pid there means nothing here).
-fn still_runs(root: &Root, team: &TeamName, s: &AgentState) -> bool {
-    if swarm_store::liveness::is_here(s.host.as_deref()) {
-        return s.process_alive();
-    }
-    let beats = root.open(team).agents().heartbeats().ok().flatten();
-    beats
-        .into_iter()
-        .flatten()
-        .any(|b| Some(b.token) == s.token && b.alive(root.heartbeat_timeout()))
 }
 
 /// Gives `cmd` the team's lead key as it is now, in place of whatever its record had: a

@@ -767,6 +767,19 @@ pub fn is_lead(m: &MemberStatus) -> bool {
     m.name == LEAD
 }
 
+/// Whether the process `s` describes still runs: its pid here, its heartbeat on another
+/// host (a pid there means nothing here).
+pub fn still_runs(root: &Root, team: &TeamName, s: &AgentState) -> bool {
+    if swarm_store::liveness::is_here(s.host.as_deref()) {
+        return s.process_alive();
+    }
+    let beats = root.open(team).agents().heartbeats().ok().flatten();
+    beats
+        .into_iter()
+        .flatten()
+        .any(|b| Some(b.token) == s.token && b.alive(root.heartbeat_timeout()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
