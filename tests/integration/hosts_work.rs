@@ -214,6 +214,27 @@ fn a_conflicting_remote_branch_is_handed_back_with_the_target_sent_to_its_host()
     git(&project, &["commit", "-q", "-m", "first"]);
     env.run(&["team", "create", "t", "--store", &lab.url])
         .success();
+    // --dry-run shows the worktree's steps on the host, and the teammate working there.
+    let shown = crate::harness::run(
+        lab.swarm(&["--team", "t", "spawn", "bob", "--host", "h1", "--dry-run"])
+            .current_dir(&project),
+    );
+    assert_eq!(shown.status.code(), Some(0), "{}", shown.stderr);
+    let wt = "/run/host/project/swarm-worktrees/t/bob";
+    for step in [
+        " push ",
+        ":refs/heads/swarm/t/bob",
+        &format!("worktree add -q {wt} swarm/t/bob"),
+        &format!("--cwd={wt}"),
+    ] {
+        assert!(shown.stdout.contains(step), "{step}:\n{}", shown.stdout);
+    }
+    assert!(
+        !h1.exec(&["test", "-e", "/run/host/project/HEAD"])
+            .status
+            .success(),
+        "the dry run made the host's repository"
+    );
     let spawned = crate::harness::run(
         lab.swarm(&["--team", "t", "spawn", "bob", "--host", "h1"])
             .current_dir(&project),
@@ -221,7 +242,6 @@ fn a_conflicting_remote_branch_is_handed_back_with_the_target_sent_to_its_host()
     assert_eq!(spawned.status.code(), Some(0), "{}", spawned.stderr);
 
     // bob's commit on h1, in his worktree there; another on main here, on the same line.
-    let wt = "/run/host/project/swarm-worktrees/t/bob";
     let on_h1 = |argv: &[&str]| {
         let out = h1.exec(argv);
         assert!(out.status.success(), "{argv:?}: {out:?}");

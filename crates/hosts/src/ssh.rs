@@ -103,11 +103,7 @@ impl Ssh {
 
     /// `argv` as a line a person can paste into a shell (for `--dry-run`).
     pub fn shown(&self, remote: &[&str]) -> String {
-        self.argv(remote, false)
-            .iter()
-            .map(|w| shell_escape::escape(w.into()).into_owned())
-            .collect::<Vec<_>>()
-            .join(" ")
+        shell_line(&self.argv(remote, false))
     }
 
     /// Runs `remote` on the host, with `input` on its stdin, for at most `limit`. A host
@@ -153,6 +149,15 @@ impl Ssh {
         }
         Ok(output)
     }
+}
+
+/// `words` as a line a person can paste into a shell: each quoted once, as it needs.
+pub fn shell_line(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| shell_escape::escape(w.into()).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `remote` as one line for the remote shell: each word quoted once.

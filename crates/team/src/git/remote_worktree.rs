@@ -139,6 +139,41 @@ pub fn create(root: &Root, team: &TeamName, ssh: &Ssh, dir: &str, plan: &Plan) -
     })
 }
 
+/// What [`create`] would run, as lines a person can paste, when the host's repository is
+/// `dir` itself (a bare one swarm makes there; a checkout's is its `.git`); and the
+/// teammate's working directory there.
+pub fn shown(ssh: &Ssh, team: &TeamName, dir: &str, plan: &Plan) -> (Vec<String>, String) {
+    let path = format!("{dir}/swarm-worktrees/{team}/{}", plan.agent);
+    let push = [
+        "git".to_owned(),
+        "--git-dir".to_owned(),
+        plan.lead_git_dir.display().to_string(),
+        "push".to_owned(),
+        ssh.git_url(dir),
+        format!("{}:refs/heads/{}", plan.base, plan.branch),
+    ];
+    let lines = vec![
+        ssh.shown(&["git", "init", "-q", "--bare", dir]),
+        format!(
+            "GIT_SSH_COMMAND={} {}",
+            swarm_hosts::ssh::shell_line(&[ssh.git_ssh_command()]),
+            swarm_hosts::ssh::shell_line(&push)
+        ),
+        ssh.shown(&[
+            "git",
+            "-C",
+            dir,
+            "worktree",
+            "add",
+            "-q",
+            &path,
+            &plan.branch,
+        ]),
+    ];
+    let cwd = Path::new(&path).join(&plan.subdir);
+    (lines, cwd.to_string_lossy().into_owned())
+}
+
 /// The host repository's common git directory: the one at `dir`, else a bare one made
 /// there. Only `dir` itself counts, never a repository above it (a home directory's).
 fn host_repository(ssh: &Ssh, dir: &str) -> Result<String> {

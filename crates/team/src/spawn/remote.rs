@@ -139,6 +139,10 @@ impl Launcher {
             .store_url(&self.team)?
             .unwrap_or_else(|| "URL".to_owned());
         let dir = host.dir.clone().unwrap_or_else(|| "DIR".to_owned());
+        let (mut lines, dir) = match remote_worktree::plan(&self.team, &req.name, &self.cwd)? {
+            Some(plan) => remote_worktree::shown(ssh, &self.team, &dir, &plan),
+            None => (Vec::new(), dir),
+        };
         let prepared = self.prepare_for_host(req, &dir)?;
         let color = prepared
             .req
@@ -181,7 +185,9 @@ impl Launcher {
         words.push("--".to_owned());
         words.extend(cmd.argv.iter().cloned());
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
-        Ok(vec![link, ssh.shown(&words)])
+        lines.insert(0, link);
+        lines.push(ssh.shown(&words));
+        Ok(lines)
     }
 
     /// Everything after the reservation; returns the teammate's pane on the host. With a
