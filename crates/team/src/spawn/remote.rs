@@ -5,15 +5,22 @@
 //! Order: the team must be on PostgreSQL (the host shares nothing else with the lead) and
 //! the host must name its project directory; the roster entry is reserved, with the host
 //! recorded (`swarmHost`); the host's own root is pointed at the team's database (`swarm
-//! team link`, run there); the first instructions go to the teammate's inbox; then a
-//! session is made on the host with a placeholder, the secrets are put in its environment
-//! from stdin, the placeholder is replaced by the teammate, and the secrets are taken out
-//! again, as the local team window does. Anything failing after the reservation takes the
+//! team link`, run there); the first instructions go to the teammate's inbox; when the
+//! lead works in a git checkout, a worktree is made for it there (`git::remote_worktree`);
+//! then a session is made on the host with a placeholder, the secrets are put in its
+//! environment from stdin, the placeholder is replaced by the teammate, and the secrets are
+//! taken out again, as the local team window does; its launch record keeps the host's
+//! command, for `swarm resume`. Anything failing after the reservation takes the
 //! reservation back.
+//!
+//! Also here, everything else swarm does on a teammate's host: its pane opened in this
+//! terminal (`attach`), its session ended and its process made sure of (`end_session`,
+//! `reap`), and the host made to forget a deleted team (`unlink`).
 //!
 //! Invariants: nothing reaches a command line on either side that is not argv, each word
 //! quoted once for the remote shell (`swarm_tmux::Tmux::on_host`); secrets travel only on
-//! ssh's stdin; the teammate's liveness is its heartbeat (its pid means nothing here).
+//! ssh's stdin; the teammate's liveness is its heartbeat (its pid means nothing here, and
+//! is signalled only there, by `swarm reap`, when its start time matches).
 
 use serde::Deserialize;
 
