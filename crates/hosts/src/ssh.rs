@@ -130,7 +130,7 @@ impl Ssh {
             // A command that does not read its stdin fails in its own way.
             let _ = stdin.write_all(bytes);
         }
-        let output = swarm_util::process::output_within(child, limit).ok_or_else(|| {
+        let output = swarm_util::process::output_within(child, limit).map_err(|_| {
             Error::Unavailable(format!(
                 "failed to run `{}` on host '{}' ({}): no answer within {limit:?}",
                 remote.join(" "),

@@ -18,7 +18,6 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -280,16 +279,17 @@ impl Tmux {
             // Small (a few lines); a failed write shows up as tmux's own error.
             let _ = stdin.write_all(bytes);
         }
-        let output = wait_with_timeout(child, self.timeout).map_err(|e| match e {
-            None => TmuxError::Timeout {
-                command: shown.clone(),
-                after: self.timeout,
-            },
-            Some(source) => TmuxError::Io {
-                command: shown.clone(),
-                source,
-            },
-        })?;
+        let output =
+            swarm_util::process::output_within(child, self.timeout).map_err(|e| match e {
+                None => TmuxError::Timeout {
+                    command: shown.clone(),
+                    after: self.timeout,
+                },
+                Some(source) => TmuxError::Io {
+                    command: shown.clone(),
+                    source,
+                },
+            })?;
         if output.status.success() {
             Ok(String::from_utf8_lossy(&output.stdout).into_owned())
         } else {
@@ -701,48 +701,6 @@ impl Tmux {
     }
 }
 
-/// Collects `child`'s output, killing it if it takes longer than `timeout` (`Err(None)`).
-/// Threads read its pipes; this thread keeps the `Child`, so the kill can only reach it
-/// while it is unreaped: std never signals a child it has already waited for, and no
-/// other thread waits for this one, so a reused pid is never hit.
-fn wait_with_timeout(
-    mut child: std::process::Child,
-    timeout: Duration,
-) -> Result<std::process::Output, Option<io::Error>> {
-    fn drain(pipe: Option<impl io::Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        if let Some(mut pipe) = pipe {
-            let _ = std::thread::Builder::new()
-                .name("tmux-output".to_owned())
-                .spawn(move || {
-                    let mut bytes = Vec::new();
-                    let _ = pipe.read_to_end(&mut bytes);
-                    let _ = tx.send(bytes);
-                });
-        } else {
-            let _ = tx.send(Vec::new());
-        }
-        rx
-    }
-    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
-    let deadline = std::time::Instant::now() + timeout;
-    let left = || deadline.saturating_duration_since(std::time::Instant::now());
-    // Both pipes reach their end when tmux exits (or closes them, just before).
-    let out = stdout.recv_timeout(left()).ok();
-    let err = out.as_ref().and_then(|_| stderr.recv_timeout(left()).ok());
-    let (Some(stdout), Some(stderr)) = (out, err) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(None);
-    };
-    let status = child.wait().map_err(Some)?;
-    Ok(std::process::Output {
-        status,
-        stdout,
-        stderr,
-    })
-}
-
 /// True if `path` is the socket of `tmux`'s server (both sides taken literally).
 pub fn is_server_path(tmux: &Tmux, path: &Path) -> bool {
     matches!(tmux.server(), Server::Path(p) if p == path)
@@ -751,40 +709,6 @@ pub fn is_server_path(tmux: &Tmux, path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn spawn(args: &[&str]) -> std::process::Child {
-        Command::new(args[0])
-            .args(&args[1..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-
-    #[test]
-    fn a_command_that_ends_in_time_gives_its_output_and_status() {
-        let child = spawn(&["sh", "-c", "echo out; echo err >&2; exit 3"]);
-        let output = wait_with_timeout(child, Duration::from_secs(30)).unwrap();
-        assert_eq!(output.stdout, b"out\n");
-        assert_eq!(output.stderr, b"err\n");
-        assert_eq!(output.status.code(), Some(3));
-    }
-
-    #[test]
-    fn a_command_that_hangs_is_killed_and_reaped() {
-        let child = spawn(&["sleep", "30"]);
-        let pid = child.id() as i32;
-        let started = std::time::Instant::now();
-        assert!(matches!(
-            wait_with_timeout(child, Duration::from_millis(200)),
-            Err(None)
-        ));
-        assert!(started.elapsed() < Duration::from_secs(20));
-        assert!(!swarm_util::process::is_alive(pid), "left running");
-        // Reaped: no zombie of ours is left under that pid.
-        assert!(std::fs::read_to_string(format!("/proc/{pid}/stat")).is_err());
-    }
 
     #[test]
     fn a_command_line_is_what_a_shell_reads_back() {

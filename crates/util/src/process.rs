@@ -131,48 +131,87 @@ pub fn end_leftovers(pid: i32, start_ticks: Option<u64>) -> usize {
         .count()
 }
 
-/// The child's output, or `None` (the child killed and reaped) after `limit`. Its stdout
-/// and stderr (when piped) are read as it goes, so a chatty child never blocks on a full
-/// pipe.
+/// Collects `child`'s output, killing it if it takes longer than `limit` (`Err(None)`);
+/// `Err(Some(e))` when waiting for it failed. Threads read its pipes to their end, which
+/// comes when it exits (or closes them, just before); this thread keeps the `Child`, so
+/// the kill can only reach it while it is unreaped: std never signals a child it has
+/// already waited for, and no other thread waits for this one, so a reused pid is never
+/// hit. A child that left something holding its pipes open counts as not done.
 pub fn output_within(
     mut child: std::process::Child,
     limit: std::time::Duration,
-) -> Option<std::process::Output> {
-    let deadline = std::time::Instant::now() + limit;
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(10))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
+) -> Result<std::process::Output, Option<std::io::Error>> {
+    use std::sync::mpsc;
+    fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        if let Some(mut pipe) = pipe {
+            let _ = std::thread::Builder::new()
+                .name("child-output".to_owned())
+                .spawn(move || {
+                    let mut bytes = Vec::new();
+                    let _ = pipe.read_to_end(&mut bytes);
+                    let _ = tx.send(bytes);
+                });
+        } else {
+            let _ = tx.send(Vec::new());
         }
+        rx
+    }
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let deadline = std::time::Instant::now() + limit;
+    let left = || deadline.saturating_duration_since(std::time::Instant::now());
+    let out = stdout.recv_timeout(left()).ok();
+    let err = out.as_ref().and_then(|_| stderr.recv_timeout(left()).ok());
+    let (Some(stdout), Some(stderr)) = (out, err) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(None);
     };
-    Some(std::process::Output {
+    let status = child.wait().map_err(Some)?;
+    Ok(std::process::Output {
         status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        stdout,
+        stderr,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spawn(args: &[&str]) -> std::process::Child {
+        std::process::Command::new(args[0])
+            .args(&args[1..])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_command_that_ends_in_time_gives_its_output_and_status() {
+        let child = spawn(&["sh", "-c", "echo out; echo err >&2; exit 3"]);
+        let output = output_within(child, std::time::Duration::from_secs(30)).unwrap();
+        assert_eq!(output.stdout, b"out\n");
+        assert_eq!(output.stderr, b"err\n");
+        assert_eq!(output.status.code(), Some(3));
+    }
+
+    #[test]
+    fn a_command_that_hangs_is_killed_and_reaped() {
+        let child = spawn(&["sleep", "30"]);
+        let pid = child.id() as i32;
+        let started = std::time::Instant::now();
+        assert!(matches!(
+            output_within(child, std::time::Duration::from_millis(200)),
+            Err(None)
+        ));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        assert!(!is_alive(pid), "left running");
+        // Reaped: no zombie of ours is left under that pid.
+        assert!(std::fs::read_to_string(format!("/proc/{pid}/stat")).is_err());
+    }
 
     #[test]
     fn alive_since_knows_a_process_by_its_start() {

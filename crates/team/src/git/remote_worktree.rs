@@ -342,7 +342,7 @@ fn run(mut cmd: Command, what: &str) -> Result<String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::Other(format!("failed to {what}: failed to run git: {e}")))?;
-    let out = swarm_util::process::output_within(child, GIT_LIMIT).ok_or_else(|| {
+    let out = swarm_util::process::output_within(child, GIT_LIMIT).map_err(|_| {
         Error::Unavailable(format!("failed to {what}: no answer within {GIT_LIMIT:?}"))
     })?;
     if !out.status.success() {
