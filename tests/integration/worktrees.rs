@@ -44,6 +44,12 @@ fn alive(env: &TestEnv, name: &str) -> bool {
         .unwrap()
         .iter()
         .any(|m| m["name"] == name && m["alive"] == true)
+        // Registered too: its state is what `signal_agent` reads.
+        && env
+            .store("t")
+            .agents()
+            .read_state(&swarm_store::names::AgentName::parse_any(name).unwrap())
+            .is_some()
 }
 
 fn branches(repo: &Path) -> String {
