@@ -10,13 +10,13 @@
 //!   `SWARM_SSH_CONFIG` names a file, given as `-F`; swarm keeps no key and no password;
 //! - secrets never reach ssh's argv: a caller that must pass one writes it on stdin.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use crate::registry::Host;
 use swarm_util::error::{Error, Result};
+use swarm_util::process::{RunFailed, run_within};
 
 /// How long connecting to a host may take.
 const CONNECT_TIMEOUT_S: u32 = 10;
@@ -111,32 +111,18 @@ impl Ssh {
     /// command's own failure is the caller's to read in the output.
     pub fn run(&self, remote: &[&str], input: Option<&[u8]>, limit: Duration) -> Result<Output> {
         let argv = self.argv(remote, false);
-        let mut child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                Error::Other(format!(
-                    "failed to run ssh: {e}; install OpenSSH's client (Debian: openssh-client)"
-                ))
-            })?;
-        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-            // A command that does not read its stdin fails in its own way.
-            let _ = stdin.write_all(bytes);
-        }
-        let output = swarm_util::process::output_within(child, limit).map_err(|_| {
-            Error::Unavailable(format!(
+        let ran = run_within(Command::new(&argv[0]).args(&argv[1..]), input, limit);
+        let output = ran.map_err(|e| match e {
+            RunFailed::Spawn(e) => Error::Other(format!(
+                "failed to run ssh: {e}; install OpenSSH's client (Debian: openssh-client)"
+            )),
+            RunFailed::Wait(e) => Error::Other(format!("failed to wait for ssh: {e}")),
+            RunFailed::TimedOut => Error::Unavailable(format!(
                 "failed to run `{}` on host '{}' ({}): no answer within {limit:?}",
                 remote.join(" "),
                 self.host.name,
                 self.host.target()
-            ))
+            )),
         })?;
         if output.status.code() == Some(255) {
             return Err(Error::Unavailable(format!(

@@ -17,7 +17,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -32,6 +32,7 @@ use crate::pane::{NewPane, PaneRecord, SessionRecord, pane_format, parse_panes};
 use crate::server::{Server, choose};
 use swarm_util::environment::Environment;
 use swarm_util::error::Error;
+use swarm_util::process::RunFailed;
 use swarm_util::vars;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -253,43 +254,19 @@ impl Tmux {
         let mut words: Vec<OsString> = vec!["-u".into()];
         words.extend(self.global_args());
         words.extend(args.iter().cloned());
-        let child = self
-            .tmux_command(&words)
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn();
-        let child = match child {
-            Ok(c) => c,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(TmuxError::NotInstalled),
-            Err(source) => {
-                return Err(TmuxError::Io {
-                    command: shown,
-                    source,
-                });
-            }
-        };
-        let mut child = child;
-        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-            use std::io::Write as _;
-            // Small (a few lines); a failed write shows up as tmux's own error.
-            let _ = stdin.write_all(bytes);
-        }
-        let output =
-            swarm_util::process::output_within(child, self.timeout).map_err(|e| match e {
-                None => TmuxError::Timeout {
-                    command: shown.clone(),
-                    after: self.timeout,
-                },
-                Some(source) => TmuxError::Io {
-                    command: shown.clone(),
-                    source,
-                },
-            })?;
+        let ran =
+            swarm_util::process::run_within(&mut self.tmux_command(&words), input, self.timeout);
+        let output = ran.map_err(|e| match e {
+            RunFailed::Spawn(e) if e.kind() == io::ErrorKind::NotFound => TmuxError::NotInstalled,
+            RunFailed::Spawn(source) | RunFailed::Wait(source) => TmuxError::Io {
+                command: shown.clone(),
+                source,
+            },
+            RunFailed::TimedOut => TmuxError::Timeout {
+                command: shown.clone(),
+                after: self.timeout,
+            },
+        })?;
         if output.status.success() {
             Ok(String::from_utf8_lossy(&output.stdout).into_owned())
         } else {

@@ -131,13 +131,50 @@ pub fn end_leftovers(pid: i32, start_ticks: Option<u64>) -> usize {
         .count()
 }
 
+/// How [`run_within`] failed.
+#[derive(Debug)]
+pub enum RunFailed {
+    /// It could not be started.
+    Spawn(std::io::Error),
+    /// It took longer than its limit: it was killed and reaped.
+    TimedOut,
+    /// Waiting for it failed.
+    Wait(std::io::Error),
+}
+
+/// Runs `cmd` with `input` written to its stdin (without input it gets none), its output
+/// collected within `limit`: a command still running then is killed and reaped, and one
+/// that left something holding its pipes open counts as still running. A command that
+/// does not read its input fails in its own way, which its output says.
+pub fn run_within(
+    cmd: &mut std::process::Command,
+    input: Option<&[u8]>,
+    limit: std::time::Duration,
+) -> Result<std::process::Output, RunFailed> {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(RunFailed::Spawn)?;
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        let _ = std::io::Write::write_all(&mut stdin, bytes);
+    }
+    output_within(child, limit).map_err(|e| e.map_or(RunFailed::TimedOut, RunFailed::Wait))
+}
+
 /// Collects `child`'s output, killing it if it takes longer than `limit` (`Err(None)`);
 /// `Err(Some(e))` when waiting for it failed. Threads read its pipes to their end, which
 /// comes when it exits (or closes them, just before); this thread keeps the `Child`, so
 /// the kill can only reach it while it is unreaped: std never signals a child it has
 /// already waited for, and no other thread waits for this one, so a reused pid is never
 /// hit. A child that left something holding its pipes open counts as not done.
-pub fn output_within(
+fn output_within(
     mut child: std::process::Child,
     limit: std::time::Duration,
 ) -> Result<std::process::Output, Option<std::io::Error>> {

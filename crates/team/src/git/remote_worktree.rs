@@ -19,7 +19,7 @@
 //! a host that cannot be reached leaves the worktree and its record as they are.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use git2::Repository;
@@ -30,6 +30,7 @@ use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
+use swarm_util::process::{RunFailed, run_within};
 
 use crate::git::worktree::{self, Changes};
 
@@ -336,14 +337,13 @@ fn local_git(git_dir: &Path, args: &[&str]) -> Result<String> {
 
 /// Runs `cmd` within [`GIT_LIMIT`]; its trimmed stdout, or an error saying `what` failed.
 fn run(mut cmd: Command, what: &str) -> Result<String> {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::Other(format!("failed to {what}: failed to run git: {e}")))?;
-    let out = swarm_util::process::output_within(child, GIT_LIMIT).map_err(|_| {
-        Error::Unavailable(format!("failed to {what}: no answer within {GIT_LIMIT:?}"))
+    let out = run_within(&mut cmd, None, GIT_LIMIT).map_err(|e| match e {
+        RunFailed::Spawn(e) | RunFailed::Wait(e) => {
+            Error::Other(format!("failed to {what}: failed to run git: {e}"))
+        }
+        RunFailed::TimedOut => {
+            Error::Unavailable(format!("failed to {what}: no answer within {GIT_LIMIT:?}"))
+        }
     })?;
     if !out.status.success() {
         return Err(Error::Other(format!(
