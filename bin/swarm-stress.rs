@@ -21,6 +21,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use swarm_config::settings::Settings;
+use swarm_store::Teams;
 use swarm_store::layout::Root;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, TeamName};
@@ -34,9 +35,13 @@ fn main() {
     let settings = Settings::resolve(Environment::capture());
     // A team on PostgreSQL (`scripts/bench store --store`) is opened through its pointer.
     let opener = swarm_store_pg::PgOpener::new(settings.env.clone());
-    swarm_store::backends::register(std::sync::Arc::new(opener));
     let root = Root::new(arg(1)).with_store_settings(settings.lock_timeout, settings.durable);
     let team = TeamName::new(arg(2)).expect("team name");
+    // Opened once, as every swarm process opens its team.
+    let store = Teams::new(root.clone())
+        .with_servers(std::sync::Arc::new(opener))
+        .open(&team)
+        .unwrap_or_else(|e| fail(&e));
     let mut out = std::io::stdout().lock();
     match arg(0) {
         "send" => {
@@ -52,7 +57,7 @@ fn main() {
             });
             for i in 0..count {
                 let text = format!("{from}-{i}");
-                root.open(&team)
+                store
                     .mail()
                     .deliver(&to, Envelope::new(from, text.clone()))
                     .unwrap_or_else(|e| fail(&e));
@@ -70,8 +75,7 @@ fn main() {
             let mut seen = 0;
             let deadline = Instant::now() + Duration::from_secs(120);
             while seen < expect && Instant::now() < deadline {
-                let batch = root
-                    .open(&team)
+                let batch = store
                     .mail()
                     .read_unread(&agent)
                     .unwrap_or_else(|e| fail(&e));
@@ -80,10 +84,7 @@ fn main() {
                     writeln!(log, "{}", d.envelope.text).expect("write");
                 }
                 log.flush().expect("flush");
-                root.open(&team)
-                    .mail()
-                    .ack(&agent, &keys)
-                    .unwrap_or_else(|e| fail(&e));
+                store.mail().ack(&agent, &keys).unwrap_or_else(|e| fail(&e));
                 seen += batch.len();
                 if batch.is_empty() {
                     std::thread::sleep(Duration::from_millis(10));
@@ -92,7 +93,6 @@ fn main() {
         }
         "next" => {
             let agent = arg(3);
-            let store = root.open(&team);
             let list = store.tasks();
             while let Some(task) = list.next(agent).unwrap_or_else(|e| fail(&e)) {
                 writeln!(out, "{}", task.id).expect("write");
@@ -110,8 +110,7 @@ fn main() {
         "mkinbox" => {
             let agent = AgentName::parse_any(arg(3)).expect("agent name");
             let bytes: usize = arg(4).parse().expect("bytes");
-            let key = root
-                .open(&team)
+            let key = store
                 .mail()
                 .deliver(&agent, Envelope::new("team-lead", "x".repeat(bytes)))
                 .unwrap_or_else(|e| fail(&e));
@@ -119,7 +118,6 @@ fn main() {
         }
         "mktasks" => {
             let count: usize = arg(3).parse().expect("count");
-            let store = root.open(&team);
             let list = store.tasks();
             for i in 0..count {
                 list.create(NewTask {
@@ -140,7 +138,7 @@ fn main() {
                     .duration_since(std::time::UNIX_EPOCH)
                     .expect("clock")
                     .as_nanos();
-                root.open(&team)
+                store
                     .mail()
                     .deliver(&to, Envelope::new(from, text.clone()))
                     .unwrap_or_else(|e| fail(&e));
@@ -155,7 +153,7 @@ fn main() {
             for _ in 0..passes {
                 let start = Instant::now();
                 let (seen, _) =
-                    swarm_team::supervisor::reconcile(&root, &team, Some(&tmux), &settings.dirs)
+                    swarm_team::supervisor::reconcile(&store, Some(&tmux), &settings.dirs)
                         .unwrap_or_else(|e| fail(&e));
                 let ms = start.elapsed().as_secs_f64() * 1000.0;
                 assert!(seen.tmux_reachable, "tmux server -L {} unreachable", arg(3));

@@ -148,8 +148,9 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
         ]
     );
     let roster = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .load()
         .unwrap();
@@ -171,8 +172,9 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
         &["--agent-type", "reviewer", "--permission-mode", "default"],
     );
     assert!(wait_until(T, || env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .load()
         .unwrap()
@@ -208,8 +210,9 @@ fn a_teammate_applies_its_definitions_instructions_tools_mode_and_turn_limit() {
 
 fn teammate_argv(env: &TestEnv, name: &str) -> Vec<String> {
     let roster = || {
-        env.store_root()
+        env.teams()
             .open(&env.team_name("t"))
+            .unwrap()
             .roster()
             .load()
             .unwrap()
@@ -296,8 +299,9 @@ fn spawn_resolves_the_model_from_the_definition_and_the_environment() {
         ["--model=lead-model"]
     );
     let roster = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .load()
         .unwrap();

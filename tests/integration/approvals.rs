@@ -56,16 +56,22 @@ fn log(env: &TestEnv, agent: &str) -> String {
 
 /// How many answers to `request_id` reached `agent`, read or not.
 fn answers(env: &TestEnv, agent: &str, request_id: &str) -> usize {
-    let (root, team) = (env.store_root(), env.team_name("t"));
+    let (root, team) = (env.teams(), env.team_name("t"));
     let agent = swarm_store::names::AgentName::new(agent).unwrap();
     let live = root
         .open(&team)
+        .unwrap()
         .mail()
         .read_all(&agent)
         .unwrap()
         .into_iter()
         .map(|d| d.envelope);
-    let delivered = root.open(&team).mail().read_delivered(&agent).unwrap();
+    let delivered = root
+        .open(&team)
+        .unwrap()
+        .mail()
+        .read_delivered(&agent)
+        .unwrap();
     live.chain(delivered)
         .filter(|e| match e.protocol() {
             Some(Protocol::PlanApprovalResponse(r)) => r.request_id == request_id,

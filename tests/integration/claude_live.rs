@@ -60,8 +60,9 @@ fn pane(env: &TestEnv, session: &str, command: &str) -> (String, i32) {
 
 /// A member as Claude Code's lead and the teammate write it.
 fn add_member(env: &TestEnv, name: &str, pane: &str, active: bool) {
-    env.store_root()
+    env.teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .update(|c| {
             c.members.push(Member {
@@ -84,8 +85,9 @@ fn add_member(env: &TestEnv, name: &str, pane: &str, active: bool) {
 }
 
 fn set_active(env: &TestEnv, name: &str, active: bool) {
-    env.store_root()
+    env.teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .update_member(name, |m| m.is_active = Some(active))
         .unwrap();
@@ -150,8 +152,9 @@ fn wait_for_a_whole_tick(env: &TestEnv, from: &str) {
         env.deliver("t", from, "team-lead", request.to_string());
         assert!(
             wait_until(T, || env
-                .store_root()
+                .teams()
                 .open(&env.team_name("t"))
+                .unwrap()
                 .approvals()
                 .get(&request_id)
                 .is_ok()),
@@ -228,8 +231,9 @@ fn the_lead_returns_a_killed_claude_code_members_tasks_and_says_so_once() {
     env.run(&["--team", "t", "status"]).success();
     assert_eq!(terminated_notes(&env, "cc"), 1);
     let cc = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .load()
         .unwrap();
@@ -249,8 +253,9 @@ fn shutdown_request(env: &TestEnv) -> Option<String> {
     let mut request = None;
     wait_until(T, || {
         request = env
-            .store_root()
+            .teams()
             .open(&env.team_name("t"))
+            .unwrap()
             .mail()
             .read_all(&AgentName::new("cc").unwrap())
             .unwrap()
@@ -420,8 +425,9 @@ fn permission_round_trip(with_lead: bool) {
     assert!(wait_until(T, pending), "the request never showed");
     env.run(&["--team", "t", "approve", request_id]).success();
     let inbox = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .mail()
         .read_all(&AgentName::new("cc").unwrap())
         .unwrap();
@@ -451,8 +457,9 @@ fn a_claude_code_member_stuck_at_a_first_run_dialog_is_reported_once() {
     );
     add_member(&env, "cc", &id, false);
     // It never began a turn: Claude Code has written no `isActive` yet.
-    env.store_root()
+    env.teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .update_member("cc", |m| m.is_active = None)
         .unwrap();

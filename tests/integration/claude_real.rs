@@ -206,8 +206,9 @@ fn a_real_claude_code_teammate_talks_takes_a_task_and_shuts_down() {
     );
     assert!(lead_heard("shutdown_approved"));
     let roster = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .load()
         .unwrap();

@@ -107,8 +107,9 @@ fn message_round_trip_and_shutdown_handshake() {
         reason: Some("done".into()),
         timestamp: swarm_util::clock::now_iso(),
     });
-    let (root, team) = (env.store_root(), env.team_name("t"));
+    let (root, team) = (env.teams(), env.team_name("t"));
     root.open(&team)
+        .unwrap()
         .mail()
         .send("worker", Envelope::new("team-lead", request.to_text()))
         .unwrap();
@@ -234,8 +235,9 @@ fn a_dialog_blocked_fake_prints_it_and_never_registers() {
     );
     assert!(worker.is_running());
     let waiting: Vec<String> = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .mail()
         .read_all(&swarm_store::names::AgentName::new("worker").unwrap())
         .unwrap()
@@ -292,9 +294,10 @@ fn a_claude_code_teammates_result_wakes_the_lead_agent() {
         "the lead never asked its model"
     );
     // carl joins as a Claude Code teammate (as `spawn --engine claude` records it).
-    let root = env.store_root();
+    let root = env.teams();
     env.run(&["--team", "t", "team", "add", "carl"]).success();
     root.open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .update_member("carl", |m| {
             m.engine = Some("claude".into());

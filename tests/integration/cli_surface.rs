@@ -262,8 +262,9 @@ fn a_run_stopped_with_ctrl_c_shows_its_lead_exited() {
     .unwrap();
     assert!(run.wait(COMMAND_TIMEOUT).is_some(), "the run did not stop");
     let lead = || {
-        env.store_root()
+        env.teams()
             .open(&env.team_name("t"))
+            .unwrap()
             .agents()
             .read_state(&AgentName::lead())
     };

@@ -294,7 +294,7 @@ fn claim_race_8_processes_over_200_tasks_each_claimed_once() {
     let agents: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
     let members: Vec<&str> = agents.iter().map(String::as_str).collect();
     let env = TestEnv::with_team("t", &members);
-    let store = env.store_root().open(&env.team_name("t"));
+    let store = env.teams().open(&env.team_name("t")).unwrap();
     let list = store.tasks();
     for i in 0..200 {
         list.create(NewTask {

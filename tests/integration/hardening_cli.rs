@@ -39,8 +39,9 @@ fn agent_env(cmd: &mut Command, name: &str, team: &str) {
 }
 
 fn inbox(env: &TestEnv, team: &str, agent: &str) -> Vec<swarm_store::mailbox::Envelope> {
-    env.store_root()
+    env.teams()
         .open(&env.team_name(team))
+        .unwrap()
         .mail()
         .read_all(&AgentName::parse_any(agent).unwrap())
         .unwrap()
@@ -97,8 +98,9 @@ fn an_endless_message_source_is_refused_after_the_limit_and_nothing_is_sent() {
     }
     assert!(inbox(&env, "alpha", "bob").is_empty());
     let roster = env
-        .store_root()
+        .teams()
         .open(&env.team_name("alpha"))
+        .unwrap()
         .roster()
         .load()
         .unwrap();
@@ -140,9 +142,10 @@ fn inside_an_agents_environment_the_cli_acts_as_that_agent_and_nobody_else() {
     ] {
         env.run(&[&["--team", "alpha"], args].concat()).success();
     }
-    let (root, alpha) = (env.store_root(), env.team_name("alpha"));
+    let (root, alpha) = (env.teams(), env.team_name("alpha"));
     let plan_id = "plan_approval-1700000000000@erin@alpha";
     root.open(&alpha)
+        .unwrap()
         .approvals()
         .record(&approvals::from_plan(&plan_request(plan_id, "erin"), None))
         .unwrap();
@@ -198,7 +201,7 @@ fn inside_an_agents_environment_the_cli_acts_as_that_agent_and_nobody_else() {
         approval(&env, "alpha", plan_id).unwrap()["state"],
         "pending"
     );
-    let roster = root.open(&alpha).roster().load().unwrap();
+    let roster = root.open(&alpha).unwrap().roster().load().unwrap();
     assert!(roster.member("dave").is_some() && roster.member("frank").is_none());
 
     // Acting as itself is fine.
@@ -229,6 +232,7 @@ fn inside_an_agents_environment_the_cli_acts_as_that_agent_and_nobody_else() {
     // A person at the command line decides as "human".
     let second = "plan_approval-1700000000001@erin@alpha";
     root.open(&alpha)
+        .unwrap()
         .approvals()
         .record(&approvals::from_plan(&plan_request(second, "erin"), None))
         .unwrap();
@@ -245,8 +249,9 @@ fn a_teammate_obeys_only_a_shutdown_the_lead_sent_and_signed() {
     let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
     let (mut dave, output) = env.teammate("t", "dave", &model.url(), &[]);
     let idle = || {
-        env.store_root()
+        env.teams()
             .open(&env.team_name("t"))
+            .unwrap()
             .agents()
             .read_state(&AgentName::new("dave").unwrap())
             .is_some_and(|s| s.activity == swarm_store::state::Activity::Idle)

@@ -129,8 +129,9 @@ fn the_lead_returns_tasks_whose_owner_left_the_roster_some_other_way() {
         .success();
     // Another program (a Claude Code lead does this on `shutdown_approved`) takes hal off
     // the roster and leaves the task list alone.
-    env.store_root()
+    env.teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .update(|c| {
             c.members.retain(|m| m.name != "hal");
@@ -179,8 +180,9 @@ fn a_removal_killed_before_its_tasks_were_returned_is_finished_by_the_next_look(
 /// A member as a Claude Code teammate writes itself into a roster: a pane id on some tmux
 /// server, active, and no pid swarm could check.
 fn add_claude_code_member(env: &TestEnv, name: &str) {
-    env.store_root()
+    env.teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .update(|c| {
             c.members.push(Member {
@@ -227,8 +229,9 @@ fn a_member_swarm_cannot_see_is_declared_dead_only_after_its_silence() {
     .success();
     // It was asked, the way Claude Code understands, and declared dead only on its silence.
     let inbox = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .mail()
         .read_all(&AgentName::new("cc").unwrap())
         .unwrap();
@@ -269,11 +272,12 @@ fn a_member_swarm_cannot_see_leaves_when_it_agrees() {
         .stderr(std::process::Stdio::null());
     let mut shutdown = Guarded(Some(shutdown.spawn().unwrap()));
     // Answer as Claude Code does.
-    let (root, team) = (env.store_root(), env.team_name("t"));
+    let (root, team) = (env.teams(), env.team_name("t"));
     let mut request = None;
     assert!(wait_until(T, || {
         request = root
             .open(&team)
+            .unwrap()
             .mail()
             .read_all(&AgentName::new("cc").unwrap())
             .unwrap()

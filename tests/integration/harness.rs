@@ -144,17 +144,22 @@ impl TestEnv {
         tmux_socket_path(&self.tmux_socket)
     }
 
-    /// This test's root, as the swarm binary sees it: a team with a pointer is opened on
-    /// its database server, as the edge of the binary opens it.
+    /// This test's root: where its teams' files are.
     pub fn store_root(&self) -> Root {
-        static OPENER: std::sync::Once = std::sync::Once::new();
-        OPENER.call_once(|| {
-            let env = swarm_util::environment::Environment::default();
-            swarm_store::backends::register(std::sync::Arc::new(swarm_store_pg::PgOpener::new(
-                env,
-            )));
-        });
         Root::new(&self.root)
+    }
+
+    /// This test's teams, as the swarm binary opens them: a team with a pointer is opened
+    /// on its database server.
+    pub fn teams(&self) -> swarm_store::Teams {
+        // One opener for the test process, so every team of it shares one pool per server.
+        static OPENER: std::sync::OnceLock<std::sync::Arc<swarm_store_pg::PgOpener>> =
+            std::sync::OnceLock::new();
+        let opener = OPENER.get_or_init(|| {
+            let env = swarm_util::environment::Environment::default();
+            std::sync::Arc::new(swarm_store_pg::PgOpener::new(env))
+        });
+        swarm_store::Teams::new(self.store_root()).with_servers(opener.clone())
     }
 
     pub fn team_name(&self, team: &str) -> TeamName {
@@ -173,14 +178,15 @@ impl TestEnv {
                 roster.display()
             );
         }
-        self.store_root().open(&self.team_name(team))
+        self.teams().open(&self.team_name(team)).unwrap()
     }
 
     /// Whether `name` is on `team`'s roster (false while the team has none yet: Claude
     /// Code makes a team's folder before its roster).
     pub fn on_roster(&self, team: &str, name: &str) -> bool {
-        self.store_root()
+        self.teams()
             .open(&self.team_name(team))
+            .unwrap()
             .roster()
             .load()
             .is_ok_and(|c| c.member(name).is_some())
@@ -702,9 +708,10 @@ impl TestEnv {
 
     /// The lead's inbox, parsed.
     pub fn lead_inbox(&self, team: &str) -> Vec<swarm_store::mailbox::Envelope> {
-        let root = self.store_root();
+        let root = self.teams();
         let team = self.team_name(team);
         root.open(&team)
+            .unwrap()
             .mail()
             .read_all(&swarm_store::names::AgentName::lead())
             .unwrap()
@@ -735,9 +742,10 @@ impl TestEnv {
     /// Sends `message` to `to` as `from`, through the library, as a person's CLI would: in
     /// the lead's name it is signed with the team's lead key (`swarm_store::lead_key`).
     pub fn deliver(&self, team: &str, from: &str, to: &str, text: String) {
-        let root = self.store_root().signing_as_lead();
+        let root = self.teams().signing_as_lead();
         let team = self.team_name(team);
         root.open(&team)
+            .unwrap()
             .mail()
             .deliver(
                 &swarm_store::names::AgentName::parse_any(to).unwrap(),
@@ -751,10 +759,15 @@ impl TestEnv {
     /// Whether a message to `agent` whose text contains `needle` was taken and acknowledged:
     /// gone from its inbox, in its delivered log.
     pub fn acknowledged(&self, team: &str, agent: &str, needle: &str) -> bool {
-        let (root, team) = (self.store_root(), self.team_name(team));
+        let (root, team) = (self.teams(), self.team_name(team));
         let agent = swarm_store::names::AgentName::parse_any(agent).unwrap();
-        let live = root.open(&team).mail().read_all(&agent).unwrap();
-        let delivered = root.open(&team).mail().read_delivered(&agent).unwrap();
+        let live = root.open(&team).unwrap().mail().read_all(&agent).unwrap();
+        let delivered = root
+            .open(&team)
+            .unwrap()
+            .mail()
+            .read_delivered(&agent)
+            .unwrap();
         !live.iter().any(|d| d.envelope.text.contains(needle))
             && delivered.iter().any(|e| e.text.contains(needle))
     }
@@ -793,8 +806,9 @@ impl TestEnv {
     #[track_caller]
     pub fn signal_agent(&self, team: &str, agent: &str, signal: nix::sys::signal::Signal) -> i32 {
         let state = self
-            .store_root()
+            .teams()
             .open(&self.team_name(team))
+            .unwrap()
             .agents()
             .read_state(&swarm_store::names::AgentName::parse_any(agent).unwrap())
             .unwrap_or_else(|| panic!("{agent} has no state file"));

@@ -149,7 +149,7 @@ fn task_created_exit_2_deletes_the_task_and_the_tool_fails_with_the_feedback() {
     env.deliver("t", "team-lead", "bob", "make tasks".to_owned());
     let (_bob, _) = env.teammate("t", "bob", &model.url(), &[]);
     assert!(idle(&env), "bob said:\n{}", err(&env, "bob"));
-    let store = env.store_root().open(&env.team_name("t"));
+    let store = env.teams().open(&env.team_name("t")).unwrap();
     let list = store.tasks();
     let subjects: Vec<String> = list
         .list()
@@ -214,7 +214,7 @@ fn task_completed_exit_2_refuses_the_completion_with_the_feedback() {
             .default_reply(Reply::text("ok")),
     );
     let (_bob, _) = env.teammate("t", "bob", &model.url(), &[]);
-    let store = env.store_root().open(&env.team_name("t"));
+    let store = env.teams().open(&env.team_name("t")).unwrap();
     let list = store.tasks();
     let status = |id: &str| list.get(id).unwrap().status;
     assert!(

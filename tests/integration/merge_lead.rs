@@ -511,10 +511,11 @@ fn a_conflict_is_handed_back_only_once_the_target_has_what_it_conflicts_with() {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let _run = crate::harness::Guarded(Some(cmd.spawn().unwrap()));
-    let (root, team) = (env.store_root(), env.team_name("t"));
+    let (root, team) = (env.teams(), env.team_name("t"));
     let lead = swarm_store::names::AgentName::lead();
     let died = crate::harness::wait_until(Duration::from_secs(120), || {
         root.open(&team)
+            .unwrap()
             .agents()
             .read_state(&lead)
             .is_some_and(|s| s.pid > 0 && !swarm_util::process::is_alive(s.pid))
@@ -607,8 +608,9 @@ fn a_teammate_that_stopped_is_restarted_for_its_hand_back_and_its_fix_lands() {
         .unwrap();
     let alice = swarm_store::names::AgentName::new("alice").unwrap();
     let now = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .agents()
         .read_state(&alice)
         .expect("alice's state");

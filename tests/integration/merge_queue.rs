@@ -51,8 +51,9 @@ fn teammate(env: &TestEnv, repo: &Path, agent: &str, files: &[(&str, &str)]) {
         created_at: 0,
         host: None,
     };
-    env.store_root()
+    env.teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .worktrees()
         .save_worktree(&record)
         .unwrap();
@@ -167,8 +168,9 @@ fn three_branches_land_in_queue_order_with_the_check_after_each() {
     );
     assert_eq!(git(&repo, &["branch", "--list", "swarm/t/a*"]), "");
     assert!(
-        env.store_root()
+        env.teams()
             .open(&env.team_name("t"))
+            .unwrap()
             .worktrees()
             .all_worktrees()
             .unwrap()

@@ -92,7 +92,7 @@ fn varied_team() -> (TestEnv, Guarded) {
             .unwrap(),
     ));
     let pid = sleeper.0.as_ref().unwrap().id() as i32;
-    let root = env.store_root();
+    let root = env.teams();
     let team = env.team_name("t");
     let quiet = clock::now_ms() - 2 * HOUR_MS;
     let write = |name: &str, activity: Activity, change: &dyn Fn(&mut AgentState)| {
@@ -102,6 +102,7 @@ fn varied_team() -> (TestEnv, Guarded) {
         s.last_activity_ms = quiet;
         change(&mut s);
         root.open(&team)
+            .unwrap()
             .agents()
             .write_state(&AgentName::parse_any(name).unwrap(), &s)
             .unwrap();

@@ -30,12 +30,12 @@ fn an_inbox_is_woken_by_its_own_mail_only_however_busy_the_team() {
     let mut members: Vec<&str> = peers.iter().map(String::as_str).collect();
     members.push("me");
     let env = TestEnv::with_team("t", &members);
-    let (root, team) = (env.store_root(), env.team_name("t"));
+    let (root, team) = (env.teams(), env.team_name("t"));
     let me = AgentName::new("me").unwrap();
-    let inbox = Inbox::open(&root, &team, &me);
+    let inbox = Inbox::open(&root.open(&team).unwrap(), &me);
     // What a watch on the inbox directory (how teammates used to wait) hears meanwhile:
     // proof that the load below is the kind that used to wake every teammate.
-    let dir_watch = DirWatcher::file(&root.inbox_path(&team, &me), || {});
+    let dir_watch = DirWatcher::file(&root.root().inbox_path(&team, &me), || {});
 
     // The rest of the team at work: every peer is sent mail by real processes and reads
     // and acknowledges it (inbox rewrites, lock directories, sidecars, delivered logs).
@@ -76,7 +76,7 @@ fn an_inbox_is_woken_by_its_own_mail_only_however_busy_the_team() {
         "woken by other agents' mail ({} wake-ups of a directory watch meanwhile)",
         dir_watch.events()
     );
-    let mail = root.open(&team).mail().read_unread(&me).unwrap();
+    let mail = root.open(&team).unwrap().mail().read_unread(&me).unwrap();
     assert_eq!(mail.len(), 1);
     assert_eq!(mail[0].envelope.text, "for me");
 }

@@ -184,12 +184,13 @@ fn a_failed_demo_cleans_up_after_itself() {
     demo.stdout(Stdio::null()).stderr(Stdio::null());
     let mut demo = Guarded(Some(demo.spawn().unwrap()));
     // Its lead dies under it: the demo fails.
-    let root = env.store_root();
+    let root = env.teams();
     let mut lead = None;
     assert!(
         wait_until(Duration::from_secs(60), || {
             lead = team_dirs(&env).first().and_then(|t| {
                 root.open(&TeamName::new(t).ok()?)
+                    .unwrap()
                     .agents()
                     .read_state(&AgentName::lead())
             });

@@ -69,9 +69,10 @@ fn golden_roster_inbox_and_task_are_byte_identical() {
         reason: Some("done".into()),
         timestamp: swarm_util::clock::now_iso(),
     });
-    let root = env.store_root();
+    let root = env.teams();
     let team = env.team_name("alpha");
     root.open(&team)
+        .unwrap()
         .mail()
         .send("bob", Envelope::new("team-lead", request.to_text()))
         .unwrap();
@@ -252,16 +253,18 @@ fn oversized_message_is_refused_and_nothing_is_written() {
     let inbox = env.root.join("teams/alpha/inboxes/bob.json");
     // Exactly the cap is fine, one byte more is not (library path; argv cannot carry 256 KiB
     // in every environment, so the CLI is checked with a file-sized argument below).
-    let root = env.store_root();
+    let root = env.teams();
     let team = env.team_name("alpha");
     let bob = AgentName::new("bob").unwrap();
     root.open(&team)
+        .unwrap()
         .mail()
         .deliver(&bob, Envelope::new("team-lead", "x".repeat(256 * 1024)))
         .unwrap();
     let before = std::fs::read(&inbox).unwrap();
     let err = root
         .open(&team)
+        .unwrap()
         .mail()
         .deliver(&bob, Envelope::new("team-lead", "x".repeat(256 * 1024 + 1)))
         .unwrap_err();

@@ -107,7 +107,7 @@ fn a_killed_teammate_is_marked_dead_its_task_released_and_the_lead_told() {
         &["--permission-mode", "bypassPermissions"],
     )
     .success();
-    let store = env.store_root().open(&env.team_name("t"));
+    let store = env.teams().open(&env.team_name("t")).unwrap();
     let list = store.tasks();
     assert!(wait_until(T, || list.get("1").unwrap().owner.is_some()
         && list.get("2").unwrap().owner.is_some()));

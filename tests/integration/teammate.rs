@@ -25,8 +25,9 @@ fn shutdown_request(id: &str, from: &str) -> String {
 }
 
 fn state(env: &TestEnv, agent: &str) -> Option<swarm_store::state::AgentState> {
-    env.store_root()
+    env.teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .agents()
         .read_state(&swarm_store::names::AgentName::new(agent).unwrap())
 }
@@ -92,7 +93,7 @@ fn auto_claims_ready_work_not_blocked_work_and_reports_idle_once() {
         Some("Task finished: wrote the file.")
     );
     assert!(env.dir.path().join("work/task-1.txt").exists());
-    let store = env.store_root().open(&env.team_name("t"));
+    let store = env.teams().open(&env.team_name("t")).unwrap();
     let list = store.tasks();
     assert_eq!(list.get("1").unwrap().status, Status::Completed);
     let blocked = list.get("3").unwrap();
@@ -114,8 +115,9 @@ fn auto_claims_ready_work_not_blocked_work_and_reports_idle_once() {
     assert!(bob.is_running(), "bob exited:\n{}", out(&output));
     // The roster knows its pid and that it is not active.
     let roster = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .load()
         .unwrap();
@@ -286,18 +288,19 @@ fn permission_requests_round_trip_through_the_lead() {
             error: (!granted).then(|| "not today".to_owned()),
         };
         // Consume the request so the next wait finds the next one.
-        let root = env.store_root();
+        let root = env.teams();
         let team = env.team_name("t");
         let lead = swarm_store::names::AgentName::lead();
         let keys: Vec<String> = root
             .open(&team)
+            .unwrap()
             .mail()
             .read_all(&lead)
             .unwrap()
             .into_iter()
             .map(|d| d.key)
             .collect();
-        root.open(&team).mail().ack(&lead, &keys).unwrap();
+        root.open(&team).unwrap().mail().ack(&lead, &keys).unwrap();
         env.deliver(
             "t",
             "team-lead",
@@ -475,7 +478,7 @@ fn sigterm_stops_cleanly_and_returns_open_tasks() {
     );
     env.run(&["task", "add", "long job"]).success();
     let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
-    let store = env.store_root().open(&env.team_name("t"));
+    let store = env.teams().open(&env.team_name("t")).unwrap();
     let list = store.tasks();
     assert!(
         wait_until(T, || list.get("1").unwrap().owned_by("bob")),
@@ -537,7 +540,7 @@ fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_w
         "bob never went idle:\n{}",
         out(&output)
     );
-    let store = env.store_root().open(&env.team_name("t"));
+    let store = env.teams().open(&env.team_name("t")).unwrap();
     let list = store.tasks();
     let given = list.get("1").unwrap();
     assert_eq!(given.owner.as_deref(), Some("alice"), "{given:?}");
@@ -550,8 +553,9 @@ fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_w
     );
     // alice is told about task 1 only, by bob.
     let alice_inbox: Vec<_> = env
-        .store_root()
+        .teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .mail()
         .read_all(&swarm_store::names::AgentName::new("alice").unwrap())
         .unwrap()
@@ -606,7 +610,7 @@ fn sighup_stops_cleanly_and_returns_open_tasks() {
     );
     env.run(&["task", "add", "long job"]).success();
     let (mut bob, output) = env.teammate("t", "bob", &model.url(), &[]);
-    let store = env.store_root().open(&env.team_name("t"));
+    let store = env.teams().open(&env.team_name("t")).unwrap();
     let list = store.tasks();
     assert!(
         wait_until(T, || list.get("1").unwrap().owned_by("bob")),
@@ -666,7 +670,7 @@ fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_re
         "bob",
         "NOTE-FROM-ALICE: use the blue one".into(),
     );
-    let root = env.store_root();
+    let root = env.teams();
     let team = env.team_name("t");
     let bob_name = swarm_store::names::AgentName::new("bob").unwrap();
     let carrying = |r: &swarm_model_server::RecordedRequest| {
@@ -683,6 +687,7 @@ fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_re
     // While that request is unanswered (3 s), the note is still in the live inbox.
     let live = || -> Vec<String> {
         root.open(&team)
+            .unwrap()
             .mail()
             .read_all(&bob_name)
             .unwrap()
@@ -692,6 +697,7 @@ fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_re
     };
     let delivered = || -> Vec<String> {
         root.open(&team)
+            .unwrap()
             .mail()
             .read_delivered(&bob_name)
             .unwrap()

@@ -41,8 +41,9 @@ fn start_server(env: &TestEnv) {
 /// A member as a Claude Code teammate writes itself into a roster (no `engine`: swarm
 /// did not start it), in pane `pane` of whatever tmux server it runs on.
 fn add_joined_member(env: &TestEnv, name: &str, pane: &str, pid: Option<i32>) {
-    env.store_root()
+    env.teams()
         .open(&env.team_name("t"))
+        .unwrap()
         .roster()
         .update(|c| {
             c.members.push(Member {
@@ -97,8 +98,9 @@ fn shutdown_request(env: &TestEnv, name: &str) -> Option<String> {
     let mut request = None;
     wait_until(T, || {
         request = env
-            .store_root()
+            .teams()
             .open(&env.team_name("t"))
+            .unwrap()
             .mail()
             .read_all(&AgentName::new(name).unwrap())
             .unwrap()

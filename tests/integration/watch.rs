@@ -25,8 +25,9 @@ fn permission(env: &TestEnv, agent: &str, id: &str, created_ms: i64) -> Approval
     };
     let mut a = approvals::from_permission(&req);
     a.created_ms = created_ms;
-    env.store_root()
+    env.teams()
         .open(&env.team_name("alpha"))
+        .unwrap()
         .approvals()
         .record(&a)
         .unwrap()
@@ -74,18 +75,23 @@ fn once_prints_one_frame_of_a_real_team() {
         clock::now_ms() - 2 * HOUR_MS - 60_000,
     );
     // Acknowledged mail shows too, from the delivered log.
-    let root = env.store_root();
+    let root = env.teams();
     let alpha = env.team_name("alpha");
     let alice = AgentName::new("alice").unwrap();
     let keys: Vec<String> = root
         .open(&alpha)
+        .unwrap()
         .mail()
         .read_all(&alice)
         .unwrap()
         .into_iter()
         .map(|d| d.key)
         .collect();
-    root.open(&alpha).mail().ack(&alice, &keys).unwrap();
+    root.open(&alpha)
+        .unwrap()
+        .mail()
+        .ack(&alice, &keys)
+        .unwrap();
 
     let out = env
         .run(&[
@@ -219,8 +225,9 @@ fn enter_on_a_member_switches_the_client_to_its_pane() {
         "work",
         "sleep 300",
     ]);
-    env.store_root()
+    env.teams()
         .open(&env.team_name("alpha"))
+        .unwrap()
         .roster()
         .update(|c| {
             c.member_mut("alice").unwrap().tmux_pane_id = pane.clone();

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use swarm_store::Root;
 use swarm_store::approvals::{self, State};
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::protocol::{PlanApprovalRequest, Protocol};
@@ -193,7 +192,7 @@ fn parse_answer(text: &str) -> Answer {
 /// A team `t` with bob, whose plan waits for approval (recorded as bob's teammate process
 /// records it); the request's id.
 pub fn team_with_a_plan(env: &TestEnv) -> String {
-    let root = Root::new(&env.root);
+    let teams = env.teams();
     let team = TeamName::new("t").unwrap();
     env.run(&["team", "create", "t"]).success();
     env.run(&["--team", "t", "team", "add", "bob"]).success();
@@ -206,7 +205,7 @@ pub fn team_with_a_plan(env: &TestEnv) -> String {
         plan_content: "1. write bob.txt\n2. tell the lead".into(),
         request_id: id.clone(),
     };
-    let store = root.open(&team);
+    let store = teams.open(&team).unwrap();
     store
         .approvals()
         .record(&approvals::from_plan(&req, None))
@@ -225,8 +224,9 @@ pub fn team_with_a_plan(env: &TestEnv) -> String {
 }
 
 fn approval(env: &TestEnv, id: &str) -> approvals::Approval {
-    Root::new(&env.root)
+    env.teams()
         .open(&TeamName::new("t").unwrap())
+        .unwrap()
         .approvals()
         .get(id)
         .unwrap()
@@ -234,7 +234,7 @@ fn approval(env: &TestEnv, id: &str) -> approvals::Approval {
 
 /// Every message `agent` was sent, read or not.
 pub fn mail_of(env: &TestEnv, agent: &str) -> Vec<swarm_store::mailbox::Envelope> {
-    let store = Root::new(&env.root).open(&TeamName::new("t").unwrap());
+    let store = env.teams().open(&TeamName::new("t").unwrap()).unwrap();
     let agent = AgentName::new(agent).unwrap();
     let mut all: Vec<_> = store
         .mail()
@@ -1053,7 +1053,7 @@ fn notifications_go_out_once_per_event_and_a_failed_post_is_retried() {
             .unwrap(),
     ));
     let pid = carol.child().id() as i32;
-    let store = Root::new(&env.root).open(&TeamName::new("t").unwrap());
+    let store = env.teams().open(&TeamName::new("t").unwrap()).unwrap();
     let mut state = swarm_store::state::AgentState::new(swarm_store::state::Activity::Working);
     state.pid = pid;
     state.start_ticks = swarm_util::process::start_ticks(pid);
@@ -1147,7 +1147,7 @@ fn the_page_shuts_a_teammate_down_through_the_ladder() {
         .env("SWARM_PROVIDER", "scripted")
         .env("SWARM_BASE_URL", model.url());
     crate::harness::run(&mut spawn).success();
-    let store = Root::new(&env.root).open(&TeamName::new("t").unwrap());
+    let store = env.teams().open(&TeamName::new("t").unwrap()).unwrap();
     let bob = AgentName::new("bob").unwrap();
     assert!(wait_until(T, || store
         .agents()
@@ -1188,7 +1188,7 @@ fn the_page_shuts_a_teammate_down_through_the_ladder() {
 fn a_held_merge_is_queued_again_from_the_page() {
     let env = TestEnv::new();
     team_with_a_plan(&env);
-    let store = Root::new(&env.root).open(&TeamName::new("t").unwrap());
+    let store = env.teams().open(&TeamName::new("t").unwrap()).unwrap();
     store
         .merge_queue()
         .update(|q| {

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use crate::job;
 use swarm_config::permissions::{Approver, PermissionMode};
 use swarm_model_server::{ModelServer, Script};
+use swarm_store::Teams;
 use swarm_store::names::TeamName;
-use swarm_team::launch::Launcher;
+use swarm_team::launch::{LaunchSettings, Launcher};
 use swarm_team::run::{self as team_run, Goal};
 use swarm_team::show;
 use swarm_team::shutdown::LadderOptions;
@@ -31,8 +32,10 @@ const KEYS: [&str; 3] = [
 ];
 
 pub struct Demo {
-    /// How to start the team; its team, working directory and lead model are the demo's.
-    pub launcher: Launcher,
+    /// Where the demo's team is made.
+    pub teams: Teams,
+    /// How to start the team; its working directory and lead model are the demo's.
+    pub launch: LaunchSettings,
     /// Show the team window while it works.
     pub attach: bool,
     /// 1, 2 or 3.
@@ -84,39 +87,41 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
         .build()
         .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
     let server = runtime.block_on(ModelServer::start_local(script))?;
-    let mut launcher = demo.launcher;
-    launcher.cwd = dir.clone();
-    launcher.lead.provider = Some("scripted".to_owned());
-    launcher.lead.model = None;
-    launcher.lead.base_url = Some(server.url());
-    launcher.lead.permission_mode = PermissionMode::AcceptEdits;
-    launcher.lead.allow = demo.job.allow();
-    launcher.lead.max_turns = Some(40);
-    launcher.env.retain(|k, _| !KEYS.contains(&k.as_str()));
-    let team = launcher.team.clone();
+    let mut launch = demo.launch;
+    launch.cwd = dir.clone();
+    launch.lead.provider = Some("scripted".to_owned());
+    launch.lead.model = None;
+    launch.lead.base_url = Some(server.url());
+    launch.lead.permission_mode = PermissionMode::AcceptEdits;
+    launch.lead.allow = demo.job.allow();
+    launch.lead.max_turns = Some(40);
+    let team = team_name()?;
     say(&format!(
         "swarm demo: team {team} builds a small toolkit in {}",
         dir.display()
     ));
+    let goal = Goal {
+        budget: Default::default(),
+        merge: swarm_team::merge::Options {
+            check: demo.job.merge_check().map(str::to_owned),
+            ..Default::default()
+        },
+        text: demo.job.goal(),
+        approver: Approver::Lead,
+        teammates: demo.teammates,
+        members: &[],
+        hosts: &[],
+    };
     // Set once the lead has finished: from then on a failure leaves the job to look at.
     let finished = std::cell::Cell::new(false);
+    let mut opened: Option<Launcher> = None;
     let result = (|| -> Result<u8> {
-        let window = team_run::launch(
-            &launcher,
-            &Goal {
-                budget: Default::default(),
-                merge: swarm_team::merge::Options {
-                    check: demo.job.merge_check().map(str::to_owned),
-                    ..Default::default()
-                },
-                text: demo.job.goal(),
-                approver: Approver::Lead,
-                teammates: demo.teammates,
-                members: &[],
-                hosts: &[],
-            },
-        )?;
-        let wait = || team_run::wait_for_lead(&launcher.root, &team, &window, note);
+        let store =
+            team_run::make_team(&demo.teams, &team, &dir, &goal, launch.lead.permission_mode)?;
+        let launcher = opened.insert(launch.clone().for_team(store)?);
+        launcher.env.retain(|k, _| !KEYS.contains(&k.as_str()));
+        let window = team_run::launch(launcher, &goal)?;
+        let wait = || team_run::wait_for_lead(&launcher.store, &window, note);
         let code = if demo.attach {
             say(
                 "showing the team window; you are back here when the team is done (to leave earlier: your tmux prefix, then d; the demo keeps going)",
@@ -127,7 +132,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
             wait()?
         };
         finished.set(true);
-        say(&team_run::report(&launcher.root, &team));
+        say(&team_run::report(&launcher.store));
         let (passed, output) = job::run_check(&dir)?;
         say(&format!("$ bash check.sh\n{output}"));
         if let Ok(Some(w)) = TeamWindow::find(window.tmux(), &team, launcher.window_options()) {
@@ -149,14 +154,21 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
         Ok(0)
     })();
     if result.is_err() && !finished.get() {
-        clean_up_failed(&launcher, demo.keep);
+        match &opened {
+            Some(launcher) => clean_up_failed(launcher, demo.keep),
+            // Nothing started: what a half-made team left goes.
+            None if !demo.keep => {
+                let _ = demo.teams.delete_team(&team);
+            }
+            None => {}
+        }
         if made_dir && !demo.keep {
             let _ = std::fs::remove_dir_all(&dir);
         }
-    } else if !demo.keep {
+    } else if let (Some(launcher), false) = (&opened, demo.keep) {
         // The job's repository keeps the work, not the queue's scaffolding.
-        swarm_team::merge::remove_integration(&launcher.root, &team);
-        let _ = launcher.root.delete_team(&team);
+        swarm_team::merge::remove_integration(&launcher.store);
+        let _ = demo.teams.delete_team(&team);
     }
     runtime.block_on(server.shutdown());
     result
@@ -166,7 +178,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
 /// session of its own), and unless `keep` removes its files (a half-made team's too).
 /// Whatever fails here is logged: the demo's own error is the one to tell.
 fn clean_up_failed(launcher: &Launcher, keep: bool) {
-    let (root, team) = (&launcher.root, &launcher.team);
+    let store = &launcher.store;
     let quiet = |line: &str| tracing::info!("{line}");
     let ladder = LadderOptions {
         timeout: std::time::Duration::from_secs(10),
@@ -175,22 +187,20 @@ fn clean_up_failed(launcher: &Launcher, keep: bool) {
     if !keep {
         // Stops the teammates, closes the window, waits for the lead to go, removes all.
         let window = launcher.window_options();
-        if let Err(e) = teardown::delete(root, team, &launcher.tmux, window, &ladder, true, &quiet)
-        {
+        if let Err(e) = teardown::delete(store, &launcher.tmux, window, &ladder, true, &quiet) {
             tracing::warn!("demo clean-up: {e}");
         }
         // What a dying lead wrote meanwhile.
-        let _ = root.delete_team(team);
+        let _ = store.delete_team();
         return;
     }
-    if root.open(team).roster().load().is_ok() {
-        let stops =
-            swarm_team::shutdown::stop_team(root, team, Some(&launcher.tmux), &ladder, &quiet);
+    if store.roster().load().is_ok() {
+        let stops = swarm_team::shutdown::stop_team(store, Some(&launcher.tmux), &ladder, &quiet);
         for e in stops.into_iter().filter_map(Result::err) {
             tracing::warn!("demo clean-up: {e}");
         }
     }
-    if let Ok(Some(w)) = TeamWindow::find(&launcher.tmux, team, launcher.window_options())
+    if let Ok(Some(w)) = TeamWindow::find(&launcher.tmux, store.team(), launcher.window_options())
         && let Err(e) = w.close()
     {
         tracing::warn!("demo clean-up: {e}");

@@ -90,23 +90,24 @@ pub fn provider_key(provider: &str, base_url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use swarm_store::Root;
     use swarm_store::names::TeamName;
+    use swarm_store::{Root, Teams};
 
     #[test]
     fn a_team_s_agents_wait_for_the_latest_moment_any_of_them_met() {
         let dir = tempfile::tempdir().unwrap();
-        let root = Root::new(dir.path());
         let team = TeamName::new("t").unwrap();
-        root.create_team(&team, None, dir.path()).unwrap();
-        let team_gate = || Some(root.open(&team).rate_gate());
+        let store = Teams::new(Root::new(dir.path()))
+            .create_team(&team, None, dir.path())
+            .unwrap();
+        let team_gate = || Some(store.rate_gate());
         let key = provider_key("scripted", "http://t.invalid:1");
         let gate = Gate::new(key.clone(), team_gate());
         let far = clock::now_ms() + 60_000;
         assert_eq!(gate.close(far, "429", "alice").until_ms, far);
         assert_eq!(gate.close(far - 10_000, "529", "bob").until_ms, far);
         // Another process's view: the team's gate alone.
-        let shared = root.open(&team).rate_gate().read(&key).unwrap().unwrap();
+        let shared = store.rate_gate().read(&key).unwrap().unwrap();
         assert_eq!((shared.until_ms, shared.by.as_str()), (far, "alice"));
         // A later moment from the team is the one in force here too.
         let later = RateLimit {
@@ -115,7 +116,7 @@ mod tests {
             since_ms: clock::now_ms(),
             by: "carol".into(),
         };
-        root.open(&team).rate_gate().close(&key, later).unwrap();
+        store.rate_gate().close(&key, later).unwrap();
         assert_eq!(gate.read().unwrap().by, "carol");
         assert_eq!(gate.close(far, "429", "alice").by, "carol");
     }

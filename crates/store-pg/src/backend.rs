@@ -52,4 +52,8 @@ impl Backend for PgStore {
     fn root(&self) -> &Root {
         &self.root
     }
+    fn delete_team(&self) -> swarm_util::error::Result<()> {
+        self.delete_on_server()?;
+        swarm_store::roster::delete_files(&self.root, &self.team)
+    }
 }

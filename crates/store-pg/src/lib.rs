@@ -149,8 +149,9 @@ impl PgStore {
         roster::create(self, description, cwd)
     }
 
-    /// Deletes the team and everything it holds. A team that does not exist is not an error.
-    pub fn delete_team(&self) -> Result<()> {
+    /// Deletes the team and everything it holds on its server (this host's files are the
+    /// caller's). A team that does not exist is not an error.
+    pub fn delete_on_server(&self) -> Result<()> {
         roster::delete(self)
     }
 }

@@ -1,6 +1,6 @@
 //! [`PgOpener`]: how a root opens its teams on PostgreSQL (the store's
-//! `swarm_store::backends::Opener`), registered for the process at the edge
-//! (`swarm_store::backends::register`).
+//! `swarm_store::backends::Opener`), given to the process's root at the edge
+//! (`swarm_store::Root::with_servers`).
 //!
 //! Invariants:
 //! - one [`Database`] (its settings and its pool of connections) per URL per process,
@@ -99,11 +99,6 @@ impl Opener for PgOpener {
         check_url(url)?;
         let db = self.database(url, root, true)?;
         PgStore::on(db, root, team).create_team(description, cwd)
-    }
-
-    fn delete(&self, url: &str, root: &Root, team: &TeamName) -> Result<()> {
-        let db = self.database(url, root, true)?;
-        PgStore::on(db, root, team).delete_team()
     }
 }
 

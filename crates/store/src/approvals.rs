@@ -510,7 +510,9 @@ mod tests {
             },
         )
         .unwrap();
-        root.open(&team)
+        crate::Teams::new(root.clone())
+            .open(&team)
+            .unwrap()
             .roster()
             .update_member(LEAD, |lead| lead.mode = Some("acceptEdits".into()))
             .unwrap();

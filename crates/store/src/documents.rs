@@ -10,30 +10,35 @@ use std::path::{Path, PathBuf};
 use crate::files;
 use crate::layout::Root;
 use crate::names::{AgentName, TeamName};
+use crate::seam::Store;
 use swarm_util::clock;
 use swarm_util::error::{IoContext, Result};
 
 /// Writes the goal a run gives the team; returns its path (the lead reads it from there).
-pub fn write_goal(root: &Root, team: &TeamName, goal: &str) -> Result<PathBuf> {
+pub fn write_goal(store: &Store, goal: &str) -> Result<PathBuf> {
+    let (root, team) = (store.root(), store.team());
     let path = root.goal_path(team);
     files::write(root, &path, goal.as_bytes())?;
     Ok(path)
 }
 
 /// Writes the final report; returns its path.
-pub fn write_report(root: &Root, team: &TeamName, text: &str) -> Result<PathBuf> {
+pub fn write_report(store: &Store, text: &str) -> Result<PathBuf> {
+    let (root, team) = (store.root(), store.team());
     let path = root.report_path(team);
     files::write(root, &path, text.as_bytes())?;
     Ok(path)
 }
 
 /// The final report, if the lead wrote one.
-pub fn read_report(root: &Root, team: &TeamName) -> Option<String> {
+pub fn read_report(store: &Store) -> Option<String> {
+    let (root, team) = (store.root(), store.team());
     String::from_utf8(files::read(root, &root.report_path(team)).ok()??).ok()
 }
 
 /// Removes the report of an earlier lead, which a resumed run replaces.
-pub fn remove_report(root: &Root, team: &TeamName) -> Result<()> {
+pub fn remove_report(store: &Store) -> Result<()> {
+    let (root, team) = (store.root(), store.team());
     let path = root.report_path(team);
     files::check(root, &path)?;
     match std::fs::remove_file(&path) {
@@ -45,12 +50,14 @@ pub fn remove_report(root: &Root, team: &TeamName) -> Result<()> {
 }
 
 /// Where a plan `agent` submits now is kept (see [`write_plan`]).
-pub fn new_plan_path(root: &Root, team: &TeamName, agent: &AgentName) -> PathBuf {
+pub fn new_plan_path(store: &Store, agent: &AgentName) -> PathBuf {
+    let (root, team) = (store.root(), store.team());
     root.plan_path(team, agent, clock::now_ms())
 }
 
 /// Keeps a copy of a plan at `path` (from [`new_plan_path`]).
-pub fn write_plan(root: &Root, team: &TeamName, path: &Path, plan: &str) -> Result<()> {
+pub fn write_plan(store: &Store, path: &Path, plan: &str) -> Result<()> {
+    let (root, team) = (store.root(), store.team());
     let dir = root.plans_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     files::write(root, path, plan.as_bytes())
@@ -77,9 +84,10 @@ pub fn open_log(root: &Root, team: &TeamName, agent: &AgentName) -> Result<std::
 
 /// The last error `agent`'s log holds, without its time and level: what a pane process
 /// said as it died. Only the log's tail is read.
-pub fn last_log_error(root: &Root, team: &TeamName, agent: &AgentName) -> Option<String> {
+pub fn last_log_error(store: &Store, agent: &AgentName) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
     const TAIL: u64 = 16 * 1024;
+    let (root, team) = (store.root(), store.team());
     let path = root.log_path(team, agent);
     files::check(root, &path).ok()?;
     let mut file =

@@ -79,6 +79,9 @@ impl Backend for FileStore {
     fn root(&self) -> &Root {
         &self.root
     }
+    fn delete_team(&self) -> Result<()> {
+        roster::delete_files(&self.root, &self.team)
+    }
     fn rate_gate(&self) -> Arc<dyn RateGate> {
         Arc::new(rate_gate::FileRateGate::new(&self.root, &self.team))
     }

@@ -7,7 +7,8 @@
 //!
 //! A root also carries how its shared files are written: how long a lock is waited for,
 //! and whether writes are fsynced. Every store operation takes the root, so these settings,
-//! resolved once at the edge, reach every write without being read anywhere else.
+//! resolved once at the edge, reach every write without being read anywhere else. Which
+//! backend holds a team, and opening it, are [`crate::teams::Teams`]'.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,8 +28,6 @@ pub struct Root {
     heartbeat_timeout: Duration,
     /// Set when this process signs as the team's lead (see `store::lead_key`).
     signs_as_lead: bool,
-    /// Where new teams are made: a server's URL, or `None` for files.
-    pub(crate) new_teams_at: Option<String>,
 }
 
 impl Root {
@@ -40,7 +39,6 @@ impl Root {
             durable: true,
             heartbeat_timeout: crate::liveness::DEFAULT_TIMEOUT,
             signs_as_lead: false,
-            new_teams_at: None,
         }
     }
 

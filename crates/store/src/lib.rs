@@ -7,7 +7,8 @@
 //! Writers take both a kernel `flock` and Claude Code's own `<file>.lock/` directory lock,
 //! so they exclude each other and Claude Code's processes alike.
 //!
-//! A team is opened from its [`Root`] and used through its [`Store`] handle, whose parts
+//! A team is opened once through [`Teams`] (a [`Root`] and the backends the edge gives it)
+//! and used through its [`Store`] handle, whose parts
 //! are traits ([`Roster`], [`Mailboxes`], [`TaskBoard`], [`Approvals`], [`Agents`],
 //! [`MergeQueue`], [`Budget`], [`LaunchRecords`], [`Worktrees`]) so a team may live in
 //! another backend; [`file_store::FileStore`] is the one for Claude Code's files.
@@ -17,15 +18,15 @@
 //! use swarm_store::names::{AgentName, TeamName};
 //! use swarm_store::roster::NewMember;
 //! use swarm_store::tasks::NewTask;
-//! use swarm_store::Root;
+//! use swarm_store::{Root, Teams};
 //!
 //! # fn main() -> swarm_util::error::Result<()> {
 //! # let dir = tempfile::tempdir().unwrap();
 //! // The root is `~/.claude` for Claude Code's own teams.
-//! let root = Root::new(dir.path());
+//! let teams = Teams::new(Root::new(dir.path()));
 //! let team = TeamName::new("docs")?;
-//! root.create_team(&team, Some("write the docs".into()), dir.path())?;
-//! let store = root.open(&team);
+//! // Made, and opened: the handle every later step goes through.
+//! let store = teams.create_team(&team, Some("write the docs".into()), dir.path())?;
 //! let bob = AgentName::new("bob")?;
 //! store.roster().add_member(NewMember {
 //!     name: bob.clone(),
@@ -85,7 +86,7 @@ pub mod roster;
 pub mod seam;
 pub mod state;
 pub mod tasks;
-mod teams;
+pub mod teams;
 pub mod usage;
 pub mod worktrees;
 
@@ -95,3 +96,4 @@ pub use seam::{
     Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, Roster, Store,
     TaskBoard, Topic, Worktrees,
 };
+pub use teams::Teams;

@@ -401,7 +401,7 @@ pub(crate) fn list(root: &Root) -> Result<Vec<TeamConfig>> {
 }
 
 /// Removes a team's directories (roster, inboxes, state) and its task list.
-pub(crate) fn delete_files(root: &Root, team: &TeamName) -> Result<()> {
+pub fn delete_files(root: &Root, team: &TeamName) -> Result<()> {
     for dir in [root.team_dir(team), root.tasks_dir(team)] {
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => {}

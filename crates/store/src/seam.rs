@@ -314,6 +314,10 @@ pub trait Backend: Send + Sync {
     fn watch(&self, topic: Topic, wake: Box<dyn Fn() + Send + Sync>) -> Hold;
     /// The root the team was opened under (its local files: logs, transcripts, plans).
     fn root(&self) -> &Root;
+    /// Deletes the team: all it holds in this backend, then its files under the root (its
+    /// roster or pointer, logs, transcripts). Whether its members still run is the
+    /// caller's to settle first; a team that does not exist is not an error.
+    fn delete_team(&self) -> Result<()>;
 }
 
 /// One team's shared state: a cheap handle, cloned to wherever it is needed.

@@ -238,16 +238,9 @@ pub async fn shut_down(
     tracing::info!("{via} shuts {name} down");
     tokio::task::spawn_blocking(move || {
         let store = hub.store();
-        let report = shutdown::shut_down(
-            store.root(),
-            store.team(),
-            hub.tmux(),
-            &name,
-            &opts,
-            &|step| {
-                tracing::info!("{step}");
-            },
-        );
+        let report = shutdown::shut_down(store, hub.tmux(), &name, &opts, &|step| {
+            tracing::info!("{step}");
+        });
         match report {
             Ok(r) => match r.outcome {
                 Outcome::Rejected(why) => {
@@ -299,7 +292,7 @@ pub async fn retry_merge(
     let via = caller.via();
     let (hub, entry) = blocking(move || {
         let hub = hub(&app, &team)?;
-        let entry = merge::retry(hub.store().root(), hub.store().team(), &b.branch)?;
+        let entry = merge::retry(hub.store(), &b.branch)?;
         tracing::info!("{via} queued {} again", entry.branch);
         Ok((hub, entry))
     })
@@ -307,12 +300,7 @@ pub async fn retry_merge(
     let runner = Arc::clone(&hub);
     tokio::task::spawn_blocking(move || {
         let store = runner.store();
-        match merge::run(
-            store.root(),
-            store.team(),
-            &merge::Options::default(),
-            &|_| {},
-        ) {
+        match merge::run(store, &merge::Options::default(), &|_| {}) {
             Ok(outcome) if outcome.target.is_empty() => runner.notice(
                 "nothing to merge: the team has no teammate worktrees".to_owned(),
                 true,

@@ -28,14 +28,14 @@ use crate::notify::Notifier;
 use crate::view::TeamView;
 use swarm_store::names::TeamName;
 use swarm_store::roster::TeamConfig;
-use swarm_store::{Hold, Root, Store, Topic};
+use swarm_store::{Hold, Store, Teams, Topic};
 use swarm_team::feed::FeedReader;
 use swarm_tmux::{PaneId, Tmux};
 use swarm_util::clock;
 use swarm_util::error::Result;
 
 /// The tmux server of a team, if it has one (the front end knows how to find it).
-pub type TmuxFor = Arc<dyn Fn(&TeamName) -> Option<Tmux> + Send + Sync>;
+pub type TmuxFor = Arc<dyn Fn(&Store) -> Option<Tmux> + Send + Sync>;
 
 /// After a change notice, how long to wait for the rest of a burst before looking.
 const SETTLE: Duration = Duration::from_millis(10);
@@ -348,7 +348,7 @@ fn last_lines(text: &str, n: usize) -> String {
 
 /// The hubs of the teams served, made when first asked for.
 pub struct Hubs {
-    root: Root,
+    teams: Teams,
     only: Option<TeamName>,
     tmux_for: TmuxFor,
     notifier: Option<Arc<Notifier>>,
@@ -359,7 +359,7 @@ pub struct Hubs {
 
 impl Hubs {
     pub fn new(
-        root: Root,
+        teams: Teams,
         only: Option<TeamName>,
         tmux_for: TmuxFor,
         notifier: Option<Arc<Notifier>>,
@@ -367,7 +367,7 @@ impl Hubs {
         runtime: tokio::runtime::Handle,
     ) -> Hubs {
         Hubs {
-            root,
+            teams,
             only,
             tmux_for,
             notifier,
@@ -379,7 +379,7 @@ impl Hubs {
 
     /// The teams served, by name (blocking).
     pub fn teams(&self) -> Result<Vec<TeamConfig>> {
-        let mut teams = self.root.teams()?;
+        let mut teams = self.teams.list()?;
         if let Some(only) = &self.only {
             teams.retain(|t| t.name == only.as_str());
         }
@@ -406,19 +406,15 @@ impl Hubs {
         {
             return Ok(Arc::clone(hub));
         }
-        let store = self.root.open(&team);
+        let store = self.teams.open(&team).map_err(ApiError::from)?;
         store.roster().load().map_err(|e| match e.exit_code() {
             swarm_util::error::exit::NOT_FOUND => not_served(),
             _ => ApiError::from(e),
         })?;
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         let hub = map.entry(team.clone()).or_insert_with(|| {
-            let hub = Arc::new(Hub::new(
-                store,
-                (self.tmux_for)(&team),
-                self.notifier.clone(),
-                self.rescan,
-            ));
+            let tmux = (self.tmux_for)(&store);
+            let hub = Arc::new(Hub::new(store, tmux, self.notifier.clone(), self.rescan));
             self.runtime.spawn(Arc::clone(&hub).run());
             hub
         });

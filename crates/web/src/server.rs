@@ -28,7 +28,7 @@ use crate::auth::{Auth, Secret};
 use crate::hub::{Hubs, TmuxFor};
 use crate::notify::Notifier;
 use crate::routes;
-use swarm_store::Root;
+use swarm_store::Teams;
 use swarm_store::names::TeamName;
 use swarm_team::shutdown::LadderOptions;
 use swarm_util::error::{Error, Result};
@@ -38,7 +38,7 @@ pub const MAX_CONNECTIONS: usize = 256;
 
 /// What `swarm serve` was asked for.
 pub struct Options {
-    pub root: Root,
+    pub teams: Teams,
     /// Serve only this team (else every team under the root).
     pub team: Option<TeamName>,
     pub listen: SocketAddr,
@@ -92,7 +92,7 @@ impl Server {
             )?)),
         };
         let hubs = Hubs::new(
-            opts.root.clone(),
+            opts.teams.clone(),
             opts.team.clone(),
             opts.tmux_for.clone(),
             notifier.clone(),

@@ -83,9 +83,9 @@ impl TeamView {
     /// The view of `store`'s team now; `tmux` is its server, if any. Fails only when the
     /// team itself cannot be read (no roster).
     pub fn take(store: &Store, tmux: Option<&Tmux>, feed: &mut FeedReader) -> Result<TeamView> {
-        let seen = status::observe(store.root(), store.team(), tmux)?;
+        let seen = status::observe(store, tmux)?;
         let mut problems = Vec::new();
-        if let Err(e) = supervisor::record_requests(store.root(), store.team(), &seen) {
+        if let Err(e) = supervisor::record_requests(store, &seen) {
             problems.push(format!("requests: {e}"));
         }
         let tasks = store.tasks().list().unwrap_or_else(|e| {

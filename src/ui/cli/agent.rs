@@ -14,6 +14,7 @@ use swarm_roles::lead_sig::LeadKey;
 use swarm_roles::solo::{self, SoloOptions};
 use swarm_roles::teammate::options::{self, DefinedApi, Given};
 use swarm_roles::teammate::{self, TeammateOptions};
+use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName, agent_id};
 use swarm_util::error::{Error, Result};
 use swarm_util::vars;
@@ -124,13 +125,15 @@ pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
             args.agent_id
         )));
     }
-    start_teammate(ctx, args, &team, &name).inspect_err(|e| {
-        teammate::lifecycle::record_start_failure(&ctx.root, &team, &name, e);
+    // The teammate's one handle on its team, for all it does.
+    let store = ctx.teams.open(&team)?;
+    start_teammate(ctx, args, &store, &name).inspect_err(|e| {
+        teammate::lifecycle::record_start_failure(&store, &name, e);
     })
 }
 
-fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentName) -> Result<u8> {
-    let (team, name) = (team.clone(), name.clone());
+fn start_teammate(ctx: &Ctx, args: TeammateArgs, store: &Store, name: &AgentName) -> Result<u8> {
+    let (team, name) = (store.team().clone(), name.clone());
     if !args.claude_flag.is_empty() {
         tracing::info!(
             "ignoring Claude Code flags swarm has no use for: {}",
@@ -162,8 +165,7 @@ fn start_teammate(ctx: &Ctx, args: TeammateArgs, team: &TeamName, name: &AgentNa
     )?;
     let model = teammate_model(&args, &from_project.api);
     let opts = TeammateOptions {
-        root: ctx.root.clone(),
-        team,
+        store: store.clone(),
         name,
         color: args.agent_color,
         plan_mode_required: args.plan_mode_required,

@@ -7,8 +7,8 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm_config::permissions::PermissionMode;
+use swarm_store::Store;
 use swarm_store::approvals;
-use swarm_store::names::TeamName;
 use swarm_team::{status, supervisor};
 use swarm_util::clock;
 use swarm_util::error::Result;
@@ -41,22 +41,20 @@ pub struct RejectArgs {
 
 /// Records what teammates asked the lead that nobody recorded yet (a Claude Code
 /// teammate records nothing itself, and no `swarm lead` may be running to do it).
-fn catch_up(ctx: &Ctx, team: &TeamName) {
+fn catch_up(ctx: &Ctx, store: &Store) {
     let seen = ctx
-        .team_tmux(team)
-        .and_then(|tmux| status::observe(&ctx.root, team, Some(&tmux)));
-    if let Err(e) = seen.and_then(|seen| supervisor::record_requests(&ctx.root, team, &seen)) {
+        .team_tmux(store)
+        .and_then(|tmux| status::observe(store, Some(&tmux)));
+    if let Err(e) = seen.and_then(|seen| supervisor::record_requests(store, &seen)) {
         tracing::warn!("failed to record the teammates' requests: {e}");
     }
 }
 
 pub fn list(ctx: &Ctx, args: ApprovalsArgs) -> Result<()> {
     let pending = args.pending;
-    let team = ctx.team()?;
-    catch_up(ctx, &team);
-    let all: Vec<approvals::Approval> = ctx
-        .root
-        .open(&team)
+    let store = ctx.team()?;
+    catch_up(ctx, &store);
+    let all: Vec<approvals::Approval> = store
         .approvals()
         .list()?
         .into_iter()
@@ -99,9 +97,9 @@ fn decide(
     feedback: Option<String>,
     mode: Option<PermissionMode>,
 ) -> Result<()> {
-    let team = ctx.team()?;
-    catch_up(ctx, &team);
-    let a = ctx.root.open(&team).approvals().resolve(
+    let store = ctx.team()?;
+    catch_up(ctx, &store);
+    let a = store.approvals().resolve(
         id,
         approvals::Decision {
             approve,

@@ -14,9 +14,10 @@ use swarm_config::settings::Settings;
 use swarm_llm::{LlmConfig, LlmFlags};
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
+use swarm_store::{Store, Teams};
 use swarm_team::inherit::Engine;
 use swarm_team::inherit::LeadSettings;
-use swarm_team::launch::Launcher;
+use swarm_team::launch::{LaunchSettings, Launcher};
 use swarm_team::window;
 use swarm_tmux::{Caller, Tmux};
 use swarm_util::environment::Environment;
@@ -48,7 +49,8 @@ pub struct GlobalOpts {
 }
 
 pub struct Ctx {
-    pub root: Root,
+    /// The teams under the root, with how to open them: the command's one way to a team.
+    pub teams: Teams,
     pub global: GlobalOpts,
     pub settings: Settings,
     /// Where this process sits in tmux.
@@ -74,12 +76,12 @@ impl Ctx {
         let settings = Settings::resolve(env);
         // A team on PostgreSQL is opened through its pointer (`swarm_store::backends`).
         let opener = swarm_store_pg::PgOpener::new(settings.env.clone());
-        swarm_store::backends::register(std::sync::Arc::new(opener));
         let root = Root::resolve(global.root.as_deref(), &settings.env)?
             .with_store_settings(settings.lock_timeout, settings.durable)
             .with_heartbeat_timeout(settings.heartbeat_timeout);
+        let teams = Teams::new(root).with_servers(std::sync::Arc::new(opener));
         Ok(Ctx {
-            root,
+            teams,
             global,
             caller: Caller::from_env(&settings.env),
             actor: Actor::from_env(&settings.env)?,
@@ -141,27 +143,26 @@ impl Ctx {
         &self.settings.env
     }
 
-    /// The team named on the command line, else `--team`/`SWARM_TEAM`, else the only team;
-    /// refused when it is not the acting agent's own. A team on a database server is
-    /// reached now, so an unreachable server is this command's one-line error (exit code
-    /// 5) before it acts, and its later opens share the connections made here.
-    pub fn team_or(&self, explicit: Option<&str>) -> Result<TeamName> {
+    /// The team named on the command line, else `--team`/`SWARM_TEAM`, else the only team,
+    /// opened: the command's one handle on it, passed down to everything it does. Refused
+    /// when it is not the acting agent's own. A team on a database server is reached now,
+    /// so an unreachable server is this command's one-line error before it acts.
+    pub fn team_or(&self, explicit: Option<&str>) -> Result<Store> {
         let team = self.find_team(explicit)?;
         self.actor.check_team(&team)?;
-        self.root.try_open(&team)?;
-        Ok(team)
+        self.teams.connect(&team)
     }
 
     fn find_team(&self, explicit: Option<&str>) -> Result<TeamName> {
         if let Some(t) = explicit.or(self.global.team.as_deref()) {
             return TeamName::new(t);
         }
-        let teams = self.root.teams()?;
+        let teams = self.teams.list()?;
         match teams.as_slice() {
             [only] => TeamName::new(&only.name),
             [] => Err(Error::not_found(format!(
                 "no team exists under {}; create one with `swarm team create NAME`",
-                self.root.path().display()
+                self.teams.root().path().display()
             ))),
             many => Err(Error::usage(format!(
                 "several teams exist ({}); pick one with --team NAME or SWARM_TEAM",
@@ -173,7 +174,7 @@ impl Ctx {
         }
     }
 
-    pub fn team(&self) -> Result<TeamName> {
+    pub fn team(&self) -> Result<Store> {
         self.team_or(None)
     }
 
@@ -182,14 +183,9 @@ impl Ctx {
         self.caller.pane.map(|p| p.to_string())
     }
 
-    /// The tmux server holding `team`'s panes.
-    pub fn team_tmux(&self, team: &TeamName) -> Result<Tmux> {
-        window::server_for(
-            &self.root,
-            team,
-            self.global.tmux_socket.as_deref(),
-            self.env(),
-        )
+    /// The tmux server holding the panes of the team `store` holds.
+    pub fn team_tmux(&self, store: &Store) -> Result<Tmux> {
+        window::server_for(store, self.global.tmux_socket.as_deref(), self.env())
     }
 
     /// The settings a lead started from this command line passes on, with nothing chosen
@@ -199,7 +195,7 @@ impl Ctx {
             std::env::current_exe().map_err(|e| Error::io("find", "the swarm executable", e))?;
         Ok(LeadSettings::new(
             exe,
-            self.root.path().to_path_buf(),
+            self.teams.root().path().to_path_buf(),
             self.global.tmux_socket.clone(),
         ))
     }
@@ -220,20 +216,24 @@ impl Ctx {
         }
     }
 
-    /// How to start teammates of `team` with `lead`'s settings; a lead it opens works in
-    /// `cwd`.
-    pub fn launcher(&self, team: &TeamName, lead: LeadSettings, cwd: PathBuf) -> Result<Launcher> {
-        Ok(Launcher {
-            root: self.root.clone(),
-            team: team.clone(),
-            tmux: self.team_tmux(team)?,
+    /// How to start teammates with `lead`'s settings, once there is a team; a lead it
+    /// opens works in `cwd`.
+    pub fn launch_settings(&self, lead: LeadSettings, cwd: PathBuf) -> LaunchSettings {
+        LaunchSettings {
             caller: self.caller.clone(),
             lead,
-            env: self.env().vars().clone(),
+            env: self.env().clone(),
             dirs: self.settings.dirs.clone(),
             cwd,
             panes_per_window: self.settings.panes_per_window,
-        })
+            tmux_socket: self.global.tmux_socket.clone(),
+        }
+    }
+
+    /// How to start teammates of the team `store` holds with `lead`'s settings; a lead it
+    /// opens works in `cwd`.
+    pub fn launcher(&self, store: &Store, lead: LeadSettings, cwd: PathBuf) -> Result<Launcher> {
+        self.launch_settings(lead, cwd).for_team(store.clone())
     }
 
     /// The model to talk to, from the model flags and the environment.

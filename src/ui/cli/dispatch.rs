@@ -148,7 +148,7 @@ fn run(cli: Cli, env: Environment) -> Result<u8> {
     let mut ctx = Ctx::new(cli.global, env)?;
     authorize(&ctx.actor, &command)?;
     if speaks_for_lead(&ctx.actor, &command) {
-        ctx.root = ctx.root.clone().signing_as_lead();
+        ctx.teams = ctx.teams.clone().signing_as_lead();
     }
     let done = |r: Result<()>| r.map(|()| 0);
     match command {

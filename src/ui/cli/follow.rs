@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
-use swarm_store::names::TeamName;
+use swarm_store::Store;
 use swarm_team::progress::Event;
 use swarm_team::run as team_run;
 use swarm_util::clock;
@@ -46,14 +46,15 @@ pub fn attaches(no_attach: bool) -> bool {
 /// lead's end and prints the report as `speak` says; returns the lead's exit code.
 pub fn follow(
     ctx: &Ctx,
-    team: &TeamName,
+    store: &Store,
     window: &swarm_team::window::TeamWindow,
     no_attach: bool,
     speak: Speak,
 ) -> Result<u8> {
+    let team = store.team();
     if attaches(no_attach) {
         window.attach(ctx.caller.inside())?;
-        if team_run::lead_is_working(&ctx.root, team) {
+        if team_run::lead_is_working(store) {
             println!(
                 "detached; the team keeps working. `swarm attach {team}` to look again, `swarm status` for a summary."
             );
@@ -61,14 +62,13 @@ pub fn follow(
         }
     }
     let code = team_run::follow_lead(
-        &ctx.root,
-        team,
+        store,
         window,
         &|line| eprintln!("{line}"),
         Some(&|event| speak.tell(event)),
     )?;
-    let report = team_run::report(&ctx.root, team);
-    let result = team_run::lead_exit_reason(&ctx.root, team);
+    let report = team_run::report(store);
+    let result = team_run::lead_exit_reason(store);
     match speak {
         Speak::Text => println!("{report}"),
         Speak::Json => print_json(&json!({

@@ -51,7 +51,7 @@ pub struct CheckArgs {
 }
 
 pub fn run(ctx: &Ctx, cmd: HostCommand) -> Result<()> {
-    let hosts = Hosts::at(ctx.root.path(), ctx.root.lock_timeout());
+    let hosts = Hosts::at(ctx.teams.root().path(), ctx.teams.root().lock_timeout());
     match cmd {
         HostCommand::Add(args) => add(ctx, &hosts, args),
         HostCommand::List => list(ctx, &hosts),
@@ -109,7 +109,7 @@ fn run_check(ctx: &Ctx, hosts: &Hosts, args: CheckArgs) -> Result<()> {
     let store = match args.store {
         Some(url) => Some(url),
         None => match ctx.team() {
-            Ok(team) => ctx.root.store_url(&team)?,
+            Ok(store) => ctx.teams.root().store_url(store.team())?,
             Err(_) => None,
         },
     };

@@ -51,12 +51,12 @@ pub struct LeadArgs {
 }
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
-    let team = ctx.team()?;
-    ctx.root.open(&team).roster().load()?;
+    let store = ctx.team()?;
+    store.roster().load()?;
     // The team's lead key, made at the team's first start and read again on a resume: every
     // message this lead writes to an inbox is signed with it (swarm_store::lead_key).
-    ctx.root.lead_signer(&team)?;
-    let tmux = ctx.team_tmux(&team)?;
+    store.root().lead_signer(store.team())?;
+    let tmux = ctx.team_tmux(&store)?;
     let agent = match &args.goal_file {
         None => None,
         Some(f) => {
@@ -74,13 +74,12 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
                 &args.engine,
             )?;
             Some(LeadAgentOptions {
-                root: ctx.root.clone(),
-                team: team.clone(),
+                store: store.clone(),
                 goal,
                 approver: args.approver,
                 llm: ctx.llm_config(&args.model)?,
                 powers: LeadPowers {
-                    launcher: ctx.launcher(&team, lead, cwd.clone())?,
+                    launcher: ctx.launcher(&store, lead, cwd.clone())?,
                     max_teammates: args.teammates,
                     hosts: args.hosts.clone(),
                 },
@@ -101,13 +100,12 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
                 inherited(ctx, &args.model, &args.permissions)?,
                 &args.engine,
             )?;
-            Some(ctx.launcher(&team, lead, working_dir(args.cwd.as_deref())?)?)
+            Some(ctx.launcher(&store, lead, working_dir(args.cwd.as_deref())?)?)
         }
     };
     let opts = LeadOptions {
         resume,
-        root: ctx.root.clone(),
-        team,
+        store,
         tmux: Some(tmux),
         keep_team: args.keep_team,
         reconcile_every: Duration::from_millis(500),

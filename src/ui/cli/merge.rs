@@ -26,10 +26,11 @@ pub struct MergeArgs {
 }
 
 pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
-    let team = ctx.team_or(args.team.as_deref())?;
-    ctx.root.open(&team).roster().load()?;
+    let store = ctx.team_or(args.team.as_deref())?;
+    let team = store.team();
+    store.roster().load()?;
     if args.status {
-        let queue = ctx.root.open(&team).merge_queue().load()?;
+        let queue = store.merge_queue().load()?;
         if ctx.json() {
             print_json(&queue);
         } else if queue.entries.is_empty() {
@@ -43,13 +44,13 @@ pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
     }
     let opts = args.merge.options(args.dry_run, &ctx.settings.dirs);
     if let Some(branch) = &args.retry {
-        let e = merge::retry(&ctx.root, &team, branch)?;
+        let e = merge::retry(&store, branch)?;
         if !ctx.json() {
             println!("{} is queued again", e.branch);
         }
     }
     let quiet = ctx.json();
-    let outcome = merge::run(&ctx.root, &team, &opts, &|e| {
+    let outcome = merge::run(&store, &opts, &|e| {
         if !quiet {
             println!("{}", merge::describe(e));
         }

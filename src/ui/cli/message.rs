@@ -111,10 +111,9 @@ fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {
     let text = message_text(body.text, body.file)?;
     let from = body.from.as_deref().unwrap_or(ctx.actor.sender());
     let summary = body.summary;
-    let team = ctx.team()?;
-    let color = ctx
-        .root
-        .open(&team)
+    let store = ctx.team()?;
+    let team = store.team();
+    let color = store
         .roster()
         .load()?
         .member(from)
@@ -122,7 +121,7 @@ fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {
     let envelope = Envelope::new(from, text)
         .with_summary(summary)
         .with_color(color);
-    let sent = ctx.root.open(&team).mail().send(to, envelope)?;
+    let sent = store.mail().send(to, envelope)?;
     if ctx.json() {
         print_json(&sent);
     } else if sent.is_empty() {
@@ -136,8 +135,8 @@ fn deliver(ctx: &Ctx, to: &str, body: MessageBody) -> Result<()> {
 }
 
 pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
-    let team = ctx.team()?;
-    let store = ctx.root.open(&team);
+    let store = ctx.team()?;
+    let _team = store.team();
     store.roster().load()?.require(&args.agent)?;
     let agent = AgentName::parse_any(&args.agent)?;
     let read = |unread: bool| -> Result<Vec<Delivery>> {

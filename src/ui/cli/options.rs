@@ -9,7 +9,7 @@ use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::tools::ToolName;
 use swarm_llm::Provider;
 use swarm_llm::budget::Limits;
-use swarm_store::Root;
+use swarm_store::Teams;
 use swarm_store::roster;
 use swarm_team::inherit::Engine;
 use swarm_util::error::Error;
@@ -145,12 +145,12 @@ pub struct StoreOpts {
 }
 
 impl StoreOpts {
-    /// `root` making its new teams where these options say, a URL with a password refused.
-    pub fn root(&self, root: &Root) -> Result<Root, Error> {
+    /// `teams` making the new ones where these options say, a URL with a password refused.
+    pub fn teams(&self, teams: &Teams) -> Result<Teams, Error> {
         if let Some(url) = &self.store {
             swarm_store_pg::check_url(url)?;
         }
-        Ok(root.clone().making_teams_at(self.store.clone()))
+        Ok(teams.clone().making_teams_at(self.store.clone()))
     }
 }
 

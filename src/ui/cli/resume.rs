@@ -8,6 +8,7 @@ use clap::Args;
 
 use crate::ui::cli::context::{Ctx, working_dir};
 use crate::ui::cli::follow::{Speak, follow};
+use swarm_store::Store;
 use swarm_store::names::TeamName;
 use swarm_team::resume;
 use swarm_util::error::{Error, Result};
@@ -26,35 +27,36 @@ pub fn run(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
         Some(t) => TeamName::new(t)?,
         None => only_unfinished(ctx, &working_dir(None)?)?,
     };
-    resume_team(ctx, &team, args.no_attach)
+    resume_team(ctx, &ctx.teams.connect(&team)?, args.no_attach)
 }
 
-fn resume_team(ctx: &Ctx, team: &TeamName, no_attach: bool) -> Result<u8> {
-    resume::check_resumable(&ctx.root, team)?;
-    let config = ctx.root.open(team).roster().load()?;
+fn resume_team(ctx: &Ctx, store: &Store, no_attach: bool) -> Result<u8> {
+    let team = store.team();
+    resume::check_resumable(store)?;
+    let config = store.roster().load()?;
     let cwd = config
         .member(swarm_store::names::LEAD)
         .map(|l| std::path::PathBuf::from(&l.cwd))
         .filter(|d| d.is_dir())
         .map_or_else(|| working_dir(None), Ok)?;
-    let launcher = ctx.launcher(team, ctx.lead_settings()?, cwd)?;
+    let launcher = ctx.launcher(store, ctx.lead_settings()?, cwd)?;
     let window = resume::resume_lead(&launcher)?;
     println!(
         "team {team} resumed: its lead restarts its unfinished teammates; its window: `swarm attach {team}`; live view: `swarm watch {team}`"
     );
-    if !resume::has_goal(&ctx.root, team) {
+    if !resume::has_goal(store) {
         // A lead without a goal supervises until it is stopped: nothing to wait for.
         return Ok(0);
     }
     // As a finished `swarm run` does: the lead's dead pane (and a crashed teammate's) would
     // otherwise keep the window, its session and the tmux server alive after the team ended.
-    follow(ctx, team, &window, no_attach, Speak::Text)
-        .inspect(|_| swarm_team::teardown::close_finished(&ctx.root, &window, false))
+    follow(ctx, store, &window, no_attach, Speak::Text)
+        .inspect(|_| swarm_team::teardown::close_finished(store, &window, false))
 }
 
 /// The one unfinished team of `project`.
 fn only_unfinished(ctx: &Ctx, project: &Path) -> Result<TeamName> {
-    let teams = resume::unfinished_in(&ctx.root, project);
+    let teams = resume::unfinished_in(&ctx.teams, project);
     match teams.as_slice() {
         [one] => TeamName::new(one),
         [] => Err(Error::not_found(format!(
@@ -73,7 +75,7 @@ fn only_unfinished(ctx: &Ctx, project: &Path) -> Result<TeamName> {
 /// a terminal offered (y/N) to resume instead. Returns the resumed run's exit code when the
 /// person took the offer.
 pub fn offer(ctx: &Ctx, project: &Path) -> Result<Option<u8>> {
-    let teams = resume::unfinished_in(&ctx.root, project);
+    let teams = resume::unfinished_in(&ctx.teams, project);
     let Some(first) = teams.first() else {
         return Ok(None);
     };
@@ -94,5 +96,5 @@ pub fn offer(ctx: &Ctx, project: &Path) -> Result<Option<u8>> {
     if !answer.trim().eq_ignore_ascii_case("y") {
         return Ok(None);
     }
-    resume_team(ctx, &TeamName::new(first)?, false).map(Some)
+    resume_team(ctx, &ctx.teams.connect(&TeamName::new(first)?)?, false).map(Some)
 }

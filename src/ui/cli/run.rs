@@ -102,7 +102,7 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
         ));
     }
     // Where the team is made, checked before anything is.
-    let root = args.store.root(&ctx.root)?;
+    let teams = args.store.teams(&ctx.teams)?;
     let here = working_dir(args.cwd.as_deref())?;
     let def = match args.team_def.clone() {
         Some(given) => Some(team_def(ctx, &given, &here, &mut args)?),
@@ -143,21 +143,20 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
         inherited(ctx, &args.model, &args.permissions)?,
         &args.engine,
     )?;
-    let mut launcher = ctx.launcher(&team, lead, here)?;
-    launcher.root = root;
-    check_hosts(ctx, &launcher.root, &args.hosts)?;
-    let window = team_run::launch(
-        &launcher,
-        &Goal {
-            text: &goal_text,
-            approver: args.approver,
-            teammates,
-            budget,
-            merge: args.merge.options(false, &ctx.settings.dirs),
-            members: &members,
-            hosts: &args.hosts,
-        },
-    )?;
+    check_hosts(ctx, &teams, &args.hosts)?;
+    let goal = Goal {
+        text: &goal_text,
+        approver: args.approver,
+        teammates,
+        budget,
+        merge: args.merge.options(false, &ctx.settings.dirs),
+        members: &members,
+        hosts: &args.hosts,
+    };
+    // The team is made, then opened once: everything below gets this handle.
+    let store = team_run::make_team(&teams, &team, &here, &goal, lead.permission_mode)?;
+    let launcher = ctx.launcher(&store, lead, here)?;
+    let window = team_run::launch(&launcher, &goal)?;
     let speak = if args.events {
         Speak::Events
     } else if ctx.json() {
@@ -175,8 +174,8 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
     } else {
         speak.tell(&started);
     }
-    follow(ctx, &team, &window, no_attach, speak)
-        .inspect(|_| swarm_team::teardown::close_finished(&ctx.root, &window, args.keep))
+    follow(ctx, &store, &window, no_attach, speak)
+        .inspect(|_| swarm_team::teardown::close_finished(&store, &window, args.keep))
 }
 
 /// `--team-def`: the definition, checked (its agent types too, from where the team
@@ -237,26 +236,23 @@ pub fn warn_unpriced(budget: &Limits, model: &str) {
 }
 
 /// `--hosts`: each one recorded, and the team made on a database they can reach.
-fn check_hosts(ctx: &Ctx, root: &swarm_store::Root, hosts: &[String]) -> Result<()> {
+fn check_hosts(ctx: &Ctx, teams: &swarm_store::Teams, hosts: &[String]) -> Result<()> {
     if hosts.is_empty() {
         return Ok(());
     }
-    if root.new_teams_at().is_none() {
+    if teams.new_teams_at().is_none() {
         return Err(Error::usage(
             "--hosts places teammates on other machines, which share only the team's database: give --store URL (or SWARM_STORE_URL)",
         ));
     }
-    let known = swarm_hosts::Hosts::at(ctx.root.path(), ctx.root.lock_timeout());
+    let known = swarm_hosts::Hosts::at(ctx.teams.root().path(), ctx.teams.root().lock_timeout());
     hosts.iter().try_for_each(|h| known.get(h).map(drop))
 }
 
 pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {
-    let root = args.store.root(&ctx.root)?;
-    let team = demo_run::team_name()?;
-    let mut launcher = ctx.launcher(&team, ctx.lead_settings()?, lead_dir())?;
-    launcher.root = root;
     let demo = Demo {
-        launcher,
+        teams: args.store.teams(&ctx.teams)?,
+        launch: ctx.launch_settings(ctx.lead_settings()?, lead_dir()),
         attach: !args.no_attach && std::io::stdout().is_terminal(),
         teammates: args.teammates,
         dir: args

@@ -13,7 +13,7 @@ use clap::Args;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::ui::cli::context::Ctx;
-use swarm_store::names::TeamName;
+use swarm_store::Store;
 use swarm_team::shutdown::LadderOptions;
 use swarm_team::window;
 use swarm_util::error::{Error, Result};
@@ -53,10 +53,10 @@ const NOTIFY_BACKOFF: [Duration; 4] = [
 pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let team = match ctx.global.team.as_deref() {
         Some(t) => {
-            let team = ctx.team_or(Some(t))?;
+            let store = ctx.team_or(Some(t))?;
             // A team that does not exist is refused now, not served empty.
-            ctx.root.open(&team).roster().load()?;
-            Some(team)
+            store.roster().load()?;
+            Some(store.team().clone())
         }
         None => None,
     };
@@ -79,17 +79,11 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         }
     }
     let tmux_for: swarm_web::hub::TmuxFor = {
-        let (root, socket, env) = (
-            ctx.root.clone(),
-            ctx.global.tmux_socket.clone(),
-            ctx.env().clone(),
-        );
-        Arc::new(move |team: &TeamName| {
-            window::server_for(&root, team, socket.as_deref(), &env).ok()
-        })
+        let (socket, env) = (ctx.global.tmux_socket.clone(), ctx.env().clone());
+        Arc::new(move |store: &Store| window::server_for(store, socket.as_deref(), &env).ok())
     };
     let opts = Options {
-        root: ctx.root.clone(),
+        teams: ctx.teams.clone(),
         team,
         listen: args.listen,
         token,

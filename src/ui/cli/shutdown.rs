@@ -27,15 +27,15 @@ pub struct ShutdownArgs {
 }
 
 pub fn run(ctx: &Ctx, args: ShutdownArgs) -> Result<()> {
-    let team = ctx.team()?;
-    let tmux = ctx.team_tmux(&team)?;
+    let store = ctx.team()?;
+    let tmux = ctx.team_tmux(&store)?;
     let opts = LadderOptions {
         timeout: args.timeout.into(),
         force: args.force,
         grace: Duration::from_secs(5),
         dirs: ctx.settings.dirs.clone(),
     };
-    let config = ctx.root.open(&team).roster().load()?;
+    let config = store.roster().load()?;
     let names: Vec<String> = match &args.name {
         Some(n) => {
             config.require(n)?;
@@ -49,7 +49,7 @@ pub fn run(ctx: &Ctx, args: ShutdownArgs) -> Result<()> {
         None => config.teammates().map(|m| m.name.clone()).collect(),
     };
     let quiet = ctx.json();
-    let results = shutdown::shut_down_all(&ctx.root, &team, Some(&tmux), &names, &opts, &|line| {
+    let results = shutdown::shut_down_all(&store, Some(&tmux), &names, &opts, &|line| {
         if !quiet {
             println!("{line}");
         }

@@ -127,7 +127,8 @@ fn mode_or_default(value: &str) -> Result<PermissionMode, Error> {
 /// Returns the exit code: with several names, each failure is said on its own line and the
 /// first one's code is the exit code.
 pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
-    let team = ctx.team()?;
+    let store = ctx.team()?;
+    let team = store.team();
     let prompt = first_prompt(&args)?;
     if args.dry_run && args.names.len() > 1 {
         return Err(Error::usage(
@@ -135,7 +136,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
         ));
     }
     let reqs = requests(&args, prompt)?;
-    let launcher = ctx.launcher(&team, lead_settings(ctx, &args)?, lead_dir())?;
+    let launcher = ctx.launcher(&store, lead_settings(ctx, &args)?, lead_dir())?;
     // `--host`, else the host the agent definition names.
     let host = args.host.clone().or_else(|| {
         args.agent_type
@@ -143,13 +144,13 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
             .and_then(|_| launcher.defined_host(&reqs[0]))
     });
     if let Some(host) = &host {
-        return on_host(ctx, &team, &launcher, &reqs, host, args.dry_run);
+        return on_host(ctx, team, &launcher, &reqs, host, args.dry_run);
     }
     if args.dry_run {
         dry_run(ctx, &launcher, &reqs[0])?;
         return Ok(exit::SUCCESS);
     }
-    spawn_all(ctx, &team, &launcher, &reqs)
+    spawn_all(ctx, team, &launcher, &reqs)
 }
 
 /// The first instructions: `--prompt-file`'s text, else `--prompt`'s, checked as a message.
@@ -254,7 +255,7 @@ fn on_host(
     host: &str,
     dry_run: bool,
 ) -> Result<u8> {
-    let ssh = swarm_team::spawn::remote::ssh_to(&ctx.root, host, &ctx.settings.dirs)?;
+    let ssh = swarm_team::spawn::remote::ssh_to(ctx.teams.root(), host, &ctx.settings.dirs)?;
     if dry_run {
         for line in launcher.dry_run_on_host(&reqs[0], &ssh)? {
             println!("{line}");

@@ -8,6 +8,7 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::ui::cli::style;
+use swarm_store::Store;
 use swarm_team::status;
 use swarm_team::supervisor;
 use swarm_team::window::{TeamWindow, TeamWindowOptions};
@@ -27,42 +28,40 @@ pub struct AttachArgs {
 fn attach_target(
     ctx: &Ctx,
     given: Option<&str>,
-) -> Result<(
-    swarm_store::names::TeamName,
-    Option<swarm_store::roster::Member>,
-)> {
-    let as_team = given
-        .is_none_or(|g| swarm_store::names::TeamName::new(g).is_ok_and(|t| ctx.root.has_team(&t)));
+) -> Result<(Store, Option<swarm_store::roster::Member>)> {
+    let as_team = given.is_none_or(|g| {
+        swarm_store::names::TeamName::new(g).is_ok_and(|t| ctx.teams.root().has_team(&t))
+    });
     if as_team {
-        let team = ctx.team_or(given)?;
-        ctx.root.open(&team).roster().load()?;
-        return Ok((team, None));
+        let store = ctx.team_or(given)?;
+        store.roster().load()?;
+        return Ok((store, None));
     }
     let name = given.unwrap_or_default();
-    let team = ctx.team()?;
-    let config = ctx.root.open(&team).roster().load()?;
+    let store = ctx.team()?;
+    let config = store.roster().load()?;
     match config
         .members
         .iter()
         .find(|m| m.name.eq_ignore_ascii_case(name))
     {
-        Some(m) => Ok((team, Some(m.clone()))),
+        Some(m) => Ok((store, Some(m.clone()))),
         None => Err(Error::not_found(format!(
-            "no team named '{name}', and team '{team}' has no member named '{name}'; see `swarm team list` and `swarm status`"
+            "no team named '{name}', and team '{}' has no member named '{name}'; see `swarm team list` and `swarm status`",
+            store.team()
         ))),
     }
 }
 
 pub fn status(ctx: &Ctx) -> Result<()> {
-    let team = ctx.team()?;
-    let tmux = ctx.team_tmux(&team)?;
+    let store = ctx.team()?;
+    let tmux = ctx.team_tmux(&store)?;
     // Nobody else may be watching: whoever looks first reports what ended.
-    let (seen, reported) =
-        supervisor::reconcile(&ctx.root, &team, Some(&tmux), &ctx.settings.dirs)?;
+    let (seen, reported) = supervisor::reconcile(&store, Some(&tmux), &ctx.settings.dirs)?;
     let seen = if reported.is_empty() {
         seen
     } else {
-        status::observe(&ctx.root, &team, Some(&tmux))?
+        status::observe(&store, Some(&tmux))?
     };
     if ctx.json() {
         print_json(&seen);
@@ -76,24 +75,19 @@ pub fn status(ctx: &Ctx) -> Result<()> {
 }
 
 pub fn attach(ctx: &Ctx, args: AttachArgs) -> Result<()> {
-    let (team, member) = attach_target(ctx, args.target.as_deref())?;
+    let (store, member) = attach_target(ctx, args.target.as_deref())?;
+    let team = store.team();
     if let Some(m) = &member
         && let Some(host) = swarm_team::spawn::remote::host_of(m)
     {
         if !std::io::stdin().is_terminal() {
             return Err(Error::usage("`swarm attach NAME` needs a terminal"));
         }
-        return swarm_team::spawn::remote::attach(
-            &ctx.root,
-            &team,
-            &m.name,
-            host,
-            &ctx.settings.dirs,
-        );
+        return swarm_team::spawn::remote::attach(&store, &m.name, host, &ctx.settings.dirs);
     }
-    let tmux = ctx.team_tmux(&team)?;
-    let options = TeamWindowOptions::for_team(&ctx.root, &team, ctx.settings.panes_per_window);
-    let window = TeamWindow::find(&tmux, &team, options)?.ok_or_else(|| {
+    let tmux = ctx.team_tmux(&store)?;
+    let options = TeamWindowOptions::for_team(&store, ctx.settings.panes_per_window);
+    let window = TeamWindow::find(&tmux, team, options)?.ok_or_else(|| {
         Error::not_found(format!(
             "team '{team}' has no tmux window; start one with `swarm spawn` or `swarm run`"
         ))

@@ -131,8 +131,8 @@ pub struct UpdateTaskArgs {
 /// Runs one task command; its exit code is 0, or [`exit::NO_READY_TASK`] when `next` finds
 /// nothing to claim.
 pub fn run(ctx: &Ctx, cmd: TaskCommand) -> Result<u8> {
-    let team = ctx.team()?;
-    let store = ctx.root.open(&team);
+    let store = ctx.team()?;
+    let _team = store.team();
     // The team must exist: a task list without a roster would be nobody's.
     let config = store.roster().load()?;
     let board = Board {

@@ -12,6 +12,7 @@ use crate::ui::cli::options::{StoreOpts, colour};
 use crate::ui::cli::output::print_json;
 use swarm_config::agents::{Catalog, Isolation};
 use swarm_config::teams::{self, MemberDef, TeamDef};
+use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::{self, NewMember, TeamConfig};
 use swarm_team::shutdown::LadderOptions;
@@ -119,9 +120,12 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
         TeamCommand::Prune => prune(ctx),
         TeamCommand::Link { team, store } => link(ctx, &team, &store),
         TeamCommand::Unlink { team } => {
-            ctx.root.unlink_team(&TeamName::new(&team)?)?;
+            ctx.teams.unlink_team(&TeamName::new(&team)?)?;
             if !ctx.json() {
-                println!("forgot team {team} under {}", ctx.root.path().display());
+                println!(
+                    "forgot team {team} under {}",
+                    ctx.teams.root().path().display()
+                );
             }
             Ok(())
         }
@@ -135,14 +139,14 @@ pub fn run(ctx: &Ctx, cmd: TeamCommand) -> Result<()> {
 fn link(ctx: &Ctx, team: &str, url: &str) -> Result<()> {
     let team = TeamName::new(team)?;
     swarm_store_pg::check_url(url)?;
-    let config = ctx.root.link_team(&team, url)?;
+    let config = ctx.teams.link_team(&team, url)?;
     if ctx.json() {
-        print_json(&json!({"team": config.name, "root": ctx.root.path()}));
+        print_json(&json!({"team": config.name, "root": ctx.teams.root().path()}));
     } else {
         println!(
             "linked team {} under {} to its database",
             config.name,
-            ctx.root.path().display()
+            ctx.teams.root().path().display()
         );
     }
     Ok(())
@@ -281,33 +285,33 @@ fn create(ctx: &Ctx, team: &str, description: Option<String>, store: &StoreOpts)
     let team = TeamName::new(team)?;
     ctx.actor.check_team(&team)?;
     let cwd = working_dir(None)?;
-    let root = store.root(&ctx.root)?;
-    let config = root.create_team(&team, description, &cwd)?;
+    let teams = store.teams(&ctx.teams)?;
+    let made = teams.create_team(&team, description, &cwd)?;
     if ctx.json() {
-        print_json(&config);
-    } else if let Some(url) = root.new_teams_at() {
+        print_json(&made.roster().load()?);
+    } else if let Some(url) = teams.new_teams_at() {
         println!(
             "created team {team} in {} (its pointer: {})",
             swarm_store_pg::redact(url),
-            root.store_pointer_path(&team).display()
+            teams.root().store_pointer_path(&team).display()
         );
     } else {
         // Only shown, never opened: where the person finds the new team's files.
         println!(
             "created team {team} at {}",
-            ctx.root.team_dir(&team).display()
+            ctx.teams.root().team_dir(&team).display()
         );
     }
     Ok(())
 }
 
 fn list(ctx: &Ctx) -> Result<()> {
-    let teams = ctx.root.teams()?;
-    let half = teardown::half_made(&ctx.root);
+    let teams = ctx.teams.list()?;
+    let half = teardown::half_made(ctx.teams.root());
     if ctx.json() {
         print_json(&teams);
     } else if teams.is_empty() && half.is_empty() {
-        println!("no teams under {}", ctx.root.path().display());
+        println!("no teams under {}", ctx.teams.root().path().display());
     } else {
         for t in teams {
             println!(
@@ -325,8 +329,8 @@ fn list(ctx: &Ctx) -> Result<()> {
 }
 
 fn show(ctx: &Ctx, team: Option<&str>) -> Result<()> {
-    let team = ctx.team_or(team)?;
-    let config = ctx.root.open(&team).roster().load()?;
+    let store = ctx.team_or(team)?;
+    let config = store.roster().load()?;
     if ctx.json() {
         print_json(&config);
     } else {
@@ -336,10 +340,11 @@ fn show(ctx: &Ctx, team: Option<&str>) -> Result<()> {
 }
 
 fn add_member(ctx: &Ctx, args: AddMemberArgs) -> Result<()> {
-    let team = ctx.team()?;
+    let store = ctx.team()?;
+    let team = store.team();
     let name = AgentName::new(&args.agent)?;
     let cwd = working_dir(args.cwd.as_deref())?;
-    let member = ctx.root.open(&team).roster().add_member(NewMember {
+    let member = store.roster().add_member(NewMember {
         name,
         color: args.color,
         agent_type: args.agent_type,
@@ -357,9 +362,9 @@ fn add_member(ctx: &Ctx, args: AddMemberArgs) -> Result<()> {
 }
 
 fn remove_member(ctx: &Ctx, agent: &str) -> Result<()> {
-    let team = ctx.team()?;
-    let roster::Removed { member, released } =
-        ctx.root.open(&team).roster().remove_member(agent)?;
+    let store = ctx.team()?;
+    let team = store.team();
+    let roster::Removed { member, released } = store.roster().remove_member(agent)?;
     let ids: Vec<&str> = released.iter().map(|t| t.id.as_str()).collect();
     if ctx.json() {
         print_json(&json!({"removed": member.name, "releasedTasks": ids}));
@@ -376,10 +381,11 @@ fn remove_member(ctx: &Ctx, agent: &str) -> Result<()> {
 fn delete_team(ctx: &Ctx, team: &str, force: bool) -> Result<()> {
     let team = TeamName::new(team)?;
     ctx.actor.check_team(&team)?;
-    if !teardown::is_half_made(&ctx.root, &team) {
-        ctx.root.open(&team).roster().load()?;
+    let store = ctx.teams.open(&team)?;
+    if !teardown::is_half_made(&store) {
+        store.roster().load()?;
     }
-    let deleted = delete(ctx, &team, force)?;
+    let deleted = delete(ctx, &store, force)?;
     for line in &deleted.left {
         eprintln!("swarm: warning: {line}");
     }
@@ -404,9 +410,9 @@ fn delete_team(ctx: &Ctx, team: &str, force: bool) -> Result<()> {
 }
 
 /// Deletes `team` through the shutdown ladder (see `team::teardown`), saying its steps.
-fn delete(ctx: &Ctx, team: &TeamName, force: bool) -> Result<teardown::Deleted> {
-    let tmux = ctx.team_tmux(team)?;
-    let window = TeamWindowOptions::for_team(&ctx.root, team, ctx.settings.panes_per_window);
+fn delete(ctx: &Ctx, store: &Store, force: bool) -> Result<teardown::Deleted> {
+    let tmux = ctx.team_tmux(store)?;
+    let window = TeamWindowOptions::for_team(store, ctx.settings.panes_per_window);
     let ladder = LadderOptions {
         timeout: std::time::Duration::from_secs(10),
         ..LadderOptions::new(ctx.settings.dirs.clone())
@@ -415,7 +421,7 @@ fn delete(ctx: &Ctx, team: &TeamName, force: bool) -> Result<teardown::Deleted> 
     let say = |line: &str| {
         let _ = writeln!(std::io::stdout(), "{line}");
     };
-    teardown::delete(&ctx.root, team, &tmux, window, &ladder, force, &say)
+    teardown::delete(store, &tmux, window, &ladder, force, &say)
 }
 
 /// `swarm team prune`: deletes the finished teams; a team that refuses (running teammates,
@@ -423,12 +429,16 @@ fn delete(ctx: &Ctx, team: &TeamName, force: bool) -> Result<teardown::Deleted> 
 fn prune(ctx: &Ctx) -> Result<()> {
     let mut pruned = Vec::new();
     let mut kept = Vec::new();
-    for config in ctx.root.teams()? {
+    for config in ctx.teams.list()? {
         let team = TeamName::new(&config.name)?;
-        if ctx.actor.check_team(&team).is_err() || !teardown::is_finished(&ctx.root, &team) {
+        if ctx.actor.check_team(&team).is_err() {
             continue;
         }
-        match delete(ctx, &team, false) {
+        let store = ctx.teams.open(&team)?;
+        if !teardown::is_finished(&store) {
+            continue;
+        }
+        match delete(ctx, &store, false) {
             Ok(_) => pruned.push(team.to_string()),
             Err(e) => kept.push((team.to_string(), e.to_string())),
         }
@@ -448,7 +458,10 @@ fn prune(ctx: &Ctx) -> Result<()> {
         println!("kept finished team {t}: {why}");
     }
     if pruned.is_empty() && kept.is_empty() {
-        println!("no finished teams under {}", ctx.root.path().display());
+        println!(
+            "no finished teams under {}",
+            ctx.teams.root().path().display()
+        );
     }
     Ok(())
 }

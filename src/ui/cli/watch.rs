@@ -8,8 +8,7 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::logging::log_filter;
 use crate::ui::dashboard::{self, App, Jumper, Source};
-use swarm_store::layout::Root;
-use swarm_store::names::TeamName;
+use swarm_store::Store;
 use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -28,9 +27,9 @@ pub struct WatchArgs {
 }
 
 pub fn run(ctx: &Ctx, args: WatchArgs) -> Result<()> {
-    let team = ctx.team_or(args.team.as_deref())?;
-    let tmux = ctx.team_tmux(&team)?;
-    let source = Source::new(ctx.root.clone(), team.clone(), Some(tmux));
+    let store = ctx.team_or(args.team.as_deref())?;
+    let tmux = ctx.team_tmux(&store)?;
+    let source = Source::new(store.clone(), Some(tmux));
     if args.once {
         let app = App::new(source)?;
         print!("{}", app.render_text(args.width, args.height));
@@ -43,13 +42,14 @@ pub fn run(ctx: &Ctx, args: WatchArgs) -> Result<()> {
     }
     let app = App::new(source)?.with_jumper(Jumper::for_caller(&ctx.caller));
     // Warnings would scribble over the screen: while it is up they go to the team's logs.
-    let _logging = log_to_file(&ctx.root, &team);
+    let _logging = log_to_file(&store);
     dashboard::run(app)
 }
 
 /// This process's own log while the dashboard holds the screen: a local file beside the
 /// team's, not shared state, so it is opened here rather than through the store.
-fn log_to_file(root: &Root, team: &TeamName) -> tracing::subscriber::DefaultGuard {
+fn log_to_file(store: &Store) -> tracing::subscriber::DefaultGuard {
+    let (root, team) = (store.root(), store.team());
     let dir = root.logs_dir(team);
     let file = std::fs::create_dir_all(&dir).and_then(|()| {
         std::fs::OpenOptions::new()

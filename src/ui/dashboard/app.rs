@@ -112,7 +112,9 @@ impl App {
             }) => self.decide(&request_id, false, Some(feedback).filter(|f| !f.is_empty())),
             Some(Action::Jump { member }) => {
                 let result = match self.snap.member(&member) {
-                    Some(m) => self.jumper.show(self.source.tmux(), self.source.team(), m),
+                    Some(m) => self
+                        .jumper
+                        .show(self.source.tmux(), self.source.store().team(), m),
                     None => Err(format!("{member} is no longer on the roster")),
                 };
                 match result {
@@ -126,21 +128,16 @@ impl App {
 
     /// Resolves a request as `human`; the outcome, or why it failed, goes to the notice line.
     fn decide(&mut self, request_id: &str, approve: bool, feedback: Option<String>) {
-        let result = self
-            .source
-            .root()
-            .open(self.source.team())
-            .approvals()
-            .resolve(
-                request_id,
-                Decision {
-                    approve,
-                    feedback,
-                    mode: None,
-                    by: "human".to_owned(),
-                    via: None,
-                },
-            );
+        let result = self.source.store().approvals().resolve(
+            request_id,
+            Decision {
+                approve,
+                feedback,
+                mode: None,
+                by: "human".to_owned(),
+                via: None,
+            },
+        );
         match result {
             Ok(a) => {
                 let what = match a.kind {
@@ -245,7 +242,7 @@ pub fn run(app: App) -> Result<()> {
     let mut app = app;
     let (tx, rx) = mpsc::channel::<Wake>();
     let changed = Arc::new(AtomicBool::new(false));
-    let store = app.source.root().open(app.source.team());
+    let store = app.source.store().clone();
     let mut watches = Watches::new(store, tx.clone(), changed.clone());
     watches.ensure(&app.snap);
     let mut terminal = match ratatui::try_init() {

@@ -27,9 +27,13 @@ impl TestEnv {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let team = TeamName::new("alpha").unwrap();
-        root.create_team(&team, None, dir.path()).unwrap();
+        swarm_store::Teams::new(root.clone())
+            .create_team(&team, None, dir.path())
+            .unwrap();
         for name in ["alice", "bob"] {
-            root.open(&team)
+            swarm_store::Teams::new(root.clone())
+                .open(&team)
+                .unwrap()
                 .roster()
                 .add_member(NewMember {
                     name: AgentName::new(name).unwrap(),
@@ -70,8 +74,9 @@ fn plan(env: &TestEnv, agent: &str, created_ms: i64) -> Approval {
     };
     let mut a = approvals::from_plan(&req, None);
     a.created_ms = created_ms;
-    env.store_root()
+    swarm_store::Teams::new(env.store_root().clone())
         .open(&env.team_name("alpha"))
+        .unwrap()
         .approvals()
         .record(&a)
         .unwrap()
@@ -89,8 +94,9 @@ fn permission(env: &TestEnv, agent: &str, id: &str, created_ms: i64) -> Approval
     };
     let mut a = approvals::from_permission(&req);
     a.created_ms = created_ms;
-    env.store_root()
+    swarm_store::Teams::new(env.store_root().clone())
         .open(&env.team_name("alpha"))
+        .unwrap()
         .approvals()
         .record(&a)
         .unwrap()
@@ -101,15 +107,21 @@ fn key(code: KeyCode) -> KeyEvent {
 }
 
 fn app(env: &TestEnv) -> App {
-    let source = Source::new(env.store_root(), env.team_name("alpha"), Some(env.tmux()));
+    let source = Source::new(
+        swarm_store::Teams::new(env.store_root().clone())
+            .open(&env.team_name("alpha"))
+            .unwrap(),
+        Some(env.tmux()),
+    );
     App::new(source)
         .unwrap()
         .with_jumper(Jumper::outside_tmux())
 }
 
 fn stored(env: &TestEnv, id: &str) -> Approval {
-    env.store_root()
+    swarm_store::Teams::new(env.store_root().clone())
         .open(&env.team_name("alpha"))
+        .unwrap()
         .approvals()
         .get(id)
         .unwrap()
@@ -117,8 +129,9 @@ fn stored(env: &TestEnv, id: &str) -> Approval {
 
 /// The protocol messages in `agent`'s live inbox.
 fn inbox(env: &TestEnv, agent: &str) -> Vec<Protocol> {
-    env.store_root()
+    swarm_store::Teams::new(env.store_root().clone())
         .open(&env.team_name("alpha"))
+        .unwrap()
         .mail()
         .read_all(&AgentName::parse_any(agent).unwrap())
         .unwrap()
@@ -197,8 +210,9 @@ fn keys_approve_and_reject_through_the_real_files() {
     assert_eq!(stored(&env, &second.request_id).state, State::Pending);
 
     // Resolved elsewhere meanwhile: the error goes to the status line, nothing breaks.
-    env.store_root()
+    swarm_store::Teams::new(env.store_root().clone())
         .open(&env.team_name("alpha"))
+        .unwrap()
         .approvals()
         .resolve(
             &second.request_id,

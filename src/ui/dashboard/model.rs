@@ -10,9 +10,8 @@
 
 use jiff::tz::TimeZone;
 
+use swarm_store::Store;
 use swarm_store::approvals::{self, Approval};
-use swarm_store::layout::Root;
-use swarm_store::names::TeamName;
 use swarm_store::tasks::{Status, Task};
 use swarm_team::board::task_state;
 pub use swarm_team::board::{TaskState, board_order};
@@ -104,8 +103,7 @@ impl Snapshot {
 /// Takes snapshots of one team.
 #[derive(Debug)]
 pub struct Source {
-    root: Root,
-    team: TeamName,
+    store: Store,
     tmux: Option<Tmux>,
     feed: FeedReader,
     tz: TimeZone,
@@ -113,22 +111,17 @@ pub struct Source {
 
 impl Source {
     /// `tmux` is the team's server, if it has one (`team::window::server_for`).
-    pub fn new(root: Root, team: TeamName, tmux: Option<Tmux>) -> Source {
+    pub fn new(store: Store, tmux: Option<Tmux>) -> Source {
         Source {
-            root,
-            team,
+            store,
             tmux,
             feed: FeedReader::new(),
             tz: TimeZone::system(),
         }
     }
 
-    pub fn root(&self) -> &Root {
-        &self.root
-    }
-
-    pub fn team(&self) -> &TeamName {
-        &self.team
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     pub fn tmux(&self) -> Option<&Tmux> {
@@ -138,25 +131,19 @@ impl Source {
     /// Looks at the team now. Fails only if the team itself cannot be read (no roster);
     /// a part that cannot be read is left empty and named in `problems`.
     pub fn load(&mut self) -> Result<Snapshot> {
-        let seen = status::observe(&self.root, &self.team, self.tmux.as_ref())?;
+        let seen = status::observe(&self.store, self.tmux.as_ref())?;
         let mut problems = Vec::new();
         // A Claude Code teammate records nothing itself: its requests are recorded here
         // too, so the `a`/`r` keys answer them with no `swarm lead` running.
-        if let Err(e) = swarm_team::supervisor::record_requests(&self.root, &self.team, &seen) {
+        if let Err(e) = swarm_team::supervisor::record_requests(&self.store, &seen) {
             problems.push(format!("requests: {e}"));
         }
-        let tasks = self
-            .root
-            .open(&self.team)
-            .tasks()
-            .list()
-            .unwrap_or_else(|e| {
-                problems.push(format!("tasks: {e}"));
-                Vec::new()
-            });
+        let tasks = self.store.tasks().list().unwrap_or_else(|e| {
+            problems.push(format!("tasks: {e}"));
+            Vec::new()
+        });
         let approvals = self
-            .root
-            .open(&self.team)
+            .store
             .approvals()
             .list()
             .unwrap_or_else(|e| {
@@ -166,17 +153,13 @@ impl Source {
             .into_iter()
             .filter(|a| a.state == approvals::State::Pending)
             .collect();
-        let feed = self
-            .feed
-            .read(&self.root.open(&self.team))
-            .unwrap_or_else(|e| {
-                problems.push(format!("messages: {e}"));
-                Vec::new()
-            });
+        let feed = self.feed.read(&self.store).unwrap_or_else(|e| {
+            problems.push(format!("messages: {e}"));
+            Vec::new()
+        });
         let budget = seen.budget.as_ref().map(|b| b.describe());
         let merge_queue = self
-            .root
-            .open(&self.team)
+            .store
             .merge_queue()
             .load()
             .ok()

@@ -41,9 +41,8 @@ use swarm_config::tools::ToolName;
 use swarm_llm::budget::{BudgetedClient, Limits};
 use swarm_llm::{LlmConfig, LlmError, StreamEvent};
 use swarm_store::approvals;
-use swarm_store::layout::Root;
 use swarm_store::mailbox::{Delivery, Envelope};
-use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{IdleNotification, Protocol};
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
@@ -63,8 +62,8 @@ pub use super::ending::Outcome;
 
 #[derive(Debug, Clone)]
 pub struct LeadAgentOptions {
-    pub root: Root,
-    pub team: TeamName,
+    /// Its team, opened once where the process starts.
+    pub store: Store,
     pub goal: String,
     pub approver: Approver,
     pub llm: LlmConfig,
@@ -118,7 +117,7 @@ fn base_prompt(o: &LeadAgentOptions) -> String {
          end your turn with your answer, starting with \"{done}\". If it cannot be done, end your turn saying why. \
          A turn that ends with no task and no teammate ends the run.\n",
         done = DONE_MARK,
-        team = o.team,
+        team = o.store.team(),
         cwd = o.cwd.display(),
         max = o.powers.max_teammates,
         approver = match o.approver {
@@ -134,8 +133,7 @@ struct LeadHost {
     ctx: ToolContext,
     /// The permission mode an approved plan gives: the lead's, unless that is plan mode.
     plan_mode: Option<String>,
-    root: Root,
-    team: TeamName,
+    store: Store,
     approver: Approver,
     display: Display,
     seen: std::collections::HashSet<String>,
@@ -159,7 +157,7 @@ struct LeadHost {
 impl LeadHost {
     /// Whether `name` is a Claude Code teammate, by the roster swarm wrote when it spawned it.
     fn runs_claude(&self, name: &str) -> bool {
-        self.root.open(&self.team).roster().load().is_ok_and(|r| {
+        self.store.roster().load().is_ok_and(|r| {
             r.member(name)
                 .is_some_and(|m| m.engine.as_deref() == Some("claude"))
         })
@@ -170,8 +168,7 @@ impl LeadHost {
     fn poll(&mut self) -> Result<bool> {
         let me = AgentName::lead();
         let fresh: Vec<Delivery> = self
-            .root
-            .open(&self.team)
+            .store
             .mail()
             .read_unread(&me)?
             .into_iter()
@@ -205,8 +202,7 @@ impl LeadHost {
                     consumed.push(d.key.clone());
                     let mode = self.plan_mode.clone();
                     let record = self
-                        .root
-                        .open(&self.team)
+                        .store
                         .approvals()
                         .record(&approvals::from_plan(&req, mode))?;
                     self.display
@@ -221,8 +217,7 @@ impl LeadHost {
                 Protocol::PermissionRequest(req) => {
                     consumed.push(d.key.clone());
                     let record = self
-                        .root
-                        .open(&self.team)
+                        .store
                         .approvals()
                         .record(&approvals::from_permission(&req))?;
                     self.display.incoming(
@@ -260,7 +255,7 @@ impl LeadHost {
                 }
             }
         }
-        self.root.open(&self.team).mail().ack(&me, &consumed)?;
+        self.store.mail().ack(&me, &consumed)?;
         Ok(wake)
     }
 
@@ -345,8 +340,7 @@ impl LeadHost {
         self.state.activity = activity;
         self.state.last_activity_ms = clock::now_ms();
         let _ = self
-            .root
-            .open(&self.team)
+            .store
             .agents()
             .write_state(&AgentName::lead(), &self.state);
     }
@@ -432,12 +426,7 @@ impl Host for LeadHost {
 
     fn committed(&mut self) {
         let keys = std::mem::take(&mut self.in_flight);
-        if let Err(e) = self
-            .root
-            .open(&self.team)
-            .mail()
-            .ack(&AgentName::lead(), &keys)
-        {
+        if let Err(e) = self.store.mail().ack(&AgentName::lead(), &keys) {
             tracing::warn!("failed to acknowledge the lead's mail: {e}");
         }
         self.touch(Activity::Working);
@@ -464,7 +453,7 @@ impl Host for LeadHost {
     }
 
     fn compaction_context(&self) -> Option<String> {
-        Some(team_state(&self.root, &self.team, &self.goal))
+        Some(team_state(&self.store, &self.goal))
     }
 }
 
@@ -473,9 +462,9 @@ const LATEST_DONE: usize = 10;
 
 /// What the lead must never forget: its goal, the roster, the open tasks (the completed
 /// ones counted) and the requests waiting for an answer, as they are now.
-fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
+fn team_state(store: &Store, goal: &str) -> String {
     let mut out = format!("<team state>\nYour goal:\n{goal}\n\n");
-    match status::observe(root, team, None) {
+    match status::observe(store, None) {
         Ok(seen) => out.push_str(&status::render_for_width(&seen, clock::now_ms(), 90)),
         Err(e) => out.push_str(&format!("(the roster could not be read: {e})\n")),
     }
@@ -483,8 +472,7 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
     // Completed tasks are history, which the summary tells: listed one by one they made the
     // compacted context grow with every task the team ever finished, until compacting no
     // longer made room (a soak's lead compacted before every turn after 2,000 tasks).
-    let (done, open): (Vec<_>, Vec<_>) = root
-        .open(team)
+    let (done, open): (Vec<_>, Vec<_>) = store
         .tasks()
         .list()
         .unwrap_or_default()
@@ -516,8 +504,7 @@ fn team_state(root: &Root, team: &TeamName, goal: &str) -> String {
             }
         ));
     }
-    let pending: Vec<approvals::Approval> = root
-        .open(team)
+    let pending: Vec<approvals::Approval> = store
         .approvals()
         .list()
         .unwrap_or_default()
@@ -544,10 +531,10 @@ fn start(o: &LeadAgentOptions, stop: &CancellationToken) -> Result<(Engine, Lead
     for problem in &hooks.problems {
         swarm_config::hooks::report(problem);
     }
-    let mut tools = TeamTools::new(o.root.clone(), o.team.clone());
+    let mut tools = TeamTools::new(o.store.clone());
     tools.lead = Some(o.powers.clone());
     let team = Membership {
-        store: o.root.open(&o.team),
+        store: o.store.clone(),
         // The lead has no limit of its own: the team's, from budget.json, is the one it
         // keeps to.
         budget: Limits::default(),
@@ -584,8 +571,7 @@ fn start(o: &LeadAgentOptions, stop: &CancellationToken) -> Result<(Engine, Lead
         plan_mode: Some(o.powers.launcher.lead.permission_mode)
             .filter(|m| *m != PermissionMode::Plan)
             .map(|m| m.to_string()),
-        root: o.root.clone(),
-        team: o.team.clone(),
+        store: o.store.clone(),
         approver: o.approver,
         display: Display::new(Some("red")),
         seen: Default::default(),
@@ -606,14 +592,13 @@ fn start(o: &LeadAgentOptions, stop: &CancellationToken) -> Result<(Engine, Lead
 fn first_turn(o: &LeadAgentOptions, restored: bool) -> String {
     if o.resumed {
         return crate::resume::lead_turn(
-            status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux)),
+            status::observe(&o.store, Some(&o.powers.launcher.tmux)),
             &o.goal,
             restored,
         );
     }
     let members = o
-        .root
-        .open(&o.team)
+        .store
         .roster()
         .load()
         .map(|c| c.members)
@@ -622,7 +607,9 @@ fn first_turn(o: &LeadAgentOptions, restored: bool) -> String {
     if team.is_empty() {
         return format!(
             "Goal:\n{}\n\nYou lead team \"{}\" (up to {} teammates). Create the tasks, spawn the team, then end your turn and wait for news.",
-            o.goal, o.team, o.powers.max_teammates
+            o.goal,
+            o.store.team(),
+            o.powers.max_teammates
         );
     }
     format!(
@@ -630,7 +617,9 @@ fn first_turn(o: &LeadAgentOptions, restored: bool) -> String {
          from its definition:\n{team}\nCreate the tasks for them and brief them with SendMessage; \
          they claim ready tasks by themselves. Do not spawn them again; spawn another teammate only \
          if the goal needs one they cannot be. Then end your turn and wait for news.",
-        o.goal, o.team, o.powers.max_teammates
+        o.goal,
+        o.store.team(),
+        o.powers.max_teammates
     )
 }
 
@@ -665,7 +654,7 @@ fn started_team(members: &[swarm_store::roster::Member]) -> String {
 pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcome, Engine)> {
     let (mut engine, host, restored) = start(&o, &stop)?;
     let mut lead = Lead {
-        store: o.root.open(&o.team),
+        store: o.store.clone(),
         merging: Merging::new(o.powers.launcher.clone()),
         o: &o,
         host,
@@ -676,7 +665,7 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
     };
     lead.host.display.status(&format!(
         "team-lead@{} · {} · approver: {:?}",
-        o.team,
+        o.store.team(),
         engine.client.describe(),
         o.approver
     ));
@@ -846,7 +835,7 @@ impl Lead<'_> {
     /// the team's status; after a few fruitless nudges the run stops as stalled.
     fn quiet(&mut self) -> Result<Next> {
         let o = self.o;
-        let seen = status::observe(&o.root, &o.team, Some(&o.powers.launcher.tmux))?;
+        let seen = status::observe(&o.store, Some(&o.powers.launcher.tmux))?;
         let working = !self.merging.settled()
             || seen
                 .members
@@ -876,14 +865,17 @@ impl Lead<'_> {
 mod tests {
     use super::*;
     use swarm_store::tasks::NewTask;
+    use swarm_store::{Root, TeamName};
 
     #[test]
     fn the_team_state_for_a_compacted_context_has_goal_roster_board_and_open_requests() {
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
         let team = TeamName::new("t").unwrap();
-        root.create_team(&team, None, t.path()).unwrap();
-        root.open(&team)
+        let store = swarm_store::Teams::new(root.clone())
+            .create_team(&team, None, t.path())
+            .unwrap();
+        store
             .tasks()
             .create(NewTask {
                 subject: "Write the parser".into(),
@@ -899,12 +891,12 @@ mod tests {
             input: serde_json::json!({"command": "rm -rf build"}),
             permission_suggestions: Vec::new(),
         };
-        root.open(&team)
+        store
             .approvals()
             .record(&approvals::from_permission(&request))
             .unwrap();
         let id = request.request_id.clone();
-        let state = team_state(&root, &team, "GOAL-9");
+        let state = team_state(&store, "GOAL-9");
         assert!(state.contains("GOAL-9"), "{state}");
         assert!(state.contains("team-lead"), "roster: {state}");
         assert!(state.contains("#1 [pending] Write the parser"), "{state}");
@@ -916,8 +908,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
         let team = TeamName::new("t").unwrap();
-        root.create_team(&team, None, t.path()).unwrap();
-        let store = root.open(&team);
+        let store = swarm_store::Teams::new(root.clone())
+            .create_team(&team, None, t.path())
+            .unwrap();
         let tasks = store.tasks();
         let new = |subject: String| NewTask {
             subject,
@@ -936,7 +929,7 @@ mod tests {
                 .unwrap();
         }
         tasks.create(new("Open work".into())).unwrap();
-        let state = team_state(&root, &team, "GOAL-9");
+        let state = team_state(&store, "GOAL-9");
         assert!(state.contains("#301 [pending] Open work"), "{state}");
         assert!(state.contains("300 completed"), "{state}");
         assert!(state.contains("#300"), "the latest completed: {state}");

@@ -22,9 +22,9 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::heartbeat::Beater;
 use crate::lead::agent::{self as lead_agent, LeadAgentOptions};
+use swarm_store::Store;
 use swarm_store::documents;
-use swarm_store::layout::Root;
-use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::names::{AgentName, LEAD};
 use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_team::launch::Launcher;
 use swarm_team::report;
@@ -39,8 +39,8 @@ use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]
 pub struct LeadOptions {
-    pub root: Root,
-    pub team: TeamName,
+    /// Its team, opened once where the process starts.
+    pub store: Store,
     pub tmux: Option<Tmux>,
     pub keep_team: bool,
     pub reconcile_every: Duration,
@@ -55,9 +55,9 @@ pub struct LeadOptions {
 
 /// Records this process as the team's lead (Claude Code's `leadProcess`, and the lead
 /// member's pane).
-pub fn register(root: &Root, team: &TeamName, pane: Option<&str>) -> Result<AgentState> {
+pub fn register(store: &Store, pane: Option<&str>) -> Result<AgentState> {
     let pid = std::process::id() as i32;
-    root.open(team).roster().update(|c| {
+    store.roster().update(|c| {
         c.extra.insert(
             "leadProcess".to_owned(),
             json!({
@@ -74,9 +74,7 @@ pub fn register(root: &Root, team: &TeamName, pane: Option<&str>) -> Result<Agen
         Ok(())
     })?;
     let state = AgentState::new(Activity::Idle);
-    root.open(team)
-        .agents()
-        .write_state(&AgentName::lead(), &state)?;
+    store.agents().write_state(&AgentName::lead(), &state)?;
     Ok(state)
 }
 
@@ -98,7 +96,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
     // From here on a signal is an orderly stop, not a death without a record.
     let stop = CancellationToken::new();
     listen_for_signals(stop.clone())?;
-    let _lock = opts.root.open(&opts.team).agents().acquire_lead()?;
+    let _lock = opts.store.agents().acquire_lead()?;
     let mut me = AgentState::new(Activity::Idle);
     let led = AssertUnwindSafe(lead(&opts, agent, stop, &mut me))
         .catch_unwind()
@@ -179,12 +177,7 @@ fn record_end(opts: &LeadOptions, me: &mut AgentState, end: &End) -> Result<()> 
         end.code,
         end.reason
     );
-    let write = || {
-        opts.root
-            .open(&opts.team)
-            .agents()
-            .write_state(&AgentName::lead(), me)
-    };
+    let write = || opts.store.agents().write_state(&AgentName::lead(), me);
     write().or_else(|e| {
         let line = format!("failed to record the lead's end (retrying once): {e}");
         tracing::error!("{line}");
@@ -206,12 +199,15 @@ async fn lead(
     stop: CancellationToken,
     me: &mut AgentState,
 ) -> Result<End> {
-    *me = register(&opts.root, &opts.team, opts.pane.as_deref())?;
-    tracing::info!("lead of team {} registered (pid {})", opts.team, me.pid);
+    *me = register(&opts.store, opts.pane.as_deref())?;
+    tracing::info!(
+        "lead of team {} registered (pid {})",
+        opts.store.team(),
+        me.pid
+    );
     // Where processes beat, the lead does too: its place outlives a lost connection.
     let fenced = stop.clone();
-    let store = opts.root.open(&opts.team);
-    let _beater = match Beater::start(&store, &AgentName::lead(), move || fenced.cancel())? {
+    let _beater = match Beater::start(&opts.store, &AgentName::lead(), move || fenced.cancel())? {
         Some((token, beater)) => {
             me.token = Some(token);
             me.host = Some(swarm_store::liveness::this_host().to_owned());
@@ -285,15 +281,8 @@ async fn lead(
         clean,
     });
     write_state(opts, me);
-    let text = report::render(
-        &opts.root,
-        &opts.team,
-        &a.goal,
-        &result,
-        &a.cwd,
-        base.as_deref(),
-    );
-    match documents::write_report(&opts.root, &opts.team, &text) {
+    let text = report::render(&opts.store, &a.goal, &result, &a.cwd, base.as_deref());
+    match documents::write_report(&opts.store, &text) {
         Ok(path) => say(&format!("\n{text}\n(report written to {})", path.display())),
         Err(e) => say(&format!("\n{text}\n(failed to write the report: {e})")),
     }
@@ -307,12 +296,7 @@ async fn lead(
 /// Writes the lead's state on the way to its end; a failure is logged (the end record,
 /// which matters, is written after it and retried).
 fn write_state(opts: &LeadOptions, me: &AgentState) {
-    if let Err(e) = opts
-        .root
-        .open(&opts.team)
-        .agents()
-        .write_state(&AgentName::lead(), me)
-    {
+    if let Err(e) = opts.store.agents().write_state(&AgentName::lead(), me) {
         tracing::warn!("failed to write the lead's state: {e}");
     }
 }
@@ -320,15 +304,13 @@ fn write_state(opts: &LeadOptions, me: &AgentState) {
 /// The teammates are gone: land what they committed last, and remove the worktrees whose
 /// work is on the target, before the report lists the queue.
 async fn land_last_merges(opts: &LeadOptions) {
-    let (root, team) = (opts.root.clone(), opts.team.clone());
+    let store = opts.store.clone();
     let merge = swarm_team::merge::Options {
         dirs: opts.ladder.dirs.clone(),
         ..Default::default()
     };
     let last = tokio::task::spawn_blocking(move || {
-        swarm_team::merge::run(&root, &team, &merge, &|e| {
-            say(&swarm_team::merge::describe(e))
-        })
+        swarm_team::merge::run(&store, &merge, &|e| say(&swarm_team::merge::describe(e)))
     })
     .await;
     match last {
@@ -348,10 +330,10 @@ async fn supervise(opts: LeadOptions, draw_table: bool, stop: CancellationToken)
             _ = interval.tick() => {}
             _ = stop.cancelled() => return,
         }
-        let (root, team, tmux) = (opts.root.clone(), opts.team.clone(), opts.tmux.clone());
+        let (store, tmux) = (opts.store.clone(), opts.tmux.clone());
         let dirs = opts.ladder.dirs.clone();
         match tokio::task::spawn_blocking(move || {
-            supervisor::reconcile(&root, &team, tmux.as_ref(), &dirs)
+            supervisor::reconcile(&store, tmux.as_ref(), &dirs)
         })
         .await
         {
@@ -376,13 +358,9 @@ async fn supervise(opts: LeadOptions, draw_table: bool, stop: CancellationToken)
 
 /// Runs the ladder on every teammate that is alive, saying what it does in this pane.
 pub fn stop_team(opts: &LeadOptions) -> Vec<Result<shutdown::Report>> {
-    shutdown::stop_team(
-        &opts.root,
-        &opts.team,
-        opts.tmux.as_ref(),
-        &opts.ladder,
-        &|line| say(line),
-    )
+    shutdown::stop_team(&opts.store, opts.tmux.as_ref(), &opts.ladder, &|line| {
+        say(line)
+    })
 }
 
 /// Prints a line if the lead's terminal is still there. When its pane was closed, the

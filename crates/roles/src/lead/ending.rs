@@ -137,7 +137,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let team = TeamName::new("t").unwrap();
-        let store = root.open(&team);
+        let store = swarm_store::Teams::new(root.clone()).open(&team).unwrap();
         let tasks = store.tasks();
         let new = |subject: &str, blocked_by: Vec<String>| NewTask {
             subject: subject.into(),

@@ -131,9 +131,8 @@ impl Merging {
 /// One run of the queue, then a restart for each teammate handed a task that is not
 /// running to do it.
 fn run_once(launcher: &Launcher) -> Result<Ran> {
-    let (root, team) = (&launcher.root, &launcher.team);
-    let before: HashSet<(String, String)> = root
-        .open(team)
+    let store = &launcher.store;
+    let before: HashSet<(String, String)> = store
         .merge_queue()
         .load()?
         .entries
@@ -147,7 +146,7 @@ fn run_once(launcher: &Launcher) -> Result<Ran> {
         dirs: launcher.dirs.clone(),
         ..Options::default()
     };
-    let outcome = merge::run(root, team, &only_completed, &|_| {})?;
+    let outcome = merge::run(store, &only_completed, &|_| {})?;
     let mut restarted = Vec::new();
     let now = outcome
         .entries
@@ -175,8 +174,8 @@ fn running(launcher: &Launcher, agent: &str) -> bool {
     let Ok(name) = AgentName::parse_any(agent) else {
         return false;
     };
-    let (root, team) = (&launcher.root, &launcher.team);
-    root.open(team).agents().read_state(&name).is_some_and(|s| {
-        s.activity != Activity::Exited && swarm_team::status::still_runs(root, team, &s)
+    let store = &launcher.store;
+    store.agents().read_state(&name).is_some_and(|s| {
+        s.activity != Activity::Exited && swarm_team::status::still_runs(store, &s)
     })
 }

@@ -13,8 +13,8 @@ use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use swarm_store::layout::Root;
-use swarm_store::names::{AgentName, TeamName};
+use swarm_store::Store;
+use swarm_store::names::AgentName;
 
 /// How long a wish waits for the next before it is written: a flag that flips back within
 /// it (a turn of a few milliseconds) costs the shared roster nothing.
@@ -27,9 +27,9 @@ pub(super) struct ActiveFlag {
 
 impl ActiveFlag {
     /// A writer for `name`'s flag, which the roster has as `written` now.
-    pub(super) fn new(root: &Root, team: &TeamName, name: &AgentName, written: bool) -> Self {
+    pub(super) fn new(store: &Store, name: &AgentName, written: bool) -> Self {
         let (tx, rx) = mpsc::channel::<bool>();
-        let (root, team, name) = (root.clone(), team.clone(), name.to_string());
+        let (store, name) = (store.clone(), name.to_string());
         let writer = std::thread::Builder::new()
             .name("isActive".to_owned())
             .spawn(move || {
@@ -43,8 +43,7 @@ impl ActiveFlag {
                     if want == written {
                         continue;
                     }
-                    match root
-                        .open(&team)
+                    match store
                         .roster()
                         .update_member(&name, |m| m.is_active = Some(want))
                     {

@@ -40,18 +40,10 @@ impl Runtime {
     /// Expires a request this agent stopped waiting for. False when someone decided it
     /// first: the answer is then in the inbox already (it is sent under the record's lock).
     pub(super) fn expire(&self, request_id: &str, why: &str) -> bool {
-        match self
-            .opts
-            .root
-            .open(&self.opts.team)
-            .approvals()
-            .expire(request_id, why)
-        {
+        match self.store.approvals().expire(request_id, why) {
             Ok(Some(_)) => true,
             Ok(None) => self
-                .opts
-                .root
-                .open(&self.opts.team)
+                .store
                 .approvals()
                 .get(request_id)
                 .map_or(true, |a| a.state == approvals::State::Expired),
@@ -124,20 +116,14 @@ impl Runtime {
             by: LEAD.to_owned(),
             via: None,
         };
-        let store = self.opts.root.open(&self.opts.team);
+        let store = &self.store;
         if let Err(e) = store.approvals().answered(id, decision) {
             tracing::warn!("failed to record {LEAD}'s answer to {id}: {e}");
         }
     }
 
     fn decider(&self, request_id: &str) -> &'static str {
-        match self
-            .opts
-            .root
-            .open(&self.opts.team)
-            .approvals()
-            .get(request_id)
-        {
+        match self.store.approvals().get(request_id) {
             Ok(a) if a.resolved_by.as_deref() == Some("human") => "a person",
             _ => LEAD,
         }
@@ -167,9 +153,7 @@ impl Host for Runtime {
             permission_suggestions: Vec::new(),
         };
         let recorded = self
-            .opts
-            .root
-            .open(&self.opts.team)
+            .store
             .approvals()
             .record(&approvals::from_permission(&request));
         if let Err(e) = recorded {
@@ -246,9 +230,9 @@ impl Host for Runtime {
             return ToolOutcome::err("ExitPlanMode needs your plan in `plan`");
         }
         let request_id =
-            protocol::plan_request_id(self.opts.name.as_str(), self.opts.team.as_str());
-        let plan_path = documents::new_plan_path(&self.opts.root, &self.opts.team, &self.opts.name);
-        if let Err(e) = documents::write_plan(&self.opts.root, &self.opts.team, &plan_path, plan) {
+            protocol::plan_request_id(self.opts.name.as_str(), self.store.team().as_str());
+        let plan_path = documents::new_plan_path(&self.store, &self.opts.name);
+        if let Err(e) = documents::write_plan(&self.store, &plan_path, plan) {
             tracing::warn!("failed to keep a copy of the plan: {e}");
         }
         let request = PlanApprovalRequest {
@@ -259,9 +243,7 @@ impl Host for Runtime {
             request_id: request_id.clone(),
         };
         let recorded = self
-            .opts
-            .root
-            .open(&self.opts.team)
+            .store
             .approvals()
             .record(&approvals::from_plan(&request, None));
         if let Err(e) = recorded {
@@ -305,9 +287,7 @@ impl Host for Runtime {
                 self.ctx.set_mode(mode);
                 self.touch();
                 let _ = self
-                    .opts
-                    .root
-                    .open(&self.opts.team)
+                    .store
                     .roster()
                     .update_member(self.opts.name.as_str(), |m| m.mode = Some(mode.to_string()));
                 let by = self.decider(&request_id);

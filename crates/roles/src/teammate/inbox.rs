@@ -26,9 +26,9 @@ use tokio::sync::Notify;
 
 use crate::lead_sig::LeadGuard;
 use crate::sender::forged;
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::mailbox::{Delivery, bell};
-use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
 use swarm_team::prompt::wrap_message;
 use swarm_util::error::Result;
@@ -58,8 +58,7 @@ pub struct Mail {
 }
 
 pub struct Inbox {
-    root: Root,
-    team: TeamName,
+    store: Store,
     me: AgentName,
     seen: HashSet<String>,
     mail: Vec<Mail>,
@@ -76,9 +75,9 @@ pub struct Inbox {
 impl Inbox {
     /// Opens `me`'s inbox, watching its bell. A bell that cannot be made is logged, and
     /// only rescans find mail then.
-    pub fn open(root: &Root, team: &TeamName, me: &AgentName) -> Inbox {
+    pub fn open(store: &Store, me: &AgentName) -> Inbox {
         let (wake, side) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-        let watcher = match bell::install(root, team, me) {
+        let watcher = match bell::install(store.root(), store.team(), me) {
             Ok(path) => {
                 let (wake, side) = (wake.clone(), side.clone());
                 Some(DirWatcher::touched(&path, move || {
@@ -95,8 +94,7 @@ impl Inbox {
             }
         };
         Inbox {
-            root: root.clone(),
-            team: team.clone(),
+            store: store.clone(),
             me: me.clone(),
             seen: HashSet::new(),
             mail: Vec::new(),
@@ -124,8 +122,7 @@ impl Inbox {
     /// Reads new messages and sorts them.
     pub fn poll(&mut self) -> Result<()> {
         let fresh: Vec<Delivery> = self
-            .root
-            .open(&self.team)
+            .store
             .mail()
             .read_unread(&self.me)?
             .into_iter()
@@ -199,7 +196,7 @@ impl Inbox {
                 Some(other) => self.mail.push(for_model(other.describe())),
             }
         }
-        self.root.open(&self.team).mail().ack(&self.me, &consumed)?;
+        self.store.mail().ack(&self.me, &consumed)?;
         Ok(())
     }
 
@@ -229,7 +226,7 @@ impl Inbox {
             return Ok(());
         }
         let keys = std::mem::take(&mut self.in_flight);
-        self.root.open(&self.team).mail().ack(&self.me, &keys)?;
+        self.store.mail().ack(&self.me, &keys)?;
         Ok(())
     }
 

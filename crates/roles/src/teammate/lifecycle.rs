@@ -36,10 +36,9 @@ use swarm_agent::tools::ToolContext;
 use swarm_config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
 use swarm_config::permissions::PermissionMode;
 use swarm_store::Store;
-use swarm_store::layout::Root;
 use swarm_store::liveness;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{Protocol, ShutdownApproved};
 use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_team::prompt::{self};
@@ -53,11 +52,13 @@ const TOUCH_EVERY_MS: i64 = 1000;
 /// Runs the teammate until it is told to stop; returns the process exit code.
 pub async fn run(opts: TeammateOptions) -> Result<i32> {
     swarm_util::fault::point("teammate.start");
-    let config = opts.root.open(&opts.team).roster().load()?;
+    let config = opts.store.roster().load()?;
     if config.member(opts.name.as_str()).is_none() {
         return Err(Error::not_found(format!(
             "teammate '{}' is not in team '{}'s roster; start teammates with `swarm spawn {}`",
-            opts.name, opts.team, opts.name
+            opts.name,
+            opts.store.team(),
+            opts.name
         )));
     }
     let (mode, Agent { mut engine, ctx }, InTeam { hooks, tools, .. }) = build(&opts)?;
@@ -74,12 +75,12 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         }
         LeadGuard::new(key, names)
     });
-    let inbox = Inbox::open(&opts.root, &opts.team, &opts.name).guarded_by(guard.clone());
+    let inbox = Inbox::open(&opts.store, &opts.name).guarded_by(guard.clone());
     let mut rt = Runtime {
         hooks,
         tools,
         display: Display::new(opts.color.as_deref()),
-        store: opts.root.open(&opts.team),
+        store: opts.store.clone(),
         opts,
         ctx,
         inbox,
@@ -104,7 +105,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
     rt.display.status(&format!(
         "{}@{} · {} · mode {} · {}",
         rt.opts.name,
-        rt.opts.team,
+        rt.store.team(),
         engine.client.describe(),
         mode,
         rt.opts.cwd.display()
@@ -139,13 +140,12 @@ fn build(opts: &TeammateOptions) -> Result<(PermissionMode, Agent, InTeam)> {
             plan_mode_required: opts.plan_mode_required,
             custom: opts.custom_instructions.as_deref(),
         },
-        &opts.root,
-        &opts.team,
+        &opts.store,
     );
-    let mut tools = TeamTools::new(opts.root.clone(), opts.team.clone());
+    let mut tools = TeamTools::new(opts.store.clone());
     tools.pane = opts.pane.clone();
     let team = Membership {
-        store: opts.root.open(&opts.team),
+        store: opts.store.clone(),
         budget: opts.budget,
         hooks: opts.hooks.clone(),
         // As the roster has it: a teammate started without a type is general-purpose.
@@ -177,13 +177,12 @@ fn build(opts: &TeammateOptions) -> Result<(PermissionMode, Agent, InTeam)> {
 /// it cannot read) in its state file, where `swarm status` and the lead's report of its
 /// death find it; its log has the error too, as every pane process's fatal error. Nothing
 /// is written for a name the roster lacks, nor over the state of a live namesake.
-pub fn record_start_failure(root: &Root, team: &TeamName, name: &AgentName, error: &Error) {
-    let member = root
-        .open(team)
+pub fn record_start_failure(store: &Store, name: &AgentName, error: &Error) {
+    let member = store
         .roster()
         .load()
         .is_ok_and(|c| c.member(name.as_str()).is_some());
-    let previous = root.open(team).agents().read_state(name);
+    let previous = store.agents().read_state(name);
     let me = std::process::id() as i32;
     let namesake = previous
         .as_ref()
@@ -205,7 +204,7 @@ pub fn record_start_failure(root: &Root, team: &TeamName, name: &AgentName, erro
         released_tasks: Vec::new(),
         clean: false,
     });
-    if let Err(e) = root.open(team).agents().write_state(name, &s) {
+    if let Err(e) = store.agents().write_state(name, &s) {
         tracing::warn!("failed to record why {name} could not start: {e}");
     }
 }
@@ -312,9 +311,7 @@ impl Runtime {
         let pane = self.opts.pane.clone();
         let mode = self.ctx.mode().to_string();
         let cwd = self.opts.cwd.display().to_string();
-        self.opts
-            .root
-            .open(&self.opts.team)
+        self.store
             .roster()
             .update_member(self.opts.name.as_str(), |m| {
                 m.pid = Some(pid);
@@ -329,12 +326,7 @@ impl Runtime {
                 }
             })?;
         self.active = Some(false);
-        self.active_flag = Some(ActiveFlag::new(
-            &self.opts.root,
-            &self.opts.team,
-            &self.opts.name,
-            false,
-        ));
+        self.active_flag = Some(ActiveFlag::new(&self.store, &self.opts.name, false));
         self.start_beating()?;
         self.set_activity(Activity::Idle, None);
         Ok(())
@@ -378,9 +370,7 @@ impl Runtime {
         }
         self.state.last_activity_ms = now;
         match self
-            .opts
-            .root
-            .open(&self.opts.team)
+            .store
             .agents()
             .write_state(&self.opts.name, &self.state)
         {
@@ -437,11 +427,7 @@ impl Runtime {
     /// wakes on a timer: the main loop is looking at the inbox then. With the lead's key
     /// (`guard`), only a signed request counts.
     pub(super) fn watch_for_shutdown(&self, guard: Option<LeadGuard>) {
-        let (root, team, me) = (
-            self.opts.root.clone(),
-            self.opts.team.clone(),
-            self.opts.name.clone(),
-        );
+        let (store, me) = (self.store.clone(), self.opts.name.clone());
         let model = self.model_cancel.clone();
         let wake = self.inbox.side.clone();
         let in_turn = self.in_turn.clone();
@@ -457,7 +443,7 @@ impl Runtime {
                 if !in_turn.load(Ordering::Relaxed) {
                     continue;
                 }
-                let asked = root.open(&team).mail().read_unread(&me).is_ok_and(|mail| {
+                let asked = store.mail().read_unread(&me).is_ok_and(|mail| {
                     mail.iter().any(|d| {
                         d.envelope.from == LEAD
                             && d.envelope.protocol().is_some_and(|p| {
@@ -476,20 +462,14 @@ impl Runtime {
     pub(super) fn send_to_lead(&mut self, message: &Protocol) -> Result<()> {
         let envelope = Envelope::new(self.opts.name.as_str(), message.to_text())
             .with_color(self.opts.color.clone());
-        self.opts
-            .root
-            .open(&self.opts.team)
-            .mail()
-            .deliver(&AgentName::lead(), envelope)?;
+        self.store.mail().deliver(&AgentName::lead(), envelope)?;
         Ok(())
     }
 
     pub(super) fn finish(&mut self, code: i32, reason: &str, clean: bool, engine: &Engine) {
         let me = self.opts.name.to_string();
         if let Err(e) = self
-            .opts
-            .root
-            .open(&self.opts.team)
+            .store
             .approvals()
             .expire_all(&me, &format!("{me} stopped: {reason}"))
         {
@@ -506,9 +486,7 @@ impl Runtime {
             flag.finish();
         }
         let _ = self
-            .opts
-            .root
-            .open(&self.opts.team)
+            .store
             .roster()
             .update_member(&me, |m| m.is_active = Some(false));
         self.state.usage = engine.usage;

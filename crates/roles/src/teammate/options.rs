@@ -12,14 +12,14 @@ use swarm_config::project::UserDirs;
 use swarm_config::tools::ToolName;
 use swarm_llm::budget::Limits;
 use swarm_llm::{LlmConfig, Provider};
-use swarm_store::layout::Root;
-use swarm_store::names::{AgentName, TeamName};
+use swarm_store::Store;
+use swarm_store::names::AgentName;
 use swarm_util::error::Result;
 
 #[derive(Debug, Clone)]
 pub struct TeammateOptions {
-    pub root: Root,
-    pub team: TeamName,
+    /// Its team, opened once where the process starts.
+    pub store: Store,
     pub name: AgentName,
     pub color: Option<String>,
     pub plan_mode_required: bool,

@@ -108,7 +108,9 @@ pub fn file() -> Team {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(dir.path());
     let team = team_name();
-    root.create_team(&team, None, dir.path()).unwrap();
+    swarm_store::Teams::new(root.clone())
+        .create_team(&team, None, dir.path())
+        .unwrap();
     let (lead_root, lead_team) = (root.clone().signing_as_lead(), team.clone());
     let open = move || Arc::new(FileStore::new(&root, &team)) as Arc<dyn Backend>;
     let open_as_lead = move || Arc::new(FileStore::new(&lead_root, &lead_team)) as Arc<dyn Backend>;

@@ -368,7 +368,7 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
         })
         .unwrap();
     assert!(other.list().unwrap().is_empty());
-    ghost.delete_team().unwrap();
+    ghost.delete_on_server().unwrap();
     assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
     assert_eq!(other.load().unwrap().name, "other");
 }

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::git::merge_handback::{self as handback, HandBack};
-use swarm_store::layout::Root;
+use swarm_store::Store;
 pub use swarm_store::merge_queue::Strategy;
 use swarm_store::merge_queue::{self, Entry, EntryState, Queue};
 use swarm_store::names::TeamName;
@@ -196,9 +196,9 @@ fn project_dir(git_dir: &Path) -> PathBuf {
 
 /// Adds every teammate branch with commits not on the target and not queued already;
 /// returns the queue as it then is.
-fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
-    let records = root.open(team).worktrees().all_worktrees()?;
-    let known = root.open(team).merge_queue().load()?;
+fn enqueue(store: &Store, opts: &Options) -> Result<Queue> {
+    let records = store.worktrees().all_worktrees()?;
+    let known = store.merge_queue().load()?;
     let here = records.iter().find(|r| r.host.is_none());
     let git_dir = match (here, &known.git_dir) {
         (Some(r), _) => r.git_dir.clone(),
@@ -224,7 +224,7 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
         )));
     }
     // Each agent's completed tasks, newest last, with the commit each was completed at.
-    let mut tasks = root.open(team).tasks().list().unwrap_or_default();
+    let mut tasks = store.tasks().list().unwrap_or_default();
     tasks.retain(|t| !t.is_internal() && t.status == swarm_store::tasks::Status::Completed);
     tasks.sort_by_key(|t| t.id.parse::<u64>().unwrap_or(0));
     let completed_at = |t: &swarm_store::tasks::Task| {
@@ -237,7 +237,7 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
     let mut additions = Vec::new();
     for r in &records {
         if r.host.is_some() {
-            fetch_from_host(root, team, r, &git_dir, &opts.dirs);
+            fetch_from_host(store, r, &git_dir, &opts.dirs);
         }
         let Some(tip) = rev(&project, &format!("refs/heads/{}", r.branch)) else {
             continue;
@@ -291,7 +291,7 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
         q.git_dir = Some(git_dir);
         return Ok(q);
     }
-    root.open(team).merge_queue().update(|q| {
+    store.merge_queue().update(|q| {
         if q.target.as_deref() != Some(target.as_str()) {
             q.integration_tip = None;
         }
@@ -312,13 +312,12 @@ fn enqueue(root: &Root, team: &TeamName, opts: &Options) -> Result<Queue> {
 /// Brings the branch of `r`, a worktree on another host, into the lead's repository. A
 /// host that cannot be reached keeps what was fetched last (said in the log).
 fn fetch_from_host(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     r: &worktrees::Record,
     git_dir: &Path,
     dirs: &swarm_config::project::UserDirs,
 ) {
-    let fetched = crate::git::remote_worktree::reach(root, team, r, dirs)
+    let fetched = crate::git::remote_worktree::reach(store, r, dirs)
         .and_then(|(ssh, _)| crate::git::remote_worktree::fetch(&ssh, r, git_dir));
     if let Err(e) = fetched {
         tracing::warn!("merge queue: {e}");
@@ -328,28 +327,21 @@ fn fetch_from_host(
 /// Sends the target to the host of `agent`'s worktree, when it is on another host, so that
 /// the teammate can rebase onto it there. Said in the log when it cannot.
 fn share_target(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     agent: &str,
     target_ref: &str,
     dirs: &swarm_config::project::UserDirs,
 ) {
-    let Ok(Some(r)) = root.open(team).worktrees().worktree(agent) else {
+    let Ok(Some(r)) = store.worktrees().worktree(agent) else {
         return;
     };
     if r.host.is_none() {
         return;
     }
-    let shared =
-        crate::git::remote_worktree::reach(root, team, &r, dirs).and_then(|(ssh, lead)| {
-            let url = ssh.git_url(&r.git_dir.to_string_lossy());
-            crate::git::remote_worktree::push(
-                &ssh,
-                &lead,
-                &url,
-                &format!("+{target_ref}:{target_ref}"),
-            )
-        });
+    let shared = crate::git::remote_worktree::reach(store, &r, dirs).and_then(|(ssh, lead)| {
+        let url = ssh.git_url(&r.git_dir.to_string_lossy());
+        crate::git::remote_worktree::push(&ssh, &lead, &url, &format!("+{target_ref}:{target_ref}"))
+    });
     if let Err(e) = shared {
         tracing::warn!("merge queue: {e}");
     }
@@ -357,11 +349,11 @@ fn share_target(
 
 /// Records the team's own merge settings (`swarm run --check --into --merge-strategy`),
 /// which every later run of its queue uses unless told otherwise.
-pub fn configure(root: &Root, team: &TeamName, opts: &Options) -> Result<()> {
+pub fn configure(store: &Store, opts: &Options) -> Result<()> {
     if opts.check.is_none() && opts.into.is_none() && opts.strategy.is_none() {
         return Ok(());
     }
-    root.open(team).merge_queue().update(|q| {
+    store.merge_queue().update(|q| {
         if opts.check.is_some() {
             q.check = opts.check.clone();
         }
@@ -376,8 +368,8 @@ pub fn configure(root: &Root, team: &TeamName, opts: &Options) -> Result<()> {
 
 /// Puts the held entry of `branch` back in the queue, as if new, for another try (after
 /// a person fixed what held it). Its hand-back rounds still count.
-pub fn retry(root: &Root, team: &TeamName, branch: &str) -> Result<Entry> {
-    root.open(team).merge_queue().update(|q| {
+pub fn retry(store: &Store, branch: &str) -> Result<Entry> {
+    store.merge_queue().update(|q| {
         let held = q
             .entries
             .iter_mut()
@@ -400,18 +392,13 @@ pub fn retry(root: &Root, team: &TeamName, branch: &str) -> Result<Entry> {
 }
 
 /// Enqueues what is new, then merges every pending entry in order and moves the target.
-pub fn run(
-    root: &Root,
-    team: &TeamName,
-    opts: &Options,
-    on_entry: &dyn Fn(&Entry),
-) -> Result<Outcome> {
+pub fn run(store: &Store, opts: &Options, on_entry: &dyn Fn(&Entry)) -> Result<Outcome> {
     let _turn = if opts.dry_run {
         None
     } else {
-        Some(root.open(team).merge_queue().acquire_run()?)
+        Some(store.merge_queue().acquire_run()?)
     };
-    let queue = enqueue(root, team, opts)?;
+    let queue = enqueue(store, opts)?;
     let Some(git_dir) = queue.git_dir.clone() else {
         return Ok(Outcome::default());
     };
@@ -433,13 +420,13 @@ pub fn run(
         None => swarm_config::project::swarm_check(&project)?,
     };
     let strategy = opts.strategy.or(queue.strategy).unwrap_or_default();
-    let wt = prepare_integration(team, &git_dir, &queue, &target_ref)?;
+    let wt = prepare_integration(store.team(), &git_dir, &queue, &target_ref)?;
     let mut held = Vec::new();
     for (i, entry) in queue.entries.iter().enumerate() {
         if !entry.state.pending() {
             continue;
         }
-        let done = land(root, team, &wt, i, entry, strategy, check.as_deref())?;
+        let done = land(store, &wt, i, entry, strategy, check.as_deref())?;
         if done.state.held() {
             held.push((i, done));
         } else {
@@ -451,18 +438,18 @@ pub fn run(
     // what landed before its branch in this run.
     for (i, done) in held {
         // One on another host rebases there: its repository needs the target too.
-        share_target(root, team, &done.agent, &target_ref, &opts.dirs);
-        let fate = match handback::hand_back(root, team, &done, &target, opts.restarts_owners)? {
+        share_target(store, &done.agent, &target_ref, &opts.dirs);
+        let fate = match handback::hand_back(store, &done, &target, opts.restarts_owners)? {
             HandBack::Task(id) => format!("#{id}"),
             HandBack::Held(why) => why,
         };
         swarm_util::fault::point("merge.handed_back");
-        on_entry(&set_entry(root, team, i, |e| e.handed_back = Some(fate))?);
+        on_entry(&set_entry(store, i, |e| e.handed_back = Some(fate))?);
     }
     let left_on_integration = advanced?;
-    let entries = root.open(team).merge_queue().load()?.entries;
+    let entries = store.merge_queue().load()?.entries;
     let target_commit = rev(&project, &target_ref).unwrap_or_default();
-    let removed = tidy(root, team, &project, &target_commit, &entries, &opts.dirs);
+    let removed = tidy(store, &project, &target_commit, &entries, &opts.dirs);
     Ok(Outcome {
         target_commit,
         target,
@@ -511,13 +498,8 @@ fn prepare_integration(
     Ok(wt)
 }
 
-fn set_entry(
-    root: &Root,
-    team: &TeamName,
-    i: usize,
-    f: impl FnOnce(&mut Entry) + Send,
-) -> Result<Entry> {
-    root.open(team).merge_queue().update(|q| {
+fn set_entry(store: &Store, i: usize, f: impl FnOnce(&mut Entry) + Send) -> Result<Entry> {
+    store.merge_queue().update(|q| {
         let e = &mut q.entries[i];
         f(e);
         e.updated_at = clock::now_ms();
@@ -527,8 +509,7 @@ fn set_entry(
 
 /// Merges entry `i` in the integration worktree and runs the check; records the outcome.
 fn land(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     wt: &Path,
     i: usize,
     entry: &Entry,
@@ -537,12 +518,12 @@ fn land(
 ) -> Result<Entry> {
     let before = git(wt, &["rev-parse", "HEAD"])?;
     if is_ancestor(wt, &entry.head, &before) {
-        return set_entry(root, team, i, |e| {
+        return set_entry(store, i, |e| {
             e.state = EntryState::Merged;
             e.merged_commit.get_or_insert(before.clone());
         });
     }
-    set_entry(root, team, i, |e| e.state = EntryState::Merging)?;
+    set_entry(store, i, |e| e.state = EntryState::Merging)?;
     let message = format!(
         "swarm: merge {} (agent {}{})",
         entry.branch,
@@ -577,7 +558,7 @@ fn land(
         let conflicts: Vec<String> = files.lines().map(str::to_owned).collect();
         if conflicts.is_empty() {
             // Not a conflict (no identity, a hook refused...): the entry waits for a rerun.
-            set_entry(root, team, i, |e| e.state = EntryState::Queued)?;
+            set_entry(store, i, |e| e.state = EntryState::Queued)?;
             return Err(Error::Other(format!(
                 "failed to merge {} in {}: {}; fix that and run `swarm merge` again",
                 entry.branch,
@@ -585,28 +566,28 @@ fn land(
                 stderr.trim()
             )));
         }
-        return set_entry(root, team, i, |e| {
+        return set_entry(store, i, |e| {
             e.state = EntryState::Conflict;
             e.conflicts = conflicts;
         });
     }
     swarm_util::fault::point("merge.after_merge");
-    set_entry(root, team, i, |e| e.state = EntryState::Checking)?;
+    set_entry(store, i, |e| e.state = EntryState::Checking)?;
     if let Some(cmd) = check
         && let Some(output) = run_check(wt, cmd)?
     {
         git(wt, &["reset", "-q", "--hard", &before])?;
         git(wt, &["clean", "-q", "-fd"])?;
-        return set_entry(root, team, i, |e| {
+        return set_entry(store, i, |e| {
             e.state = EntryState::CheckFailed;
             e.check_output = Some(output);
         });
     }
     let after = git(wt, &["rev-parse", "HEAD"])?;
-    root.open(team)
+    store
         .merge_queue()
         .update(|q| q.integration_tip = Some(after.clone()))?;
-    set_entry(root, team, i, |e| {
+    set_entry(store, i, |e| {
         e.state = EntryState::Merged;
         e.merged_commit = Some(after);
         e.check_output = None;
@@ -688,11 +669,11 @@ fn advance_target(project: &Path, wt: &Path, target: &str) -> Result<Option<Stri
 /// Removes the team's integration worktree (a checkout of committed work only), and its
 /// branch when the target has all of it; otherwise the branch stays, and the line
 /// returned says so. `None` when the team never merged anything.
-pub fn remove_integration(root: &Root, team: &TeamName) -> Option<String> {
-    let queue = root.open(team).merge_queue().load().ok()?;
+pub fn remove_integration(store: &Store) -> Option<String> {
+    let queue = store.merge_queue().load().ok()?;
     let git_dir = queue.git_dir?;
     let project = project_dir(&git_dir);
-    let wt = integration_path(&git_dir, team);
+    let wt = integration_path(&git_dir, store.team());
     if wt.exists() {
         let _ = git(
             &project,
@@ -701,7 +682,7 @@ pub fn remove_integration(root: &Root, team: &TeamName) -> Option<String> {
         let _ = std::fs::remove_dir_all(&wt);
         let _ = git(&project, &["worktree", "prune"]);
     }
-    let branch = integration_branch(team);
+    let branch = integration_branch(store.team());
     let head = rev(&project, &format!("refs/heads/{branch}"))?;
     let landed = queue
         .target
@@ -724,15 +705,14 @@ pub fn remove_integration(root: &Root, team: &TeamName) -> Option<String> {
 /// would have); a worktree in use, with uncommitted files, or whose work landed as new
 /// commits (rebase, squash) stays.
 fn tidy(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     project: &Path,
     target_commit: &str,
     entries: &[Entry],
     dirs: &swarm_config::project::UserDirs,
 ) -> Vec<String> {
     let mut removed = Vec::new();
-    let Ok(records) = root.open(team).worktrees().all_worktrees() else {
+    let Ok(records) = store.worktrees().all_worktrees() else {
         return removed;
     };
     for r in records {
@@ -744,13 +724,12 @@ fn tidy(
         if r.state != worktrees::RecordState::Kept || !landed || !reachable {
             continue;
         }
-        let Ok(_guard) = root.open(team).worktrees().lock_worktree(&r.agent) else {
+        let Ok(_guard) = store.worktrees().lock_worktree(&r.agent) else {
             continue;
         };
-        let clean = crate::git::settle::inspect(root, team, &r, dirs).is_ok_and(|c| c.files == 0);
-        if clean && crate::git::settle::discard(root, team, &r, dirs).is_ok() {
-            let _ = root
-                .open(team)
+        let clean = crate::git::settle::inspect(store, &r, dirs).is_ok_and(|c| c.files == 0);
+        if clean && crate::git::settle::discard(store, &r, dirs).is_ok() {
+            let _ = store
                 .roster()
                 .update_member(&r.agent, |m| m.worktree_path = None);
             removed.push(format!(

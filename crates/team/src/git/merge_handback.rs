@@ -10,10 +10,10 @@
 
 use serde_json::{Map, Value};
 
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
 use swarm_store::merge_queue::{Entry, EntryState};
-use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{Protocol, TaskAssignment};
 use swarm_store::tasks::{NewTask, TaskPatch};
 use swarm_util::clock;
@@ -41,14 +41,7 @@ pub enum HandBack {
 /// Its process's end is then claimed as reported before the task is made, so the lead's
 /// supervisor, noticing it late, does not give the task (which needs its worktree) back
 /// to the team to be taken by another teammate; the restart says it stopped instead.
-pub fn hand_back(
-    root: &Root,
-    team: &TeamName,
-    entry: &Entry,
-    target: &str,
-    restarts: bool,
-) -> Result<HandBack> {
-    let store = root.open(team);
+pub fn hand_back(store: &Store, entry: &Entry, target: &str, restarts: bool) -> Result<HandBack> {
     let tasks = store.tasks();
     let rounds = tasks
         .list()?
@@ -66,12 +59,7 @@ pub fn hand_back(
             "handed back {rounds} times already; resolve it yourself"
         )));
     }
-    let on_roster = root
-        .open(team)
-        .roster()
-        .load()?
-        .member(&entry.agent)
-        .is_some();
+    let on_roster = store.roster().load()?.member(&entry.agent).is_some();
     if !on_roster {
         return Ok(HandBack::Held(format!(
             "{} is no longer in the team",
@@ -80,13 +68,12 @@ pub fn hand_back(
     }
     let agent = AgentName::parse_any(&entry.agent)?;
     if restarts
-        && let Some(gone) = root
-            .open(team)
+        && let Some(gone) = store
             .agents()
             .read_state(&agent)
-            .filter(|s| !crate::life::status::still_runs(root, team, s))
+            .filter(|s| !crate::life::status::still_runs(store, s))
     {
-        root.open(team).agents().claim_exit_report(
+        store.agents().claim_exit_report(
             &agent,
             &swarm_store::liveness::instance(gone.token, gone.pid),
         )?;
@@ -153,7 +140,7 @@ pub fn hand_back(
         assigned_by: LEAD.to_owned(),
         timestamp: clock::now_iso(),
     });
-    root.open(team)
+    store
         .mail()
         .deliver(&agent, Envelope::new(LEAD, assignment.to_text()))?;
     Ok(HandBack::Task(task.id))

@@ -25,7 +25,7 @@ use std::time::Duration;
 use git2::Repository;
 use swarm_config::project::UserDirs;
 use swarm_hosts::Ssh;
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
@@ -81,7 +81,8 @@ pub fn plan(team: &TeamName, agent: &AgentName, cwd: &Path) -> Result<Option<Pla
 /// Makes the planned worktree on the host `ssh` reaches, in the repository at `dir` there
 /// (made if need be), and records it; also records the lead's repository as the merge
 /// queue's. On failure nothing is left on the host but the repository.
-pub fn create(root: &Root, team: &TeamName, ssh: &Ssh, dir: &str, plan: &Plan) -> Result<Made> {
+pub fn create(store: &Store, ssh: &Ssh, dir: &str, plan: &Plan) -> Result<Made> {
+    let team = store.team();
     let git_dir = host_repository(ssh, dir)?;
     // Before anything writes a reflog there: without an identity git looks for the host's
     // domain name, which can take a resolver's timeout.
@@ -122,13 +123,12 @@ pub fn create(root: &Root, team: &TeamName, ssh: &Ssh, dir: &str, plan: &Plan) -
         host: Some(ssh.host().name.clone()),
     };
     let lead_git_dir = plan.lead_git_dir.clone();
-    let saved = root
-        .open(team)
+    let saved = store
         .merge_queue()
         .update(|q| {
             q.git_dir.get_or_insert(lead_git_dir);
         })
-        .and_then(|()| root.open(team).worktrees().save_worktree(&record));
+        .and_then(|()| store.worktrees().save_worktree(&record));
     if let Err(e) = saved {
         let _ = remove_there(ssh, &record);
         return Err(e);
@@ -213,15 +213,10 @@ fn copy_identity(ssh: &Ssh, lead_git_dir: &Path, git_dir: &str) {
 }
 
 /// ssh to the host of the remote `record`, and the lead's repository (the merge queue's).
-pub fn reach(
-    root: &Root,
-    team: &TeamName,
-    record: &Record,
-    dirs: &UserDirs,
-) -> Result<(Ssh, PathBuf)> {
+pub fn reach(store: &Store, record: &Record, dirs: &UserDirs) -> Result<(Ssh, PathBuf)> {
     let host = record.host.as_deref().unwrap_or_default();
-    let ssh = crate::spawn::remote::ssh_to(root, host, dirs)?;
-    let lead = root.open(team).merge_queue().load()?.git_dir.ok_or_else(|| {
+    let ssh = crate::spawn::remote::ssh_to(store.root(), host, dirs)?;
+    let lead = store.merge_queue().load()?.git_dir.ok_or_else(|| {
         Error::Other(format!(
             "failed to find the lead's repository for {}'s worktree on host '{host}': the merge queue names none",
             record.agent
@@ -269,13 +264,13 @@ pub fn changes(ssh: &Ssh, record: &Record, lead_git_dir: &Path) -> Result<Change
 
 /// Deletes the remote `record`'s worktree and branch on the host, the branch in the lead's
 /// repository, and the record.
-pub fn remove(root: &Root, team: &TeamName, ssh: &Ssh, record: &Record, lead: &Path) -> Result<()> {
+pub fn remove(store: &Store, ssh: &Ssh, record: &Record, lead: &Path) -> Result<()> {
     remove_there(ssh, record)?;
     let branch = format!("refs/heads/{}", record.branch);
     if local_git(lead, &["rev-parse", "-q", "--verify", &branch]).is_ok() {
         local_git(lead, &["update-ref", "-d", &branch])?;
     }
-    root.open(team).worktrees().remove_worktree(&record.agent)
+    store.worktrees().remove_worktree(&record.agent)
 }
 
 fn remove_there(ssh: &Ssh, record: &Record) -> Result<()> {

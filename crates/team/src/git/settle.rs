@@ -10,9 +10,9 @@
 use crate::git::remote_worktree;
 use crate::git::worktree::{Changes, changes, remove};
 use swarm_config::project::UserDirs;
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::{AgentName, TeamName};
+use swarm_store::names::AgentName;
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::error::Result;
 
@@ -25,60 +25,54 @@ pub enum Finalized {
 
 /// What `record`'s worktree holds, seen from the lead: over ssh for one on another host
 /// (see `remote_worktree`).
-pub fn inspect(root: &Root, team: &TeamName, record: &Record, dirs: &UserDirs) -> Result<Changes> {
+pub fn inspect(store: &Store, record: &Record, dirs: &UserDirs) -> Result<Changes> {
     if record.host.is_none() {
         return changes(record);
     }
-    let (ssh, lead) = remote_worktree::reach(root, team, record, dirs)?;
+    let (ssh, lead) = remote_worktree::reach(store, record, dirs)?;
     remote_worktree::changes(&ssh, record, &lead)
 }
 
 /// Deletes `record`'s worktree, its branch and the record, wherever the worktree is.
-pub fn discard(root: &Root, team: &TeamName, record: &Record, dirs: &UserDirs) -> Result<()> {
+pub fn discard(store: &Store, record: &Record, dirs: &UserDirs) -> Result<()> {
     if record.host.is_none() {
-        return remove(root, team, record);
+        return remove(store, record);
     }
-    let (ssh, lead) = remote_worktree::reach(root, team, record, dirs)?;
-    remote_worktree::remove(root, team, &ssh, record, &lead)
+    let (ssh, lead) = remote_worktree::reach(store, record, dirs)?;
+    remote_worktree::remove(store, &ssh, record, &lead)
 }
 
 /// Settles `agent`'s worktree after it stopped: removed without changes, kept with them.
 /// `None` when it has no worktree in use (none, or already settled).
-pub fn finalize(
-    root: &Root,
-    team: &TeamName,
-    agent: &str,
-    dirs: &UserDirs,
-) -> Result<Option<Finalized>> {
+pub fn finalize(store: &Store, agent: &str, dirs: &UserDirs) -> Result<Option<Finalized>> {
     // A look without the lock first: most agents have no worktree to settle.
-    if root.open(team).worktrees().worktree(agent)?.is_none() {
+    if store.worktrees().worktree(agent)?.is_none() {
         return Ok(None);
     }
-    let _guard = root.open(team).worktrees().lock_worktree(agent)?;
-    let Some(mut record) = root.open(team).worktrees().worktree(agent)? else {
+    let _guard = store.worktrees().lock_worktree(agent)?;
+    let Some(mut record) = store.worktrees().worktree(agent)? else {
         return Ok(None);
     };
     if record.state != RecordState::Active {
         return Ok(None);
     }
-    let changes = inspect(root, team, &record, dirs)?;
+    let changes = inspect(store, &record, dirs)?;
     if !changes.any() {
-        discard(root, team, &record, dirs)?;
+        discard(store, &record, dirs)?;
         return Ok(Some(Finalized::Removed(record)));
     }
     record.state = RecordState::Kept;
-    root.open(team).worktrees().save_worktree(&record)?;
+    store.worktrees().save_worktree(&record)?;
     Ok(Some(Finalized::Kept(record, changes)))
 }
 
 /// [`finalize`], then tell the lead about a kept worktree and clear `worktreePath` from
 /// the roster for a removed one. Returns a line saying what happened, if anything did.
-pub fn settle(root: &Root, team: &TeamName, agent: &str, dirs: &UserDirs) -> Option<String> {
-    match finalize(root, team, agent, dirs) {
+pub fn settle(store: &Store, agent: &str, dirs: &UserDirs) -> Option<String> {
+    match finalize(store, agent, dirs) {
         Ok(None) => None,
         Ok(Some(Finalized::Removed(r))) => {
-            let _ = root
-                .open(team)
+            let _ = store
                 .roster()
                 .update_member(agent, |m| m.worktree_path = None);
             tracing::info!("removed {agent}'s unchanged worktree {}", r.path.display());
@@ -99,7 +93,7 @@ pub fn settle(root: &Root, team: &TeamName, agent: &str, dirs: &UserDirs) -> Opt
             );
             let mut envelope = Envelope::new("system", text);
             envelope.summary = Some(format!("{agent}'s worktree kept: {}", r.branch));
-            if let Err(e) = root.open(team).mail().deliver(&AgentName::lead(), envelope) {
+            if let Err(e) = store.mail().deliver(&AgentName::lead(), envelope) {
                 tracing::warn!("failed to tell the lead about {agent}'s kept worktree: {e}");
             }
             Some(format!(
@@ -123,6 +117,7 @@ mod tests {
     use git2::{BranchType, Repository};
     use std::path::{Path, PathBuf};
     use std::process::Command;
+    use swarm_store::{Root, TeamName};
 
     fn git(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")
@@ -136,7 +131,7 @@ mod tests {
         assert!(ok.status.success(), "git {args:?}: {ok:?}");
     }
 
-    fn repo() -> (tempfile::TempDir, PathBuf, Root) {
+    fn repo() -> (tempfile::TempDir, PathBuf, Store) {
         let t = tempfile::tempdir().unwrap();
         let repo = t.path().join("repo");
         std::fs::create_dir_all(repo.join("src")).unwrap();
@@ -146,7 +141,10 @@ mod tests {
         git(&repo, &["add", "."]);
         git(&repo, &["commit", "-q", "-m", "first"]);
         let root = Root::new(t.path().join("root"));
-        (t, repo, root)
+        let store = swarm_store::Teams::new(root.clone())
+            .open(&TeamName::new("t").unwrap())
+            .unwrap();
+        (t, repo, store)
     }
 
     fn names(agent: &str) -> (TeamName, AgentName) {
@@ -166,7 +164,7 @@ mod tests {
 
     #[test]
     fn clean_worktrees_are_removed_and_changed_ones_kept() {
-        let (_t, repo, root) = repo();
+        let (_t, repo, store) = repo();
         let (team, bob) = names("bob");
         let p = plan(&team, &bob, &repo.join("src")).unwrap();
         assert!(
@@ -174,7 +172,7 @@ mod tests {
                 .starts_with(repo.canonicalize().unwrap().join(".git"))
         );
         assert_eq!(p.branch, "swarm/t/bob");
-        let rec = create(&root, &team, &p).unwrap();
+        let rec = create(&store, &p).unwrap();
         assert_eq!(working_dir(&p), p.path.join("src"));
         // A directory the commit does not have means the worktree's root.
         std::fs::create_dir_all(repo.join("untracked")).unwrap();
@@ -195,7 +193,7 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&status.stdout), "");
         assert!(!changes(&rec).unwrap().any());
         assert!(matches!(
-            finalize(&root, &team, "bob", &UserDirs::default()).unwrap(),
+            finalize(&store, "bob", &UserDirs::default()).unwrap(),
             Some(Finalized::Removed(_))
         ));
         assert!(!p.path.exists());
@@ -206,7 +204,7 @@ mod tests {
                 .is_err()
         );
         assert_eq!(
-            finalize(&root, &team, "bob", &UserDirs::default()).unwrap(),
+            finalize(&store, "bob", &UserDirs::default()).unwrap(),
             None,
             "settled once"
         );
@@ -214,10 +212,9 @@ mod tests {
         // An untracked file is a change.
         let (_, carol) = names("carol");
         let p = plan(&team, &carol, &repo).unwrap();
-        create(&root, &team, &p).unwrap();
+        create(&store, &p).unwrap();
         std::fs::write(p.path.join("new.txt"), "n").unwrap();
-        let Some(Finalized::Kept(r, c)) =
-            finalize(&root, &team, "carol", &UserDirs::default()).unwrap()
+        let Some(Finalized::Kept(r, c)) = finalize(&store, "carol", &UserDirs::default()).unwrap()
         else {
             panic!("not kept")
         };
@@ -226,14 +223,14 @@ mod tests {
         assert_eq!(r.state, RecordState::Kept);
         assert!(p.path.join("new.txt").exists());
         assert_eq!(
-            finalize(&root, &team, "carol", &UserDirs::default()).unwrap(),
+            finalize(&store, "carol", &UserDirs::default()).unwrap(),
             None
         );
 
         // A commit is a change, and stops being unmerged once main has it.
         let (_, dave) = names("dave");
         let p = plan(&team, &dave, &repo).unwrap();
-        let rec = create(&root, &team, &p).unwrap();
+        let rec = create(&store, &p).unwrap();
         std::fs::write(p.path.join("d.txt"), "d").unwrap();
         git(&p.path, &["add", "."]);
         git(&p.path, &["commit", "-q", "-m", "dave"]);
@@ -242,10 +239,10 @@ mod tests {
         git(&repo, &["merge", "-q", "--ff-only", "swarm/t/dave"]);
         let c = changes(&rec).unwrap();
         assert!(c.any() && !c.unmerged(), "{c:?}");
-        remove(&root, &team, &rec).unwrap();
+        remove(&store, &rec).unwrap();
         assert!(!p.path.exists());
         assert_eq!(
-            root.open(&team).worktrees().all_worktrees().unwrap().len(),
+            store.worktrees().all_worktrees().unwrap().len(),
             1,
             "carol's stays"
         );
@@ -253,23 +250,17 @@ mod tests {
 
     #[test]
     fn a_record_outlives_its_repository_harmlessly() {
-        let (_t, repo, root) = repo();
+        let (_t, repo, store) = repo();
         let (team, bob) = names("bob");
-        let rec = create(&root, &team, &plan(&team, &bob, &repo).unwrap()).unwrap();
+        let rec = create(&store, &plan(&team, &bob, &repo).unwrap()).unwrap();
         std::fs::remove_dir_all(&repo).unwrap();
-        remove(&root, &team, &rec).unwrap();
-        assert!(
-            root.open(&team)
-                .worktrees()
-                .all_worktrees()
-                .unwrap()
-                .is_empty()
-        );
+        remove(&store, &rec).unwrap();
+        assert!(store.worktrees().all_worktrees().unwrap().is_empty());
     }
 
     #[test]
     fn an_existing_branch_is_refused_with_a_way_out() {
-        let (_t, repo, _root) = repo();
+        let (_t, repo, _store) = repo();
         git(&repo, &["branch", "swarm/t/bob"]);
         let (team, bob) = names("bob");
         let err = plan(&team, &bob, &repo).unwrap_err().to_string();

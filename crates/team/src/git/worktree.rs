@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use git2::{
     BranchType, ErrorCode, Oid, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions,
 };
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
@@ -172,7 +172,7 @@ pub fn plan(team: &TeamName, agent: &AgentName, cwd: &Path) -> Result<Plan> {
 }
 
 /// Makes the planned worktree and its branch, and records it. On failure nothing is left.
-pub fn create(root: &Root, team: &TeamName, plan: &Plan) -> Result<Record> {
+pub fn create(store: &Store, plan: &Plan) -> Result<Record> {
     let repo = Repository::open(&plan.git_dir).map_err(|e| git_err("open", &plan.git_dir, e))?;
     // A worktree of this name whose directory is gone is a leftover: prune it.
     if let Ok(old) = repo.find_worktree(&plan.name) {
@@ -220,8 +220,8 @@ pub fn create(root: &Root, team: &TeamName, plan: &Plan) -> Result<Record> {
         created_at: clock::now_ms(),
         host: None,
     };
-    if let Err(e) = root.open(team).worktrees().save_worktree(&record) {
-        let _ = remove(root, team, &record);
+    if let Err(e) = store.worktrees().save_worktree(&record) {
+        let _ = remove(store, &record);
         return Err(e);
     }
     Ok(record)
@@ -290,7 +290,7 @@ pub fn branch_head(record: &Record) -> Option<String> {
 }
 
 /// Deletes the worktree, its branch and its record.
-pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
+pub fn remove(store: &Store, record: &Record) -> Result<()> {
     // A repository that is gone took its worktrees and branches with it.
     let repo = match Repository::open(&record.git_dir) {
         Ok(r) => Some(r),
@@ -327,5 +327,5 @@ pub fn remove(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
     for dir in record.path.ancestors().skip(1).take(2) {
         let _ = std::fs::remove_dir(dir);
     }
-    root.open(team).worktrees().remove_worktree(&record.agent)
+    store.worktrees().remove_worktree(&record.agent)
 }

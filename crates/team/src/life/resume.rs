@@ -32,8 +32,9 @@ use crate::spawn::inherit::{Engine, TeammateCommand};
 use crate::spawn::launch::{Launcher, pane_spec};
 use crate::spawn::launch_record::{RESUME_FLAG, command_from};
 use crate::spawn::window::{self as team_window, Placement, TeamWindow};
+use swarm_store::Store;
+use swarm_store::Teams;
 use swarm_store::documents;
-use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::Protocol;
 use swarm_store::roster;
@@ -52,14 +53,14 @@ pub enum Standing {
     Unfinished,
 }
 
-pub fn standing(root: &Root, team: &TeamName) -> Standing {
-    if root.open(team).agents().lead_running() {
+pub fn standing(store: &Store) -> Standing {
+    if store.agents().lead_running() {
         return Standing::Running;
     }
-    if !matches!(root.open(team).launches().read_launch(LEAD), Ok(Some(_))) {
+    if !matches!(store.launches().read_launch(LEAD), Ok(Some(_))) {
         return Standing::Finished;
     }
-    match root.open(team).agents().read_state(&AgentName::lead()) {
+    match store.agents().read_state(&AgentName::lead()) {
         Some(s) if s.activity == Activity::Exited => {
             if s.exit.is_some_and(|e| e.clean && e.code == 0) {
                 Standing::Finished
@@ -73,36 +74,42 @@ pub fn standing(root: &Root, team: &TeamName) -> Standing {
 }
 
 /// The unfinished teams whose lead worked in `project`, by name.
-pub fn unfinished_in(root: &Root, project: &Path) -> Vec<String> {
+pub fn unfinished_in(teams: &Teams, project: &Path) -> Vec<String> {
     let same = |dir: &str| {
         let dir = PathBuf::from(dir);
         dir == project || dir.canonicalize().is_ok_and(|d| d == project)
     };
-    root.teams()
+    teams
+        .list()
         .unwrap_or_default()
         .into_iter()
         .filter(|c| c.member(LEAD).is_some_and(|l| same(&l.cwd)))
         .filter_map(|c| TeamName::new(&c.name).ok())
-        .filter(|t| standing(root, t) == Standing::Unfinished)
+        .filter(|t| {
+            teams
+                .open(t)
+                .is_ok_and(|s| standing(&s) == Standing::Unfinished)
+        })
         .map(|t| t.to_string())
         .collect()
 }
 
 /// Whether the team's lead works on a goal (`swarm run`), rather than only supervising
 /// the teammates `swarm spawn` started.
-pub fn has_goal(root: &Root, team: &TeamName) -> bool {
-    matches!(root.open(team).launches().read_launch(LEAD), Ok(Some(r)) if r.argv.iter().any(|a| a.starts_with("--goal-file=")))
+pub fn has_goal(store: &Store) -> bool {
+    matches!(store.launches().read_launch(LEAD), Ok(Some(r)) if r.argv.iter().any(|a| a.starts_with("--goal-file=")))
 }
 
 /// Refuses a team that cannot be resumed, saying why and what to do instead.
-pub fn check_resumable(root: &Root, team: &TeamName) -> Result<()> {
-    if !root.has_team(team) {
+pub fn check_resumable(store: &Store) -> Result<()> {
+    let team = store.team();
+    if !store.root().has_team(store.team()) {
         return Err(Error::not_found(format!(
             "no team '{team}' under {}; `swarm status` lists teams",
-            root.path().display()
+            store.root().path().display()
         )));
     }
-    match standing(root, team) {
+    match standing(store) {
         Standing::Running => Err(Error::conflict(format!(
             "team '{team}' is running: its lead is alive; attach to it with `swarm attach {team}`"
         ))),
@@ -118,10 +125,10 @@ pub fn check_resumable(root: &Root, team: &TeamName) -> Result<()> {
 /// The lead's old state and report go first, so whoever waits for the new lead does not
 /// take the old one's end for its.
 pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
-    let (root, team) = (&launcher.root, &launcher.team);
-    check_resumable(root, team)?;
-    let record = root
-        .open(team)
+    let store = &launcher.store;
+    let team = store.team();
+    check_resumable(store)?;
+    let record = store
         .launches()
         .read_launch(LEAD)?
         .ok_or_else(|| Error::not_found(format!("team '{team}' has no launch record")))?;
@@ -133,10 +140,11 @@ pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
             cmd.cwd.display()
         )));
     }
-    root.open(team).agents().remove_state(&AgentName::lead())?;
-    documents::remove_report(root, team)?;
+    store.agents().remove_state(&AgentName::lead())?;
+    documents::remove_report(store)?;
     let spec = pane_spec(&cmd);
-    if let Some(window) = TeamWindow::find(&launcher.tmux, team, launcher.window_options())? {
+    if let Some(window) = TeamWindow::find(&launcher.tmux, store.team(), launcher.window_options())?
+    {
         let lead_pane = window
             .panes()?
             .into_iter()
@@ -157,17 +165,17 @@ pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
     let placement = Placement::for_caller(&launcher.tmux, &launcher.caller)?;
     let window = TeamWindow::open(
         &launcher.tmux,
-        team,
+        store.team(),
         &spec,
         placement,
         launcher.window_options(),
     )?;
-    team_window::record_server(root, &window)?;
+    team_window::record_server(store, &window)?;
     let pane = window
         .lead_pane()?
         .map(|p| p.to_string())
         .unwrap_or_default();
-    root.open(team).roster().update_member(LEAD, |m| {
+    store.roster().update_member(LEAD, |m| {
         m.tmux_pane_id = pane;
         m.backend_type = Some("tmux".to_owned());
     })?;
@@ -185,7 +193,7 @@ pub struct Resumed {
 /// Called by a resumed lead before it supervises: respawns every teammate that had not
 /// finished and is not alive, adopts the living (see the module comment).
 pub fn respawn_teammates(launcher: &Launcher) -> Result<Vec<Resumed>> {
-    let config = launcher.root.open(&launcher.team).roster().load()?;
+    let config = launcher.store.roster().load()?;
     let mut window = None;
     Ok(config
         .members
@@ -204,25 +212,18 @@ pub fn respawn_teammates(launcher: &Launcher) -> Result<Vec<Resumed>> {
 /// the merge queue handed back to it (see `team::merge_handback`); a finished teammate
 /// too. Says what it did; a living one is left alone.
 pub fn respawn_for_merge(launcher: &Launcher, name: &str) -> Result<String> {
-    let config = launcher.root.open(&launcher.team).roster().load()?;
+    let store = &launcher.store;
+    let config = store.roster().load()?;
     let m = config
         .member(name)
-        .ok_or_else(|| Error::usage(format!("{name} is not in team '{}'", launcher.team)))?;
+        .ok_or_else(|| Error::usage(format!("{name} is not in team '{}'", store.team())))?;
     // Its worktree was settled (kept) when it stopped; in use again, it is settled again
     // when it stops again.
-    if let Ok(Some(mut record)) = launcher
-        .root
-        .open(&launcher.team)
-        .worktrees()
-        .worktree(name)
+    if let Ok(Some(mut record)) = store.worktrees().worktree(name)
         && record.state == swarm_store::worktrees::RecordState::Kept
     {
         record.state = swarm_store::worktrees::RecordState::Active;
-        launcher
-            .root
-            .open(&launcher.team)
-            .worktrees()
-            .save_worktree(&record)?;
+        store.worktrees().save_worktree(&record)?;
     }
     respawn_one(launcher, m, &mut None, true)
 }
@@ -235,9 +236,9 @@ fn respawn_one(
     window: &mut Option<TeamWindow>,
     even_finished: bool,
 ) -> Result<String> {
-    let (root, team) = (&launcher.root, &launcher.team);
+    let store = &launcher.store;
     let agent = AgentName::parse_any(&m.name)?;
-    let st = root.open(team).agents().read_state(&agent);
+    let st = store.agents().read_state(&agent);
     if let Some(s) = &st {
         if !even_finished
             && s.activity == Activity::Exited
@@ -245,13 +246,13 @@ fn respawn_one(
         {
             return Ok("finished: not restarted".to_owned());
         }
-        if s.activity != Activity::Exited && crate::life::status::still_runs(root, team, s) {
+        if s.activity != Activity::Exited && crate::life::status::still_runs(store, s) {
             return Ok(format!("adopted: still running (pid {})", s.pid));
         }
     } else if let Some(pid) = m.pid.filter(|p| swarm_util::process::is_alive(*p)) {
         return Ok(format!("adopted: still running (pid {pid})"));
     }
-    let Some(record) = root.open(team).launches().read_launch(&m.name)? else {
+    let Some(record) = store.launches().read_launch(&m.name)? else {
         return Ok("not restarted: swarm did not start it (no launch record)".to_owned());
     };
     let engine = record
@@ -274,13 +275,13 @@ fn respawn_one(
         }
         cmd.cwd = launcher.cwd.clone();
     }
-    with_current_lead_key(root, team, &mut cmd)?;
+    with_current_lead_key(store, &mut cmd)?;
     how.insert(0, carry_on(engine, &mut cmd, m, st.as_ref()));
     // Its old process must not be reported dead by the lead's supervisor, which
     // would hand out the tasks it is about to continue.
     if let Some(pid) = st.as_ref().map(|s| s.pid).or(m.pid) {
         let token = st.as_ref().and_then(|s| s.token);
-        root.open(team)
+        store
             .agents()
             .claim_exit_report(&agent, &swarm_store::liveness::instance(token, pid))?;
     }
@@ -289,16 +290,16 @@ fn respawn_one(
         .and_then(|s| s.exit.as_ref())
         .map(|e| e.released_tasks.clone())
         .unwrap_or_default();
-    let kept = reclaim(root, team, &m.name, &released);
+    let kept = reclaim(store, &m.name, &released);
     if !kept.is_empty() {
         how.push(format!("keeps task(s) #{}", kept.join(", #")));
     }
-    drop_stale_requests(root, team, &agent);
-    root.open(team).agents().remove_state(&agent)?;
+    drop_stale_requests(store, &agent);
+    store.agents().remove_state(&agent)?;
     if let Some(host) = host {
-        let ssh = crate::spawn::remote::ssh_to(root, &host, &launcher.dirs)?;
+        let ssh = crate::spawn::remote::ssh_to(store.root(), &host, &launcher.dirs)?;
         launcher.start_command_on_host(&ssh, &m.name, &cmd)?;
-        root.open(team).roster().update_member(&m.name, |member| {
+        store.roster().update_member(&m.name, |member| {
             member.is_active = None;
             member.extra.remove(crate::life::status::SHUTDOWN_STEP);
         })?;
@@ -306,11 +307,14 @@ fn respawn_one(
         return Ok(how.join("; "));
     }
     if window.is_none() {
-        *window = TeamWindow::find(&launcher.tmux, team, launcher.window_options())?;
+        *window = TeamWindow::find(&launcher.tmux, store.team(), launcher.window_options())?;
     }
-    let w = window
-        .as_mut()
-        .ok_or_else(|| Error::Other(format!("team '{team}' has no window to restart it in")))?;
+    let w = window.as_mut().ok_or_else(|| {
+        Error::Other(format!(
+            "team '{}' has no window to restart it in",
+            store.team()
+        ))
+    })?;
     // A teammate that crashed left its pane open and dead (`remain-on-exit`, to show how it
     // ended); its new pane would be refused beside it.
     for p in w.panes()? {
@@ -329,7 +333,7 @@ fn respawn_one(
             .parse::<i32>()
             .ok(),
     };
-    root.open(team).roster().update_member(&m.name, |member| {
+    store.roster().update_member(&m.name, |member| {
         member.tmux_pane_id = pane.to_string();
         member.backend_type = Some("tmux".to_owned());
         member.pid = pid;
@@ -342,8 +346,8 @@ fn respawn_one(
 /// Gives `cmd` the team's lead key as it is now, in place of whatever its record had: a
 /// teammate started before its team had a key gets one, and every restart gets the key
 /// the (resumed) lead signs with.
-fn with_current_lead_key(root: &Root, team: &TeamName, cmd: &mut TeammateCommand) -> Result<()> {
-    let Some(key) = root.lead_verify_key(team)? else {
+fn with_current_lead_key(store: &Store, cmd: &mut TeammateCommand) -> Result<()> {
+    let Some(key) = store.root().lead_verify_key(store.team())? else {
         return Ok(());
     };
     let mut argv = Vec::with_capacity(cmd.argv.len() + 1);
@@ -407,8 +411,7 @@ fn claude_session(m: &roster::Member) -> Option<String> {
 
 /// Gives `name` back the tasks it held: those still in progress under its name, and those
 /// returned to pending when it stopped that nobody has taken since. Returns their ids.
-fn reclaim(root: &Root, team: &TeamName, name: &str, released: &[String]) -> Vec<String> {
-    let store = root.open(team);
+fn reclaim(store: &Store, name: &str, released: &[String]) -> Vec<String> {
     let list = store.tasks();
     let mut ids: Vec<String> = list
         .list()
@@ -432,10 +435,9 @@ fn reclaim(root: &Root, team: &TeamName, name: &str, released: &[String]) -> Vec
 
 /// Acknowledges the shutdown requests a stopped lead left in `agent`'s inbox, and the
 /// lead's own notes that `agent` was terminated: the team resumes, so neither holds.
-fn drop_stale_requests(root: &Root, team: &TeamName, agent: &AgentName) {
+fn drop_stale_requests(store: &Store, agent: &AgentName) {
     let stale = |agent_inbox: &AgentName, pred: &dyn Fn(&Protocol) -> bool| {
-        let keys: Vec<String> = root
-            .open(team)
+        let keys: Vec<String> = store
             .mail()
             .read_unread(agent_inbox)
             .unwrap_or_default()
@@ -443,7 +445,7 @@ fn drop_stale_requests(root: &Root, team: &TeamName, agent: &AgentName) {
             .filter(|d| d.envelope.protocol().is_some_and(|p| pred(&p)))
             .map(|d| d.key)
             .collect();
-        if let Err(e) = root.open(team).mail().ack(agent_inbox, &keys) {
+        if let Err(e) = store.mail().ack(agent_inbox, &keys) {
             tracing::warn!("failed to drop stale mail of {agent_inbox}: {e}");
         }
     };

@@ -39,9 +39,9 @@ use crate::life::status::{self, MemberStatus};
 use crate::life::supervisor;
 use crate::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_config::project::UserDirs;
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{self, Protocol, ShutdownRequest};
 use swarm_store::roster;
 use swarm_tmux::Tmux;
@@ -100,28 +100,27 @@ pub struct Report {
 
 /// Runs the ladder for one teammate. `progress` hears each step as it happens.
 pub fn shut_down(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     tmux: Option<&Tmux>,
     name: &str,
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Report> {
-    let look = || Look::take(root, team, tmux);
-    shut_down_looking(root, team, tmux, name, opts, progress, &look)
+    let look = || Look::take(store, tmux);
+    shut_down_looking(store, tmux, name, opts, progress, &look)
 }
 
 /// The ladder for one teammate, seeing the team through `look`, which returns a look taken
 /// after it was called.
 fn shut_down_looking(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     tmux: Option<&Tmux>,
     name: &str,
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
     look: &(dyn Fn() -> Result<Look> + Sync),
 ) -> Result<Report> {
+    let team = store.team();
     if name == LEAD {
         return Err(Error::usage(
             "the lead is not shut down with the ladder; stop it in its pane (Ctrl-C)",
@@ -139,7 +138,7 @@ fn shut_down_looking(
     let mut step = |s: String| {
         progress(&format!("{name}: {s}"));
         if !gone.get() {
-            let _ = root.open(team).roster().update_member(name, |m| {
+            let _ = store.roster().update_member(name, |m| {
                 m.extra
                     .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
             });
@@ -156,7 +155,7 @@ fn shut_down_looking(
     let observe = || member(look()?);
     let first = observe()?;
     if first.pid.is_none() && first.pane_record.is_none() {
-        let config = root.open(team).roster().load()?;
+        let config = store.roster().load()?;
         if first.state == "dead" {
             // Its pane is gone from a server that answers: so is its process.
             step(format!(
@@ -164,7 +163,7 @@ fn shut_down_looking(
                 first.detail.as_deref().unwrap_or("process gone")
             ));
         } else if may_run_unseen(config.require(name)?) {
-            report.outcome = shut_down_unseen(root, team, name, opts, &mut step)?;
+            report.outcome = shut_down_unseen(store, name, opts, &mut step)?;
             return Ok(report);
         } else {
             step("never started".to_owned());
@@ -179,7 +178,7 @@ fn shut_down_looking(
         .map(Target::of);
     let alive = |m: &MemberStatus| m.alive;
     if first.alive && !opts.force {
-        match ask_and_wait(root, team, name, opts, look, &mut step)? {
+        match ask_and_wait(store, name, opts, look, &mut step)? {
             Some(rejected @ Outcome::Rejected(_)) => {
                 report.outcome = rejected;
                 return Ok(report);
@@ -191,7 +190,7 @@ fn shut_down_looking(
             None => {}
         }
     }
-    let roster = root.open(team).roster().load()?;
+    let roster = store.roster().load()?;
     let remote = roster
         .member(name)
         .and_then(crate::spawn::remote::host_of)
@@ -201,10 +200,10 @@ fn shut_down_looking(
     // beats no more, and would be left behind.
     if let (Some(host), true) = (&remote, report.outcome != Outcome::Approved) {
         step(crate::spawn::remote::end_session(
-            root, team, name, host, &opts.dirs,
+            store, name, host, &opts.dirs,
         )?);
         report.outcome = Outcome::Terminated;
-        if reap_remote(root, team, name, host, &first, opts, &mut step)? {
+        if reap_remote(store, name, host, &first, opts, &mut step)? {
             report.outcome = Outcome::Killed;
         }
     } else if report.outcome != Outcome::Approved && alive(&observe()?) {
@@ -229,7 +228,7 @@ fn shut_down_looking(
     }
     gone.set(true);
     if let Some(tmux) = tmux {
-        close_pane(root, team, tmux, name, &mut step)?;
+        close_pane(store, tmux, name, &mut step)?;
         close_dead_pane(tmux, &observe()?, &mut step);
     }
     let last = wait_until_ended(&observe, tmux, &mut step)?;
@@ -245,13 +244,13 @@ fn shut_down_looking(
             PANE_GONE_WITHIN.as_secs()
         )));
     }
-    if let Some(r) = supervisor::report_exit(root, team, &last, &opts.dirs)? {
+    if let Some(r) = supervisor::report_exit(store, &last, &opts.dirs)? {
         released(&mut step, &r.released);
         if let Some(line) = r.worktree {
             step(line);
         }
     }
-    leave(root, team, name, &opts.dirs, step)?;
+    leave(store, name, &opts.dirs, step)?;
     Ok(report)
 }
 
@@ -259,8 +258,7 @@ fn shut_down_looking(
 /// there when it outlived `opts.grace`, and then declared dead (its heartbeat would say it
 /// lives until it times out). True when it had to be killed.
 fn reap_remote(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     name: &str,
     host: &str,
     first: &MemberStatus,
@@ -272,10 +270,10 @@ fn reap_remote(
         return Ok(false);
     };
     let (line, killed) =
-        crate::spawn::remote::reap(root, name, host, &opts.dirs, pid, start, opts.grace)?;
+        crate::spawn::remote::reap(store.root(), name, host, &opts.dirs, pid, start, opts.grace)?;
     step(line);
     if killed && let Some(token) = first.token {
-        root.open(team).agents().declare_dead(token)?;
+        store.agents().declare_dead(token)?;
     }
     Ok(killed)
 }
@@ -284,14 +282,13 @@ fn reap_remote(
 /// exits, `Rejected` when it says no, `None` when it does neither in time. An approval
 /// while its process still runs is only a step shown: the process ending is what counts.
 fn ask_and_wait(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     name: &str,
     opts: &LadderOptions,
     look: &(dyn Fn() -> Result<Look> + Sync),
     step: &mut dyn FnMut(String),
 ) -> Result<Option<Outcome>> {
-    let request_id = ask(root, team, name)?;
+    let request_id = ask(store, name)?;
     step(format!("asked to shut down ({request_id})"));
     let deadline = Instant::now() + opts.timeout;
     let mut ignored = HashSet::new();
@@ -306,8 +303,7 @@ fn ask_and_wait(
             Some(Err(reason)) => {
                 step(format!("refused: {reason}"));
                 // It goes on working: no longer being shut down.
-                let _ = root
-                    .open(team)
+                let _ = store
                     .roster()
                     .update_member(name, |m| m.extra.remove(status::SHUTDOWN_STEP));
                 return Ok(Some(Outcome::Rejected(reason)));
@@ -366,17 +362,11 @@ fn wait_until_ended(
 /// The last steps for a member that is gone: its worktree settled (usually done by the
 /// exit report already; this catches one that never registered), then off the roster,
 /// which returns whatever tasks it still held.
-fn leave(
-    root: &Root,
-    team: &TeamName,
-    name: &str,
-    dirs: &UserDirs,
-    mut step: impl FnMut(String),
-) -> Result<()> {
-    if let Some(line) = crate::git::settle::settle(root, team, name, dirs) {
+fn leave(store: &Store, name: &str, dirs: &UserDirs, mut step: impl FnMut(String)) -> Result<()> {
+    if let Some(line) = crate::git::settle::settle(store, name, dirs) {
         step(line);
     }
-    let removed = root.open(team).roster().remove_member(name)?;
+    let removed = store.roster().remove_member(name)?;
     let ids: Vec<String> = removed.released.into_iter().map(|t| t.id).collect();
     released(&mut step, &ids);
     step("removed from the roster".to_owned());
@@ -393,8 +383,7 @@ fn released(step: &mut impl FnMut(String), ids: &[String]) {
 /// Code teammate approves and exits), or declare it dead when it stays silent past the
 /// timeout. Forced, it stays: swarm has nothing to stop and will not skip the asking.
 fn shut_down_unseen(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     name: &str,
     opts: &LadderOptions,
     mut step: impl FnMut(String),
@@ -407,40 +396,38 @@ fn shut_down_unseen(
     if opts.force {
         return Err(unseen(" or stop (--force does not ask it)"));
     }
-    let request_id = ask(root, team, name)?;
+    let request_id = ask(store, name)?;
     step(format!(
         "asked to shut down ({request_id}); swarm cannot see its process, so only its answer counts"
     ));
     let deadline = Instant::now() + opts.timeout;
     let mut ignored = HashSet::new();
     loop {
-        match answer(root, team, name, &request_id, &mut ignored) {
+        match answer(store, name, &request_id, &mut ignored) {
             Some(Ok(())) => break,
             Some(Err(reason)) => {
                 step(format!("refused: {reason}"));
-                let _ = root
-                    .open(team)
+                let _ = store
                     .roster()
                     .update_member(name, |m| m.extra.remove(status::SHUTDOWN_STEP));
                 return Ok(Outcome::Rejected(reason));
             }
             None if Instant::now() >= deadline => {
-                declare_dead(root, team, name, opts, &mut step)?;
+                declare_dead(store, name, opts, &mut step)?;
                 return Ok(Outcome::DeclaredDead);
             }
             None => std::thread::sleep(Duration::from_millis(100)),
         }
     }
     step("agreed to shut down".to_owned());
-    leave(root, team, name, &opts.dirs, &mut step)?;
+    leave(store, name, &opts.dirs, &mut step)?;
     Ok(Outcome::Approved)
 }
 
 /// A member swarm cannot see that stayed silent past the timeout: reported dead (its
 /// tasks return to pending, the lead is told) and taken off the roster.
 fn declare_dead(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     name: &str,
     opts: &LadderOptions,
     step: &mut impl FnMut(String),
@@ -452,15 +439,15 @@ fn declare_dead(
     step(format!(
         "{why}: declared dead (if it still runs somewhere, stop it there)"
     ));
-    let seen = status::observe(root, team, None)?;
+    let seen = status::observe(store, None)?;
     if let Some(mut m) = seen.member(name).cloned() {
         m.state = "dead".to_owned();
         m.detail = Some(why);
-        if let Some(r) = supervisor::report_exit(root, team, &m, &opts.dirs)? {
+        if let Some(r) = supervisor::report_exit(store, &m, &opts.dirs)? {
             released(step, &r.released);
         }
     }
-    leave(root, team, name, &opts.dirs, step)
+    leave(store, name, &opts.dirs, step)
 }
 
 /// Whether `m` may run where swarm cannot see it ([`roster::Member::may_run_unseen`]); never
@@ -471,7 +458,7 @@ fn may_run_unseen(m: &roster::Member) -> bool {
 }
 
 /// Sends `name` a `shutdown_request` from the lead; returns its id.
-fn ask(root: &Root, team: &TeamName, name: &str) -> Result<String> {
+fn ask(store: &Store, name: &str) -> Result<String> {
     let request_id = protocol::shutdown_request_id(name);
     let request = Protocol::ShutdownRequest(ShutdownRequest {
         request_id: request_id.clone(),
@@ -479,7 +466,7 @@ fn ask(root: &Root, team: &TeamName, name: &str) -> Result<String> {
         reason: Some("the lead is shutting the team down".to_owned()),
         timestamp: clock::now_iso(),
     });
-    root.open(team).mail().deliver(
+    store.mail().deliver(
         &AgentName::parse_any(name)?,
         Envelope::new(LEAD, request.to_text()),
     )?;
@@ -487,15 +474,9 @@ fn ask(root: &Root, team: &TeamName, name: &str) -> Result<String> {
 }
 
 /// Kills the teammate's pane if it is tagged with this team and still there.
-fn close_pane(
-    root: &Root,
-    team: &TeamName,
-    tmux: &Tmux,
-    name: &str,
-    step: &mut dyn FnMut(String),
-) -> Result<()> {
-    let opts = TeamWindowOptions::for_team(root, team, None);
-    let Some(window) = TeamWindow::find(tmux, team, opts)? else {
+fn close_pane(store: &Store, tmux: &Tmux, name: &str, step: &mut dyn FnMut(String)) -> Result<()> {
+    let opts = TeamWindowOptions::for_team(store, None);
+    let Some(window) = TeamWindow::find(tmux, store.team(), opts)? else {
         return Ok(());
     };
     for pane in window.panes()? {
@@ -624,13 +605,12 @@ impl std::fmt::Display for Target {
 
 /// The answer `name` gave to `request_id`, if one arrived (see [`verdict`]).
 fn answer(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     name: &str,
     request_id: &str,
     ignored: &mut HashSet<String>,
 ) -> Option<Result<(), String>> {
-    verdict(&answers(root, team), name, request_id, ignored)
+    verdict(&answers(store), name, request_id, ignored)
 }
 
 /// One answer to a shutdown request in the lead's inbox.
@@ -646,8 +626,8 @@ struct Answer {
 }
 
 /// Every answer to a shutdown request in the lead's inbox.
-fn answers(root: &Root, team: &TeamName) -> Vec<Answer> {
-    let Ok(mail) = root.open(team).mail().read_all(&AgentName::lead()) else {
+fn answers(store: &Store) -> Vec<Answer> {
+    let Ok(mail) = store.mail().read_all(&AgentName::lead()) else {
         return Vec::new();
     };
     mail.into_iter()
@@ -704,11 +684,11 @@ struct Look {
 }
 
 impl Look {
-    fn take(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Look> {
-        let seen = status::observe(root, team, tmux)?;
+    fn take(store: &Store, tmux: Option<&Tmux>) -> Result<Look> {
+        let seen = status::observe(store, tmux)?;
         Ok(Look {
             seen,
-            answers: answers(root, team),
+            answers: answers(store),
         })
     }
 }
@@ -793,13 +773,12 @@ impl<T: Clone, F: Fn() -> Result<T>> SharedLooks<T, F> {
 /// teammate got SIGHUP and records its own end, and the person should find them on the
 /// roster, marked dead, with their tasks released, rather than taken off it.
 pub fn stop_team(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     tmux: Option<&Tmux>,
     opts: &LadderOptions,
     say: &(dyn Fn(&str) + Sync),
 ) -> Vec<Result<Report>> {
-    let Ok(seen) = status::observe(root, team, tmux) else {
+    let Ok(seen) = status::observe(store, tmux) else {
         return Vec::new();
     };
     if tmux.is_some() && !seen.tmux_reachable {
@@ -819,28 +798,25 @@ pub fn stop_team(
         names.len(),
         names.join(", ")
     ));
-    shut_down_all(root, team, tmux, &names, opts, &|line| {
-        say(&format!("  {line}"))
-    })
+    shut_down_all(store, tmux, &names, opts, &|line| say(&format!("  {line}")))
 }
 
 /// Runs the ladder for several teammates at once; each result in input order. The ladders
 /// share their looks at the team (see `SharedLooks`).
 pub fn shut_down_all(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     tmux: Option<&Tmux>,
     names: &[String],
     opts: &LadderOptions,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Vec<Result<Report>> {
-    let looks = SharedLooks::new(|| Look::take(root, team, tmux));
+    let looks = SharedLooks::new(|| Look::take(store, tmux));
     let look = || looks.fresh();
     let look = &look;
     std::thread::scope(|s| {
         let handles: Vec<_> = names
             .iter()
-            .map(|n| s.spawn(move || shut_down_looking(root, team, tmux, n, opts, progress, look)))
+            .map(|n| s.spawn(move || shut_down_looking(store, tmux, n, opts, progress, look)))
             .collect();
         handles
             .into_iter()

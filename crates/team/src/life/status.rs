@@ -22,9 +22,9 @@ use serde::Serialize;
 use crate::life::dialogs;
 use swarm_llm::Usage;
 use swarm_llm::budget::{Limits, Spend};
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::liveness::Heartbeat;
-use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::names::{AgentName, LEAD};
 use swarm_store::roster::{Member, TeamConfig};
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
@@ -142,8 +142,8 @@ impl TeamStatus {
 }
 
 /// Looks at the team. `tmux` is the server the team's panes live on, if any.
-pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<TeamStatus> {
-    let config = root.open(team).roster().load()?;
+pub fn observe(store: &Store, tmux: Option<&Tmux>) -> Result<TeamStatus> {
+    let config = store.roster().load()?;
     let panes = match tmux.map(|t| t.list_panes()) {
         Some(Ok(panes)) => Some(panes),
         Some(Err(e)) if e.is_absent() => None,
@@ -153,7 +153,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
     let by_agent: HashMap<&str, &PaneRecord> = panes
         .iter()
         .flatten()
-        .filter(|p| p.belongs_to(team.as_str()))
+        .filter(|p| p.belongs_to(store.team().as_str()))
         .filter_map(|p| p.agent.as_deref().map(|a| (a, p)))
         .collect();
     let by_id: HashMap<String, &PaneRecord> = panes
@@ -161,8 +161,8 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         .flatten()
         .map(|p| (p.pane.to_string(), p))
         .collect();
-    let tasks = root.open(team).tasks().list().unwrap_or_default();
-    let beats = Beats::read(root, team);
+    let tasks = store.tasks().list().unwrap_or_default();
+    let beats = Beats::read(store);
     let mut counts = TaskCounts::default();
     for t in &tasks {
         match t.status {
@@ -177,7 +177,7 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         .map(|m| {
             let state = AgentName::parse_any(&m.name)
                 .ok()
-                .and_then(|a| root.open(team).agents().read_state(&a));
+                .and_then(|a| store.agents().read_state(&a));
             // A pane Claude Code (or its lead) made is found by the id the roster gives,
             // unless swarm tagged it for someone else.
             let pane = by_agent
@@ -211,9 +211,9 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
             );
             st.transcript = AgentName::parse_any(&m.name)
                 .ok()
-                .map(|a| root.transcript_path(team, &a))
+                .map(|a| store.root().transcript_path(store.team(), &a))
                 .filter(|p| p.is_file());
-            st.last_error = last_error(root, team, &st);
+            st.last_error = last_error(store, &st);
             if let Some(t) = tmux {
                 read_claude_pane(t, m, &mut st);
             }
@@ -227,11 +227,11 @@ pub fn observe(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Result<Team
         members,
         tasks: counts,
         leases: leases::overlaps(&tasks),
-        budget: Some(root.open(team).budget().limits())
+        budget: Some(store.budget().limits())
             .filter(|l| !l.is_none())
             .map(|limits| BudgetStatus {
                 limits,
-                spent: root.open(team).budget().team_spent(),
+                spent: store.budget().team_spent(),
             }),
     })
 }
@@ -248,14 +248,14 @@ struct Beats {
 }
 
 impl Beats {
-    fn read(root: &Root, team: &TeamName) -> Beats {
-        let beats = root.open(team).agents().heartbeats().unwrap_or_else(|e| {
+    fn read(store: &Store) -> Beats {
+        let beats = store.agents().heartbeats().unwrap_or_else(|e| {
             tracing::warn!("{e}");
             None
         });
         Beats {
             by_token: beats.into_iter().flatten().map(|b| (b.token, b)).collect(),
-            timeout: root.heartbeat_timeout(),
+            timeout: store.root().heartbeat_timeout(),
         }
     }
 
@@ -430,13 +430,13 @@ fn without_a_process(
 }
 
 /// A dead member's last error, in its own words when its log has them.
-fn last_error(root: &Root, team: &TeamName, m: &MemberStatus) -> Option<String> {
+fn last_error(store: &Store, m: &MemberStatus) -> Option<String> {
     if m.state != "dead" {
         return None;
     }
     AgentName::parse_any(&m.name)
         .ok()
-        .and_then(|a| swarm_store::documents::last_log_error(root, team, &a))
+        .and_then(|a| swarm_store::documents::last_log_error(store, &a))
         .or_else(|| {
             let exit = m.state_file.as_ref()?.exit.as_ref()?;
             (!exit.clean).then(|| exit.reason.clone())
@@ -769,15 +769,15 @@ pub fn is_lead(m: &MemberStatus) -> bool {
 
 /// Whether the process `s` describes still runs: its pid here, its heartbeat on another
 /// host (a pid there means nothing here).
-pub fn still_runs(root: &Root, team: &TeamName, s: &AgentState) -> bool {
+pub fn still_runs(store: &Store, s: &AgentState) -> bool {
     if swarm_store::liveness::is_here(s.host.as_deref()) {
         return s.process_alive();
     }
-    let beats = root.open(team).agents().heartbeats().ok().flatten();
+    let beats = store.agents().heartbeats().ok().flatten();
     beats
         .into_iter()
         .flatten()
-        .any(|b| Some(b.token) == s.token && b.alive(root.heartbeat_timeout()))
+        .any(|b| Some(b.token) == s.token && b.alive(store.root().heartbeat_timeout()))
 }
 
 #[cfg(test)]

@@ -27,8 +27,8 @@ use std::path::Path;
 use crate::life::status::{self, MemberStatus, TeamStatus};
 use swarm_config::hooks::{Event as HookEvent, Hooks, Runner};
 use swarm_config::project::UserDirs;
+use swarm_store::Store;
 use swarm_store::approvals;
-use swarm_store::layout::Root;
 use swarm_store::liveness;
 use swarm_store::mailbox::{self, Envelope};
 use swarm_store::names::{AgentName, LEAD, TeamName};
@@ -49,19 +49,18 @@ pub struct Reported {
 
 /// One supervision pass: look at the team, report what ended. Returns the status seen.
 pub fn reconcile(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     tmux: Option<&Tmux>,
     dirs: &UserDirs,
 ) -> Result<(TeamStatus, Vec<Reported>)> {
-    let seen = status::observe(root, team, tmux)?;
-    if let Err(e) = record_requests(root, team, &seen) {
+    let seen = status::observe(store, tmux)?;
+    if let Err(e) = record_requests(store, &seen) {
         tracing::warn!("failed to record the teammates' requests: {e}");
     }
-    tell_blocked(root, team, &seen);
-    record_seen_panes(root, team, &seen);
-    let mut reported = report_exits(root, team, &seen, dirs);
-    match release_orphans(root, team) {
+    tell_blocked(store, &seen);
+    record_seen_panes(store, &seen);
+    let mut reported = report_exits(store, &seen, dirs);
+    match release_orphans(store) {
         Ok(orphans) => reported.extend(orphans),
         Err(e) => tracing::warn!("failed to return the tasks of members who left: {e}"),
     }
@@ -76,11 +75,11 @@ pub fn reconcile(
 /// An inbox nobody drains (a team of `swarm spawn` with no lead agent) grows by an idle
 /// notification per teammate turn, and was read in full twice a second: a version of it
 /// read to the end with nothing left to retry is not read again (see `RECORDED`).
-pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Result<()> {
+pub fn record_requests(store: &Store, seen: &TeamStatus) -> Result<()> {
     let lead = AgentName::lead();
     // The lead's inbox of this team under this root.
-    let inbox = (root.path().to_path_buf(), team.clone());
-    let before = root.open(team).mail().inbox_version(&lead);
+    let inbox = (store.root().path().to_path_buf(), store.team().clone());
+    let before = store.mail().inbox_version(&lead);
     let mut recorded = RECORDED.lock().unwrap_or_else(|p| p.into_inner());
     if before.is_some() && recorded.get(&inbox) == before.as_ref() {
         return Ok(());
@@ -89,7 +88,7 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
     drop(recorded);
     // Whether every request in this version is settled: recorded, or never to be.
     let mut complete = true;
-    for d in root.open(team).mail().read_all(&lead)? {
+    for d in store.mail().read_all(&lead)? {
         let Some(p) = d.envelope.protocol() else {
             continue;
         };
@@ -113,11 +112,11 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
             continue;
         }
         // Most were recorded long ago: a read, not a lock, says so.
-        if root.open(team).approvals().get(&record.request_id).is_ok() {
+        if store.approvals().get(&record.request_id).is_ok() {
             continue;
         }
         // One bad request (an id that names no file) must not hide the others.
-        if let Err(e) = root.open(team).approvals().record(&record) {
+        if let Err(e) = store.approvals().record(&record) {
             complete = false;
             tracing::warn!("failed to record {}: {e}", record.request_id);
         }
@@ -125,7 +124,7 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
     if let Some(version) = before
         && complete
         && version.settled()
-        && root.open(team).mail().inbox_version(&lead) == before
+        && store.mail().inbox_version(&lead) == before
     {
         RECORDED
             .lock()
@@ -138,7 +137,7 @@ pub fn record_requests(root: &Root, team: &TeamName, seen: &TeamStatus) -> Resul
 /// Records the pane each member that joined by itself was seen in on the team's tmux
 /// server, so that pane's end there later says the member ended (see
 /// [`status::PANE_SEEN`]); until then a pane that is not there says nothing.
-fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
+fn record_seen_panes(store: &Store, seen: &TeamStatus) {
     let open_untagged = |m: &&MemberStatus| {
         m.engine == "unknown"
             && m.pane_record
@@ -148,7 +147,7 @@ fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
     if !seen.members.iter().any(|m| open_untagged(&m)) {
         return;
     }
-    let Ok(config) = root.open(team).roster().load() else {
+    let Ok(config) = store.roster().load() else {
         return;
     };
     for st in seen.members.iter().filter(open_untagged) {
@@ -158,7 +157,7 @@ fn record_seen_panes(root: &Root, team: &TeamName, seen: &TeamStatus) {
         if !status::pane_seen_unrecorded(m, st) {
             continue;
         }
-        let recorded = root.open(team).roster().update_member(&st.name, |member| {
+        let recorded = store.roster().update_member(&st.name, |member| {
             let pane = member.tmux_pane_id.clone();
             member
                 .extra
@@ -179,14 +178,13 @@ static RECORDED: std::sync::Mutex<
 
 /// Tells the lead, once per process, which teammate waits at a first-run dialog and how
 /// to clear it: nothing else would, and the teammate itself cannot.
-fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
+fn tell_blocked(store: &Store, seen: &TeamStatus) {
     for m in seen.members.iter().filter(|m| m.state == "blocked") {
         let Ok(agent) = AgentName::parse_any(&m.name) else {
             continue;
         };
         let instance = format!("{}-dialog", m.pid.unwrap_or_default());
-        if !root
-            .open(team)
+        if !store
             .agents()
             .claim_exit_report(&agent, &instance)
             .unwrap_or(false)
@@ -200,7 +198,7 @@ fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
         );
         let mut envelope = Envelope::new("system", text.clone());
         envelope.summary = Some(format!("{} is blocked", m.name));
-        match root.open(team).mail().deliver(&AgentName::lead(), envelope) {
+        match store.mail().deliver(&AgentName::lead(), envelope) {
             Ok(_) => tracing::info!("{text}"),
             Err(e) => tracing::warn!("failed to tell the lead that {} is blocked: {e}", m.name),
         }
@@ -209,8 +207,7 @@ fn tell_blocked(root: &Root, team: &TeamName, seen: &TeamStatus) {
 
 /// Returns to pending every open task whose owner is not on the roster. The roster is read
 /// after the tasks, so an owner that joined meanwhile is found there.
-fn release_orphans(root: &Root, team: &TeamName) -> Result<Vec<Reported>> {
-    let store = root.open(team);
+fn release_orphans(store: &Store) -> Result<Vec<Reported>> {
     let list = store.tasks();
     let mut owners: Vec<String> = list
         .list()?
@@ -224,7 +221,7 @@ fn release_orphans(root: &Root, team: &TeamName) -> Result<Vec<Reported>> {
     if owners.is_empty() {
         return Ok(Vec::new());
     }
-    let config = root.open(team).roster().load()?;
+    let config = store.roster().load()?;
     let mut reported = Vec::new();
     for owner in owners {
         let name = owner.split('@').next().unwrap_or(&owner);
@@ -250,12 +247,7 @@ fn release_orphans(root: &Root, team: &TeamName) -> Result<Vec<Reported>> {
 }
 
 /// Reports every teammate in `status` whose process has ended and was not reported yet.
-fn report_exits(
-    root: &Root,
-    team: &TeamName,
-    status: &TeamStatus,
-    dirs: &UserDirs,
-) -> Vec<Reported> {
+fn report_exits(store: &Store, status: &TeamStatus, dirs: &UserDirs) -> Vec<Reported> {
     status
         .members
         .iter()
@@ -266,7 +258,7 @@ fn report_exits(
                 && (m.pid.is_some() || m.pane_alive == Some(false))
                 && matches!(m.state.as_str(), "dead" | "exited")
         })
-        .filter_map(|m| match report_exit(root, team, m, dirs) {
+        .filter_map(|m| match report_exit(store, m, dirs) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("failed to report that {} stopped: {e}", m.name);
@@ -277,12 +269,7 @@ fn report_exits(
 }
 
 /// Reports one stopped teammate, unless someone already did.
-pub fn report_exit(
-    root: &Root,
-    team: &TeamName,
-    m: &MemberStatus,
-    dirs: &UserDirs,
-) -> Result<Option<Reported>> {
+pub fn report_exit(store: &Store, m: &MemberStatus, dirs: &UserDirs) -> Result<Option<Reported>> {
     let Ok(agent) = AgentName::parse_any(&m.name) else {
         return Ok(None);
     };
@@ -293,17 +280,13 @@ pub fn report_exit(
         (None, Some(pane)) => format!("pane{}", pane.trim_start_matches('%')),
         (None, None) => return Ok(None),
     };
-    if !root
-        .open(team)
-        .agents()
-        .claim_exit_report(&agent, &instance)?
-    {
+    if !store.agents().claim_exit_report(&agent, &instance)? {
         return Ok(None);
     }
     // Fenced before its tasks go back: a process declared dead that comes back (a paused
     // machine, a partition healed) cannot write over whoever takes them next.
     if let Some(token) = m.token {
-        root.open(team).agents().declare_dead(token)?;
+        store.agents().declare_dead(token)?;
     }
     // Its tool commands die with it, so whoever takes its tasks next never races a
     // half-run command of its. A pid means something only on this host.
@@ -323,7 +306,6 @@ pub fn report_exit(
         .and_then(|s| s.exit.as_ref())
         .map(|e| e.released_tasks.clone())
         .unwrap_or_default();
-    let store = root.open(team);
     let list = store.tasks();
     let mut subjects = Vec::new();
     for t in list.release(&m.name)? {
@@ -342,8 +324,7 @@ pub fn report_exit(
         .clone()
         .unwrap_or_else(|| "process gone".to_owned());
     // Nobody waits for their answers any more; one that exited cleanly expired its own.
-    if let Err(e) = root
-        .open(team)
+    if let Err(e) = store
         .approvals()
         .expire_all(&m.name, &format!("{} stopped: {reason}", m.name))
     {
@@ -356,11 +337,10 @@ pub fn report_exit(
         .as_ref()
         .is_some_and(|s| s.activity == Activity::Exited);
     if !finished_itself {
-        fire_subagent_stop(root, team, m, &reason, dirs);
+        fire_subagent_stop(store, m, &reason, dirs);
     }
-    record_end(root, team, &agent, m, &reason, &released);
-    let _ = root
-        .open(team)
+    record_end(store, &agent, m, &reason, &released);
+    let _ = store
         .roster()
         .update_member(&m.name, |member| member.is_active = Some(false));
     let message = stopped_message(&m.name, clean, &reason, &subjects);
@@ -371,14 +351,12 @@ pub fn report_exit(
     });
     let mut envelope = Envelope::new("system", note.to_text());
     envelope.summary = Some(format!("{} stopped", m.name));
-    root.open(team)
-        .mail()
-        .deliver(&AgentName::lead(), envelope)?;
+    store.mail().deliver(&AgentName::lead(), envelope)?;
     tracing::info!("{message}");
     // A worktree on another host is settled by the ladder (`leave`), which reaches the
     // host: a watcher here must not wait on ssh to a host that may be gone.
     let worktree = liveness::is_here(m.host.as_deref())
-        .then(|| crate::git::settle::settle(root, team, &m.name, dirs))
+        .then(|| crate::git::settle::settle(store, &m.name, dirs))
         .flatten();
     if let Some(line) = &worktree {
         tracing::info!("{}: {line}", m.name);
@@ -394,8 +372,7 @@ pub fn report_exit(
 /// Writes the end of a teammate that could not write it itself (its state said it still
 /// ran): exited, not cleanly, with the tasks released for it.
 fn record_end(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     agent: &AgentName,
     m: &MemberStatus,
     reason: &str,
@@ -415,7 +392,7 @@ fn record_end(
             released_tasks: released.to_vec(),
             clean: false,
         });
-        let _ = root.open(team).agents().write_state(agent, &s);
+        let _ = store.agents().write_state(agent, &s);
     }
 }
 
@@ -441,21 +418,15 @@ fn stopped_message(name: &str, clean: bool, reason: &str, released: &[String]) -
 /// Runs the SubagentStop hooks of a teammate that died without running them, from the
 /// project it was spawned for, on a thread of its own: a hook may take up to its timeout,
 /// and the reconcile loop must not wait for it.
-fn fire_subagent_stop(
-    root: &Root,
-    team: &TeamName,
-    m: &MemberStatus,
-    reason: &str,
-    dirs: &UserDirs,
-) {
-    let Ok(config) = root.open(team).roster().load() else {
+fn fire_subagent_stop(store: &Store, m: &MemberStatus, reason: &str, dirs: &UserDirs) {
+    let Ok(config) = store.roster().load() else {
         return;
     };
     let Some(member) = config.member(&m.name) else {
         return;
     };
     let cwd = std::path::PathBuf::from(&member.cwd);
-    let project = match root.open(team).worktrees().worktree(&m.name) {
+    let project = match store.worktrees().worktree(&m.name) {
         // `git_dir` is `<repo>/.git`.
         Ok(Some(w)) => w.git_dir.parent().map(Path::to_path_buf),
         _ => None,
@@ -473,7 +444,7 @@ fn fire_subagent_stop(
         // The teammate's own session id died with it.
         session_id: config.lead_session_id.clone().unwrap_or_default(),
         cwd,
-        team: team.to_string(),
+        team: store.team().to_string(),
         agent: m.name.clone(),
         agent_type: member.agent_type.clone(),
     };
@@ -515,8 +486,8 @@ mod tests {
     use swarm_store::protocol::PlanApprovalRequest;
     use swarm_store::roster::NewMember;
 
-    fn plan_request(root: &Root, team: &TeamName, n: u32) -> String {
-        let id = format!("plan_approval-{n}@bob@{team}");
+    fn plan_request(store: &Store, n: u32) -> String {
+        let id = format!("plan_approval-{n}@bob@{}", store.team());
         let request = Protocol::PlanApprovalRequest(PlanApprovalRequest {
             from: "bob".into(),
             timestamp: swarm_util::clock::now_iso(),
@@ -524,7 +495,7 @@ mod tests {
             plan_content: "1. do it".into(),
             request_id: id.clone(),
         });
-        root.open(team)
+        store
             .mail()
             .deliver(&AgentName::lead(), Envelope::new("bob", request.to_text()))
             .unwrap();
@@ -532,8 +503,8 @@ mod tests {
     }
 
     /// Makes the lead's inbox look written a minute ago.
-    fn age_inbox(root: &Root, team: &TeamName) {
-        let path = root.inbox_path(team, &AgentName::lead());
+    fn age_inbox(store: &Store) {
+        let path = store.root().inbox_path(store.team(), &AgentName::lead());
         let then = TimeSpec::new(swarm_util::clock::now_ms() / 1000 - 60, 0);
         utimensat(
             nix::fcntl::AT_FDCWD,
@@ -548,10 +519,12 @@ mod tests {
     #[test]
     fn an_inbox_read_to_the_end_is_read_again_only_once_it_changed() {
         let dir = tempfile::tempdir().unwrap();
-        let root = Root::new(dir.path());
-        let team = TeamName::new("t").unwrap();
-        root.create_team(&team, None, dir.path()).unwrap();
-        root.open(&team)
+        let root = swarm_store::Root::new(dir.path());
+        let team = swarm_store::TeamName::new("t").unwrap();
+        let store = swarm_store::Teams::new(root.clone())
+            .create_team(&team, None, dir.path())
+            .unwrap();
+        store
             .roster()
             .add_member(NewMember {
                 name: AgentName::new("bob").unwrap(),
@@ -563,23 +536,20 @@ mod tests {
                 cwd: dir.path().display().to_string(),
             })
             .unwrap();
-        let first = plan_request(&root, &team, 1);
-        age_inbox(&root, &team);
-        let seen = status::observe(&root, &team, None).unwrap();
-        record_requests(&root, &team, &seen).unwrap();
-        assert!(root.open(&team).approvals().get(&first).is_ok(), "recorded");
+        let first = plan_request(&store, 1);
+        age_inbox(&store);
+        let seen = status::observe(&store, None).unwrap();
+        record_requests(&store, &seen).unwrap();
+        assert!(store.approvals().get(&first).is_ok(), "recorded");
         // The same version of the inbox is not read again: a record taken away meanwhile
         // (only a test would) stays away.
         std::fs::remove_file(root.approval_path(&team, &first)).unwrap();
-        record_requests(&root, &team, &seen).unwrap();
-        assert!(
-            root.open(&team).approvals().get(&first).is_err(),
-            "read again"
-        );
+        record_requests(&store, &seen).unwrap();
+        assert!(store.approvals().get(&first).is_err(), "read again");
         // A new message is a new version: read in full, both requests recorded.
-        let second = plan_request(&root, &team, 2);
-        record_requests(&root, &team, &seen).unwrap();
-        assert!(root.open(&team).approvals().get(&first).is_ok());
-        assert!(root.open(&team).approvals().get(&second).is_ok());
+        let second = plan_request(&store, 2);
+        record_requests(&store, &seen).unwrap();
+        assert!(store.approvals().get(&first).is_ok());
+        assert!(store.approvals().get(&second).is_ok());
     }
 }

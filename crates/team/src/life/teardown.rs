@@ -13,6 +13,7 @@ use crate::life::shutdown::{self, LadderOptions};
 use crate::life::status;
 use crate::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_config::project::UserDirs;
+use swarm_store::Store;
 use swarm_store::layout::Root;
 use swarm_store::names::{LEAD, TeamName};
 use swarm_store::state::Activity;
@@ -43,23 +44,23 @@ pub struct Deleted {
 
 /// Deletes `team` (see the module comment). `say` hears the ladder's steps.
 pub fn delete(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     tmux: &Tmux,
     window: TeamWindowOptions,
     ladder: &LadderOptions,
     force: bool,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<Deleted> {
-    if is_half_made(root, team) {
-        if let Some(window) = TeamWindow::find(tmux, team, window)? {
+    let team = store.team();
+    if is_half_made(store) {
+        if let Some(window) = TeamWindow::find(tmux, store.team(), window)? {
             window.close()?;
         }
-        root.delete_team(team)?;
+        store.delete_team()?;
         return Ok(Deleted::default());
     }
-    root.open(team).roster().load()?;
-    let seen = status::observe(root, team, Some(tmux))?;
+    store.roster().load()?;
+    let seen = status::observe(store, Some(tmux))?;
     let alive: Vec<String> = seen
         .members
         .iter()
@@ -94,12 +95,12 @@ pub fn delete(
         )));
     }
     if !force {
-        refuse_unmerged(root, team, &ladder.dirs)?;
+        refuse_unmerged(store, &ladder.dirs)?;
     }
-    for result in shutdown::stop_team(root, team, Some(tmux), ladder, say) {
+    for result in shutdown::stop_team(store, Some(tmux), ladder, say) {
         result?;
     }
-    if let Some(window) = TeamWindow::find(tmux, team, window)? {
+    if let Some(window) = TeamWindow::find(tmux, store.team(), window)? {
         window.close()?;
     }
     // The lead goes with its pane; let it finish before its files go.
@@ -112,16 +113,16 @@ pub fn delete(
     // Settled by the ladder above; what is left is kept work (or a teammate that died
     // unseen). Check again: the ladder may just have kept some.
     if !force {
-        refuse_unmerged(root, team, &ladder.dirs)?;
+        refuse_unmerged(store, &ladder.dirs)?;
     }
     let mut deleted = Deleted::default();
-    for record in root.open(team).worktrees().all_worktrees()? {
+    for record in store.worktrees().all_worktrees()? {
         // Only a forced delete gets here with unmerged work: say what it throws away.
-        let discarded = crate::git::settle::inspect(root, team, &record, &ladder.dirs)
+        let discarded = crate::git::settle::inspect(store, &record, &ladder.dirs)
             .ok()
             .filter(|c| c.unmerged())
             .map(|c| c.describe());
-        match crate::git::settle::discard(root, team, &record, &ladder.dirs) {
+        match crate::git::settle::discard(store, &record, &ladder.dirs) {
             Ok(()) => deleted.removed.push(RemovedWorktree {
                 path: record.path,
                 branch: record.branch,
@@ -135,14 +136,14 @@ pub fn delete(
             )),
         }
     }
-    if let Some(line) = crate::git::merge::remove_integration(root, team) {
+    if let Some(line) = crate::git::merge::remove_integration(store) {
         deleted.left.push(line);
     }
-    let hosts = crate::spawn::remote::linked_hosts(&root.open(team).roster().load()?);
-    root.delete_team(team)?;
+    let hosts = crate::spawn::remote::linked_hosts(&store.roster().load()?);
+    store.delete_team()?;
     // Its hosts forget it last: a host that cannot be reached is told to the user.
     for host in hosts {
-        if let Err(e) = crate::spawn::remote::unlink(root, team, &host, &ladder.dirs) {
+        if let Err(e) = crate::spawn::remote::unlink(store, &host, &ladder.dirs) {
             deleted.left.push(e.to_string());
         }
     }
@@ -150,8 +151,8 @@ pub fn delete(
 }
 
 /// Whether `team` has a folder but no roster (see [`Root::is_half_made`]).
-pub fn is_half_made(root: &Root, team: &TeamName) -> bool {
-    root.is_half_made(team)
+pub fn is_half_made(store: &Store) -> bool {
+    store.root().is_half_made(store.team())
 }
 
 /// The half-made teams under `root`, by name.
@@ -161,8 +162,8 @@ pub fn half_made(root: &Root) -> Vec<TeamName> {
 
 /// Whether `team`'s lead has finished (it recorded its exit). A lead that died without
 /// saying so is not finished: its team is there to be resumed.
-pub fn is_finished(root: &Root, team: &TeamName) -> bool {
-    root.open(team)
+pub fn is_finished(store: &Store) -> bool {
+    store
         .agents()
         .read_state(&swarm_store::names::AgentName::lead())
         .is_some_and(|s| s.activity == Activity::Exited)
@@ -171,8 +172,8 @@ pub fn is_finished(root: &Root, team: &TeamName) -> bool {
 /// Closes a finished run's window (its lead's dead pane, and whatever else of the team is
 /// left), so that runs do not leave a session each behind; `keep` leaves it to look at.
 /// Quiet: the run's outcome is already decided and said.
-pub fn close_finished(root: &Root, window: &TeamWindow, keep: bool) {
-    if keep || !is_finished(root, window.team()) {
+pub fn close_finished(store: &Store, window: &TeamWindow, keep: bool) {
+    if keep || !is_finished(store) {
         return;
     }
     if let Err(e) = window.close() {
@@ -184,10 +185,11 @@ pub fn close_finished(root: &Root, window: &TeamWindow, keep: bool) {
 }
 
 /// Refuses when a worktree of the team holds work that deleting it would lose.
-fn refuse_unmerged(root: &Root, team: &TeamName, dirs: &UserDirs) -> Result<()> {
+fn refuse_unmerged(store: &Store, dirs: &UserDirs) -> Result<()> {
+    let team = store.team();
     let mut held = Vec::new();
-    for record in root.open(team).worktrees().all_worktrees()? {
-        match crate::git::settle::inspect(root, team, &record, dirs) {
+    for record in store.worktrees().all_worktrees()? {
+        match crate::git::settle::inspect(store, &record, dirs) {
             Ok(c) if c.unmerged() => held.push(format!(
                 "{} at {} ({})",
                 record.branch,

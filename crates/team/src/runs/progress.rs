@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::life::status::{self, MemberStatus, TeamStatus};
+use swarm_store::Store;
 use swarm_store::approvals::{Kind, State};
-use swarm_store::layout::Root;
-use swarm_store::names::{LEAD, TeamName};
+use swarm_store::names::LEAD;
 use swarm_store::state::Activity;
 use swarm_tmux::Tmux;
 use swarm_util::clock;
@@ -157,10 +157,9 @@ impl Event {
 }
 
 /// Looks at the team; `None` when its roster cannot be read (it is being made or deleted).
-pub fn look(root: &Root, team: &TeamName, tmux: Option<&Tmux>) -> Option<Snapshot> {
-    let seen = status::observe(root, team, tmux).ok()?;
-    let approvals = root
-        .open(team)
+pub fn look(store: &Store, tmux: Option<&Tmux>) -> Option<Snapshot> {
+    let seen = status::observe(store, tmux).ok()?;
+    let approvals = store
         .approvals()
         .list()
         .unwrap_or_default()

@@ -9,8 +9,7 @@ use std::process::Command;
 
 use crate::git::worktree;
 use crate::life::status;
-use swarm_store::layout::Root;
-use swarm_store::names::TeamName;
+use swarm_store::Store;
 use swarm_store::state::AgentState;
 use swarm_store::tasks::{Status, Task};
 use swarm_store::worktrees::RecordState;
@@ -63,19 +62,13 @@ fn changed_files(cwd: &Path, base: Option<&str>) -> Option<Vec<String>> {
 }
 
 /// The report. `base` is the commit `cwd` was at when the run began.
-pub fn render(
-    root: &Root,
-    team: &TeamName,
-    goal: &str,
-    outcome: &str,
-    cwd: &Path,
-    base: Option<&str>,
-) -> String {
+pub fn render(store: &Store, goal: &str, outcome: &str, cwd: &Path, base: Option<&str>) -> String {
+    let team = store.team();
     let mut out = format!(
         "# swarm report: team {team}\n\nGoal: {}\n\nResult: {outcome}\n\n## Tasks\n\n",
         goal.trim()
     );
-    let tasks = root.open(team).tasks().list().unwrap_or_default();
+    let tasks = store.tasks().list().unwrap_or_default();
     for t in &tasks {
         let mark = match t.status {
             Status::Completed => "x",
@@ -100,7 +93,7 @@ pub fn render(
     if tasks.is_empty() {
         out.push_str("(no tasks)\n");
     }
-    out.push_str(&who_did_what(&tasks, root.open(team).agents().all_states()));
+    out.push_str(&who_did_what(&tasks, store.agents().all_states()));
     out.push_str(&format!("\n## Files changed in {}\n\n", cwd.display()));
     match changed_files(cwd, base) {
         Some(files) if files.is_empty() => out.push_str("(none)\n"),
@@ -111,8 +104,8 @@ pub fn render(
         }
         None => out.push_str("(not a git repository)\n"),
     }
-    out.push_str(&kept_worktrees(root, team));
-    out.push_str(&merge_queue(root, team));
+    out.push_str(&kept_worktrees(store));
+    out.push_str(&merge_queue(store));
     out
 }
 
@@ -197,9 +190,8 @@ fn who_did_what(tasks: &[Task], states: Vec<(String, AgentState)>) -> String {
 }
 
 /// The teammates' worktrees kept because they hold work, when there are any.
-fn kept_worktrees(root: &Root, team: &TeamName) -> String {
-    let kept: Vec<_> = root
-        .open(team)
+fn kept_worktrees(store: &Store) -> String {
+    let kept: Vec<_> = store
         .worktrees()
         .all_worktrees()
         .unwrap_or_default()
@@ -229,8 +221,8 @@ fn kept_worktrees(root: &Root, team: &TeamName) -> String {
 }
 
 /// What the merge queue landed and what it holds for a person, when there is a queue.
-fn merge_queue(root: &Root, team: &TeamName) -> String {
-    let Ok(queue) = root.open(team).merge_queue().load() else {
+fn merge_queue(store: &Store) -> String {
+    let Ok(queue) = store.merge_queue().load() else {
         return String::new();
     };
     if queue.entries.is_empty() {
@@ -299,10 +291,11 @@ mod tests {
     fn tasks_finished_by_a_member_without_swarm_state_are_credited() {
         use swarm_store::tasks::{NewTask, TaskPatch};
         let t = tempfile::tempdir().unwrap();
-        let root = Root::new(t.path());
-        let team = TeamName::new("t").unwrap();
-        root.create_team(&team, None, t.path()).unwrap();
-        let store = root.open(&team);
+        let root = swarm_store::Root::new(t.path());
+        let team = swarm_store::TeamName::new("t").unwrap();
+        let store = swarm_store::Teams::new(root.clone())
+            .create_team(&team, None, t.path())
+            .unwrap();
         let list = store.tasks();
         let task = list
             .create(NewTask {
@@ -318,7 +311,7 @@ mod tests {
             ..TaskPatch::default()
         };
         list.update(&task.id, patch).unwrap();
-        let report = render(&root, &team, "goal", "done", t.path(), None);
+        let report = render(&store, "goal", "done", t.path(), None);
         assert!(
             report.contains("- reviewer: completed #1 · usage not recorded by swarm\n"),
             "{report}"
@@ -329,10 +322,12 @@ mod tests {
     fn the_merge_queue_says_what_landed_and_what_is_held() {
         use swarm_store::merge_queue::{Entry, EntryState};
         let t = tempfile::tempdir().unwrap();
-        let root = Root::new(t.path());
-        let team = TeamName::new("t").unwrap();
-        root.create_team(&team, None, t.path()).unwrap();
-        assert!(!render(&root, &team, "goal", "done", t.path(), None).contains("Merge queue"));
+        let root = swarm_store::Root::new(t.path());
+        let team = swarm_store::TeamName::new("t").unwrap();
+        let store = swarm_store::Teams::new(root.clone())
+            .create_team(&team, None, t.path())
+            .unwrap();
+        assert!(!render(&store, "goal", "done", t.path(), None).contains("Merge queue"));
         let entry = |agent: &str, state, merged: Option<&str>, conflicts: &[&str]| Entry {
             agent: agent.into(),
             branch: format!("swarm/t/{agent}"),
@@ -347,7 +342,7 @@ mod tests {
             merged_commit: merged.map(str::to_owned),
             handed_back: None,
         };
-        root.open(&team)
+        store
             .merge_queue()
             .update(|q| {
                 q.target = Some("main".into());
@@ -361,7 +356,7 @@ mod tests {
                     .push(entry("bob", EntryState::Conflict, None, &["README.md"]));
             })
             .unwrap();
-        let report = render(&root, &team, "goal", "done", t.path(), None);
+        let report = render(&store, "goal", "done", t.path(), None);
         assert!(report.contains("## Merge queue (onto main)"), "{report}");
         assert!(
             report.contains("- swarm/t/alice (alice, task #3): merged as 0123456789ab\n"),

@@ -19,8 +19,9 @@ use crate::spawn::launch::{Launcher, SpawnRequest};
 use crate::spawn::window::TeamWindow;
 use swarm_config::permissions::Approver;
 use swarm_llm::budget::Limits;
+use swarm_store::Store;
+use swarm_store::Teams;
 use swarm_store::documents;
-use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::state::{self, Activity};
 use swarm_store::{Hold, Topic};
@@ -50,9 +51,17 @@ pub struct Goal<'a> {
     pub hosts: &'a [String],
 }
 
-/// Creates the team and opens its window with the lead agent in the first pane.
-pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
-    let (root, team) = (&launcher.root, &launcher.team);
+/// Makes the team a run works in, among `teams`: its roster (the lead's permission mode
+/// recorded, for a teammate whose plan is approved before the lead has seen it), its
+/// budget, its merge settings and its goal; returns it opened, for the launcher that
+/// starts its lead ([`launch`]).
+pub fn make_team(
+    teams: &Teams,
+    team: &TeamName,
+    cwd: &std::path::Path,
+    goal: &Goal,
+    lead_mode: swarm_config::permissions::PermissionMode,
+) -> Result<Store> {
     let description: String = goal
         .text
         .lines()
@@ -61,18 +70,22 @@ pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
         .chars()
         .take(120)
         .collect();
-    root.create_team(team, Some(description), &launcher.cwd)?;
-    // What a teammate's approved plan leaves it in, also when a person approves it before
-    // the lead has seen it.
-    let mode = launcher.lead.permission_mode.to_string();
-    root.open(team)
+    let store = teams.create_team(team, Some(description), cwd)?;
+    let mode = lead_mode.to_string();
+    store
         .roster()
-        .update_member(swarm_store::names::LEAD, |lead| {
-            lead.mode = Some(mode.clone())
-        })?;
-    root.open(team).budget().write_limits(&goal.budget)?;
-    crate::git::merge::configure(root, team, &goal.merge)?;
-    let goal_file = documents::write_goal(root, team, goal.text)?;
+        .update_member(swarm_store::names::LEAD, |lead| lead.mode = Some(mode))?;
+    store.budget().write_limits(&goal.budget)?;
+    crate::git::merge::configure(&store, &goal.merge)?;
+    documents::write_goal(&store, goal.text)?;
+    Ok(store)
+}
+
+/// Opens the window of a team [`make_team`] made, with the lead agent in its first pane
+/// (and the definition's members beside it).
+pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
+    let store = &launcher.store;
+    let goal_file = store.root().goal_path(store.team());
     let mut extra = vec![
         format!("--goal-file={}", goal_file.display()),
         format!("--approver={}", goal.approver.as_str()),
@@ -126,8 +139,8 @@ pub fn team_from_goal(goal: &str) -> Result<TeamName> {
 }
 
 /// Whether the lead is still at work (it started and has not exited).
-pub fn lead_is_working(root: &Root, team: &TeamName) -> bool {
-    root.open(team)
+pub fn lead_is_working(store: &Store) -> bool {
+    store
         .agents()
         .read_state(&AgentName::lead())
         .is_some_and(|s| s.activity != Activity::Exited)
@@ -136,21 +149,15 @@ pub fn lead_is_working(root: &Root, team: &TeamName) -> bool {
 /// Waits until the team's lead has finished; returns its exit code. Ctrl-C asks the lead
 /// to stop (it shuts the team down first) and says so through `note`; a second one stops
 /// waiting.
-pub fn wait_for_lead(
-    root: &Root,
-    team: &TeamName,
-    window: &TeamWindow,
-    note: &dyn Fn(&str),
-) -> Result<u8> {
-    follow_lead(root, team, window, note, None)
+pub fn wait_for_lead(store: &Store, window: &TeamWindow, note: &dyn Fn(&str)) -> Result<u8> {
+    follow_lead(store, window, note, None)
 }
 
 /// [`wait_for_lead`], telling `progress` of every change to the team as it sees it (see
 /// [`crate::runs::progress`]): woken by the files that change, and looking again at least
 /// every [`RESCAN_EVERY`].
 pub fn follow_lead(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     window: &TeamWindow,
     note: &dyn Fn(&str),
     progress: Option<&dyn Fn(&Event)>,
@@ -177,7 +184,6 @@ pub fn follow_lead(
             None => vec![Topic::State(AgentName::lead())],
             Some(_) => vec![Topic::States, Topic::Tasks, Topic::Roster],
         };
-        let store = root.open(team);
         let _watches: Vec<Hold> = topics
             .into_iter()
             .map(|topic| store.watch(topic, Box::new(wake(&changed))))
@@ -185,7 +191,7 @@ pub fn follow_lead(
         let mut seen: Option<Snapshot> = None;
         let tell = |seen: &mut Option<Snapshot>| {
             let Some(progress) = progress else { return };
-            if let Some(now) = progress::look(root, team, Some(window.tmux())) {
+            if let Some(now) = progress::look(store, Some(window.tmux())) {
                 for event in progress::changes(seen.as_ref(), &now) {
                     progress(&event);
                 }
@@ -196,7 +202,7 @@ pub fn follow_lead(
         // leaves it as it was, never "not started".
         let mut lead_state = None;
         loop {
-            if let Some(now) = root.open(team).agents().read_state(&AgentName::lead()) {
+            if let Some(now) = store.agents().read_state(&AgentName::lead()) {
                 lead_state = Some(now);
             }
             // After reading the lead's state: a lead seen finished is told with the team
@@ -210,21 +216,20 @@ pub fn follow_lead(
             // word. It started here, so its process says it lives where its place cannot
             // (a database that is away).
             if lead_state.as_ref().is_some_and(|s| !s.process_alive())
-                && !root.open(team).agents().lead_running()
+                && !store.agents().lead_running()
             {
-                return match root
-                    .open(team)
+                return match store
                     .agents()
                     .read_state(&AgentName::lead())
                     .as_ref()
                     .and_then(exit_code)
                 {
                     Some(code) => Ok(code),
-                    None => Err(lead_gone(root, team, window, "stopped without finishing")),
+                    None => Err(lead_gone(store, window, "stopped without finishing")),
                 };
             }
             if lead_state.is_none() && started.elapsed() > LEAD_START_TIMEOUT {
-                return Err(lead_gone(root, team, window, "did not start"));
+                return Err(lead_gone(store, window, "did not start"));
             }
             tokio::select! {
                 _ = changed.notified() => {}
@@ -256,9 +261,13 @@ fn exit_code(s: &state::AgentState) -> Option<u8> {
 
 /// A failed run (exit 7, as the README's table has it) whose lead `what` ("did not
 /// start"), with what it left to say why: the end of its log and of its pane.
-fn lead_gone(root: &Root, team: &TeamName, window: &TeamWindow, what: &str) -> Error {
-    let log = root.log_path(team, &AgentName::lead());
-    let mut text = format!("the lead of team '{team}' {what}; see {}", log.display());
+fn lead_gone(store: &Store, window: &TeamWindow, what: &str) -> Error {
+    let log = store.root().log_path(store.team(), &AgentName::lead());
+    let mut text = format!(
+        "the lead of team '{}' {what}; see {}",
+        store.team(),
+        log.display()
+    );
     let log_tail = std::fs::read_to_string(&log).unwrap_or_default();
     let pane = window
         .lead_pane()
@@ -287,8 +296,8 @@ fn last_lines(text: &str, n: usize) -> String {
 }
 
 /// Why the lead stopped, as it recorded it.
-pub fn lead_exit_reason(root: &Root, team: &TeamName) -> Option<String> {
-    root.open(team)
+pub fn lead_exit_reason(store: &Store) -> Option<String> {
+    store
         .agents()
         .read_state(&AgentName::lead())
         .and_then(|s| s.exit)
@@ -296,7 +305,7 @@ pub fn lead_exit_reason(root: &Root, team: &TeamName) -> Option<String> {
 }
 
 /// The run's report, or a line saying why there is none.
-pub fn report(root: &Root, team: &TeamName) -> String {
-    documents::read_report(root, team)
+pub fn report(store: &Store) -> String {
+    documents::read_report(store)
         .unwrap_or_else(|| "(no report: the lead did not finish its work)".to_owned())
 }

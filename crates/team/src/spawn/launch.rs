@@ -20,12 +20,13 @@ use swarm_config::agents::{Catalog, Definition, Isolation};
 use swarm_config::project::UserDirs;
 use swarm_llm::budget::Limits;
 use swarm_llm::config::{LlmConfig, LlmFlags, Provider};
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::roster::{self, NewMember, PALETTE};
 use swarm_store::worktrees::Record;
 use swarm_tmux::{Caller, PaneId, PaneSpec, Tmux, TmuxCommand};
+use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
 use swarm_util::parallel;
 use swarm_util::vars;
@@ -102,8 +103,8 @@ pub struct Prepared {
 /// agent's Agent tool alike.
 #[derive(Debug, Clone)]
 pub struct Launcher {
-    pub root: Root,
-    pub team: TeamName,
+    /// The team, opened once by whoever made the launcher.
+    pub store: Store,
     pub tmux: Tmux,
     /// Where the process starting teammates sits in tmux (a first window opens beside it).
     pub caller: Caller,
@@ -117,9 +118,47 @@ pub struct Launcher {
     pub panes_per_window: Option<usize>,
 }
 
+/// How teammates will be started, before there is a team to start them in: everything
+/// a [`Launcher`] holds but the team and its tmux server. The front end fills it from the
+/// command line, and makes the launcher once the team is opened ([`LaunchSettings::for_team`]),
+/// so a run or the demo can make its team first.
+#[derive(Debug, Clone)]
+pub struct LaunchSettings {
+    /// Where the process starting teammates sits in tmux.
+    pub caller: Caller,
+    pub lead: LeadSettings,
+    /// The lead's environment, which teammates inherit from, and which finds tmux.
+    pub env: Environment,
+    pub dirs: UserDirs,
+    /// Where a lead started by the launcher works.
+    pub cwd: PathBuf,
+    /// `SWARM_PANES_PER_WINDOW`, if set.
+    pub panes_per_window: Option<usize>,
+    /// `--tmux-socket`: the tmux server by name, over the one the team's roster records.
+    pub tmux_socket: Option<String>,
+}
+
+impl LaunchSettings {
+    /// The launcher of the team `store` holds, on the team's tmux server (see
+    /// [`team_window::server_for`]).
+    pub fn for_team(self, store: Store) -> Result<Launcher> {
+        let tmux = team_window::server_for(&store, self.tmux_socket.as_deref(), &self.env)?;
+        Ok(Launcher {
+            store,
+            tmux,
+            caller: self.caller,
+            lead: self.lead,
+            env: self.env.vars().clone(),
+            dirs: self.dirs,
+            cwd: self.cwd,
+            panes_per_window: self.panes_per_window,
+        })
+    }
+}
+
 impl Launcher {
     pub fn window_options(&self) -> TeamWindowOptions {
-        TeamWindowOptions::for_team(&self.root, &self.team, self.panes_per_window)
+        TeamWindowOptions::for_team(&self.store, self.panes_per_window)
     }
 
     /// Applies the agent definition `req.agent_type` names (from the project of `req.cwd`
@@ -161,11 +200,15 @@ impl Launcher {
         color: &str,
         project: &Path,
     ) -> Result<TeammateCommand> {
-        let config = self.root.open(&self.team).roster().load()?;
+        let config = self.store.roster().load()?;
         let mut settings = self.lead.clone();
         settings.session_id = config.lead_session_id.clone();
-        settings.lead_verify_key = self.root.lead_verify_key(&self.team)?.map(|k| k.to_arg());
-        let spec = spec(&self.team, prepared, color);
+        settings.lead_verify_key = self
+            .store
+            .root()
+            .lead_verify_key(self.store.team())?
+            .map(|k| k.to_arg());
+        let spec = spec(self.store.team(), prepared, color);
         let mut cmd = match self.engine(&prepared.req) {
             Engine::Swarm => inherit::teammate_command(&settings, &self.env, &spec),
             Engine::Claude => {
@@ -208,7 +251,7 @@ impl Launcher {
     /// The lead's session id, which a Claude Code teammate is started with: the roster's,
     /// made now if the roster has none (a team Claude Code did not create).
     fn session_id(&self) -> Result<()> {
-        self.root.open(&self.team).roster().update(|c| {
+        self.store.roster().update(|c| {
             if c.lead_session_id.is_none() {
                 c.lead_session_id = Some(uuid::Uuid::new_v4().to_string());
             }
@@ -219,42 +262,33 @@ impl Launcher {
     /// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
     /// supervise in turn (see [`inherit::lead_command`]).
     pub fn lead_command(&self, extra: &[String]) -> TeammateCommand {
-        inherit::lead_command(&self.lead, &self.env, &self.team, &self.cwd, extra)
+        inherit::lead_command(&self.lead, &self.env, self.store.team(), &self.cwd, extra)
     }
 
     /// Opens the team's window with the lead in its first pane, unless it is open already.
     /// Returns the window and whether this call opened it.
     pub fn ensure_window(&self, lead: &TeammateCommand) -> Result<(TeamWindow, bool)> {
-        if let Some(w) = TeamWindow::find(&self.tmux, &self.team, self.window_options())? {
+        if let Some(w) = TeamWindow::find(&self.tmux, self.store.team(), self.window_options())? {
             return Ok((w, false));
         }
         let placement = Placement::for_caller(&self.tmux, &self.caller)?;
         let window = TeamWindow::open(
             &self.tmux,
-            &self.team,
+            self.store.team(),
             &pane_spec(lead),
             placement,
             self.window_options(),
         )?;
-        team_window::record_server(&self.root, &window)?;
-        crate::spawn::launch_record::save_launch(
-            &self.root,
-            &self.team,
-            LEAD,
-            lead,
-            self.lead.engine,
-        )?;
+        team_window::record_server(&self.store, &window)?;
+        crate::spawn::launch_record::save_launch(&self.store, LEAD, lead, self.lead.engine)?;
         let pane = window
             .lead_pane()?
             .map(|p| p.to_string())
             .unwrap_or_default();
-        self.root
-            .open(&self.team)
-            .roster()
-            .update_member(LEAD, |m| {
-                m.tmux_pane_id = pane;
-                m.backend_type = Some("tmux".to_owned());
-            })?;
+        self.store.roster().update_member(LEAD, |m| {
+            m.tmux_pane_id = pane;
+            m.backend_type = Some("tmux".to_owned());
+        })?;
         Ok((window, true))
     }
 
@@ -262,7 +296,7 @@ impl Launcher {
     /// which `remain-on-exit` keeps open) and must start again: a teammate spawned into a
     /// team nobody supervises would go unwatched, its death unreported.
     fn stopped_lead(&self, window: &TeamWindow) -> Result<Option<PaneId>> {
-        if self.root.open(&self.team).agents().lead_running() {
+        if self.store.agents().lead_running() {
             return Ok(None);
         }
         Ok(window
@@ -287,7 +321,7 @@ impl Launcher {
             }
         }
         let prepared = self.prepare(req)?;
-        let api = inherit::resolve_api(&self.lead, &spec(&self.team, &prepared, ""));
+        let api = inherit::resolve_api(&self.lead, &spec(self.store.team(), &prepared, ""));
         if !claude {
             self.check_model(&req.name, &api)?;
         } else if api.provider.as_deref() == Some(Provider::OpenAi.as_str()) {
@@ -296,15 +330,17 @@ impl Launcher {
                 req.name
             )));
         }
-        let config = self.root.open(&self.team).roster().load()?;
-        check_name_free(&config, &self.team, &req.name)?;
+        let config = self.store.roster().load()?;
+        check_name_free(&config, self.store.team(), &req.name)?;
         let color = prepared
             .req
             .color
             .clone()
             .unwrap_or_else(|| config.next_color().to_owned());
         let worktree = match prepared.req.isolation {
-            Some(Isolation::Worktree) => Some(worktree::plan(&self.team, &req.name, &req.cwd)?),
+            Some(Isolation::Worktree) => {
+                Some(worktree::plan(self.store.team(), &req.name, &req.cwd)?)
+            }
             _ => None,
         };
         Ok(Checked {
@@ -363,7 +399,7 @@ impl Launcher {
         let command = self.teammate_command(&prepared, &color, &project)?;
         let spec = pane_spec(&command);
         let lead = pane_spec(&self.lead_command(&[]));
-        let tmux = match TeamWindow::find(&self.tmux, &self.team, self.window_options())? {
+        let tmux = match TeamWindow::find(&self.tmux, self.store.team(), self.window_options())? {
             Some(mut window) => {
                 let mut lines = Vec::new();
                 if let Some(pane) = self.stopped_lead(&window)? {
@@ -375,7 +411,7 @@ impl Launcher {
             }
             None => TeamWindow::plan_open(
                 &self.tmux,
-                &self.team,
+                self.store.team(),
                 &lead,
                 Placement::for_caller(&self.tmux, &self.caller)?,
                 self.window_options(),
@@ -464,7 +500,7 @@ impl Launcher {
                 }
                 taken.push(req.name.as_str());
                 let engine = self.engine(req);
-                let spec = spec(&self.team, &checked.prepared, &checked.color);
+                let spec = spec(self.store.team(), &checked.prepared, &checked.color);
                 Ok(Starting {
                     model: inherit::resolve_model(&self.lead, &self.env, &spec),
                     provider: inherit::resolve_api(&self.lead, &spec).provider,
@@ -515,7 +551,7 @@ impl Launcher {
         if new.is_empty() {
             return;
         }
-        let mut added = match self.root.open(&self.team).roster().add_members(new) {
+        let mut added = match self.store.roster().add_members(new) {
             Ok(added) => added.into_iter(),
             Err(e) => {
                 fates.iter_mut().for_each(|f| {
@@ -537,16 +573,16 @@ impl Launcher {
     /// Makes each reserved teammate's worktree (one after another: they share the
     /// repository), then writes its launch record and first instructions (all at once).
     fn prepare_all(&self, fates: &mut [Result<Starting>]) {
-        let (root, team) = (&self.root, &self.team);
+        let store = &self.store;
         for s in live(fates) {
             let Some(plan) = s.checked.worktree.clone() else {
                 continue;
             };
             let name = s.name().to_owned();
-            let made = worktree::create(root, team, &plan).and_then(|record| {
+            let made = worktree::create(store, &plan).and_then(|record| {
                 s.worktree = Some(record.clone());
                 let cwd = worktree::working_dir(&plan);
-                root.open(team).roster().update_member(&name, |m| {
+                store.roster().update_member(&name, |m| {
                     m.cwd = cwd.display().to_string();
                     m.worktree_path = Some(record.path.display().to_string());
                     m.extra
@@ -574,15 +610,15 @@ impl Launcher {
     /// A reserved teammate's command, with its launch record saved and its first
     /// instructions in its inbox.
     fn write_start(&self, s: &Starting) -> Result<TeammateCommand> {
-        let (root, team) = (&self.root, &self.team);
+        let store = &self.store;
         let prepared = &s.checked.prepared;
         // A teammate in a worktree still reads the project's agent definitions and hooks,
         // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
         let project = self.dirs.project_dir(&s.checked.project_cwd);
         // The team's lead key, made now if the lead has not started yet: the teammate gets it.
-        root.lead_signer(team)?;
+        store.root().lead_signer(store.team())?;
         let cmd = self.teammate_command(prepared, &s.checked.color, &project)?;
-        crate::spawn::launch_record::save_launch(root, team, s.name(), &cmd, s.engine)?;
+        crate::spawn::launch_record::save_launch(store, s.name(), &cmd, s.engine)?;
         if let Some(prompt) = prepared
             .req
             .prompt
@@ -590,7 +626,7 @@ impl Launcher {
             .filter(|p| !p.trim().is_empty())
         {
             let lead_color = s.checked.config.member(LEAD).and_then(|m| m.color.clone());
-            root.open(team).mail().deliver(
+            store.mail().deliver(
                 &prepared.req.name,
                 Envelope::new(LEAD, prompt).with_color(lead_color),
             )?;
@@ -656,7 +692,7 @@ impl Launcher {
         if started.is_empty() {
             return;
         }
-        let written = self.root.open(&self.team).roster().update(|c| {
+        let written = self.store.roster().update(|c| {
             for (name, pane, engine, pid) in &started {
                 let unknown = c.unknown_member(name);
                 let m = c.member_mut(name).ok_or(unknown)?;
@@ -681,7 +717,7 @@ impl Launcher {
     /// What became of one teammate: spawned, or failed with what was made for it undone
     /// (its roster entry, inbox and worktree).
     fn settle(&self, mut s: Starting) -> Result<Spawned> {
-        let (root, team) = (&self.root, &self.team);
+        let store = &self.store;
         let Some(error) = s.failed.take() else {
             return Ok(Spawned {
                 name: s.name().to_owned(),
@@ -694,14 +730,11 @@ impl Launcher {
             });
         };
         if s.reserved {
-            let _ = root.open(team).roster().remove_member(s.name());
-            let _ = root
-                .open(team)
-                .mail()
-                .remove_inbox(&s.checked.prepared.req.name);
+            let _ = store.roster().remove_member(s.name());
+            let _ = store.mail().remove_inbox(&s.checked.prepared.req.name);
         }
         if let Some(record) = &s.worktree
-            && let Err(e) = worktree::remove(root, team, record)
+            && let Err(e) = worktree::remove(store, record)
         {
             tracing::warn!("failed to remove the worktree of a failed spawn: {e}");
         }

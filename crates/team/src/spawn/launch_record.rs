@@ -7,9 +7,8 @@
 use std::collections::BTreeMap;
 
 use crate::spawn::inherit::{Engine, TeammateCommand};
+use swarm_store::Store;
 use swarm_store::launch_record::LaunchRecord;
-use swarm_store::layout::Root;
-use swarm_store::names::TeamName;
 use swarm_util::error::Result;
 
 /// The flag a resumed `swarm lead` or `swarm teammate` is started with.
@@ -17,19 +16,17 @@ pub const RESUME_FLAG: &str = "--resume";
 
 /// Keeps how `agent`'s pane was started (its secrets by name only).
 pub fn save_launch(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     agent: &str,
     cmd: &TeammateCommand,
     engine: Engine,
 ) -> Result<()> {
-    save_launch_on(root, team, agent, cmd, engine, None)
+    save_launch_on(store, agent, cmd, engine, None)
 }
 
 /// [`save_launch`] for a pane on the host `host` names (its command is the host's).
 pub fn save_launch_on(
-    root: &Root,
-    team: &TeamName,
+    store: &Store,
     agent: &str,
     cmd: &TeammateCommand,
     engine: Engine,
@@ -48,7 +45,7 @@ pub fn save_launch_on(
         engine: Some(engine.to_string()),
         host: host.map(str::to_owned),
     };
-    root.open(team).launches().save_launch(agent, &record)
+    store.launches().save_launch(agent, &record)
 }
 
 /// The command a record describes, its secrets taken from `env` (the restarting
@@ -73,27 +70,24 @@ pub(crate) fn command_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use swarm_store::{Root, TeamName};
 
     #[test]
     fn a_launch_record_keeps_secret_names_only_and_refills_them_from_the_environment() {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let team = TeamName::new("t").unwrap();
+        let store = swarm_store::Teams::new(root.clone()).open(&team).unwrap();
         let cmd = TeammateCommand {
             argv: vec!["swarm".into(), "teammate".into(), RESUME_FLAG.into()],
             env: vec![("PATH".into(), "/bin".into())],
             secret_env: vec![("ANTHROPIC_API_KEY".into(), "sk-old".into())],
             cwd: dir.path().to_path_buf(),
         };
-        save_launch(&root, &team, "bob", &cmd, Engine::Swarm).unwrap();
+        save_launch(&store, "bob", &cmd, Engine::Swarm).unwrap();
         let text = std::fs::read_to_string(root.launch_record_path(&team, "bob")).unwrap();
         assert!(!text.contains("sk-old"), "{text}");
-        let record = root
-            .open(&team)
-            .launches()
-            .read_launch("bob")
-            .unwrap()
-            .unwrap();
+        let record = store.launches().read_launch("bob").unwrap().unwrap();
         assert_eq!(record.argv, ["swarm", "teammate"]);
         let env = BTreeMap::from([("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]);
         let again = command_from(record, &env);
@@ -102,12 +96,6 @@ mod tests {
             [("ANTHROPIC_API_KEY".to_owned(), "sk-new".to_owned())]
         );
         assert_eq!(again.env, cmd.env);
-        assert!(
-            root.open(&team)
-                .launches()
-                .read_launch("carol")
-                .unwrap()
-                .is_none()
-        );
+        assert!(store.launches().read_launch("carol").unwrap().is_none());
     }
 }

@@ -7,11 +7,11 @@
 //! description or a peer's message cannot pose as the system.
 
 use swarm_agent::prompt::{PromptInputs, push_custom, push_mode};
-use swarm_store::layout::Root;
-use swarm_store::names::{LEAD, TeamName};
+use swarm_store::Store;
+use swarm_store::names::LEAD;
 
-pub fn teammate(inputs: &PromptInputs, root: &Root, team: &TeamName) -> String {
-    let name = inputs.agent;
+pub fn teammate(inputs: &PromptInputs, store: &Store) -> String {
+    let (name, team) = (inputs.agent, store.team());
     let mut s = format!(
         "You are \"{name}\", a teammate agent working in {}.\n\
          You work on tasks from your team's shared task list and coordinate with your teammates through messages.\n\n",
@@ -37,10 +37,10 @@ pub fn teammate(inputs: &PromptInputs, root: &Root, team: &TeamName) -> String {
          - You will be given the next ready task automatically when you finish; you can also find work with TaskList \
            and claim an unblocked pending task by making yourself its owner with TaskUpdate.\n\
          - When {LEAD} asks you to shut down, you will be stopped; finish what you are doing first.\n",
-        roster = root.roster_path(team).display(),
-        tasks = root.tasks_dir(team).display(),
+        roster = store.root().roster_path(store.team()).display(),
+        tasks = store.root().tasks_dir(store.team()).display(),
     ));
-    if let Ok(Some(w)) = root.open(team).worktrees().worktree(name.as_str()) {
+    if let Ok(Some(w)) = store.worktrees().worktree(name.as_str()) {
         s.push_str(&format!(
             "\n# Your worktree\n\
              You work in your own git worktree, {path}, on branch {branch}. Commit your work there before you mark a task \

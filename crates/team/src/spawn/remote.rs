@@ -28,6 +28,7 @@ use crate::git::remote_worktree;
 use crate::spawn::inherit::{self, Engine, TeammateCommand};
 use crate::spawn::launch::{self, Launcher, SpawnRequest, Spawned, pane_spec};
 use swarm_hosts::Ssh;
+use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::LEAD;
 use swarm_store::roster::NewMember;
@@ -70,10 +71,10 @@ impl Launcher {
     /// Spawns `req` on the host `ssh` reaches (its `cwd` is ignored: the host's directory).
     pub fn spawn_on_host(&self, req: &SpawnRequest, ssh: &Ssh) -> Result<Spawned> {
         let host = ssh.host();
-        let url = self.root.store_url(&self.team)?.ok_or_else(|| {
+        let url = self.store.root().store_url(self.store.team())?.ok_or_else(|| {
             Error::usage(format!(
                 "a teammate on another host needs its team on PostgreSQL: team '{}' is files on this machine; make it with `swarm team create {} --store URL`",
-                self.team, self.team
+                self.store.team(), self.store.team()
             ))
         })?;
         let dir = host.dir.clone().ok_or_else(|| {
@@ -88,7 +89,7 @@ impl Launcher {
             ));
         }
         // A git project: the teammate works in a worktree of its own there, on its branch.
-        let worktree = remote_worktree::plan(&self.team, &req.name, &self.cwd)?;
+        let worktree = remote_worktree::plan(self.store.team(), &req.name, &self.cwd)?;
         if worktree.is_none() && req.isolation.is_some() {
             return Err(Error::usage(format!(
                 "--isolation worktree needs a git repository, and {} is not inside one; run `git init` and commit there, or spawn without isolation",
@@ -96,19 +97,19 @@ impl Launcher {
             )));
         }
         let prepared = self.prepare_for_host(req, &dir)?;
-        let api = inherit::resolve_api(&self.lead, &launch::spec(&self.team, &prepared, ""));
+        let api = inherit::resolve_api(&self.lead, &launch::spec(self.store.team(), &prepared, ""));
         self.check_model(&req.name, &api)?;
-        let config = self.root.open(&self.team).roster().load()?;
-        launch::check_name_free(&config, &self.team, &req.name)?;
+        let config = self.store.roster().load()?;
+        launch::check_name_free(&config, self.store.team(), &req.name)?;
         let color = prepared
             .req
             .color
             .clone()
             .unwrap_or_else(|| config.next_color().to_owned());
-        let spec = launch::spec(&self.team, &prepared, &color);
+        let spec = launch::spec(self.store.team(), &prepared, &color);
         let model = inherit::resolve_model(&self.lead, &self.env, &spec);
-        let roster = self.root.open(&self.team);
-        roster.roster().add_member(NewMember {
+        let roster = self.store.roster();
+        roster.add_member(NewMember {
             name: req.name.clone(),
             color: Some(color.clone()),
             agent_type: req.agent_type.clone(),
@@ -121,7 +122,7 @@ impl Launcher {
         let pane = match started {
             Ok(pane) => pane,
             Err(e) => {
-                let _ = roster.roster().remove_member(req.name.as_str());
+                let _ = roster.remove_member(req.name.as_str());
                 return Err(e);
             }
         };
@@ -130,7 +131,7 @@ impl Launcher {
             pane: format!("{}:{pane}", host.name),
             color,
             opened_window: false,
-            worktree: started_worktree(&self.root, &self.team, req.name.as_str()),
+            worktree: started_worktree(&self.store, req.name.as_str()),
             model,
             provider: api.provider,
         })
@@ -142,12 +143,14 @@ impl Launcher {
     pub fn dry_run_on_host(&self, req: &SpawnRequest, ssh: &Ssh) -> Result<Vec<String>> {
         let host = ssh.host();
         let url = self
-            .root
-            .store_url(&self.team)?
+            .store
+            .root()
+            .store_url(self.store.team())?
             .unwrap_or_else(|| "URL".to_owned());
         let dir = host.dir.clone().unwrap_or_else(|| "DIR".to_owned());
-        let (mut lines, dir) = match remote_worktree::plan(&self.team, &req.name, &self.cwd)? {
-            Some(plan) => remote_worktree::shown(ssh, &self.team, &dir, &plan),
+        let (mut lines, dir) = match remote_worktree::plan(self.store.team(), &req.name, &self.cwd)?
+        {
+            Some(plan) => remote_worktree::shown(ssh, self.store.team(), &dir, &plan),
             None => (Vec::new(), dir),
         };
         let prepared = self.prepare_for_host(req, &dir)?;
@@ -156,9 +159,9 @@ impl Launcher {
             .color
             .clone()
             .unwrap_or_else(|| "blue".to_owned());
-        let spec = launch::spec(&self.team, &prepared, &color);
+        let spec = launch::spec(self.store.team(), &prepared, &color);
         let cmd = self.host_command(ssh, &spec, "$HOME/.claude", &dir)?;
-        let team = self.team.as_str();
+        let team = self.store.team().as_str();
         let link = ssh.shown(&[
             host.swarm_bin(),
             "--json",
@@ -210,38 +213,31 @@ impl Launcher {
     ) -> Result<String> {
         let host = ssh.host();
         let name = req.name.as_str();
-        self.root
-            .open(&self.team)
-            .roster()
-            .update_member(name, |m| {
-                m.extra.insert(HOST_FIELD.into(), host.name.clone().into());
-                m.backend_type = Some("tmux".to_owned());
-                m.engine = Some("swarm".to_owned());
-            })?;
+        self.store.roster().update_member(name, |m| {
+            m.extra.insert(HOST_FIELD.into(), host.name.clone().into());
+            m.backend_type = Some("tmux".to_owned());
+            m.engine = Some("swarm".to_owned());
+        })?;
         // The team's lead key, made now if the lead has not started yet: the teammate gets it.
-        self.root.lead_signer(&self.team)?;
+        self.store.root().lead_signer(self.store.team())?;
         let root = self.link(ssh, url)?;
         if let Some(prompt) = req.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
-            self.root
-                .open(&self.team)
+            self.store
                 .mail()
                 .deliver(&req.name, Envelope::new(LEAD, prompt))?;
         }
         let made = match worktree {
-            Some(plan) => Some(remote_worktree::create(
-                &self.root, &self.team, ssh, dir, plan,
-            )?),
+            Some(plan) => Some(remote_worktree::create(&self.store, ssh, dir, plan)?),
             None => None,
         };
         let started = self.start_in(ssh, spec, &root, made.as_ref().map_or(dir, |m| &m.cwd));
         if let (Some(m), Some(plan)) = (&made, worktree) {
             if started.is_err() {
-                let (root, team) = (&self.root, &self.team);
-                let _ = remote_worktree::remove(root, team, ssh, &m.record, &plan.lead_git_dir);
+                let store = &self.store;
+                let _ = remote_worktree::remove(store, ssh, &m.record, &plan.lead_git_dir);
             } else {
                 let path = m.record.path.display().to_string();
-                self.root
-                    .open(&self.team)
+                self.store
                     .roster()
                     .update_member(name, |m| m.worktree_path = Some(path))?;
             }
@@ -262,8 +258,7 @@ impl Launcher {
         let cmd = self.host_command(ssh, spec, root, dir)?;
         let pane = self.start_command_on_host(ssh, name, &cmd)?;
         crate::spawn::launch_record::save_launch_on(
-            &self.root,
-            &self.team,
+            &self.store,
             name,
             &cmd,
             Engine::Swarm,
@@ -281,9 +276,9 @@ impl Launcher {
         cmd: &TeammateCommand,
     ) -> Result<String> {
         let host = ssh.host();
-        let tmux = host_tmux(&self.team, ssh);
+        let tmux = host_tmux(self.store.team(), ssh);
         let placeholder = PaneSpec::new(cmd.cwd.clone(), ["sleep", "86400"]);
-        let session = format!("{}-{name}", self.team);
+        let session = format!("{}-{name}", self.store.team());
         // A session of an earlier run of it (its pane dead, or a hung process) is in the way.
         let _ = tmux.kill_session_named(&session);
         let made = tmux.new_session(&NewSession {
@@ -306,8 +301,7 @@ impl Launcher {
             let _ = tmux.kill_session(made.session);
             return Err(e.into());
         }
-        self.root
-            .open(&self.team)
+        self.store
             .roster()
             .update_member(name, |m| m.tmux_pane_id = made.pane.to_string())?;
         tracing::info!("started {name} on host {} in {}", host.name, made.pane);
@@ -318,7 +312,7 @@ impl Launcher {
     /// the team's delete); returns that root.
     fn link(&self, ssh: &Ssh, url: &str) -> Result<String> {
         let host = ssh.host().name.clone();
-        self.root.open(&self.team).roster().update(|c| {
+        self.store.roster().update(|c| {
             let linked = c
                 .extra
                 .entry(LINKED_HOSTS)
@@ -331,7 +325,7 @@ impl Launcher {
             Ok(())
         })?;
         let bin = ssh.host().swarm_bin();
-        let team = self.team.as_str();
+        let team = self.store.team().as_str();
         let out = ssh.run(
             &[bin, "--json", "team", "link", team, "--store", url],
             None,
@@ -362,13 +356,17 @@ impl Launcher {
         root: &str,
         dir: &str,
     ) -> Result<TeammateCommand> {
-        let config = self.root.open(&self.team).roster().load()?;
+        let config = self.store.roster().load()?;
         let mut settings = self.lead.clone();
         settings.exe = ssh.host().swarm_bin().into();
         settings.root = root.into();
-        settings.tmux_socket = Some(format!("swarm-{}", self.team));
+        settings.tmux_socket = Some(format!("swarm-{}", self.store.team()));
         settings.session_id = config.lead_session_id.clone();
-        settings.lead_verify_key = self.root.lead_verify_key(&self.team)?.map(|k| k.to_arg());
+        settings.lead_verify_key = self
+            .store
+            .root()
+            .lead_verify_key(self.store.team())?
+            .map(|k| k.to_arg());
         let mut env = self.env.clone();
         // This machine's paths mean nothing there.
         for local in [
@@ -391,24 +389,20 @@ impl Launcher {
 }
 
 /// The worktree recorded for `agent`, if one was made for it.
-fn started_worktree(
-    root: &swarm_store::Root,
-    team: &swarm_store::names::TeamName,
-    agent: &str,
-) -> Option<swarm_store::worktrees::Record> {
-    root.open(team).worktrees().worktree(agent).ok()?
+fn started_worktree(store: &Store, agent: &str) -> Option<swarm_store::worktrees::Record> {
+    store.worktrees().worktree(agent).ok()?
 }
 
 /// The session of member `name` of `team` on the host `host_name` names, ended over ssh
 /// (its teammate gets SIGHUP, and stops as it would for any signal: it releases its tasks
 /// and records its end). Returns a line saying what was done.
 pub fn end_session(
-    root: &swarm_store::Root,
-    team: &swarm_store::names::TeamName,
+    store: &Store,
     name: &str,
     host_name: &str,
     dirs: &swarm_config::project::UserDirs,
 ) -> Result<String> {
+    let (root, team) = (store.root(), store.team());
     let ssh = ssh_to(root, host_name, dirs)?;
     match host_tmux(team, &ssh).kill_session_named(&format!("{team}-{name}")) {
         Ok(()) => Ok(format!("ended its session on host {host_name} (SIGHUP)")),
@@ -432,11 +426,11 @@ pub fn linked_hosts(config: &swarm_store::roster::TeamConfig) -> Vec<String> {
 /// Makes the host `host_name` forget `team` (`swarm team unlink`, run there): its pointer
 /// and the files the team's agents kept there go.
 pub fn unlink(
-    root: &swarm_store::Root,
-    team: &swarm_store::names::TeamName,
+    store: &Store,
     host_name: &str,
     dirs: &swarm_config::project::UserDirs,
 ) -> Result<()> {
+    let (root, team) = (store.root(), store.team());
     let ssh = ssh_to(root, host_name, dirs)?;
     let argv = [ssh.host().swarm_bin(), "team", "unlink", team.as_str()];
     let out = ssh.run(&argv, None, STEP_LIMIT)?;
@@ -494,12 +488,12 @@ pub fn reap(
 /// Opens the pane of member `name` of `team` on the host `host_name` names, in this
 /// terminal (`ssh -t … tmux attach-session`), until the person detaches.
 pub fn attach(
-    root: &swarm_store::Root,
-    team: &swarm_store::names::TeamName,
+    store: &Store,
     name: &str,
     host_name: &str,
     dirs: &swarm_config::project::UserDirs,
 ) -> Result<()> {
+    let (root, team) = (store.root(), store.team());
     let ssh = ssh_to(root, host_name, dirs)?;
     let (socket, session) = (format!("swarm-{team}"), format!("{team}-{name}"));
     let argv = ssh.argv(

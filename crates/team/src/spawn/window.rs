@@ -38,7 +38,7 @@ use crate::spawn::layout::{
     PaneGeometry, Slot, WindowLoad, border_colour, choose_slot, home_session, layout_for,
     session_name, team_windows, window_name,
 };
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::roster::PALETTE;
 use swarm_tmux::{
@@ -91,13 +91,9 @@ impl TeamWindowOptions {
 
     /// The options of `team`'s window under `root`: its lock, and how many panes a window
     /// holds (`panes_per_window`, else the default).
-    pub fn for_team(
-        root: &Root,
-        team: &TeamName,
-        panes_per_window: Option<usize>,
-    ) -> TeamWindowOptions {
-        let mut opts = TeamWindowOptions::new(root.window_lock_anchor(team));
-        opts.lock_timeout = root.lock_timeout();
+    pub fn for_team(store: &Store, panes_per_window: Option<usize>) -> TeamWindowOptions {
+        let mut opts = TeamWindowOptions::new(store.root().window_lock_anchor(store.team()));
+        opts.lock_timeout = store.root().lock_timeout();
         if let Some(n) = panes_per_window {
             opts.panes_per_window = n;
         }
@@ -728,16 +724,11 @@ const SERVER_FIELD: &str = "swarmTmuxSocket";
 /// The tmux server of `team`: an explicit socket name (`--tmux-socket`,
 /// `$SWARM_TMUX_SOCKET`) first, else the one recorded when its window opened, else the
 /// caller's own (`$TMUX`) or the default.
-pub fn server_for(
-    root: &Root,
-    team: &TeamName,
-    explicit: Option<&str>,
-    env: &Environment,
-) -> Result<Tmux> {
+pub fn server_for(store: &Store, explicit: Option<&str>, env: &Environment) -> Result<Tmux> {
     if explicit.is_some() {
         return Tmux::resolve(explicit, env);
     }
-    let recorded = root.open(team).roster().load().ok().and_then(|c| {
+    let recorded = store.roster().load().ok().and_then(|c| {
         c.extra
             .get(SERVER_FIELD)
             .and_then(|v| v.as_str())
@@ -753,11 +744,10 @@ pub fn server_for(
 }
 
 /// Records the socket of the server holding `window` in the team's roster.
-pub fn record_server(root: &Root, window: &TeamWindow) -> Result<()> {
+pub fn record_server(store: &Store, window: &TeamWindow) -> Result<()> {
     let socket = window.tmux.display(&window.session, "#{socket_path}")?;
     let socket = socket.trim().to_owned();
-    let team = &window.team;
-    root.open(team).roster().update(|c| {
+    store.roster().update(|c| {
         c.extra
             .insert(SERVER_FIELD.to_owned(), serde_json::Value::String(socket));
         Ok(())

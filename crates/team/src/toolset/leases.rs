@@ -8,12 +8,11 @@
 
 use std::path::Path;
 
-use swarm_store::layout::Root;
-use swarm_store::names::TeamName;
+use swarm_store::Store;
 use swarm_store::tasks::leases;
 
 /// The note for `agent` having changed `path` (absolute), if another owner leases it.
-pub fn note(root: &Root, team: &TeamName, agent: &str, cwd: &Path, path: &Path) -> Option<String> {
+pub fn note(store: &Store, agent: &str, cwd: &Path, path: &Path) -> Option<String> {
     let tree = cwd
         .ancestors()
         .find(|d| d.join(".git").exists())
@@ -21,7 +20,7 @@ pub fn note(root: &Root, team: &TeamName, agent: &str, cwd: &Path, path: &Path) 
     let relative = path.strip_prefix(tree).ok()?;
     let file = leases::normalize(relative.to_str()?).ok()?;
     // Unreadable tasks mean no warning: a lease never stands in the way of the work.
-    let tasks = root.open(team).tasks().list().ok()?;
+    let tasks = store.tasks().list().ok()?;
     let holder = leases::leased_to_other(&tasks, &file, agent)?;
     let owner = holder.owner.as_deref()?;
     let owner = owner.split('@').next().unwrap_or(owner);

@@ -6,30 +6,27 @@ use serde_json::Value;
 use crate::git::merge::{self, Options};
 use swarm_agent::tools::ToolOutcome;
 use swarm_config::project::UserDirs;
-use swarm_store::layout::Root;
+use swarm_store::Store;
 use swarm_store::merge_queue;
-use swarm_store::names::TeamName;
 
 /// `dirs` reaches teammates' worktrees on other hosts.
-pub fn run(root: &Root, team: &TeamName, input: &Value, dirs: UserDirs) -> ToolOutcome {
+pub fn run(store: &Store, input: &Value, dirs: UserDirs) -> ToolOutcome {
     let opts = Options {
         dirs,
         ..Options::default()
     };
     let action = input.get("action").and_then(Value::as_str).unwrap_or("");
     let result = match action {
-        "status" => root.open(team).merge_queue().load().map(|q| {
+        "status" => store.merge_queue().load().map(|q| {
             if q.entries.is_empty() {
                 "The merge queue is empty.".to_owned()
             } else {
                 lines(&q.entries)
             }
         }),
-        "run" => run_queue(root, team, &opts),
+        "run" => run_queue(store, &opts),
         "retry" => match input.get("branch").and_then(Value::as_str) {
-            Some(branch) => {
-                merge::retry(root, team, branch).and_then(|_| run_queue(root, team, &opts))
-            }
+            Some(branch) => merge::retry(store, branch).and_then(|_| run_queue(store, &opts)),
             None => return ToolOutcome::err("retry needs the branch to retry"),
         },
         other => {
@@ -52,8 +49,8 @@ fn lines(entries: &[merge_queue::Entry]) -> String {
         .join("\n")
 }
 
-fn run_queue(root: &Root, team: &TeamName, opts: &Options) -> swarm_util::error::Result<String> {
-    let outcome = merge::run(root, team, opts, &|_| {})?;
+fn run_queue(store: &Store, opts: &Options) -> swarm_util::error::Result<String> {
+    let outcome = merge::run(store, opts, &|_| {})?;
     if outcome.target.is_empty() {
         return Ok("Nothing to merge: no teammate works in a worktree.".to_owned());
     }

@@ -20,10 +20,9 @@ use swarm_config::tools::ToolName;
 use swarm_llm::ToolSpec;
 use swarm_store::Store;
 use swarm_store::approvals;
-use swarm_store::layout::Root;
 use swarm_store::mailbox::Envelope;
 use swarm_store::merge_queue::TASK_COMMIT_KEY;
-use swarm_store::names::{AgentName, LEAD, TeamName};
+use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{
     self, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest, TaskAssignment,
 };
@@ -44,8 +43,7 @@ pub struct LeadPowers {
 /// One agent's team tools.
 #[derive(Debug)]
 pub struct TeamTools {
-    pub root: Root,
-    pub team: TeamName,
+    pub store: Store,
     /// The agent's own tmux pane, named in its `shutdown_approved`.
     pub pane: Option<String>,
     /// What only the lead can do: spawn teammates.
@@ -95,12 +93,7 @@ impl ToolSet for TeamTools {
             ToolName::TeamStatus => self.team_status(),
             ToolName::MergeQueue => {
                 let dirs = self.lead.as_ref().map(|p| p.launcher.dirs.clone());
-                crate::toolset::merge_tool::run(
-                    &self.root,
-                    &self.team,
-                    &input,
-                    dirs.unwrap_or_default(),
-                )
+                crate::toolset::merge_tool::run(&self.store, &input, dirs.unwrap_or_default())
             }
             other => ToolOutcome::err(format!("{} is not a team tool", other.as_str())),
         }
@@ -126,7 +119,7 @@ impl ToolSet for TeamTools {
     }
 
     fn note_on_change(&self, path: &std::path::Path, ctx: &ToolContext) -> Option<String> {
-        crate::toolset::leases::note(&self.root, &self.team, ctx.agent.as_str(), &ctx.cwd, path)
+        crate::toolset::leases::note(&self.store, ctx.agent.as_str(), &ctx.cwd, path)
     }
 }
 
@@ -214,10 +207,9 @@ pub fn spec(tool: ToolName) -> Option<ToolSpec> {
 }
 
 impl TeamTools {
-    pub fn new(root: Root, team: TeamName) -> TeamTools {
+    pub fn new(store: Store) -> TeamTools {
         TeamTools {
-            root,
-            team,
+            store,
             pane: None,
             lead: None,
             hooks: None,
@@ -238,8 +230,7 @@ impl TeamTools {
     }
 
     fn my_color(&self, ctx: &ToolContext) -> Option<String> {
-        self.root
-            .open(&self.team)
+        self.store
             .roster()
             .load()
             .ok()?
@@ -253,8 +244,7 @@ impl TeamTools {
         to: &str,
         message: &Protocol,
     ) -> Result<(), ToolOutcome> {
-        self.root
-            .open(&self.team)
+        self.store
             .mail()
             .send(
                 to,
@@ -280,8 +270,7 @@ impl TeamTools {
             match input.get("message") {
                 Some(Value::String(text)) => {
                     let sent = self
-                        .root
-                        .open(&self.team)
+                        .store
                         .mail()
                         .send(
                             to,
@@ -427,8 +416,7 @@ impl TeamTools {
             .ok_or_else(|| ToolOutcome::err(format!("{kind} needs approve: true or false")))?;
         let feedback = s("feedback").or_else(|| s("reason"));
         let decided = self
-            .root
-            .open(&self.team)
+            .store
             .approvals()
             .resolve(
                 &request_id,
@@ -454,10 +442,6 @@ impl TeamTools {
         )))
     }
 
-    fn store(&self) -> Store {
-        self.root.open(&self.team)
-    }
-
     fn task_create(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
             let files = leases::normalize_all(&strings(&input, "files"))
@@ -465,7 +449,7 @@ impl TeamTools {
             let created = self
                 .task_hooks(ctx)
                 .create(
-                    self.store().tasks(),
+                    self.store.tasks(),
                     NewTask {
                         subject: required_str(&input, "subject")?.to_owned(),
                         description: input
@@ -508,7 +492,7 @@ impl TeamTools {
                 .map(value_str)
                 .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
             let t = self
-                .store()
+                .store
                 .tasks()
                 .get(&id)
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
@@ -527,7 +511,7 @@ impl TeamTools {
     fn task_list(&self) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
             let tasks = self
-                .store()
+                .store
                 .tasks()
                 .list()
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
@@ -547,7 +531,7 @@ impl TeamTools {
 
     fn task_update(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
-            let store = self.store();
+            let store = &self.store;
             let tasks = store.tasks();
             let id = input
                 .get("taskId")
@@ -562,10 +546,8 @@ impl TeamTools {
             let status = status.map(Status::parse).transpose().map_err(err)?;
             let current = tasks.get(&id).map_err(err)?;
             let landed_commit = match status {
-                Some(Status::Completed) => {
-                    worktree_commit(&self.root, &self.team, ctx.agent.as_str(), &id)
-                        .map_err(ToolOutcome::err)?
-                }
+                Some(Status::Completed) => worktree_commit(&self.store, ctx.agent.as_str(), &id)
+                    .map_err(ToolOutcome::err)?,
                 _ => None,
             };
             if status == Some(Status::Completed)
@@ -660,7 +642,7 @@ impl TeamTools {
         owner: &str,
     ) -> Result<(), ToolOutcome> {
         let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
-        let (store, me) = (self.store(), ctx.agent.as_str());
+        let (store, me) = (&self.store, ctx.agent.as_str());
         let tasks = store.tasks();
         let config = store.roster().load().map_err(err)?;
         config.require(owner).map_err(err)?;
@@ -715,7 +697,7 @@ impl TeamTools {
             return inputs.iter().map(|_| refused()).collect();
         };
         let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
-        let current = match self.root.open(&self.team).roster().load() {
+        let current = match self.store.roster().load() {
             Ok(config) => config.teammates().count(),
             Err(e) => return inputs.iter().map(|_| err(e.copy())).collect(),
         };
@@ -801,7 +783,7 @@ impl TeamTools {
     /// Of `hosts`, the one with the fewest of the team's teammates, and of those `placed`
     /// (the first of those).
     fn least_loaded(&self, hosts: &[String], placed: &[(usize, String, SpawnRequest)]) -> String {
-        let roster = self.root.open(&self.team).roster().load().ok();
+        let roster = self.store.roster().load().ok();
         let on = |h: &String| {
             let there = roster.as_ref().map_or(0, |c| {
                 c.teammates()
@@ -820,7 +802,7 @@ impl TeamTools {
     /// A teammate on host `name`, started over ssh.
     fn spawn_on_host(&self, powers: &LeadPowers, name: &str, req: &SpawnRequest) -> ToolOutcome {
         let launcher = &powers.launcher;
-        let started = crate::spawn::remote::ssh_to(&self.root, name, &launcher.dirs)
+        let started = crate::spawn::remote::ssh_to(self.store.root(), name, &launcher.dirs)
             .and_then(|ssh| launcher.spawn_on_host(req, &ssh));
         match started {
             Ok(s) => self.spawned_outcome(&s),
@@ -836,7 +818,11 @@ impl TeamTools {
             .unwrap_or_default();
         ToolOutcome::ok(format!(
             "Spawned successfully.\nagent_id: {}@{}\nname: {}\nteam_name: {}\npane: {}{worktree}\nThe agent is now running and will receive instructions via mailbox.",
-            spawned.name, self.team, spawned.name, self.team, spawned.pane
+            spawned.name,
+            self.store.team(),
+            spawned.name,
+            self.store.team(),
+            spawned.pane
         ))
     }
 
@@ -844,7 +830,7 @@ impl TeamTools {
     fn team_status(&self) -> ToolOutcome {
         let run = || -> Result<ToolOutcome, ToolOutcome> {
             let tmux = self.lead.as_ref().map(|p| &p.launcher.tmux);
-            let seen = crate::life::status::observe(&self.root, &self.team, tmux)
+            let seen = crate::life::status::observe(&self.store, tmux)
                 .map_err(|e| ToolOutcome::err(e.to_string()))?;
             Ok(ToolOutcome::ok(crate::life::status::render_for_width(
                 &seen,
@@ -894,13 +880,8 @@ fn agent_request(input: &Value, ctx: &ToolContext) -> Result<SpawnRequest, ToolO
 /// For a teammate completing `task` in its worktree: the commit its branch is at, which
 /// the lead's merge queue lands for the task; refused (why) while it has uncommitted
 /// files, which the queue (it takes commits only) would leave behind.
-fn worktree_commit(
-    root: &Root,
-    team: &TeamName,
-    agent: &str,
-    task: &str,
-) -> Result<Option<String>, String> {
-    let Ok(Some(record)) = root.open(team).worktrees().worktree(agent) else {
+fn worktree_commit(store: &Store, agent: &str, task: &str) -> Result<Option<String>, String> {
+    let Ok(Some(record)) = store.worktrees().worktree(agent) else {
         return Ok(None);
     };
     let Ok(changes) = crate::git::worktree::changes(&record) else {

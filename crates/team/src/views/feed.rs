@@ -336,8 +336,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = swarm_store::Root::new(dir.path());
         let team = swarm_store::TeamName::new("t").unwrap();
-        root.create_team(&team, None, dir.path()).unwrap();
-        let store = root.open(&team);
+        let store = swarm_store::Teams::new(root.clone())
+            .create_team(&team, None, dir.path())
+            .unwrap();
         let worker = AgentName::parse_any("worker").unwrap();
         store
             .mail()
