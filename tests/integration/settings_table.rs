@@ -88,7 +88,7 @@ fn the_tables_defaults_are_the_codes() {
     );
     assert_eq!(
         default(vars::SWARM_PANES_PER_WINDOW),
-        swarm_team::window::DEFAULT_PANES_PER_WINDOW.to_string()
+        swarm_team::spawn::window::DEFAULT_PANES_PER_WINDOW.to_string()
     );
     assert_eq!(
         default(vars::SWARM_RATE_LIMIT_WAIT),

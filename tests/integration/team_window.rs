@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use swarm_store::roster::{PALETTE, tmux_colour};
-use swarm_team::window::{Placement, TeamWindow};
+use swarm_team::spawn::window::{Placement, TeamWindow};
 use swarm_tmux::{
     Direction, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, TEAM_OPTION, Tmux,
 };
@@ -345,13 +345,13 @@ fn secrets_reach_the_pane_but_no_command_line() {
     )
     .secret_env("SWARM_TEST_KEY", secret);
     let team = swarm_store::names::TeamName::new("sec").unwrap();
-    let opts = swarm_team::window::TeamWindowOptions::new(env.dir.path().join("tmux.flock"));
+    let opts = swarm_team::spawn::window::TeamWindowOptions::new(env.dir.path().join("tmux.flock"));
     let lead = PaneSpec::new(env.dir.path(), ["sleep", "600"]);
-    let mut tw = swarm_team::window::TeamWindow::open(
+    let mut tw = swarm_team::spawn::window::TeamWindow::open(
         &tmux,
         &team,
         &lead,
-        swarm_team::window::Placement::Detached,
+        swarm_team::spawn::window::Placement::Detached,
         opts,
     )
     .unwrap();

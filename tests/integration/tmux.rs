@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use swarm_store::names::{AgentName, TeamName};
-use swarm_team::layout::session_name;
-use swarm_team::window::{Placement, TeamWindow, TeamWindowOptions};
+use swarm_team::spawn::layout::session_name;
+use swarm_team::spawn::window::{Placement, TeamWindow, TeamWindowOptions};
 use swarm_tmux::{
     AGENT_OPTION, Direction, NewPane, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, Size,
     TEAM_OPTION, Tmux, TmuxCommand, TmuxError,

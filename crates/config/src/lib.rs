@@ -9,6 +9,7 @@ pub mod claude_settings;
 pub mod frontmatter;
 pub mod hooks;
 pub mod permissions;
+pub mod profile;
 pub mod project;
 pub mod settings;
 pub mod teams;

@@ -4,7 +4,7 @@
 //! holding a `.claude/` directory, not counting the user's home (whose `.claude/` is the
 //! user scope) and not looking above it; with none, the working directory itself. Looking
 //! upwards lets a teammate in a subdirectory find the project's agents and hooks. A teammate
-//! in a worktree (see `swarm_team::worktree`) cannot rely on it: the worktree has its own
+//! in a worktree (see `swarm_git::worktree`) cannot rely on it: the worktree has its own
 //! `.claude/` when one is committed, without the uncommitted and git-ignored files, so
 //! `swarm spawn` names the project in `SWARM_PROJECT_DIR`.
 //!

@@ -15,12 +15,12 @@ use swarm_config::permissions::{Approver, PermissionMode};
 use swarm_model_server::{ModelServer, Script};
 use swarm_store::Teams;
 use swarm_store::names::TeamName;
-use swarm_team::launch::{LaunchSettings, Launcher};
-use swarm_team::run::{self as team_run, Goal};
-use swarm_team::show;
-use swarm_team::shutdown::LadderOptions;
-use swarm_team::teardown;
-use swarm_team::window::TeamWindow;
+use swarm_team::life::shutdown::LadderOptions;
+use swarm_team::life::teardown;
+use swarm_team::runs::run::{self as team_run, Goal};
+use swarm_team::spawn::launch::{LaunchSettings, Launcher};
+use swarm_team::spawn::show;
+use swarm_team::spawn::window::TeamWindow;
 use swarm_util::error::{Error, Result};
 use swarm_util::vars;
 
@@ -102,7 +102,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
     ));
     let goal = Goal {
         budget: Default::default(),
-        merge: swarm_team::merge::Options {
+        merge: swarm_git::merge::Options {
             check: demo.job.merge_check().map(str::to_owned),
             ..Default::default()
         },
@@ -167,7 +167,7 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
         }
     } else if let (Some(launcher), false) = (&opened, demo.keep) {
         // The job's repository keeps the work, not the queue's scaffolding.
-        swarm_team::merge::remove_integration(&launcher.store);
+        swarm_git::merge::remove_integration(&launcher.store);
         let _ = demo.teams.delete_team(&team);
     }
     runtime.block_on(server.shutdown());
@@ -195,7 +195,8 @@ fn clean_up_failed(launcher: &Launcher, keep: bool) {
         return;
     }
     if store.roster().load().is_ok() {
-        let stops = swarm_team::shutdown::stop_team(store, Some(&launcher.tmux), &ladder, &quiet);
+        let stops =
+            swarm_team::life::shutdown::stop_team(store, Some(&launcher.tmux), &ladder, &quiet);
         for e in stops.into_iter().filter_map(Result::err) {
             tracing::warn!("demo clean-up: {e}");
         }

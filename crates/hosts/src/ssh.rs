@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use crate::registry::Host;
+use crate::registry::{Host, Hosts};
 use swarm_util::error::{Error, Result};
 use swarm_util::process::{RunFailed, run_within};
 
@@ -32,6 +32,12 @@ pub struct Ssh {
 impl Ssh {
     pub fn new(host: Host, config: Option<PathBuf>) -> Ssh {
         Ssh { host, config }
+    }
+
+    /// ssh to the host `hosts` knows as `name` (`swarm host add`), with `config`
+    /// (`SWARM_SSH_CONFIG`) if one is named; an unknown name is an error listing the known.
+    pub fn to(hosts: &Hosts, name: &str, config: Option<PathBuf>) -> Result<Ssh> {
+        Ok(Ssh::new(hosts.get(name)?, config))
     }
 
     pub fn host(&self) -> &Host {

@@ -21,7 +21,7 @@ use swarm_llm::budget::{BudgetedClient, Limits};
 use swarm_llm::{self as llm, LlmConfig};
 use swarm_store::Store;
 use swarm_store::names::AgentName;
-use swarm_team::tools::TeamTools;
+use swarm_team::toolset::tools::TeamTools;
 use swarm_util::error::Result;
 
 /// What any agent is made of.

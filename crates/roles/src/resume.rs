@@ -1,5 +1,5 @@
 //! What a resumed agent (started with `--resume` after its team stopped, see
-//! [`swarm_team::resume`]) does before its first turn: take up its conversation from its
+//! [`swarm_team::life::resume`]) does before its first turn: take up its conversation from its
 //! transcript, and acknowledge the mail already in it, so nothing is read twice. Shared by
 //! the lead and the teammates; the lead's first turn is written here too.
 
@@ -8,7 +8,7 @@ use std::path::Path;
 use swarm_agent::engine::Engine;
 use swarm_store::Store;
 use swarm_store::names::AgentName;
-use swarm_team::status::{self, TeamStatus};
+use swarm_team::life::status::{self, TeamStatus};
 use swarm_util::clock;
 use swarm_util::error::Result;
 

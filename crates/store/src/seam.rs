@@ -328,6 +328,19 @@ impl Store {
     pub fn new(backend: impl Backend + 'static) -> Store {
         Store(Arc::new(backend))
     }
+
+    /// Whether the process `s` describes still runs: by its pid on this host, by its
+    /// heartbeat on another (a pid there means nothing here). The one rule for it.
+    pub fn still_runs(&self, s: &AgentState) -> bool {
+        if crate::liveness::is_here(s.host.as_deref()) {
+            return s.process_alive();
+        }
+        let beats = self.agents().heartbeats().ok().flatten();
+        beats
+            .into_iter()
+            .flatten()
+            .any(|b| Some(b.token) == s.token && b.alive(self.root().heartbeat_timeout()))
+    }
 }
 
 impl std::ops::Deref for Store {

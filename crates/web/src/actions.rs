@@ -29,11 +29,11 @@ use crate::auth::Caller;
 use crate::errors::{ApiError, blocking};
 use crate::hub::Hub;
 use swarm_config::permissions::PermissionMode;
+use swarm_git::merge;
 use swarm_store::approvals::Decision;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, LEAD};
-use swarm_team::merge;
-use swarm_team::shutdown::{self, Outcome};
+use swarm_team::life::shutdown::{self, Outcome};
 
 /// The largest request body an action takes: a message is far smaller than the 256 KiB a
 /// mailbox takes, and anything bigger is refused before it is read.

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use swarm_team::shutdown::LadderOptions;
+use swarm_team::life::shutdown::LadderOptions;
 
 use crate::auth::Auth;
 use crate::hub::Hubs;

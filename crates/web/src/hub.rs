@@ -29,7 +29,7 @@ use crate::view::TeamView;
 use swarm_store::names::TeamName;
 use swarm_store::roster::TeamConfig;
 use swarm_store::{Hold, Store, Teams, Topic};
-use swarm_team::feed::FeedReader;
+use swarm_team::views::feed::FeedReader;
 use swarm_tmux::{PaneId, Tmux};
 use swarm_util::clock;
 use swarm_util::error::Result;

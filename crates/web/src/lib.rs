@@ -27,6 +27,7 @@ pub mod events;
 pub mod hub;
 pub mod notify;
 pub mod routes;
+pub mod serve;
 pub mod server;
 pub mod tls;
 pub mod view;

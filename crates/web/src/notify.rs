@@ -281,7 +281,7 @@ mod tests {
     use crate::view::{BudgetView, MemberView};
     use swarm_store::approvals::{Approval, State};
     use swarm_store::merge_queue::{Entry, EntryState};
-    use swarm_team::status::MemberStatus;
+    use swarm_team::life::status::MemberStatus;
 
     fn member(name: &str, state: &str, pid: i32) -> MemberView {
         MemberView {

@@ -30,7 +30,7 @@ use crate::notify::Notifier;
 use crate::routes;
 use swarm_store::Teams;
 use swarm_store::names::TeamName;
-use swarm_team::shutdown::LadderOptions;
+use swarm_team::life::shutdown::LadderOptions;
 use swarm_util::error::{Error, Result};
 
 /// Connections served at once.

@@ -16,10 +16,10 @@ use swarm_store::budget::{Limits, Spend};
 use swarm_store::launch_record::LaunchRecord;
 use swarm_store::merge_queue::{Entry, EntryState};
 use swarm_store::tasks::Task;
-use swarm_team::board::{TaskState, board_order, task_state};
-use swarm_team::feed::{FeedEntry, FeedReader};
-use swarm_team::status::{self, MemberStatus};
-use swarm_team::supervisor;
+use swarm_team::life::status::{self, MemberStatus};
+use swarm_team::life::supervisor;
+use swarm_team::views::board::{TaskState, board_order, task_state};
+use swarm_team::views::feed::{FeedEntry, FeedReader};
 use swarm_tmux::Tmux;
 use swarm_util::error::Result;
 

@@ -7,17 +7,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::context::Ctx;
 use crate::ui::cli::options::{BudgetOpts, ModelOpts, PermissionOpts};
-use swarm_llm::Provider;
 use swarm_roles::lead_sig::LeadKey;
 use swarm_roles::solo::{self, SoloOptions};
-use swarm_roles::teammate::options::{self, DefinedApi, Given};
-use swarm_roles::teammate::{self, TeammateOptions};
-use swarm_store::Store;
-use swarm_store::names::{AgentName, TeamName, agent_id};
+use swarm_roles::teammate::{self, TeammateFlags};
 use swarm_util::error::{Error, Result};
-use swarm_util::vars;
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -105,107 +100,41 @@ pub fn solo(ctx: &Ctx, args: AgentArgs) -> Result<u8> {
         prompt: args.prompt,
         llm: ctx.llm_config(&args.model)?,
         mode: ctx.permission_mode(args.permissions.permission_mode),
-        allow: ctx.rules(&args.permissions.allow),
-        env: ctx.settings_env(),
+        allow: ctx.profile.rules(&args.permissions.allow),
+        env: ctx.profile.settings_env(),
         max_turns: args.permissions.max_turns,
-        cwd: working_dir(args.cwd.as_deref())?,
-        timings: ctx.settings.timings.clone(),
+        cwd: ctx.working_dir(args.cwd.as_deref())?,
+        timings: ctx.profile.settings.timings.clone(),
         context_window: args.model.context_window,
     };
     runtime()?.block_on(solo::run(opts))
 }
 
 pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
-    let team = TeamName::new(&args.team_name)?;
-    let name = AgentName::new(&args.agent_name)?;
-    let expected = agent_id(&name, &team);
-    if args.agent_id != expected {
-        return Err(Error::usage(format!(
-            "--agent-id {} does not match --agent-name and --team-name (expected {expected})",
-            args.agent_id
-        )));
-    }
-    // The teammate's one handle on its team, for all it does.
-    let store = ctx.teams.open(&team)?;
-    start_teammate(ctx, args, &store, &name).inspect_err(|e| {
-        teammate::lifecycle::record_start_failure(&store, &name, e);
-    })
+    teammate::start(args.flags(), &ctx.teams, &ctx.profile, ctx.own_pane())
 }
 
-fn start_teammate(ctx: &Ctx, args: TeammateArgs, store: &Store, name: &AgentName) -> Result<u8> {
-    let (team, name) = (store.team().clone(), name.clone());
-    if !args.claude_flag.is_empty() {
-        tracing::info!(
-            "ignoring Claude Code flags swarm has no use for: {}",
-            args.claude_flag.join(" ")
-        );
+impl TeammateArgs {
+    /// What the command line says, for the teammate to resolve its options from.
+    fn flags(self) -> TeammateFlags {
+        TeammateFlags {
+            resume: self.resume,
+            agent_id: self.agent_id,
+            agent_name: self.agent_name,
+            team_name: self.team_name,
+            color: self.agent_color,
+            plan_mode_required: self.plan_mode_required,
+            agent_type: self.agent_type,
+            cwd: self.cwd,
+            lead_key: self.lead_verify_key,
+            claude_agent_type: self.claude_agent_type,
+            claude_model: self.claude_model,
+            claude_flags: self.claude_flag,
+            model: self.model.flags(),
+            permissions: self
+                .permissions
+                .flags(self.mode_given, self.max_turns_given),
+            budget: self.budget.limits(),
+        }
     }
-    // Its commands act as itself (`identity`), whoever started it.
-    let mut env = ctx.settings_env();
-    env.insert(vars::SWARM_AGENT_ID.to_owned(), agent_id(&name, &team));
-    env.insert(vars::SWARM_AGENT_NAME.to_owned(), name.to_string());
-    env.insert(vars::SWARM_TEAM.to_owned(), team.to_string());
-    let cwd = working_dir(args.cwd.as_deref())?;
-    let project = ctx.settings.dirs.teammate_project_dir(&cwd, ctx.env());
-    let given = Given {
-        mode: args.mode_given,
-        max_turns: args.max_turns_given,
-    };
-    let agent_type = args.agent_type.clone().or_else(|| {
-        let t = args.claude_agent_type.as_deref()?;
-        options::defined_type(&project, &ctx.settings.dirs, t)
-    });
-    let from_project = options::from_project(
-        &project,
-        &ctx.settings.dirs,
-        agent_type.as_deref(),
-        ctx.permission_mode(args.permissions.permission_mode),
-        args.permissions.max_turns,
-        given,
-    )?;
-    let model = teammate_model(&args, &from_project.api);
-    let opts = TeammateOptions {
-        store: store.clone(),
-        name,
-        color: args.agent_color,
-        plan_mode_required: args.plan_mode_required,
-        agent_type,
-        custom_instructions: from_project.custom_instructions,
-        llm: ctx.llm_config(&model)?,
-        mode: from_project.mode,
-        allow: ctx.rules(&args.permissions.allow),
-        env,
-        max_turns: from_project.max_turns,
-        permission_timeout: args.permissions.permission_timeout.into(),
-        cwd,
-        idle_poll: std::time::Duration::from_secs(1),
-        tools: from_project.tools,
-        hooks: from_project.hooks,
-        pane: ctx.own_pane(),
-        timings: ctx.settings.timings.clone(),
-        budget: args.budget.limits(),
-        resumed: args.resume,
-        context_window: args.model.context_window,
-        lead_key: args.lead_verify_key,
-    };
-    let code = runtime()?.block_on(teammate::run(opts))?;
-    Ok(u8::try_from(code).unwrap_or(1))
-}
-
-/// The teammate's model and API: its flags, then its agent definition's (a Claude Code
-/// lead passes only `--agent-type`), then a Claude Code lead's `--model`, which names a
-/// Claude model and so stands only on Anthropic's API when nothing of swarm's names one.
-fn teammate_model(args: &TeammateArgs, defined: &DefinedApi) -> ModelOpts {
-    let mut model = args.model.clone();
-    let api = &mut model.api;
-    // The definition's URL goes with its provider (as for a spawn: inherit::resolve_api).
-    if api.base_url.is_none() && api.provider.is_none_or(|p| Some(p) == defined.provider) {
-        api.base_url = defined.base_url.clone();
-    }
-    api.provider = api.provider.or(defined.provider);
-    model.model = model.model.or_else(|| defined.model.clone());
-    if model.model.is_none() && matches!(model.api.provider, None | Some(Provider::Anthropic)) {
-        model.model = args.claude_model.clone();
-    }
-    model
 }

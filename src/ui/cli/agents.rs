@@ -27,7 +27,7 @@ pub fn run(ctx: &Ctx, cmd: AgentsCommand) -> Result<()> {
                 Some(c) => std::path::absolute(&c).map_err(|e| Error::io("resolve", &c, e))?,
                 None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
             };
-            let catalog = Catalog::load(&cwd, &ctx.settings.dirs);
+            let catalog = Catalog::load(&cwd, &ctx.profile.settings.dirs);
             if ctx.json() {
                 print_json(&entries(&catalog));
             } else {

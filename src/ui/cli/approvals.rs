@@ -9,7 +9,7 @@ use crate::ui::cli::output::print_json;
 use swarm_config::permissions::PermissionMode;
 use swarm_store::Store;
 use swarm_store::approvals;
-use swarm_team::{status, supervisor};
+use swarm_team::{life::status, life::supervisor};
 use swarm_util::clock;
 use swarm_util::error::Result;
 use swarm_util::text::printable;

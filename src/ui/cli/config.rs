@@ -18,8 +18,8 @@ struct Line {
 }
 
 pub fn run(ctx: &Ctx) -> Result<()> {
-    ctx.warn_settings();
-    let c = &ctx.claude;
+    ctx.profile.warn_settings();
+    let c = &ctx.profile.claude;
     let file = |s: &Sourced<String>| s.from.display().to_string();
     let mut lines = Vec::new();
     let (model, from) = match (ctx.env().get(vars::SWARM_MODEL), &c.model) {

@@ -7,18 +7,15 @@ use clap::Args;
 
 use crate::ui::cli::identity::Actor;
 use crate::ui::cli::options::{EngineOpts, ModelOpts};
-use swarm_config::claude_settings::ClaudeSettings;
-use swarm_config::permissions::{AllowRule, PermissionMode};
-use swarm_config::project::UserDirs;
-use swarm_config::settings::Settings;
-use swarm_llm::{LlmConfig, LlmFlags};
+use swarm_config::permissions::PermissionMode;
+use swarm_config::profile::Profile;
+use swarm_llm::LlmConfig;
 use swarm_store::layout::Root;
 use swarm_store::names::TeamName;
 use swarm_store::{Store, Teams};
-use swarm_team::inherit::Engine;
-use swarm_team::inherit::LeadSettings;
-use swarm_team::launch::{LaunchSettings, Launcher};
-use swarm_team::window;
+use swarm_team::spawn::inherit::LeadSettings;
+use swarm_team::spawn::launch::{LaunchSettings, Launcher};
+use swarm_team::spawn::window;
 use swarm_tmux::{Caller, Tmux};
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
@@ -52,28 +49,18 @@ pub struct Ctx {
     /// The teams under the root, with how to open them: the command's one way to a team.
     pub teams: Teams,
     pub global: GlobalOpts,
-    pub settings: Settings,
+    /// The environment's settings and Claude Code's settings files, read once.
+    pub profile: Profile,
     /// Where this process sits in tmux.
     pub caller: Caller,
     /// A person, or the agent in whose environment this runs.
     pub actor: Actor,
-    /// Claude Code's settings files of this project and user, under the flags and the
-    /// environment: their `env` is already in [`Ctx::env`].
-    pub claude: ClaudeSettings,
-    /// Said once, by the first command that uses the settings files.
-    warned: std::sync::Once,
 }
 
 impl Ctx {
     pub fn new(global: GlobalOpts, env: Environment) -> Result<Ctx> {
-        let dirs = UserDirs::from_env(&env);
-        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let claude = ClaudeSettings::load(
-            &dirs.teammate_project_dir(&here, &env),
-            dirs.claude.as_deref(),
-        );
-        let env = env.with_defaults(claude.env.iter().map(|(k, v)| (k.clone(), v.value.clone())));
-        let settings = Settings::resolve(env);
+        let profile = Profile::load(env, std::env::current_dir().ok());
+        let settings = &profile.settings;
         // A team on PostgreSQL is opened through its pointer (`swarm_store::backends`).
         let opener = swarm_store_pg::PgOpener::new(settings.env.clone());
         let root = Root::resolve(global.root.as_deref(), &settings.env)?
@@ -85,54 +72,15 @@ impl Ctx {
             global,
             caller: Caller::from_env(&settings.env),
             actor: Actor::from_env(&settings.env)?,
-            settings,
-            claude,
-            warned: std::sync::Once::new(),
+            profile,
         })
-    }
-
-    /// The settings files' problems (a file that is not JSON, rules for tools swarm lacks),
-    /// said once, and only by a command that uses them.
-    pub fn warn_settings(&self) {
-        self.warned.call_once(|| {
-            for w in &self.claude.warnings {
-                tracing::warn!("{w}");
-            }
-        });
-    }
-
-    /// The model: `--model` or `$SWARM_MODEL`, else the settings files' `model`.
-    pub fn model(&self, opts: &ModelOpts) -> Option<String> {
-        self.warn_settings();
-        opts.model
-            .clone()
-            .or_else(|| self.claude.model.as_ref().map(|m| m.value.clone()))
     }
 
     /// The permission mode: `--permission-mode` or `$SWARM_PERMISSION_MODE` when given,
     /// else the settings files' `permissions.defaultMode`, else `flag` (its default).
     pub fn permission_mode(&self, flag: PermissionMode) -> PermissionMode {
-        self.warn_settings();
-        match &self.claude.default_mode {
-            Some(m) if !self.global.permission_mode_given => m.value,
-            _ => flag,
-        }
-    }
-
-    /// The variables the settings files' `env` gives, with the environment's own value
-    /// where it has one: for an agent's commands, which otherwise get this process's own.
-    pub fn settings_env(&self) -> std::collections::BTreeMap<String, String> {
-        self.claude
-            .env
-            .keys()
-            .filter_map(|k| Some((k.clone(), self.env().get(k)?.to_owned())))
-            .collect()
-    }
-
-    /// An agent's rules: the `--allow` flags, then the settings files' allow and deny rules.
-    pub fn rules(&self, flags: &[AllowRule]) -> Vec<AllowRule> {
-        self.warn_settings();
-        flags.iter().chain(self.claude.rules()).cloned().collect()
+        self.profile
+            .permission_mode(flag, self.global.permission_mode_given)
     }
 
     pub fn json(&self) -> bool {
@@ -140,7 +88,7 @@ impl Ctx {
     }
 
     pub fn env(&self) -> &Environment {
-        &self.settings.env
+        self.profile.env()
     }
 
     /// The team named on the command line, else `--team`/`SWARM_TEAM`, else the only team,
@@ -178,6 +126,12 @@ impl Ctx {
         self.team_or(None)
     }
 
+    /// A working directory given on the command line (else the current one), absolute and
+    /// with symlinks resolved; an error naming it if it does not exist.
+    pub fn working_dir(&self, given: Option<&Path>) -> Result<PathBuf> {
+        self.profile.working_dir(given)
+    }
+
     /// This process's own tmux pane, if it runs in one.
     pub fn own_pane(&self) -> Option<String> {
         self.caller.pane.map(|p| p.to_string())
@@ -202,18 +156,12 @@ impl Ctx {
 
     /// `lead` made to start teammates with `opts`' engine: for Claude Code, with the client
     /// found now, so a missing one is refused before anything is made.
-    pub fn with_engine(&self, mut lead: LeadSettings, opts: &EngineOpts) -> Result<LeadSettings> {
-        lead.engine = opts.engine;
-        lead.claude_bin = self.claude_bin(opts)?;
-        Ok(lead)
-    }
-
-    /// The Claude Code client when `opts` asks for Claude Code teammates.
-    pub fn claude_bin(&self, opts: &EngineOpts) -> Result<Option<PathBuf>> {
-        match opts.engine {
-            Engine::Claude => Ok(Some(self.settings.claude_bin(opts.claude_bin.as_deref())?)),
-            Engine::Swarm => Ok(None),
-        }
+    pub fn with_engine(&self, lead: LeadSettings, opts: &EngineOpts) -> Result<LeadSettings> {
+        lead.with_engine(
+            &self.profile.settings,
+            opts.engine,
+            opts.claude_bin.as_deref(),
+        )
     }
 
     /// How to start teammates with `lead`'s settings, once there is a team; a lead it
@@ -223,9 +171,9 @@ impl Ctx {
             caller: self.caller.clone(),
             lead,
             env: self.env().clone(),
-            dirs: self.settings.dirs.clone(),
+            dirs: self.profile.settings.dirs.clone(),
             cwd,
-            panes_per_window: self.settings.panes_per_window,
+            panes_per_window: self.profile.settings.panes_per_window,
             tmux_socket: self.global.tmux_socket.clone(),
         }
     }
@@ -238,37 +186,11 @@ impl Ctx {
 
     /// The model to talk to, from the model flags and the environment.
     pub fn llm_config(&self, opts: &ModelOpts) -> Result<LlmConfig> {
-        let flags = LlmFlags {
-            provider: opts.api.provider,
-            model: self.model(opts),
-            base_url: opts.api.base_url.clone(),
-            anthropic_version: opts.api.anthropic_version.clone(),
-            rate_limit_wait: opts.api.rate_limit_wait.map(std::time::Duration::from_secs),
-            ..LlmFlags::default()
-        };
-        Ok(LlmConfig::resolve(&flags, |name| {
-            self.env().get(name).map(str::to_owned)
-        })?)
+        self.profile.llm_config(&opts.flags())
     }
 }
 
 /// Where a lead opened by this command works: here, or `/` when here is gone.
 pub fn lead_dir() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
-}
-
-/// A working directory given on the command line (else the current one), absolute and
-/// with symlinks resolved; an error naming it if it does not exist.
-pub fn working_dir(given: Option<&Path>) -> Result<PathBuf> {
-    let dir = match given {
-        Some(d) => d.to_path_buf(),
-        None => std::env::current_dir().map_err(|e| Error::io("read", ".", e))?,
-    };
-    dir.canonicalize().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::not_found(format!(
-            "working directory {} does not exist; create it or give another --cwd",
-            dir.display()
-        )),
-        _ => Error::io("open working directory", &dir, e),
-    })
 }

@@ -58,7 +58,7 @@ pub fn main() -> ExitCode {
         }
     };
     // Whatever noticed a death (`swarm status` too) ran its stop hooks; let them finish.
-    swarm_team::supervisor::wait_for_stop_hooks();
+    swarm_team::life::supervisor::wait_for_stop_hooks();
     code
 }
 

@@ -9,8 +9,8 @@ use serde_json::json;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm_store::Store;
-use swarm_team::progress::Event;
-use swarm_team::run as team_run;
+use swarm_team::runs::progress::Event;
+use swarm_team::runs::run as team_run;
 use swarm_util::clock;
 use swarm_util::error::Result;
 
@@ -47,7 +47,7 @@ pub fn attaches(no_attach: bool) -> bool {
 pub fn follow(
     ctx: &Ctx,
     store: &Store,
-    window: &swarm_team::window::TeamWindow,
+    window: &swarm_team::spawn::window::TeamWindow,
     no_attach: bool,
     speak: Speak,
 ) -> Result<u8> {

@@ -113,7 +113,7 @@ fn run_check(ctx: &Ctx, hosts: &Hosts, args: CheckArgs) -> Result<()> {
             Err(_) => None,
         },
     };
-    let ssh = Ssh::new(host.clone(), ctx.settings.dirs.ssh_config.clone());
+    let ssh = Ssh::new(host.clone(), ctx.profile.settings.dirs.ssh_config.clone());
     let version = format!("swarm {}", env!("CARGO_PKG_VERSION"));
     let found = check::check(&ssh, &version, store.as_deref());
     if ctx.json() {

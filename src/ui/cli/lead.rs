@@ -2,22 +2,19 @@
 //! leading.
 
 use std::io::IsTerminal;
-use std::time::Duration;
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::context::{Ctx, lead_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::options::{EngineOpts, ModelOpts, PermissionOpts};
 use swarm_config::permissions::Approver;
-use swarm_roles::lead::agent::LeadAgentOptions;
-use swarm_roles::lead::dispatcher::{self, LeadOptions};
+use swarm_roles::lead;
+use swarm_roles::lead::start::{LeadFlags, LeadPlace};
 use swarm_store::mailbox;
-use swarm_team::shutdown::LadderOptions;
-use swarm_team::tools::LeadPowers;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Result;
 
 #[derive(Debug, Args)]
 pub struct LeadArgs {
@@ -52,74 +49,38 @@ pub struct LeadArgs {
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
     let store = ctx.team()?;
-    store.roster().load()?;
-    // The team's lead key, made at the team's first start and read again on a resume: every
-    // message this lead writes to an inbox is signed with it (swarm_store::lead_key).
-    store.root().lead_signer(store.team())?;
-    let tmux = ctx.team_tmux(&store)?;
-    let agent = match &args.goal_file {
+    let goal = match &args.goal_file {
         None => None,
-        Some(f) => {
-            let goal = read_text(
-                Source::File(f),
-                Limit {
-                    what: "the goal",
-                    bytes: mailbox::envelope::MAX_MESSAGE_BYTES,
-                    fix: "shorten it: the lead reads it as its first message",
-                },
-            )?;
-            let cwd = working_dir(args.cwd.as_deref())?;
-            let lead = ctx.with_engine(
-                inherited(ctx, &args.model, &args.permissions)?,
-                &args.engine,
-            )?;
-            Some(LeadAgentOptions {
-                store: store.clone(),
-                goal,
-                approver: args.approver,
-                llm: ctx.llm_config(&args.model)?,
-                powers: LeadPowers {
-                    launcher: ctx.launcher(&store, lead, cwd.clone())?,
-                    max_teammates: args.teammates,
-                    hosts: args.hosts.clone(),
-                },
-                cwd,
-                resumed: args.resume,
-                max_turns: args.permissions.max_turns,
-                stall_after: Duration::from_secs(60),
-                timings: ctx.settings.timings.clone(),
-                context_window: args.model.context_window,
-            })
-        }
+        Some(f) => Some(read_text(
+            Source::File(f),
+            Limit {
+                what: "the goal",
+                bytes: mailbox::envelope::MAX_MESSAGE_BYTES,
+                fix: "shorten it: the lead reads it as its first message",
+            },
+        )?),
     };
-    let resume = match (&agent, args.resume) {
-        (_, false) => None,
-        (Some(a), true) => Some(a.powers.launcher.clone()),
-        (None, true) => {
-            let lead = ctx.with_engine(
-                inherited(ctx, &args.model, &args.permissions)?,
-                &args.engine,
-            )?;
-            Some(ctx.launcher(&store, lead, working_dir(args.cwd.as_deref())?)?)
-        }
-    };
-    let opts = LeadOptions {
-        resume,
-        store,
-        tmux: Some(tmux),
+    let flags = LeadFlags {
+        resume: args.resume,
         keep_team: args.keep_team,
-        reconcile_every: Duration::from_millis(500),
-        ladder: LadderOptions::new(ctx.settings.dirs.clone()),
+        goal,
+        approver: args.approver,
+        teammates: args.teammates,
+        hosts: args.hosts,
+        cwd: args.cwd,
+        model: args.model.flags(),
+        permissions: args
+            .permissions
+            .flags(ctx.global.permission_mode_given, true),
+        engine: args.engine.engine,
+        claude_bin: args.engine.claude_bin,
+    };
+    let place = LeadPlace {
+        launch: ctx.launch_settings(ctx.lead_settings()?, lead_dir()),
         draw: std::io::stdout().is_terminal(),
         pane: ctx.own_pane(),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
-    let code = runtime.block_on(dispatcher::run(opts, agent))?;
-    Ok(u8::try_from(code).unwrap_or(1))
+    lead::start::start(flags, store, place, &ctx.profile)
 }
 
 /// The settings a lead passes on to its teammates, from its model and permission flags.
@@ -127,17 +88,9 @@ pub fn inherited(
     ctx: &Ctx,
     model: &ModelOpts,
     permissions: &PermissionOpts,
-) -> Result<swarm_team::inherit::LeadSettings> {
-    let mut lead = ctx.lead_settings()?;
-    lead.provider = model.api.provider.map(|p| p.to_string());
-    lead.model = ctx.model(model);
-    lead.context_window = model.context_window;
-    lead.base_url = model.api.base_url.clone();
-    lead.anthropic_version = model.api.anthropic_version.clone();
-    lead.rate_limit_wait = model.api.rate_limit_wait;
-    lead.permission_mode = ctx.permission_mode(permissions.permission_mode);
-    lead.allow = permissions.allow.iter().map(ToString::to_string).collect();
-    lead.max_turns = Some(permissions.max_turns);
-    lead.permission_timeout = Some(permissions.permission_timeout.into());
-    Ok(lead)
+) -> Result<swarm_team::spawn::inherit::LeadSettings> {
+    let permissions = permissions.flags(ctx.global.permission_mode_given, true);
+    Ok(ctx
+        .lead_settings()?
+        .inherited(&ctx.profile, &model.flags(), &permissions))
 }

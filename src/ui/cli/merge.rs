@@ -5,7 +5,7 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::options::MergeOpts;
 use crate::ui::cli::output::print_json;
-use swarm_team::merge;
+use swarm_git::merge;
 use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -42,7 +42,7 @@ pub fn run(ctx: &Ctx, args: MergeArgs) -> Result<u8> {
         }
         return Ok(0);
     }
-    let opts = args.merge.options(args.dry_run, &ctx.settings.dirs);
+    let opts = args.merge.options(args.dry_run, &ctx.profile.settings.dirs);
     if let Some(branch) = &args.retry {
         let e = merge::retry(&store, branch)?;
         if !ctx.json() {

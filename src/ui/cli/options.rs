@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use clap::Args;
 
 use swarm_config::permissions::{AllowRule, PermissionMode};
+use swarm_config::profile::{ModelFlags, PermissionFlags};
 use swarm_config::tools::ToolName;
 use swarm_llm::Provider;
 use swarm_llm::budget::Limits;
 use swarm_store::Teams;
 use swarm_store::roster;
-use swarm_team::inherit::Engine;
+use swarm_team::spawn::inherit::Engine;
 use swarm_util::error::Error;
 use swarm_util::vars;
 
@@ -27,6 +28,20 @@ pub struct ModelOpts {
     /// The model's context window in tokens; the conversation is compacted at 80 % of it (teammates inherit it) [default: the model's, from swarm's table]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
+}
+
+impl ModelOpts {
+    /// What these flags say, as the roles take it.
+    pub fn flags(&self) -> ModelFlags {
+        ModelFlags {
+            provider: self.api.provider,
+            base_url: self.api.base_url.clone(),
+            anthropic_version: self.api.anthropic_version.clone(),
+            rate_limit_wait: self.api.rate_limit_wait,
+            model: self.model.clone(),
+            context_window: self.context_window,
+        }
+    }
 }
 
 /// Which API to talk to: what a lead passes on to every teammate.
@@ -83,6 +98,21 @@ pub struct PermissionOpts {
     pub permission_timeout: humantime::Duration,
 }
 
+impl PermissionOpts {
+    /// What these flags say, as the roles take it, with whether the mode and the turn
+    /// limit were given or defaulted.
+    pub fn flags(&self, mode_given: bool, max_turns_given: bool) -> PermissionFlags {
+        PermissionFlags {
+            mode: self.permission_mode,
+            mode_given,
+            allow: self.allow.clone(),
+            max_turns: self.max_turns,
+            max_turns_given,
+            permission_timeout: self.permission_timeout.into(),
+        }
+    }
+}
+
 /// What may be spent on model calls. At the limit no new model call starts.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Budget")]
@@ -115,7 +145,7 @@ pub struct MergeOpts {
     pub into: Option<String>,
     /// How a branch lands: merge, rebase or squash [default: the team's, else merge]
     #[arg(long, value_name = "S")]
-    pub merge_strategy: Option<swarm_team::merge::Strategy>,
+    pub merge_strategy: Option<swarm_git::merge::Strategy>,
 }
 
 impl MergeOpts {
@@ -123,8 +153,8 @@ impl MergeOpts {
         &self,
         dry_run: bool,
         dirs: &swarm_config::project::UserDirs,
-    ) -> swarm_team::merge::Options {
-        swarm_team::merge::Options {
+    ) -> swarm_git::merge::Options {
+        swarm_git::merge::Options {
             into: self.into.clone(),
             check: self.check.clone(),
             strategy: self.merge_strategy,

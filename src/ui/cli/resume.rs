@@ -1,16 +1,16 @@
 //! `swarm resume`: a team whose lead stopped before the end, brought back (see
-//! [`swarm_team::resume`]), and `swarm run`'s offer to do that instead of starting anew.
+//! [`swarm_team::life::resume`]), and `swarm run`'s offer to do that instead of starting anew.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use clap::Args;
 
-use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::context::Ctx;
 use crate::ui::cli::follow::{Speak, follow};
 use swarm_store::Store;
 use swarm_store::names::TeamName;
-use swarm_team::resume;
+use swarm_team::life::resume;
 use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -25,7 +25,7 @@ pub struct ResumeArgs {
 pub fn run(ctx: &Ctx, args: ResumeArgs) -> Result<u8> {
     let team = match args.team.as_deref().or(ctx.global.team.as_deref()) {
         Some(t) => TeamName::new(t)?,
-        None => only_unfinished(ctx, &working_dir(None)?)?,
+        None => only_unfinished(ctx, &ctx.working_dir(None)?)?,
     };
     resume_team(ctx, &ctx.teams.connect(&team)?, args.no_attach)
 }
@@ -38,7 +38,7 @@ fn resume_team(ctx: &Ctx, store: &Store, no_attach: bool) -> Result<u8> {
         .member(swarm_store::names::LEAD)
         .map(|l| std::path::PathBuf::from(&l.cwd))
         .filter(|d| d.is_dir())
-        .map_or_else(|| working_dir(None), Ok)?;
+        .map_or_else(|| ctx.working_dir(None), Ok)?;
     let launcher = ctx.launcher(store, ctx.lead_settings()?, cwd)?;
     let window = resume::resume_lead(&launcher)?;
     println!(
@@ -51,7 +51,7 @@ fn resume_team(ctx: &Ctx, store: &Store, no_attach: bool) -> Result<u8> {
     // As a finished `swarm run` does: the lead's dead pane (and a crashed teammate's) would
     // otherwise keep the window, its session and the tmux server alive after the team ended.
     follow(ctx, store, &window, no_attach, Speak::Text)
-        .inspect(|_| swarm_team::teardown::close_finished(store, &window, false))
+        .inspect(|_| swarm_team::life::teardown::close_finished(store, &window, false))
 }
 
 /// The one unfinished team of `project`.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
+use crate::ui::cli::context::{Ctx, lead_dir};
 use crate::ui::cli::follow::{Speak, attaches, follow};
 use crate::ui::cli::lead::inherited;
 use crate::ui::cli::options::{
@@ -20,9 +20,9 @@ use swarm_demo::run::{self as demo_run, Demo};
 use swarm_llm::budget::Limits;
 use swarm_llm::{Usage, estimate_cost_usd};
 use swarm_store::names::TeamName;
-use swarm_team::launch::SpawnRequest;
-use swarm_team::progress::Event;
-use swarm_team::run::{self as team_run, Goal};
+use swarm_team::runs::progress::Event;
+use swarm_team::runs::run::{self as team_run, Goal};
+use swarm_team::spawn::launch::SpawnRequest;
 use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -103,7 +103,7 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
     }
     // Where the team is made, checked before anything is.
     let teams = args.store.teams(&ctx.teams)?;
-    let here = working_dir(args.cwd.as_deref())?;
+    let here = ctx.working_dir(args.cwd.as_deref())?;
     let def = match args.team_def.clone() {
         Some(given) => Some(team_def(ctx, &given, &here, &mut args)?),
         None => None,
@@ -149,7 +149,7 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
         approver: args.approver,
         teammates,
         budget,
-        merge: args.merge.options(false, &ctx.settings.dirs),
+        merge: args.merge.options(false, &ctx.profile.settings.dirs),
         members: &members,
         hosts: &args.hosts,
     };
@@ -175,15 +175,15 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
         speak.tell(&started);
     }
     follow(ctx, &store, &window, no_attach, speak)
-        .inspect(|_| swarm_team::teardown::close_finished(&store, &window, args.keep))
+        .inspect(|_| swarm_team::life::teardown::close_finished(&store, &window, args.keep))
 }
 
 /// `--team-def`: the definition, checked (its agent types too, from where the team
 /// works); its lead's model settings fill in what the command line left out.
 fn team_def(ctx: &Ctx, given: &str, here: &Path, args: &mut RunArgs) -> Result<TeamDef> {
-    let path = teams::locate(given, &ctx.settings.dirs.project_dir(here))?;
+    let path = teams::locate(given, &ctx.profile.settings.dirs.project_dir(here))?;
     let def = teams::load(&path)?;
-    def.check_agent_types(&Catalog::load(here, &ctx.settings.dirs))?;
+    def.check_agent_types(&Catalog::load(here, &ctx.profile.settings.dirs))?;
     let api = &mut args.model.api;
     api.provider = api.provider.or(def.lead.provider);
     api.base_url = api.base_url.take().or_else(|| def.lead.base_url.clone());

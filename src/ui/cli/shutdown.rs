@@ -7,7 +7,7 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm_store::names::LEAD;
-use swarm_team::shutdown::{self, LadderOptions, Outcome};
+use swarm_team::life::shutdown::{self, LadderOptions, Outcome};
 use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -33,7 +33,7 @@ pub fn run(ctx: &Ctx, args: ShutdownArgs) -> Result<()> {
         timeout: args.timeout.into(),
         force: args.force,
         grace: Duration::from_secs(5),
-        dirs: ctx.settings.dirs.clone(),
+        dirs: ctx.profile.settings.dirs.clone(),
     };
     let config = store.roster().load()?;
     let names: Vec<String> = match &args.name {

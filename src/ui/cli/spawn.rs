@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::json;
 
-use crate::ui::cli::context::{Ctx, lead_dir, working_dir};
+use crate::ui::cli::context::{Ctx, lead_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::message::MESSAGE;
 use crate::ui::cli::options::{BudgetOpts, EngineOpts, allow_rule, colour};
@@ -20,8 +20,8 @@ use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_llm::Provider;
 use swarm_store::mailbox;
 use swarm_store::names::{AgentName, TeamName};
-use swarm_team::inherit::LeadSettings;
-use swarm_team::launch::{Launcher, SpawnRequest, Spawned};
+use swarm_team::spawn::inherit::{Engine, LeadSettings};
+use swarm_team::spawn::launch::{Launcher, SpawnRequest, Spawned};
 use swarm_util::error::{Error, Result, exit};
 use swarm_util::vars;
 
@@ -135,7 +135,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
             "--dry-run shows one spawn: give one name (each of several would go where the one before it went)",
         ));
     }
-    let reqs = requests(&args, prompt)?;
+    let reqs = requests(ctx, &args, prompt)?;
     let launcher = ctx.launcher(&store, lead_settings(ctx, &args)?, lead_dir())?;
     // `--host`, else the host the agent definition names.
     let host = args.host.clone().or_else(|| {
@@ -172,8 +172,8 @@ fn first_prompt(args: &SpawnArgs) -> Result<Option<String>> {
 }
 
 /// One request per name, each with the options given.
-fn requests(args: &SpawnArgs, prompt: Option<String>) -> Result<Vec<SpawnRequest>> {
-    let cwd = working_dir(args.cwd.as_deref())?;
+fn requests(ctx: &Ctx, args: &SpawnArgs, prompt: Option<String>) -> Result<Vec<SpawnRequest>> {
+    let cwd = ctx.working_dir(args.cwd.as_deref())?;
     args.names
         .iter()
         .map(|name| {
@@ -209,8 +209,11 @@ fn lead_settings(ctx: &Ctx, args: &SpawnArgs) -> Result<LeadSettings> {
     lead.max_turns = args.max_turns;
     lead.context_window = args.context_window;
     // The engine is this teammate's (in `req`), not the lead's that a first spawn opens.
-    lead.claude_bin = ctx.claude_bin(&args.engine)?;
-    Ok(lead)
+    let lead = ctx.with_engine(lead, &args.engine)?;
+    Ok(LeadSettings {
+        engine: Engine::Swarm,
+        ..lead
+    })
 }
 
 /// `--dry-run`: prints what spawning `req` would run (secrets only by name).
@@ -255,7 +258,8 @@ fn on_host(
     host: &str,
     dry_run: bool,
 ) -> Result<u8> {
-    let ssh = swarm_team::spawn::remote::ssh_to(ctx.teams.root(), host, &ctx.settings.dirs)?;
+    let ssh =
+        swarm_team::spawn::remote::ssh_to(ctx.teams.root(), host, &ctx.profile.settings.dirs)?;
     if dry_run {
         for line in launcher.dry_run_on_host(&reqs[0], &ssh)? {
             println!("{line}");

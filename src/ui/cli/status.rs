@@ -9,9 +9,9 @@ use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::ui::cli::style;
 use swarm_store::Store;
-use swarm_team::status;
-use swarm_team::supervisor;
-use swarm_team::window::{TeamWindow, TeamWindowOptions};
+use swarm_team::life::status;
+use swarm_team::life::supervisor;
+use swarm_team::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
 
@@ -57,7 +57,7 @@ pub fn status(ctx: &Ctx) -> Result<()> {
     let store = ctx.team()?;
     let tmux = ctx.team_tmux(&store)?;
     // Nobody else may be watching: whoever looks first reports what ended.
-    let (seen, reported) = supervisor::reconcile(&store, Some(&tmux), &ctx.settings.dirs)?;
+    let (seen, reported) = supervisor::reconcile(&store, Some(&tmux), &ctx.profile.settings.dirs)?;
     let seen = if reported.is_empty() {
         seen
     } else {
@@ -83,10 +83,15 @@ pub fn attach(ctx: &Ctx, args: AttachArgs) -> Result<()> {
         if !std::io::stdin().is_terminal() {
             return Err(Error::usage("`swarm attach NAME` needs a terminal"));
         }
-        return swarm_team::spawn::remote::attach(&store, &m.name, host, &ctx.settings.dirs);
+        return swarm_team::spawn::remote::attach(
+            &store,
+            &m.name,
+            host,
+            &ctx.profile.settings.dirs,
+        );
     }
     let tmux = ctx.team_tmux(&store)?;
-    let options = TeamWindowOptions::for_team(&store, ctx.settings.panes_per_window);
+    let options = TeamWindowOptions::for_team(&store, ctx.profile.settings.panes_per_window);
     let window = TeamWindow::find(&tmux, team, options)?.ok_or_else(|| {
         Error::not_found(format!(
             "team '{team}' has no tmux window; start one with `swarm spawn` or `swarm run`"

@@ -14,7 +14,7 @@ use swarm_store::names::LEAD;
 use swarm_store::roster::TeamConfig;
 use swarm_store::tasks::leases;
 use swarm_store::tasks::{NewTask, Status, Task, TaskPatch};
-use swarm_team::task_events::{self, Created, one_line};
+use swarm_team::toolset::task_events::{self, Created, one_line};
 use swarm_util::error::{Error, Result, exit};
 use swarm_util::table::{self, Align, Cell, Look, Table};
 use swarm_util::text::printable;
@@ -401,7 +401,7 @@ fn task_table(tasks: &[Task], config: &TeamConfig, look: Look) -> String {
 fn person_hooks(ctx: &Ctx, config: &TeamConfig) -> Option<Runner> {
     let cwd = std::env::current_dir().ok()?;
     Some(Runner {
-        hooks: Hooks::load(&cwd, &ctx.settings.dirs),
+        hooks: Hooks::load(&cwd, &ctx.profile.settings.dirs),
         session_id: config.lead_session_id.clone().unwrap_or_default(),
         cwd,
         team: config.name.clone(),

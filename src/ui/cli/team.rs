@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::ui::cli::context::{Ctx, working_dir};
+use crate::ui::cli::context::Ctx;
 use crate::ui::cli::options::{StoreOpts, colour};
 use crate::ui::cli::output::print_json;
 use swarm_config::agents::{Catalog, Isolation};
@@ -15,9 +15,9 @@ use swarm_config::teams::{self, MemberDef, TeamDef};
 use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::{self, NewMember, TeamConfig};
-use swarm_team::shutdown::LadderOptions;
-use swarm_team::teardown;
-use swarm_team::window::TeamWindowOptions;
+use swarm_team::life::shutdown::LadderOptions;
+use swarm_team::life::teardown;
+use swarm_team::spawn::window::TeamWindowOptions;
 use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Subcommand)]
@@ -154,7 +154,11 @@ fn link(ctx: &Ctx, team: &str, url: &str) -> Result<()> {
 
 /// `swarm team init`: the example, written in this project.
 fn init_def(ctx: &Ctx, name: &str) -> Result<()> {
-    let project = ctx.settings.dirs.project_dir(&working_dir(None)?);
+    let project = ctx
+        .profile
+        .settings
+        .dirs
+        .project_dir(&ctx.working_dir(None)?);
     let path = teams::init(&project, name)?;
     if ctx.json() {
         print_json(&json!({"written": path}));
@@ -170,13 +174,13 @@ fn init_def(ctx: &Ctx, name: &str) -> Result<()> {
 /// `swarm team check`: one definition, or every one in this project; stops at the first
 /// that is wrong.
 fn check_defs(ctx: &Ctx, given: Option<&str>) -> Result<()> {
-    let here = working_dir(None)?;
-    let project = ctx.settings.dirs.project_dir(&here);
+    let here = ctx.working_dir(None)?;
+    let project = ctx.profile.settings.dirs.project_dir(&here);
     let paths = match given {
         Some(g) => vec![teams::locate(g, &project)?],
         None => project_defs(&teams::dir(&project))?,
     };
-    let catalog = Catalog::load(&here, &ctx.settings.dirs);
+    let catalog = Catalog::load(&here, &ctx.profile.settings.dirs);
     let mut checked = Vec::new();
     for path in paths {
         let def = teams::load(&path)?;
@@ -284,7 +288,7 @@ fn def_json(def: &TeamDef) -> serde_json::Value {
 fn create(ctx: &Ctx, team: &str, description: Option<String>, store: &StoreOpts) -> Result<()> {
     let team = TeamName::new(team)?;
     ctx.actor.check_team(&team)?;
-    let cwd = working_dir(None)?;
+    let cwd = ctx.working_dir(None)?;
     let teams = store.teams(&ctx.teams)?;
     let made = teams.create_team(&team, description, &cwd)?;
     if ctx.json() {
@@ -343,7 +347,7 @@ fn add_member(ctx: &Ctx, args: AddMemberArgs) -> Result<()> {
     let store = ctx.team()?;
     let team = store.team();
     let name = AgentName::new(&args.agent)?;
-    let cwd = working_dir(args.cwd.as_deref())?;
+    let cwd = ctx.working_dir(args.cwd.as_deref())?;
     let member = store.roster().add_member(NewMember {
         name,
         color: args.color,
@@ -412,10 +416,10 @@ fn delete_team(ctx: &Ctx, team: &str, force: bool) -> Result<()> {
 /// Deletes `team` through the shutdown ladder (see `team::teardown`), saying its steps.
 fn delete(ctx: &Ctx, store: &Store, force: bool) -> Result<teardown::Deleted> {
     let tmux = ctx.team_tmux(store)?;
-    let window = TeamWindowOptions::for_team(store, ctx.settings.panes_per_window);
+    let window = TeamWindowOptions::for_team(store, ctx.profile.settings.panes_per_window);
     let ladder = LadderOptions {
         timeout: std::time::Duration::from_secs(10),
-        ..LadderOptions::new(ctx.settings.dirs.clone())
+        ..LadderOptions::new(ctx.profile.settings.dirs.clone())
     };
     // The ladder may take a while: if stdout went away meanwhile, go on quietly.
     let say = |line: &str| {

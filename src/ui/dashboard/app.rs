@@ -29,7 +29,7 @@ use crate::ui::dashboard::view;
 use swarm_store::approvals::{Decision, Kind};
 use swarm_store::names::TeamName;
 use swarm_store::{Hold, Store, Topic};
-use swarm_team::status::MemberStatus;
+use swarm_team::life::status::MemberStatus;
 use swarm_tmux::{Caller, PaneId, Tmux};
 use swarm_util::error::{Error, Result};
 use swarm_util::watcher as watch;

@@ -14,8 +14,8 @@ use swarm_store::protocol::{
     ShutdownRequest, TaskAssignment, TeammateTerminated,
 };
 use swarm_store::tasks::Task;
-use swarm_team::feed::{self, FeedEntry};
-use swarm_team::status::MemberStatus;
+use swarm_team::life::status::MemberStatus;
+use swarm_team::views::feed::{self, FeedEntry};
 use swarm_util::clock;
 
 /// 2026-02-12T05:22:25Z.

@@ -13,10 +13,10 @@ use jiff::tz::TimeZone;
 use swarm_store::Store;
 use swarm_store::approvals::{self, Approval};
 use swarm_store::tasks::{Status, Task};
-use swarm_team::board::task_state;
-pub use swarm_team::board::{TaskState, board_order};
-use swarm_team::feed::{FeedEntry, FeedReader};
-use swarm_team::status::{self, MemberStatus};
+use swarm_team::life::status::{self, MemberStatus};
+use swarm_team::views::board::task_state;
+pub use swarm_team::views::board::{TaskState, board_order};
+use swarm_team::views::feed::{FeedEntry, FeedReader};
 use swarm_tmux::Tmux;
 use swarm_util::clock;
 use swarm_util::error::Result;
@@ -135,7 +135,7 @@ impl Source {
         let mut problems = Vec::new();
         // A Claude Code teammate records nothing itself: its requests are recorded here
         // too, so the `a`/`r` keys answer them with no `swarm lead` running.
-        if let Err(e) = swarm_team::supervisor::record_requests(&self.store, &seen) {
+        if let Err(e) = swarm_team::life::supervisor::record_requests(&self.store, &seen) {
             problems.push(format!("requests: {e}"));
         }
         let tasks = self.store.tasks().list().unwrap_or_else(|e| {

@@ -17,7 +17,7 @@ use ratatui::widgets::{Cell, Row};
 use crate::ui::dashboard::model::Snapshot;
 use crate::ui::dashboard::style::{Ctx, DIM, palette};
 use swarm_store::approvals::{Approval, Kind};
-use swarm_team::status;
+use swarm_team::life::status;
 
 pub(super) fn draw_approvals(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let snap = ctx.snap;

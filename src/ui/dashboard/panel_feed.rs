@@ -18,7 +18,7 @@ use ratatui::widgets::Paragraph;
 
 use crate::ui::dashboard::model::Snapshot;
 use crate::ui::dashboard::style::{Ctx, DIM, SELECTED, palette};
-use swarm_team::feed::{Class, FeedEntry};
+use swarm_team::views::feed::{Class, FeedEntry};
 
 pub(super) fn draw_feed(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let snap = ctx.snap;

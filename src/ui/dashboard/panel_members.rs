@@ -17,7 +17,7 @@ use ratatui::widgets::{Cell, Row};
 
 use crate::ui::dashboard::model::Snapshot;
 use crate::ui::dashboard::style::{Ctx, DIM, palette, state_style};
-use swarm_team::status::{self, MemberStatus};
+use swarm_team::life::status::{self, MemberStatus};
 use swarm_util::table::fit;
 
 pub(super) fn draw_members(frame: &mut Frame, area: Rect, ctx: &Ctx) {

@@ -447,7 +447,7 @@ impl UiState {
             title: format!(
                 "{kind} request from {}, {} [{}]",
                 a.agent,
-                swarm_team::status::ago(a.created_ms, snap.now_ms),
+                swarm_team::life::status::ago(a.created_ms, snap.now_ms),
                 a.request_id
             ),
             body,
@@ -509,7 +509,7 @@ fn approval_keys(snap: &Snapshot) -> Vec<&str> {
 mod tests {
     use super::*;
     use crate::ui::dashboard::fixture;
-    use swarm_team::feed::FeedEntry;
+    use swarm_team::views::feed::FeedEntry;
 
     fn press(ui: &mut UiState, snap: &Snapshot, codes: &[KeyCode]) -> Option<Action> {
         let mut last = None;

@@ -47,9 +47,9 @@ use swarm_store::protocol::{IdleNotification, Protocol};
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
 use swarm_store::{Store, Topic};
-use swarm_team::prompt::{mail_turn, wrap_message};
-use swarm_team::status;
-use swarm_team::tools::{LeadPowers, TeamTools};
+use swarm_team::life::status;
+use swarm_team::spawn::prompt::{mail_turn, wrap_message};
+use swarm_team::toolset::tools::{LeadPowers, TeamTools};
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
 

@@ -26,12 +26,12 @@ use swarm_store::Store;
 use swarm_store::documents;
 use swarm_store::names::{AgentName, LEAD};
 use swarm_store::state::{Activity, AgentState, ExitInfo};
-use swarm_team::launch::Launcher;
-use swarm_team::report;
-use swarm_team::resume;
-use swarm_team::shutdown::{self, LadderOptions};
-use swarm_team::status;
-use swarm_team::supervisor;
+use swarm_team::life::resume;
+use swarm_team::life::shutdown::{self, LadderOptions};
+use swarm_team::life::status;
+use swarm_team::life::supervisor;
+use swarm_team::runs::report;
+use swarm_team::spawn::launch::Launcher;
 use swarm_tmux::Tmux;
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
@@ -305,12 +305,12 @@ fn write_state(opts: &LeadOptions, me: &AgentState) {
 /// work is on the target, before the report lists the queue.
 async fn land_last_merges(opts: &LeadOptions) {
     let store = opts.store.clone();
-    let merge = swarm_team::merge::Options {
+    let merge = swarm_git::merge::Options {
         dirs: opts.ladder.dirs.clone(),
         ..Default::default()
     };
     let last = tokio::task::spawn_blocking(move || {
-        swarm_team::merge::run(&store, &merge, &|e| say(&swarm_team::merge::describe(e)))
+        swarm_git::merge::run(&store, &merge, &|e| say(&swarm_git::merge::describe(e)))
     })
     .await;
     match last {

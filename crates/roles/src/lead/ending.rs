@@ -6,7 +6,7 @@
 use swarm_store::names::LEAD;
 use swarm_store::tasks::Status;
 use swarm_store::{Store, TaskBoard};
-use swarm_team::status;
+use swarm_team::life::status;
 
 /// How the lead's work ended.
 #[derive(Debug, Clone, PartialEq)]

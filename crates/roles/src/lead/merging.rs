@@ -1,11 +1,11 @@
-//! The lead's side of the merge queue ([`swarm_team::merge`]): it runs the queue in the
+//! The lead's side of the merge queue ([`swarm_git::merge`]): it runs the queue in the
 //! background whenever a teammate's work may have become mergeable (one more task
 //! completed, a teammate stopped), so the lead keeps reading its mail while a long check
 //! runs, and turns each run's outcome into notes for the lead's model.
 //!
 //! A branch handed back to a teammate that is no longer running restarts that teammate,
 //! with its conversation and in its worktree, to do the task (see
-//! [`swarm_team::resume::respawn_for_merge`]).
+//! [`swarm_team::life::resume::respawn_for_merge`]).
 //!
 //! Invariant: one run at a time per team (the queue's own run lock also keeps the lead's
 //! MergeQueue tool and a person's `swarm merge` out of each other's way). The run is
@@ -16,14 +16,14 @@ use std::collections::HashSet;
 
 use tokio::task::JoinHandle;
 
+use swarm_git::merge::{self, Options, Outcome};
 use swarm_store::TaskBoard;
 use swarm_store::merge_queue::Entry;
 use swarm_store::names::AgentName;
 use swarm_store::state::Activity;
 use swarm_store::tasks::Status;
-use swarm_team::launch::Launcher;
-use swarm_team::merge::{self, Options, Outcome};
-use swarm_team::resume;
+use swarm_team::life::resume;
+use swarm_team::spawn::launch::Launcher;
 use swarm_util::error::Result;
 
 /// What one run came to, for the lead.
@@ -175,7 +175,8 @@ fn running(launcher: &Launcher, agent: &str) -> bool {
         return false;
     };
     let store = &launcher.store;
-    store.agents().read_state(&name).is_some_and(|s| {
-        s.activity != Activity::Exited && swarm_team::status::still_runs(store, &s)
-    })
+    store
+        .agents()
+        .read_state(&name)
+        .is_some_and(|s| s.activity != Activity::Exited && store.still_runs(&s))
 }

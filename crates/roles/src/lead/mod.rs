@@ -5,3 +5,4 @@ pub mod agent;
 pub mod dispatcher;
 mod ending;
 mod merging;
+pub mod start;

@@ -30,7 +30,7 @@ use swarm_store::Store;
 use swarm_store::mailbox::{Delivery, bell};
 use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
-use swarm_team::prompt::wrap_message;
+use swarm_team::spawn::prompt::wrap_message;
 use swarm_util::error::Result;
 use swarm_util::watcher::DirWatcher;
 

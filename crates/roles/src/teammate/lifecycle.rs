@@ -27,7 +27,7 @@ use crate::heartbeat::Beater;
 use crate::lead_sig::LeadGuard;
 use crate::teammate::active::ActiveFlag;
 use crate::teammate::inbox::Inbox;
-use crate::teammate::options::TeammateOptions;
+use crate::teammate::options::{TeammateFlags, TeammateOptions};
 use swarm_agent::compaction::DoneTask;
 use swarm_agent::display::Display;
 use swarm_agent::engine::Engine;
@@ -35,19 +35,44 @@ use swarm_agent::prompt::PromptInputs;
 use swarm_agent::tools::ToolContext;
 use swarm_config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
 use swarm_config::permissions::PermissionMode;
+use swarm_config::profile::Profile;
 use swarm_store::Store;
+use swarm_store::Teams;
 use swarm_store::liveness;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{Protocol, ShutdownApproved};
 use swarm_store::state::{Activity, AgentState, ExitInfo};
-use swarm_team::prompt::{self};
-use swarm_team::tools::TeamTools;
+use swarm_team::spawn::prompt::{self};
+use swarm_team::toolset::tools::TeamTools;
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
 
 /// Most milliseconds a state file's `lastActivityMs` lags behind (see [`Runtime::touch`]).
 const TOUCH_EVERY_MS: i64 = 1000;
+
+/// `swarm teammate`: who it is checked, its team opened (once: everything it does goes
+/// through this handle), its options resolved, and its life run to its end. A start that
+/// fails is recorded in its state (see [`record_start_failure`]). Returns the process's
+/// exit code.
+pub fn start(
+    flags: TeammateFlags,
+    teams: &Teams,
+    profile: &Profile,
+    pane: Option<String>,
+) -> Result<u8> {
+    let (team, name) = flags.identity()?;
+    let store = teams.open(&team)?;
+    let lived = TeammateOptions::resolve(flags, store.clone(), profile, pane).and_then(|opts| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?
+            .block_on(run(opts))
+    });
+    let code = lived.inspect_err(|e| record_start_failure(&store, &name, e))?;
+    Ok(u8::try_from(code).unwrap_or(1))
+}
 
 /// Runs the teammate until it is told to stop; returns the process exit code.
 pub async fn run(opts: TeammateOptions) -> Result<i32> {

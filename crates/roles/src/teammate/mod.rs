@@ -10,5 +10,5 @@ pub mod lifecycle;
 pub mod options;
 mod work;
 
-pub use lifecycle::run;
-pub use options::TeammateOptions;
+pub use lifecycle::{run, start};
+pub use options::{TeammateFlags, TeammateOptions};

@@ -1,5 +1,9 @@
 //! What a teammate is started with: its identity, model, permissions, tools and hooks,
 //! from its command line and, where the command line is silent, its agent definition.
+//!
+//! The front end only parses `swarm teammate`'s command line ([`TeammateFlags`]); the
+//! teammate resolves its options here, from the flags, the process's [`Profile`] and its
+//! project ([`TeammateOptions::resolve`]), with its team opened once by whoever starts it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -8,13 +12,15 @@ use crate::lead_sig::LeadKey;
 use swarm_config::agents::Catalog;
 use swarm_config::hooks::{self, Hooks};
 use swarm_config::permissions::{AllowRule, PermissionMode};
+use swarm_config::profile::{ModelFlags, PermissionFlags, Profile};
 use swarm_config::project::UserDirs;
 use swarm_config::tools::ToolName;
 use swarm_llm::budget::Limits;
 use swarm_llm::{LlmConfig, Provider};
 use swarm_store::Store;
-use swarm_store::names::AgentName;
-use swarm_util::error::Result;
+use swarm_store::names::{AgentName, TeamName, agent_id};
+use swarm_util::error::{Error, Result};
+use swarm_util::vars;
 
 #[derive(Debug, Clone)]
 pub struct TeammateOptions {
@@ -50,6 +56,138 @@ pub struct TeammateOptions {
     pub context_window: Option<u64>,
     /// `--lead-verify-key`: mail in the lead's name counts only when signed with it.
     pub lead_key: Option<LeadKey>,
+}
+
+/// `swarm teammate`'s command line, as parsed: who it is, and what it was told.
+#[derive(Debug, Clone)]
+pub struct TeammateFlags {
+    /// Restarted by a resumed lead.
+    pub resume: bool,
+    pub agent_id: String,
+    pub agent_name: String,
+    pub team_name: String,
+    pub color: Option<String>,
+    pub plan_mode_required: bool,
+    pub agent_type: Option<String>,
+    pub cwd: Option<PathBuf>,
+    pub lead_key: Option<LeadKey>,
+    /// The agent type a Claude Code lead chose: loaded when defined here.
+    pub claude_agent_type: Option<String>,
+    /// The model a Claude Code lead chose.
+    pub claude_model: Option<String>,
+    /// Claude Code teammate flags swarm has no use for, kept for the log.
+    pub claude_flags: Vec<String>,
+    pub model: ModelFlags,
+    pub permissions: PermissionFlags,
+    pub budget: Limits,
+}
+
+impl TeammateFlags {
+    /// The team and name these flags give, checked against `--agent-id`.
+    pub fn identity(&self) -> Result<(TeamName, AgentName)> {
+        let team = TeamName::new(&self.team_name)?;
+        let name = AgentName::new(&self.agent_name)?;
+        let expected = agent_id(&name, &team);
+        if self.agent_id != expected {
+            return Err(Error::usage(format!(
+                "--agent-id {} does not match --agent-name and --team-name (expected {expected})",
+                self.agent_id
+            )));
+        }
+        Ok((team, name))
+    }
+}
+
+impl TeammateOptions {
+    /// The options of the teammate `flags` describe, in the team `store` holds (opened
+    /// once, where the process starts): its project's agent definition and hooks, the
+    /// settings files and the environment fill in what the flags leave out. `pane` is its
+    /// own tmux pane.
+    pub fn resolve(
+        flags: TeammateFlags,
+        store: Store,
+        profile: &Profile,
+        pane: Option<String>,
+    ) -> Result<TeammateOptions> {
+        let (_, name) = flags.identity()?;
+        if !flags.claude_flags.is_empty() {
+            tracing::info!(
+                "ignoring Claude Code flags swarm has no use for: {}",
+                flags.claude_flags.join(" ")
+            );
+        }
+        // Its commands act as itself (`identity`), whoever started it.
+        let mut env = profile.settings_env();
+        env.insert(
+            vars::SWARM_AGENT_ID.to_owned(),
+            agent_id(&name, store.team()),
+        );
+        env.insert(vars::SWARM_AGENT_NAME.to_owned(), name.to_string());
+        env.insert(vars::SWARM_TEAM.to_owned(), store.team().to_string());
+        let cwd = profile.working_dir(flags.cwd.as_deref())?;
+        let dirs = &profile.settings.dirs;
+        let project = dirs.teammate_project_dir(&cwd, profile.env());
+        let agent_type = flags.agent_type.clone().or_else(|| {
+            let t = flags.claude_agent_type.as_deref()?;
+            defined_type(&project, dirs, t)
+        });
+        let perms = &flags.permissions;
+        let given = Given {
+            mode: perms.mode_given,
+            max_turns: perms.max_turns_given,
+        };
+        let mode = profile.permission_mode(perms.mode, perms.mode_given);
+        let from_project = from_project(
+            &project,
+            dirs,
+            agent_type.as_deref(),
+            mode,
+            perms.max_turns,
+            given,
+        )?;
+        let model = teammate_model(&flags, &from_project.api);
+        Ok(TeammateOptions {
+            store,
+            name,
+            color: flags.color,
+            plan_mode_required: flags.plan_mode_required,
+            agent_type,
+            custom_instructions: from_project.custom_instructions,
+            llm: profile.llm_config(&model)?,
+            mode: from_project.mode,
+            allow: profile.rules(&perms.allow),
+            env,
+            max_turns: from_project.max_turns,
+            permission_timeout: perms.permission_timeout,
+            cwd,
+            idle_poll: Duration::from_secs(1),
+            tools: from_project.tools,
+            hooks: from_project.hooks,
+            pane,
+            timings: profile.settings.timings.clone(),
+            budget: flags.budget,
+            resumed: flags.resume,
+            context_window: flags.model.context_window,
+            lead_key: flags.lead_key,
+        })
+    }
+}
+
+/// The teammate's model and API: its flags, then its agent definition's (a Claude Code
+/// lead passes only `--agent-type`), then a Claude Code lead's `--model`, which names a
+/// Claude model and so stands only on Anthropic's API when nothing of swarm's names one.
+fn teammate_model(flags: &TeammateFlags, defined: &DefinedApi) -> ModelFlags {
+    let mut model = flags.model.clone();
+    // The definition's URL goes with its provider (as for a spawn: inherit::resolve_api).
+    if model.base_url.is_none() && model.provider.is_none_or(|p| Some(p) == defined.provider) {
+        model.base_url = defined.base_url.clone();
+    }
+    model.provider = model.provider.or(defined.provider);
+    model.model = model.model.or_else(|| defined.model.clone());
+    if model.model.is_none() && matches!(model.provider, None | Some(Provider::Anthropic)) {
+        model.model = flags.claude_model.clone();
+    }
+    model
 }
 
 /// Which settings the command line gave (a flag or its environment twin), so that an

@@ -29,7 +29,7 @@ use swarm_store::names::LEAD;
 use swarm_store::protocol::{IdleNotification, Protocol, ShutdownRequest};
 use swarm_store::state::Activity;
 use swarm_store::tasks::{Status, Task, TaskPatch};
-use swarm_team::prompt::mail_turn;
+use swarm_team::spawn::prompt::mail_turn;
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
 

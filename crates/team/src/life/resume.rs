@@ -246,7 +246,7 @@ fn respawn_one(
         {
             return Ok("finished: not restarted".to_owned());
         }
-        if s.activity != Activity::Exited && crate::life::status::still_runs(store, s) {
+        if s.activity != Activity::Exited && store.still_runs(s) {
             return Ok(format!("adopted: still running (pid {})", s.pid));
         }
     } else if let Some(pid) = m.pid.filter(|p| swarm_util::process::is_alive(*p)) {

@@ -6,7 +6,7 @@
 //! rejection stops the ladder unless forced. Afterwards the member leaves the roster, its
 //! open tasks return to pending and the lead is told (once; see [`crate::life::supervisor`]),
 //! and its git worktree, if it had one, is removed when unchanged and kept otherwise (see
-//! [`crate::git::worktree`]).
+//! [`swarm_git::worktree`]).
 //!
 //! Signals only reach the process the teammate's state file names (pid and start time), so
 //! a reused pid is never hit; the session is the teammate's own (tmux makes each pane a
@@ -120,17 +120,12 @@ fn shut_down_looking(
     progress: &(dyn Fn(&str) + Sync),
     look: &(dyn Fn() -> Result<Look> + Sync),
 ) -> Result<Report> {
-    let team = store.team();
     if name == LEAD {
         return Err(Error::usage(
             "the lead is not shut down with the ladder; stop it in its pane (Ctrl-C)",
         ));
     }
-    let mut report = Report {
-        name: name.to_owned(),
-        outcome: Outcome::NotRunning,
-        steps: Vec::new(),
-    };
+    let mut steps = Vec::new();
     // The roster shows a step only while the process is still there (`swarm status` shows
     // it as shutting down); after that, writing it (for every teammate of a big team, one
     // after another under the roster's lock) would show nobody anything.
@@ -143,115 +138,196 @@ fn shut_down_looking(
                     .insert(status::SHUTDOWN_STEP.into(), s.clone().into());
             });
         }
-        report.steps.push(s);
+        steps.push(s);
     };
-    let member = |l: Look| -> Result<MemberStatus> {
-        l.seen.member(name).cloned().ok_or_else(|| {
+    let ladder = Ladder {
+        store,
+        tmux,
+        name,
+        opts,
+        look,
+        gone: &gone,
+    };
+    let outcome = ladder.climb(&mut step)?;
+    Ok(Report {
+        name: name.to_owned(),
+        outcome,
+        steps,
+    })
+}
+
+/// One teammate's way down the ladder.
+struct Ladder<'a> {
+    store: &'a Store,
+    tmux: Option<&'a Tmux>,
+    name: &'a str,
+    opts: &'a LadderOptions,
+    look: &'a (dyn Fn() -> Result<Look> + Sync),
+    /// Its process is gone (or going of its own accord): steps no longer go to the roster.
+    gone: &'a std::cell::Cell<bool>,
+}
+
+impl Ladder<'_> {
+    /// The teammate as a fresh look sees it.
+    fn observe(&self) -> Result<MemberStatus> {
+        let look = (self.look)()?;
+        look.seen.member(self.name).cloned().ok_or_else(|| {
             Error::not_found(format!(
-                "no member named '{name}' in team '{team}'; see `swarm status`"
+                "no member named '{}' in team '{}'; see `swarm status`",
+                self.name,
+                self.store.team()
             ))
         })
-    };
-    let observe = || member(look()?);
-    let first = observe()?;
-    if first.pid.is_none() && first.pane_record.is_none() {
-        let config = store.roster().load()?;
+    }
+
+    /// Every rung: ask, then end it (there or here), then make sure it is gone and settle
+    /// what it leaves. Returns how it ended.
+    fn climb(&self, step: &mut dyn FnMut(String)) -> Result<Outcome> {
+        let first = self.observe()?;
+        let mut outcome = Outcome::NotRunning;
+        if first.pid.is_none()
+            && first.pane_record.is_none()
+            && let Some(unseen) = self.not_started(&first, step)?
+        {
+            return Ok(unseen);
+        }
+        // A pid means something only on this host: a teammate elsewhere is asked, never
+        // signalled from here.
+        let target = first
+            .pid
+            .filter(|_| first.alive && is_here(&first))
+            .map(Target::of);
+        if first.alive && !self.opts.force {
+            match ask_and_wait(self.store, self.name, self.opts, self.look, step)? {
+                Some(rejected @ Outcome::Rejected(_)) => return Ok(rejected),
+                Some(asked) => {
+                    self.gone.set(true);
+                    outcome = asked;
+                }
+                None => {}
+            }
+        }
+        if outcome != Outcome::Approved {
+            outcome = self.end(&first, target, step)?.unwrap_or(outcome);
+        } else if let Some(target) = target {
+            // Whatever its Bash tool left behind goes with it.
+            if !target.wait_gone(Duration::from_secs(2)) {
+                target.signal(Signal::SIGKILL);
+            }
+        }
+        self.gone.set(true);
+        self.settle(target, step)?;
+        Ok(outcome)
+    }
+
+    /// A teammate with neither a process nor a pane: it ended, never started, or runs
+    /// where this host cannot see it (then its outcome, all done here).
+    fn not_started(
+        &self,
+        first: &MemberStatus,
+        step: &mut dyn FnMut(String),
+    ) -> Result<Option<Outcome>> {
+        let config = self.store.roster().load()?;
         if first.state == "dead" {
             // Its pane is gone from a server that answers: so is its process.
             step(format!(
                 "not running ({})",
                 first.detail.as_deref().unwrap_or("process gone")
             ));
-        } else if may_run_unseen(config.require(name)?) {
-            report.outcome = shut_down_unseen(store, name, opts, &mut step)?;
-            return Ok(report);
+        } else if may_run_unseen(config.require(self.name)?) {
+            return shut_down_unseen(self.store, self.name, self.opts, step).map(Some);
         } else {
             step("never started".to_owned());
         }
+        Ok(None)
     }
-    // A pid means something only on this host: a teammate elsewhere is asked, never
-    // signalled from here.
-    let here = |m: &MemberStatus| swarm_store::liveness::is_here(m.host.as_deref());
-    let target = first
-        .pid
-        .filter(|_| first.alive && here(&first))
-        .map(Target::of);
-    let alive = |m: &MemberStatus| m.alive;
-    if first.alive && !opts.force {
-        match ask_and_wait(store, name, opts, look, &mut step)? {
-            Some(rejected @ Outcome::Rejected(_)) => {
-                report.outcome = rejected;
-                return Ok(report);
-            }
-            Some(outcome) => {
-                gone.set(true);
-                report.outcome = outcome;
-            }
-            None => {}
+
+    /// Ends a teammate that did not go when asked: its session on its host, or SIGTERM
+    /// then SIGKILL here. A remote process is ended there even when its heartbeat says it
+    /// is gone: a hung one beats no more, and would be left behind. `None`: nothing ran.
+    fn end(
+        &self,
+        first: &MemberStatus,
+        target: Option<Target>,
+        step: &mut dyn FnMut(String),
+    ) -> Result<Option<Outcome>> {
+        let (store, name, opts) = (self.store, self.name, self.opts);
+        let remote = store
+            .roster()
+            .load()?
+            .member(name)
+            .and_then(crate::spawn::remote::host_of)
+            .filter(|_| !is_here(first))
+            .map(str::to_owned);
+        if let Some(host) = &remote {
+            step(crate::spawn::remote::end_session(
+                store, name, host, &opts.dirs,
+            )?);
+            let killed = reap_remote(store, name, host, first, opts, step)?;
+            return Ok(Some(if killed {
+                Outcome::Killed
+            } else {
+                Outcome::Terminated
+            }));
         }
-    }
-    let roster = store.roster().load()?;
-    let remote = roster
-        .member(name)
-        .and_then(crate::spawn::remote::host_of)
-        .filter(|_| !here(&first))
-        .map(str::to_owned);
-    // A remote process is ended there even when its heartbeat says it is gone: a hung one
-    // beats no more, and would be left behind.
-    if let (Some(host), true) = (&remote, report.outcome != Outcome::Approved) {
-        step(crate::spawn::remote::end_session(
-            store, name, host, &opts.dirs,
-        )?);
-        report.outcome = Outcome::Terminated;
-        if reap_remote(store, name, host, &first, opts, &mut step)? {
-            report.outcome = Outcome::Killed;
+        if !self.observe()?.alive {
+            if let Some(target) = target
+                && !target.wait_gone(Duration::from_secs(2))
+            {
+                // Whatever its Bash tool left behind goes with it.
+                target.signal(Signal::SIGKILL);
+            }
+            return Ok(None);
         }
-    } else if report.outcome != Outcome::Approved && alive(&observe()?) {
         let target = target.unwrap_or(Target::NOTHING);
         let n = target.signal(Signal::SIGTERM);
         step(format!("SIGTERM to {target} ({n} process(es))"));
-        report.outcome = Outcome::Terminated;
-        if !target.wait_gone(opts.grace) {
-            let n = target.signal(Signal::SIGKILL);
-            step(format!(
-                "still running after {} s: SIGKILL ({n} process(es))",
-                opts.grace.as_secs()
-            ));
-            report.outcome = Outcome::Killed;
-            target.wait_gone(Duration::from_secs(5));
+        if target.wait_gone(opts.grace) {
+            return Ok(Some(Outcome::Terminated));
         }
-    } else if let Some(target) = target
-        && !target.wait_gone(Duration::from_secs(2))
-    {
-        // Whatever its Bash tool left behind goes with it.
-        target.signal(Signal::SIGKILL);
+        let n = target.signal(Signal::SIGKILL);
+        step(format!(
+            "still running after {} s: SIGKILL ({n} process(es))",
+            opts.grace.as_secs()
+        ));
+        target.wait_gone(Duration::from_secs(5));
+        Ok(Some(Outcome::Killed))
     }
-    gone.set(true);
-    if let Some(tmux) = tmux {
-        close_pane(store, tmux, name, &mut step)?;
-        close_dead_pane(tmux, &observe()?, &mut step);
-    }
-    let last = wait_until_ended(&observe, tmux, &mut step)?;
-    if last.alive || target.is_some_and(|t| !t.gone()) {
-        return Err(Error::Other(format!(
-            "{name} is still running after SIGKILL (pid {}); check it by hand",
-            last.pid.unwrap_or_default()
-        )));
-    }
-    if last.pane_alive == Some(true) {
-        return Err(Error::Tmux(format!(
-            "{name}'s process has ended but its pane is still open {} s after kill-pane; close it by hand (`swarm attach`)",
-            PANE_GONE_WITHIN.as_secs()
-        )));
-    }
-    if let Some(r) = supervisor::report_exit(store, &last, &opts.dirs)? {
-        released(&mut step, &r.released);
-        if let Some(line) = r.worktree {
-            step(line);
+
+    /// Closes its pane, waits for its end, refuses a process or pane that outlived it,
+    /// then reports the end, settles its worktree and takes it off the roster.
+    fn settle(&self, target: Option<Target>, step: &mut dyn FnMut(String)) -> Result<()> {
+        let (store, name) = (self.store, self.name);
+        if let Some(tmux) = self.tmux {
+            close_pane(store, tmux, name, step)?;
+            close_dead_pane(tmux, &self.observe()?, step);
         }
+        let last = wait_until_ended(&|| self.observe(), self.tmux, step)?;
+        if last.alive || target.is_some_and(|t| !t.gone()) {
+            return Err(Error::Other(format!(
+                "{name} is still running after SIGKILL (pid {}); check it by hand",
+                last.pid.unwrap_or_default()
+            )));
+        }
+        if last.pane_alive == Some(true) {
+            return Err(Error::Tmux(format!(
+                "{name}'s process has ended but its pane is still open {} s after kill-pane; close it by hand (`swarm attach`)",
+                PANE_GONE_WITHIN.as_secs()
+            )));
+        }
+        if let Some(r) = supervisor::report_exit(store, &last, &self.opts.dirs)? {
+            released(step, &r.released);
+            if let Some(line) = r.worktree {
+                step(line);
+            }
+        }
+        leave(store, name, &self.opts.dirs, step)
     }
-    leave(store, name, &opts.dirs, step)?;
-    Ok(report)
+}
+
+/// Whether `m` runs on this host, where its pid means something.
+fn is_here(m: &MemberStatus) -> bool {
+    swarm_store::liveness::is_here(m.host.as_deref())
 }
 
 /// Makes sure the process of `first`, on `host`, is gone after its session ended: killed
@@ -263,7 +339,7 @@ fn reap_remote(
     host: &str,
     first: &MemberStatus,
     opts: &LadderOptions,
-    step: &mut impl FnMut(String),
+    step: &mut dyn FnMut(String),
 ) -> Result<bool> {
     let state = first.state_file.as_ref();
     let Some((pid, start)) = state.and_then(|s| s.start_ticks.map(|t| (s.pid, t))) else {
@@ -363,7 +439,7 @@ fn wait_until_ended(
 /// exit report already; this catches one that never registered), then off the roster,
 /// which returns whatever tasks it still held.
 fn leave(store: &Store, name: &str, dirs: &UserDirs, mut step: impl FnMut(String)) -> Result<()> {
-    if let Some(line) = crate::git::settle::settle(store, name, dirs) {
+    if let Some(line) = swarm_git::settle::settle(store, name, dirs) {
         step(line);
     }
     let removed = store.roster().remove_member(name)?;
@@ -373,7 +449,7 @@ fn leave(store: &Store, name: &str, dirs: &UserDirs, mut step: impl FnMut(String
     Ok(())
 }
 
-fn released(step: &mut impl FnMut(String), ids: &[String]) {
+fn released(step: &mut dyn FnMut(String), ids: &[String]) {
     if !ids.is_empty() {
         step(format!("returned task(s) #{} to pending", ids.join(", #")));
     }
@@ -430,7 +506,7 @@ fn declare_dead(
     store: &Store,
     name: &str,
     opts: &LadderOptions,
-    step: &mut impl FnMut(String),
+    step: &mut dyn FnMut(String),
 ) -> Result<()> {
     let why = format!(
         "it did not answer the shutdown request within {} s",

@@ -25,7 +25,7 @@ use swarm_llm::budget::{Limits, Spend};
 use swarm_store::Store;
 use swarm_store::liveness::Heartbeat;
 use swarm_store::names::{AgentName, LEAD};
-use swarm_store::roster::{Member, TeamConfig};
+use swarm_store::roster::Member;
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
 use swarm_store::tasks::leases::{self, Overlap};
@@ -201,7 +201,6 @@ pub fn observe(store: &Store, tmux: Option<&Tmux>) -> Result<TeamStatus> {
             // A teammate on another host has its pane on that host's server, not this one.
             let here = crate::spawn::remote::host_of(m).is_none();
             let mut st = member_status(
-                &config,
                 m,
                 state,
                 pane.filter(|_| here),
@@ -266,7 +265,6 @@ impl Beats {
 }
 
 fn member_status(
-    _config: &TeamConfig,
     m: &Member,
     state: Option<AgentState>,
     pane: Option<PaneRecord>,
@@ -274,65 +272,17 @@ fn member_status(
     current_task: Option<String>,
     beats: &Beats,
 ) -> MemberStatus {
-    let beat = beats.of(state.as_ref());
-    // Without a state file or a recorded pid, the process is the pane's own (Claude Code
-    // runs as the pane's first process); a dead pane's pid may be reused, so not then.
-    let pane_pid = pane
-        .as_ref()
-        .filter(|p| !p.dead && p.agent.is_none() && state.is_none() && watched_pane(m).is_some())
-        .map(|p| p.pid);
-    let pid = state.as_ref().map(|s| s.pid).or(m.pid).or(pane_pid);
-    let alive = match &state {
-        Some(s) => s.alive(beat, beats.timeout) && s.activity != Activity::Exited,
-        None => pid.is_some_and(swarm_util::process::is_alive),
+    let facts = Facts {
+        m,
+        state: state.as_ref(),
+        pane: pane.as_ref(),
+        tmux_known,
+        beats,
     };
-    let engine = m
-        .engine
-        .clone()
-        .or_else(|| state.as_ref().map(|_| "swarm".to_owned()))
-        .unwrap_or_else(|| "unknown".to_owned());
-    let pane_alive = if tmux_known {
-        Some(pane.as_ref().is_some_and(|p| !p.dead))
-    } else {
-        None
-    };
+    let pid = facts.pid();
+    let alive = facts.alive(pid);
     let ladder_step = m.extra.get(SHUTDOWN_STEP).and_then(|v| v.as_str());
-    let (label, detail) = if let (true, Some(step)) = (alive, ladder_step) {
-        ("shutting-down".to_owned(), Some(step.to_owned()))
-    } else if alive {
-        let s = state.as_ref();
-        // Claude Code keeps no state file; it says whether it is in a turn.
-        let claimed = match m.is_active {
-            Some(true) => "working",
-            Some(false) => "idle",
-            None => "running",
-        };
-        (
-            s.map(|s| s.activity.as_str()).unwrap_or(claimed).to_owned(),
-            s.and_then(|s| s.detail.clone()),
-        )
-    } else if let Some(s) = state.as_ref().filter(|s| s.activity == Activity::Exited) {
-        let clean = s.exit.as_ref().is_none_or(|e| e.clean);
-        (
-            if clean { "exited" } else { "dead" }.to_owned(),
-            s.exit
-                .as_ref()
-                .map(|e| e.reason.clone())
-                .or_else(|| s.detail.clone()),
-        )
-    } else if pid.is_none() {
-        without_a_process(m, pane.as_ref(), tmux_known)
-    } else if let Some(b) = beat {
-        ("dead".to_owned(), Some(b.why_dead(beats.timeout)))
-    } else {
-        let why = match (&pane, tmux_known) {
-            (_, false) => "process gone; tmux server unreachable".to_owned(),
-            (None, true) => "process gone; its pane was closed".to_owned(),
-            (Some(p), true) if p.dead => pane_death(p),
-            (Some(_), true) => "process gone".to_owned(),
-        };
-        ("dead".to_owned(), Some(why))
-    };
+    let (label, detail) = facts.label(alive, pid, ladder_step);
     let rate_limited_until = state
         .as_ref()
         .filter(|_| alive)
@@ -341,54 +291,146 @@ fn member_status(
         Some(until) if ladder_step.is_none() => Some(waiting_for_rate_limit(until)),
         _ => detail,
     };
-    let exit_code = state
-        .as_ref()
-        .and_then(|s| s.exit.as_ref().map(|e| e.code))
-        .or_else(|| {
-            pane.as_ref()
-                .filter(|p| p.dead)
-                .and_then(|p| p.dead_status.or(p.dead_signal.map(|s| 128 + s)))
-        });
+    let s = state.as_ref();
     MemberStatus {
         name: m.name.clone(),
         agent_id: m.agent_id.clone(),
         color: m.color.clone(),
         agent_type: m.agent_type.clone(),
-        model: state
-            .as_ref()
-            .and_then(|s| s.model.clone())
-            .or_else(|| m.model.clone()),
-        provider: state.as_ref().and_then(|s| s.provider.clone()),
-        engine,
+        model: s.and_then(|s| s.model.clone()).or_else(|| m.model.clone()),
+        provider: s.and_then(|s| s.provider.clone()),
+        engine: facts.engine(),
         pid,
-        host: state.as_ref().and_then(|s| s.host.clone()),
-        token: state.as_ref().and_then(|s| s.token),
+        host: s.and_then(|s| s.host.clone()),
+        token: s.and_then(|s| s.token),
         pane: pane
             .as_ref()
             .map(|p| p.pane.to_string())
             .or_else(|| Some(m.tmux_pane_id.clone()).filter(|p| p.starts_with('%'))),
         alive,
-        pane_alive,
+        pane_alive: tmux_known.then(|| pane.as_ref().is_some_and(|p| !p.dead)),
         state: label,
         detail,
         current_task: if alive { current_task } else { None },
-        last_activity_ms: state.as_ref().map(|s| s.last_activity_ms),
-        mode: state
-            .as_ref()
-            .and_then(|s| s.mode.clone())
-            .or_else(|| m.mode.clone()),
-        usage: state.as_ref().map(|s| s.usage).unwrap_or_default(),
-        cost_usd: state.as_ref().map(|s| s.cost_usd).unwrap_or(0.0),
-        model_calls: state.as_ref().map(|s| s.model_calls).unwrap_or(0),
-        exit_code,
+        last_activity_ms: s.map(|s| s.last_activity_ms),
+        mode: s.and_then(|s| s.mode.clone()).or_else(|| m.mode.clone()),
+        usage: s.map(|s| s.usage).unwrap_or_default(),
+        cost_usd: s.map(|s| s.cost_usd).unwrap_or(0.0),
+        model_calls: s.map(|s| s.model_calls).unwrap_or(0),
+        exit_code: facts.exit_code(),
         transcript: None,
         rate_limited_until,
         rate_limit_reason: rate_limited_until
-            .and(state.as_ref())
+            .and(s)
             .and_then(|s| s.rate_limit_reason.clone()),
         last_error: None,
         pane_record: pane,
         state_file: state,
+    }
+}
+
+/// What is known of one member: its roster entry, its state file, its pane, its beat.
+struct Facts<'a> {
+    m: &'a Member,
+    state: Option<&'a AgentState>,
+    pane: Option<&'a PaneRecord>,
+    /// Whether tmux could be asked (else nothing is known of panes).
+    tmux_known: bool,
+    beats: &'a Beats,
+}
+
+impl Facts<'_> {
+    /// Its process: the state's, else the roster's, else, without a state file or a
+    /// recorded pid, the pane's own (Claude Code runs as the pane's first process; a dead
+    /// pane's pid may be reused, so not then).
+    fn pid(&self) -> Option<i32> {
+        let pane_pid = self
+            .pane
+            .filter(|p| {
+                !p.dead
+                    && p.agent.is_none()
+                    && self.state.is_none()
+                    && watched_pane(self.m).is_some()
+            })
+            .map(|p| p.pid);
+        self.state.map(|s| s.pid).or(self.m.pid).or(pane_pid)
+    }
+
+    fn alive(&self, pid: Option<i32>) -> bool {
+        match self.state {
+            Some(s) => {
+                s.alive(self.beats.of(Some(s)), self.beats.timeout)
+                    && s.activity != Activity::Exited
+            }
+            None => pid.is_some_and(swarm_util::process::is_alive),
+        }
+    }
+
+    fn engine(&self) -> String {
+        self.m
+            .engine
+            .clone()
+            .or_else(|| self.state.map(|_| "swarm".to_owned()))
+            .unwrap_or_else(|| "unknown".to_owned())
+    }
+
+    /// What it is doing, in a word, and why.
+    fn label(
+        &self,
+        alive: bool,
+        pid: Option<i32>,
+        ladder_step: Option<&str>,
+    ) -> (String, Option<String>) {
+        let (m, state) = (self.m, self.state);
+        if let (true, Some(step)) = (alive, ladder_step) {
+            return ("shutting-down".to_owned(), Some(step.to_owned()));
+        }
+        if alive {
+            // Claude Code keeps no state file; it says whether it is in a turn.
+            let claimed = match m.is_active {
+                Some(true) => "working",
+                Some(false) => "idle",
+                None => "running",
+            };
+            return (
+                state
+                    .map(|s| s.activity.as_str())
+                    .unwrap_or(claimed)
+                    .to_owned(),
+                state.and_then(|s| s.detail.clone()),
+            );
+        }
+        if let Some(s) = state.filter(|s| s.activity == Activity::Exited) {
+            let clean = s.exit.as_ref().is_none_or(|e| e.clean);
+            let why = s.exit.as_ref().map(|e| e.reason.clone());
+            return (
+                if clean { "exited" } else { "dead" }.to_owned(),
+                why.or_else(|| s.detail.clone()),
+            );
+        }
+        if pid.is_none() {
+            return without_a_process(m, self.pane, self.tmux_known);
+        }
+        if let Some(b) = self.beats.of(state) {
+            return ("dead".to_owned(), Some(b.why_dead(self.beats.timeout)));
+        }
+        let why = match (self.pane, self.tmux_known) {
+            (_, false) => "process gone; tmux server unreachable".to_owned(),
+            (None, true) => "process gone; its pane was closed".to_owned(),
+            (Some(p), true) if p.dead => pane_death(p),
+            (Some(_), true) => "process gone".to_owned(),
+        };
+        ("dead".to_owned(), Some(why))
+    }
+
+    /// Its exit code: the one it recorded, else its dead pane's.
+    fn exit_code(&self) -> Option<i32> {
+        let recorded = self.state.and_then(|s| s.exit.as_ref().map(|e| e.code));
+        recorded.or_else(|| {
+            self.pane
+                .filter(|p| p.dead)
+                .and_then(|p| p.dead_status.or(p.dead_signal.map(|s| 128 + s)))
+        })
     }
 }
 
@@ -765,19 +807,6 @@ fn model_cell(m: &MemberStatus) -> String {
 /// The lead's member is named like this everywhere.
 pub fn is_lead(m: &MemberStatus) -> bool {
     m.name == LEAD
-}
-
-/// Whether the process `s` describes still runs: its pid here, its heartbeat on another
-/// host (a pid there means nothing here).
-pub fn still_runs(store: &Store, s: &AgentState) -> bool {
-    if swarm_store::liveness::is_here(s.host.as_deref()) {
-        return s.process_alive();
-    }
-    let beats = store.agents().heartbeats().ok().flatten();
-    beats
-        .into_iter()
-        .flatten()
-        .any(|b| Some(b.token) == s.token && b.alive(store.root().heartbeat_timeout()))
 }
 
 #[cfg(test)]

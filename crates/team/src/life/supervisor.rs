@@ -4,7 +4,7 @@
 //! a `teammate_terminated` message naming the tasks released.
 //!
 //! A teammate that worked in its own git worktree has it settled here too: removed when
-//! unchanged, kept (and the lead told where) when not; see [`crate::git::worktree`].
+//! unchanged, kept (and the lead told where) when not; see [`swarm_git::worktree`].
 //!
 //! A task whose owner is not on the roster any more goes back to pending too: the owner
 //! left by a path that did not release it (a crash while being removed, or a Claude Code
@@ -356,7 +356,7 @@ pub fn report_exit(store: &Store, m: &MemberStatus, dirs: &UserDirs) -> Result<O
     // A worktree on another host is settled by the ladder (`leave`), which reaches the
     // host: a watcher here must not wait on ssh to a host that may be gone.
     let worktree = liveness::is_here(m.host.as_deref())
-        .then(|| crate::git::settle::settle(store, &m.name, dirs))
+        .then(|| swarm_git::settle::settle(store, &m.name, dirs))
         .flatten();
     if let Some(line) = &worktree {
         tracing::info!("{}: {line}", m.name);

@@ -118,11 +118,11 @@ pub fn delete(
     let mut deleted = Deleted::default();
     for record in store.worktrees().all_worktrees()? {
         // Only a forced delete gets here with unmerged work: say what it throws away.
-        let discarded = crate::git::settle::inspect(store, &record, &ladder.dirs)
+        let discarded = swarm_git::settle::inspect(store, &record, &ladder.dirs)
             .ok()
             .filter(|c| c.unmerged())
             .map(|c| c.describe());
-        match crate::git::settle::discard(store, &record, &ladder.dirs) {
+        match swarm_git::settle::discard(store, &record, &ladder.dirs) {
             Ok(()) => deleted.removed.push(RemovedWorktree {
                 path: record.path,
                 branch: record.branch,
@@ -136,7 +136,7 @@ pub fn delete(
             )),
         }
     }
-    if let Some(line) = crate::git::merge::remove_integration(store) {
+    if let Some(line) = swarm_git::merge::remove_integration(store) {
         deleted.left.push(line);
     }
     let hosts = crate::spawn::remote::linked_hosts(&store.roster().load()?);
@@ -189,7 +189,7 @@ fn refuse_unmerged(store: &Store, dirs: &UserDirs) -> Result<()> {
     let team = store.team();
     let mut held = Vec::new();
     for record in store.worktrees().all_worktrees()? {
-        match crate::git::settle::inspect(store, &record, dirs) {
+        match swarm_git::settle::inspect(store, &record, dirs) {
             Ok(c) if c.unmerged() => held.push(format!(
                 "{} at {} ({})",
                 record.branch,

@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::git::worktree;
 use crate::life::status;
+use swarm_git::worktree;
 use swarm_store::Store;
 use swarm_store::state::AgentState;
 use swarm_store::tasks::{Status, Task};

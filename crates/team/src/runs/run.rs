@@ -43,7 +43,7 @@ pub struct Goal<'a> {
     /// What the whole team may spend (every agent keeps to it; see `llm::budget`).
     pub budget: Limits,
     /// How teammates' worktree branches land (the team's merge queue settings).
-    pub merge: crate::git::merge::Options,
+    pub merge: swarm_git::merge::Options,
     /// The teammates that start with the lead (a team definition's): in the roster before
     /// the lead's first turn, which names them.
     pub members: &'a [SpawnRequest],
@@ -76,7 +76,7 @@ pub fn make_team(
         .roster()
         .update_member(swarm_store::names::LEAD, |lead| lead.mode = Some(mode))?;
     store.budget().write_limits(&goal.budget)?;
-    crate::git::merge::configure(&store, &goal.merge)?;
+    swarm_git::merge::configure(&store, &goal.merge)?;
     documents::write_goal(&store, goal.text)?;
     Ok(store)
 }

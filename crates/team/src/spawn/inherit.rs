@@ -53,6 +53,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use swarm_config::permissions::PermissionMode;
+use swarm_config::profile::{ModelFlags, PermissionFlags, Profile};
+use swarm_config::settings::Settings;
 use swarm_llm::Provider;
 use swarm_llm::budget::Limits;
 use swarm_store::names::{AgentName, TeamName, agent_id};
@@ -147,6 +149,44 @@ impl LeadSettings {
             claude_bin: None,
             lead_verify_key: None,
         }
+    }
+
+    /// These settings with what a lead's own model and permission flags say, resolved
+    /// against `profile` as the lead's own agent resolves them: what its teammates inherit.
+    pub fn inherited(
+        mut self,
+        profile: &Profile,
+        model: &ModelFlags,
+        permissions: &PermissionFlags,
+    ) -> LeadSettings {
+        self.provider = model.provider.map(|p| p.to_string());
+        self.model = profile.model(model.model.as_deref());
+        self.context_window = model.context_window;
+        self.base_url = model.base_url.clone();
+        self.anthropic_version = model.anthropic_version.clone();
+        self.rate_limit_wait = model.rate_limit_wait;
+        self.permission_mode = profile.permission_mode(permissions.mode, permissions.mode_given);
+        self.allow = permissions.allow.iter().map(ToString::to_string).collect();
+        self.max_turns = Some(permissions.max_turns);
+        self.permission_timeout = Some(permissions.permission_timeout);
+        self
+    }
+
+    /// These settings starting teammates with `engine`: for Claude Code, with the client
+    /// (`claude_bin`, else the settings') found now, so a missing one is refused before
+    /// anything is made.
+    pub fn with_engine(
+        mut self,
+        settings: &Settings,
+        engine: Engine,
+        claude_bin: Option<&std::path::Path>,
+    ) -> swarm_util::error::Result<LeadSettings> {
+        self.engine = engine;
+        self.claude_bin = match engine {
+            Engine::Claude => Some(settings.claude_bin(claude_bin)?),
+            Engine::Swarm => None,
+        };
+        Ok(self)
     }
 }
 

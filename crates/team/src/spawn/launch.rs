@@ -3,7 +3,7 @@
 //! Order matters: the agent definition named by `--agent-type` is applied (model,
 //! isolation, colour, initial prompt, permission mode; an unknown type is refused), the
 //! roster entry is reserved (so the name is taken), the teammate's git worktree is made
-//! when it is isolated (see [`crate::git::worktree`]), the first instructions are written to
+//! when it is isolated (see [`swarm_git::worktree`]), the first instructions are written to
 //! its inbox, then the pane is made running the teammate directly (argv, no shell, no
 //! keystrokes), and the roster gets the pane id. If anything fails after the reservation,
 //! the reservation, the worktree and the inbox go again. The team window, and the lead
@@ -13,11 +13,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::git::worktree;
 use crate::spawn::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::spawn::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use swarm_config::agents::{Catalog, Definition, Isolation};
 use swarm_config::project::UserDirs;
+use swarm_git::worktree;
 use swarm_llm::budget::Limits;
 use swarm_llm::config::{LlmConfig, LlmFlags, Provider};
 use swarm_store::Store;

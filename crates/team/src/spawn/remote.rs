@@ -24,9 +24,9 @@
 
 use serde::Deserialize;
 
-use crate::git::remote_worktree;
 use crate::spawn::inherit::{self, Engine, TeammateCommand};
 use crate::spawn::launch::{self, Launcher, SpawnRequest, Spawned, pane_spec};
+use swarm_git::remote_worktree;
 use swarm_hosts::Ssh;
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
@@ -521,8 +521,8 @@ pub fn ssh_to(
     name: &str,
     dirs: &swarm_config::project::UserDirs,
 ) -> Result<Ssh> {
-    let host = swarm_hosts::Hosts::at(root.path(), root.lock_timeout()).get(name)?;
-    Ok(Ssh::new(host, dirs.ssh_config.clone()))
+    let hosts = swarm_hosts::Hosts::at(root.path(), root.lock_timeout());
+    Ssh::to(&hosts, name, dirs.ssh_config.clone())
 }
 
 /// The team's tmux server on the host `ssh` reaches.

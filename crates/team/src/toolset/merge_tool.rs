@@ -1,11 +1,11 @@
-//! The lead's MergeQueue tool: the team's merge queue ([`crate::git::merge`]) as the lead
+//! The lead's MergeQueue tool: the team's merge queue ([`swarm_git::merge`]) as the lead
 //! agent sees and drives it: list it, run it now, or retry a held branch.
 
 use serde_json::Value;
 
-use crate::git::merge::{self, Options};
 use swarm_agent::tools::ToolOutcome;
 use swarm_config::project::UserDirs;
+use swarm_git::merge::{self, Options};
 use swarm_store::Store;
 use swarm_store::merge_queue;
 

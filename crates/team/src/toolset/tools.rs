@@ -884,7 +884,7 @@ fn worktree_commit(store: &Store, agent: &str, task: &str) -> Result<Option<Stri
     let Ok(Some(record)) = store.worktrees().worktree(agent) else {
         return Ok(None);
     };
-    let Ok(changes) = crate::git::worktree::changes(&record) else {
+    let Ok(changes) = swarm_git::worktree::changes(&record) else {
         return Ok(None);
     };
     if changes.files > 0 {
@@ -894,7 +894,7 @@ fn worktree_commit(store: &Store, agent: &str, task: &str) -> Result<Option<Stri
             changes.files
         ));
     }
-    Ok(crate::git::worktree::branch_head(&record))
+    Ok(swarm_git::worktree::branch_head(&record))
 }
 
 fn strings(input: &Value, key: &str) -> Vec<String> {

@@ -2,7 +2,7 @@
 //! "rebase the branch onto the target and resolve the conflicts in `<files>`", a failed
 //! check a task "make the check pass", owned by that teammate and announced to it with a
 //! `task_assignment`, as the lead's TaskUpdate would. The branch re-enters the queue by
-//! itself once it has new commits (see [`crate::git::merge`]).
+//! itself once it has new commits (see [`crate::merge`]).
 //!
 //! Rounds are bounded: a branch is handed back at most [`MAX_ROUNDS`] times; after that
 //! its entry stays held for a person. A teammate that is no longer on the roster gets no
@@ -71,7 +71,7 @@ pub fn hand_back(store: &Store, entry: &Entry, target: &str, restarts: bool) -> 
         && let Some(gone) = store
             .agents()
             .read_state(&agent)
-            .filter(|s| !crate::life::status::still_runs(store, s))
+            .filter(|s| !store.still_runs(s))
     {
         store.agents().claim_exit_report(
             &agent,

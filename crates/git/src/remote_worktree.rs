@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use git2::Repository;
 use swarm_config::project::UserDirs;
-use swarm_hosts::Ssh;
+use swarm_hosts::{Hosts, Ssh};
 use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
@@ -32,7 +32,7 @@ use swarm_util::clock;
 use swarm_util::error::{Error, Result};
 use swarm_util::process::{RunFailed, run_within};
 
-use crate::git::worktree::{self, Changes};
+use crate::worktree::{self, Changes};
 
 /// How long one git step (a push, a fetch, a command there) may take.
 const GIT_LIMIT: Duration = Duration::from_secs(120);
@@ -215,7 +215,9 @@ fn copy_identity(ssh: &Ssh, lead_git_dir: &Path, git_dir: &str) {
 /// ssh to the host of the remote `record`, and the lead's repository (the merge queue's).
 pub fn reach(store: &Store, record: &Record, dirs: &UserDirs) -> Result<(Ssh, PathBuf)> {
     let host = record.host.as_deref().unwrap_or_default();
-    let ssh = crate::spawn::remote::ssh_to(store.root(), host, dirs)?;
+    let root = store.root();
+    let hosts = Hosts::at(root.path(), root.lock_timeout());
+    let ssh = Ssh::to(&hosts, host, dirs.ssh_config.clone())?;
     let lead = store.merge_queue().load()?.git_dir.ok_or_else(|| {
         Error::Other(format!(
             "failed to find the lead's repository for {}'s worktree on host '{host}': the merge queue names none",

@@ -7,8 +7,8 @@
 //! record's lock (the shutdown ladder and the supervisor may both try); without changes
 //! it and its branch are removed, with changes both are kept and the lead is told.
 
-use crate::git::remote_worktree;
-use crate::git::worktree::{Changes, changes, remove};
+use crate::remote_worktree;
+use crate::worktree::{Changes, changes, remove};
 use swarm_config::project::UserDirs;
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
@@ -113,7 +113,7 @@ pub fn settle(store: &Store, agent: &str, dirs: &UserDirs) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::worktree::{create, plan, working_dir};
+    use crate::worktree::{create, plan, working_dir};
     use git2::{BranchType, Repository};
     use std::path::{Path, PathBuf};
     use std::process::Command;

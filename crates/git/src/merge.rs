@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::git::merge_handback::{self as handback, HandBack};
+use crate::merge_handback::{self as handback, HandBack};
 use swarm_store::Store;
 pub use swarm_store::merge_queue::Strategy;
 use swarm_store::merge_queue::{self, Entry, EntryState, Queue};
@@ -317,8 +317,8 @@ fn fetch_from_host(
     git_dir: &Path,
     dirs: &swarm_config::project::UserDirs,
 ) {
-    let fetched = crate::git::remote_worktree::reach(store, r, dirs)
-        .and_then(|(ssh, _)| crate::git::remote_worktree::fetch(&ssh, r, git_dir));
+    let fetched = crate::remote_worktree::reach(store, r, dirs)
+        .and_then(|(ssh, _)| crate::remote_worktree::fetch(&ssh, r, git_dir));
     if let Err(e) = fetched {
         tracing::warn!("merge queue: {e}");
     }
@@ -338,9 +338,9 @@ fn share_target(
     if r.host.is_none() {
         return;
     }
-    let shared = crate::git::remote_worktree::reach(store, &r, dirs).and_then(|(ssh, lead)| {
+    let shared = crate::remote_worktree::reach(store, &r, dirs).and_then(|(ssh, lead)| {
         let url = ssh.git_url(&r.git_dir.to_string_lossy());
-        crate::git::remote_worktree::push(&ssh, &lead, &url, &format!("+{target_ref}:{target_ref}"))
+        crate::remote_worktree::push(&ssh, &lead, &url, &format!("+{target_ref}:{target_ref}"))
     });
     if let Err(e) = shared {
         tracing::warn!("merge queue: {e}");
@@ -727,8 +727,8 @@ fn tidy(
         let Ok(_guard) = store.worktrees().lock_worktree(&r.agent) else {
             continue;
         };
-        let clean = crate::git::settle::inspect(store, &r, dirs).is_ok_and(|c| c.files == 0);
-        if clean && crate::git::settle::discard(store, &r, dirs).is_ok() {
+        let clean = crate::settle::inspect(store, &r, dirs).is_ok_and(|c| c.files == 0);
+        if clean && crate::settle::discard(store, &r, dirs).is_ok() {
             let _ = store
                 .roster()
                 .update_member(&r.agent, |m| m.worktree_path = None);
