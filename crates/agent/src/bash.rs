@@ -93,10 +93,7 @@ pub async fn run(input: Value, ctx: &ToolContext) -> ToolOutcome {
     // Both streams together stay under the cap.
     let over = text.len().saturating_sub(cap);
     if over > 0 {
-        let mut cut = cap;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
+        let cut = text.floor_char_boundary(cap);
         text.truncate(cut);
     }
     if dropped + over > 0 {

@@ -107,10 +107,7 @@ pub fn read(input: Value, ctx: &ToolContext) -> ToolOutcome {
         let mut out = String::new();
         for (i, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
             let line: String = if line.len() > READ_MAX_LINE {
-                let mut cut = READ_MAX_LINE;
-                while !line.is_char_boundary(cut) {
-                    cut -= 1;
-                }
+                let cut = line.floor_char_boundary(READ_MAX_LINE);
                 format!("{}… [line truncated]", &line[..cut])
             } else {
                 line.to_owned()

@@ -199,10 +199,7 @@ pub async fn run(tool: ToolName, input: Value, ctx: &ToolContext) -> ToolOutcome
 /// Cuts an outcome to `cap` bytes (at a character boundary) and says how much was cut.
 pub fn truncate(mut outcome: ToolOutcome, cap: usize) -> ToolOutcome {
     if outcome.content.len() > cap {
-        let mut cut = cap;
-        while !outcome.content.is_char_boundary(cut) {
-            cut -= 1;
-        }
+        let cut = outcome.content.floor_char_boundary(cap);
         let dropped = outcome.content.len() - cut;
         outcome.content.truncate(cut);
         outcome.content.push_str(&truncation_marker(dropped));

@@ -212,10 +212,7 @@ fn cut(text: &mut String, max: usize) {
     if text.len() <= max {
         return;
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max);
     text.truncate(end);
     text.push_str(" …");
 }

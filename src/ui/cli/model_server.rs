@@ -93,7 +93,7 @@ pub const SCRIPT_FORMAT: &str = r#"Script format:
   "delay_ms" on a rule waits before answering at all: a number of ms, or [min, max] for
   a delay drawn anew for each request.
 
-  The demo's script, src/demo/script.json, is a full example."#;
+  The demo's script, crates/demo/src/script.json, is a full example."#;
 
 pub fn run(args: ModelServerArgs) -> Result<()> {
     let text = read_text(

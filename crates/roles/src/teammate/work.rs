@@ -383,10 +383,7 @@ fn cap(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = text.floor_char_boundary(max);
     format!(
         "{}\n[result truncated: {} more bytes]",
         &text[..cut],
