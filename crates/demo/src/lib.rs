@@ -1,7 +1,7 @@
 //! `swarm demo`: a real team on a small real job, with the scripted model standing in for
 //! an LLM.
 //!
-//! Uses `team`, `model-server`, `config`, `store`, `llm` and `util`.
+//! Uses `team`, `git`, `model-server`, `config`, `store`, `llm` and `util`.
 
 pub mod job;
 pub mod run;

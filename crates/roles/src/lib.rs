@@ -3,7 +3,7 @@
 //! put together (`builder`, one way for all three); what a resumed one does first; who
 //! really sent a message (`sender`, `lead_sig`).
 //!
-//! Uses `team`, `tmux`, `agent`, `config`, `store`, `llm` and `util`.
+//! Uses `team`, `git`, `tmux`, `agent`, `config`, `store`, `llm` and `util`.
 
 pub mod builder;
 pub mod heartbeat;

@@ -34,7 +34,7 @@ pub struct ModelServerArgs {
 }
 
 /// The script format, for `swarm model-server --help` (the full reference is the doc
-/// comment of `llm::model_server::script`, which this follows).
+/// comment of `swarm_model_server::script`, which this follows).
 pub const SCRIPT_FORMAT: &str = r#"Script format:
   A JSON object ('//' line comments allowed): a list of rules, tried in order, and an
   optional default reply. Unknown keys are refused.
