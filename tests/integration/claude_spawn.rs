@@ -110,10 +110,11 @@ fn a_claude_teammate_starts_in_its_pane_as_claude_codes_lead_starts_one() {
     let bob = roster_member(&env, "bob");
     let color = bob["color"].as_str().unwrap().to_owned();
     // The team's lead key, made by the spawn: the client checks the lead's mail with it.
-    let key = swarm_store::lead_key::load_or_create(&env.store_root(), &env.team_name("t"))
-        .unwrap()
-        .verify_key()
-        .to_arg();
+    let key =
+        swarm_store::mailbox::lead_key::load_or_create(&env.store_root(), &env.team_name("t"))
+            .unwrap()
+            .verify_key()
+            .to_arg();
     assert_eq!(
         strings(&rec["argv"]),
         [

@@ -65,10 +65,11 @@ fn a_swarm_teammate_ignores_a_forged_lead_and_obeys_the_signed_one() {
         &std::fs::metadata(&key_file).unwrap().permissions(),
     );
     assert_eq!(mode & 0o777, 0o600);
-    let key = swarm_store::lead_key::load_or_create(&env.store_root(), &env.team_name("t"))
-        .unwrap()
-        .verify_key()
-        .to_arg();
+    let key =
+        swarm_store::mailbox::lead_key::load_or_create(&env.store_root(), &env.team_name("t"))
+            .unwrap()
+            .verify_key()
+            .to_arg();
     let record = env
         .store("t")
         .launches()

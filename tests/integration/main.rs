@@ -47,6 +47,7 @@ mod run_progress;
 mod scale;
 mod settings_table;
 mod setup_cleanup;
+mod sizes;
 mod store_cli;
 mod team_def;
 mod team_spawn;

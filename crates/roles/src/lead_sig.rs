@@ -5,8 +5,8 @@
 
 use std::collections::HashSet;
 
-pub use swarm_store::lead_sig::{CLOCK_SKEW_MS, DOMAIN, LeadKey, LeadSigner};
 use swarm_store::mailbox::Envelope;
+pub use swarm_store::mailbox::lead_sig::{CLOCK_SKEW_MS, DOMAIN, LeadKey, LeadSigner};
 
 /// A teammate's check on the mail in its lead's name: the key, the names that are the
 /// lead's (`team-lead`, and the lead's name in the roster if it differs), and the

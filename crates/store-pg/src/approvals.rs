@@ -125,9 +125,8 @@ impl Approvals for PgStore {
             };
             let done = decide(&a, decision, lead_mode)?;
             write(self, tx, &done.approval)?;
-            let answer = self.root.seal_as_lead(&self.team, done.answer)?;
-            let key = answer.key();
-            deliver_all(self, tx, &[(done.to, key, answer)])?;
+            let key = done.answer.key();
+            deliver_all(self, tx, &[(done.to, key, done.answer)])?;
             Ok(done.approval)
         })
     }

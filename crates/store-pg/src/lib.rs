@@ -22,8 +22,9 @@
 //! - wake-ups are pushed: every write notifies what it changed (`NOTIFY`, in its own
 //!   transaction), and a listening connection per handle wakes the watches it concerns
 //!   (the `watch` module);
-//! - mail in the lead's name is sealed with the lead's key where the root signs as the lead
-//!   (`Root::seal_as_lead`), as the file store's delivery does;
+//! - mail in the lead's name is sealed with the lead's key where the root signs as the lead,
+//!   by the store's one rule (`mailbox::lead_key::seal`), in the one step that puts
+//!   envelopes in inboxes (`mail::deliver_all`), as the file store's delivery does;
 //! - every call may come from inside a tokio runtime (an agent's loop): the driver, which
 //!   blocks on a runtime of its own, then runs on a thread of its own (`connect`);
 //! - the decisions (who may claim, which name is taken, which edge closes a cycle, whether
@@ -86,7 +87,6 @@ pub mod testing;
 pub mod tls;
 mod watch;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use postgres::Row;
@@ -95,7 +95,6 @@ use serde::de::DeserializeOwned;
 
 use swarm_store::Root;
 use swarm_store::names::TeamName;
-use swarm_store::roster::TeamConfig;
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
 
@@ -143,16 +142,13 @@ impl PgStore {
         &self.team
     }
 
-    /// Creates the team: its roster with the lead alone, an empty task list. Refuses a team
-    /// that exists.
-    pub fn create_team(&self, description: Option<String>, cwd: &Path) -> Result<TeamConfig> {
-        roster::create(self, description, cwd)
-    }
-
-    /// Deletes the team and everything it holds on its server (this host's files are the
-    /// caller's). A team that does not exist is not an error.
-    pub fn delete_on_server(&self) -> Result<()> {
-        roster::delete(self)
+    /// The error for a team that is not in the database.
+    pub(crate) fn no_team(&self) -> Error {
+        let team = &self.team;
+        Error::not_found(format!(
+            "no team named '{team}' in the database at {}; create it with `swarm team create {team} --store …`",
+            self.db.at()
+        ))
     }
 }
 

@@ -23,6 +23,7 @@ use crate::connect::{Fail, Retry};
 use crate::roster::load_in;
 use crate::watch::{Change, notify};
 use swarm_store::mailbox::delivered::{Appended, Cursor};
+use swarm_store::mailbox::lead_key;
 use swarm_store::mailbox::{Delivery, Envelope, Sent, Version, check_text, recipients};
 use swarm_store::names::AgentName;
 use swarm_store::seam::Mailboxes;
@@ -37,8 +38,10 @@ const LOG: u64 = 1;
 /// The database's clock, in nanoseconds since the epoch.
 const NOW_NS: &str = "(extract(epoch from clock_timestamp()) * 1e9)::bigint";
 
-/// Puts each `(recipient, origin, copy)` in its recipient's inbox, in one transaction;
-/// returns each copy's key: the one stored, when the origin was delivered before.
+/// Puts each `(recipient, origin, copy)` in its recipient's inbox, in one transaction,
+/// each copy sealed with the lead's key when it goes out in the lead's name (see
+/// `lead_key::seal`); returns each copy's key: the one stored, when the origin was
+/// delivered before.
 pub(crate) fn deliver_all(
     store: &PgStore,
     tx: Tx,
@@ -62,6 +65,7 @@ pub(crate) fn deliver_all(
     }
     let mut keys = Vec::with_capacity(copies.len());
     for (to, origin, envelope) in copies {
+        let envelope = &lead_key::seal(&store.root, &store.team, envelope.clone())?;
         let key = envelope.key();
         let made = tx.execute(
             "INSERT INTO messages (team, agent, origin, key, envelope) VALUES ($1, $2, $3, $4, $5)
@@ -133,8 +137,8 @@ impl Mailboxes for PgStore {
         let keys = self.db.transaction(Retry::Safe, &what, |tx| {
             let config = load_in(self, tx, false)?;
             let recipients = recipients(&config, &self.team, &envelope.from, to)?;
-            // The copies' ids (and the lead's signatures) are made once: a retry offers
-            // the same ones.
+            // The copies' ids are made once: a retry offers the same ones (and the same
+            // signatures: Ed25519's are deterministic).
             if copies.is_none() {
                 let mut made = Vec::with_capacity(recipients.len());
                 for (i, r) in recipients.iter().enumerate() {
@@ -142,7 +146,6 @@ impl Mailboxes for PgStore {
                     if i > 0 {
                         copy.msg_id = Some(uuid::Uuid::now_v7().to_string());
                     }
-                    let copy = self.root.seal_as_lead(&self.team, copy)?;
                     made.push((r.clone(), origin.clone(), copy));
                 }
                 copies = Some(made);
@@ -164,7 +167,6 @@ impl Mailboxes for PgStore {
     fn deliver(&self, to: &AgentName, envelope: Envelope) -> Result<String> {
         check_text(&envelope.text)?;
         let what = self.mail_what(&format!("deliver a message to {to}"));
-        let envelope = self.root.seal_as_lead(&self.team, envelope)?;
         let copies = [(to.clone(), envelope.key(), envelope)];
         let mut keys = self
             .db

@@ -70,14 +70,18 @@ pub(crate) fn load_in(
     }
 }
 
+/// A team made and deleted as a whole.
 impl PgStore {
-    /// The error for a team that is not in the database.
-    pub(crate) fn no_team(&self) -> Error {
-        let team = &self.team;
-        Error::not_found(format!(
-            "no team named '{team}' in the database at {}; create it with `swarm team create {team} --store …`",
-            self.db.at()
-        ))
+    /// Creates the team: its roster with the lead alone, an empty task list. Refuses a team
+    /// that exists.
+    pub fn create_team(&self, description: Option<String>, cwd: &Path) -> Result<TeamConfig> {
+        create(self, description, cwd)
+    }
+
+    /// Deletes the team and everything it holds on its server (this host's files are the
+    /// caller's). A team that does not exist is not an error.
+    pub fn delete_on_server(&self) -> Result<()> {
+        delete(self)
     }
 }
 

@@ -75,8 +75,6 @@ mod files;
 pub mod launch_record;
 pub mod layout;
 pub mod lead;
-pub mod lead_key;
-pub mod lead_sig;
 pub mod liveness;
 pub mod mailbox;
 pub mod merge_queue;

@@ -4,5 +4,8 @@
 pub mod agent;
 pub mod dispatcher;
 mod ending;
+mod host;
 mod merging;
+pub mod options;
+mod prompt;
 pub mod start;

@@ -56,7 +56,7 @@ pub fn start(flags: LeadFlags, store: Store, place: LeadPlace, profile: &Profile
     store.roster().load()?;
     // The team's lead key, made at the team's first start and read again on a resume: every
     // message this lead writes to an inbox is signed with it (swarm_store::lead_key).
-    store.root().lead_signer(store.team())?;
+    swarm_store::mailbox::lead_key::signer(store.root(), store.team())?;
     let launch = &place.launch;
     let tmux = window::server_for(&store, launch.tmux_socket.as_deref(), &launch.env)?;
     let cwd = profile.working_dir(flags.cwd.as_deref());

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::teammate::inbox::Incoming;
-use crate::teammate::lifecycle::Runtime;
+use crate::teammate::runtime::Runtime;
 use swarm_agent::engine::{Authorization, Event, Host};
 use swarm_agent::tools::{ToolContext, ToolOutcome};
 use swarm_config::permissions::PermissionMode;

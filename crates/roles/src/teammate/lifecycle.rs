@@ -16,7 +16,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use serde_json::{Map, Value};
 use tokio::signal::unix::{SignalKind, signal};
@@ -28,18 +27,16 @@ use crate::lead_sig::LeadGuard;
 use crate::teammate::active::ActiveFlag;
 use crate::teammate::inbox::Inbox;
 use crate::teammate::options::{TeammateFlags, TeammateOptions};
-use swarm_agent::compaction::DoneTask;
+use crate::teammate::runtime::{Report, Runtime, Stop};
 use swarm_agent::display::Display;
 use swarm_agent::engine::Engine;
 use swarm_agent::prompt::PromptInputs;
-use swarm_agent::tools::ToolContext;
-use swarm_config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
+use swarm_config::hooks::Event as HookEvent;
 use swarm_config::permissions::PermissionMode;
 use swarm_config::profile::Profile;
 use swarm_store::Store;
 use swarm_store::Teams;
 use swarm_store::liveness;
-use swarm_store::mailbox::Envelope;
 use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{Protocol, ShutdownApproved};
 use swarm_store::state::{Activity, AgentState, ExitInfo};
@@ -47,9 +44,6 @@ use swarm_team::spawn::prompt::{self};
 use swarm_team::toolset::tools::TeamTools;
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
-
-/// Most milliseconds a state file's `lastActivityMs` lags behind (see [`Runtime::touch`]).
-const TOUCH_EVERY_MS: i64 = 1000;
 
 /// `swarm teammate`: who it is checked, its team opened (once: everything it does goes
 /// through this handle), its options resolved, and its life run to its end. A start that
@@ -234,74 +228,9 @@ pub fn record_start_failure(store: &Store, name: &AgentName, error: &Error) {
     }
 }
 
-pub(super) enum Stop {
-    Approved,
-    Signalled,
-    /// A model call was refused: its budget, or the team's, is spent.
-    Budget(String),
-}
-
-/// What the next idle notification reports.
-#[derive(Default)]
-pub(super) struct Report {
-    pub(super) completed_task: Option<(String, &'static str)>,
-    pub(super) result: Option<String>,
-    pub(super) failure: Option<String>,
-}
-
-pub(super) struct Runtime {
-    pub(super) opts: TeammateOptions,
-    pub(super) ctx: ToolContext,
-    /// The user's hooks, for this teammate's events.
-    pub(super) hooks: Arc<HookRunner>,
-    /// Its team tools (which remember its last message to a peer).
-    pub(super) tools: Arc<TeamTools>,
-    pub(super) inbox: Inbox,
-    /// The team's shared state.
-    pub(super) store: Store,
-    pub(super) display: Display,
-    pub(super) state: AgentState,
-    pub(super) model_cancel: Arc<Mutex<CancellationToken>>,
-    /// The model is at work on something (see [`Runtime::watch_for_shutdown`]).
-    pub(super) in_turn: Arc<AtomicBool>,
-    /// The state as last written (see [`Runtime::touch`]).
-    pub(super) written: Option<AgentState>,
-    pub(super) active: Option<bool>,
-    /// Writes `active` to the roster off the teammate's way (once it has registered).
-    pub(super) active_flag: Option<ActiveFlag>,
-    pub(super) report: Report,
-    pub(super) idle_sent: bool,
-    pub(super) backoff_until: Option<Instant>,
-    /// The request id of an approved shutdown, answered by `finish`.
-    pub(super) pending_approval: Option<String>,
-    /// The signal that stopped it, if one did.
-    pub(super) caught: Arc<Mutex<Option<&'static str>>>,
-    /// Its earlier tasks, for the digest it starts each new task from.
-    pub(super) done_tasks: Vec<DoneTask>,
-    /// The text of its first piece of work when that was not a task (its spawn prompt).
-    pub(super) first_instructions: Option<String>,
-    /// Its heartbeat, on a team whose processes beat.
-    pub(super) beater: Option<Beater>,
-    /// The team declared this process dead (its heartbeat stopped): it stops.
-    pub(super) fenced: Arc<AtomicBool>,
-}
+/// Its life's own steps: registering, watching for signals and for the lead's shutdown
+/// request, how the work loop ended, and what it records as it goes.
 impl Runtime {
-    /// Runs `event`'s hooks off the async thread (they may take up to their timeout).
-    pub(super) async fn fire(&self, event: HookEvent, extra: Map<String, Value>) -> HookOutcome {
-        let runner = self.hooks.clone();
-        if runner
-            .hooks
-            .commands(event, runner.agent_type.as_deref())
-            .is_empty()
-        {
-            return HookOutcome::default();
-        }
-        let mode = self.ctx.mode();
-        tokio::task::spawn_blocking(move || runner.fire(event, mode, extra))
-            .await
-            .unwrap_or_default()
-    }
-
     /// The exit code, the reason and whether it stopped cleanly, for how the work loop
     /// ended.
     fn exit(&self, stopped: Result<Stop>) -> (i32, String, bool) {
@@ -375,50 +304,6 @@ impl Runtime {
         Ok(())
     }
 
-    pub(super) fn set_activity(&mut self, activity: Activity, detail: Option<String>) {
-        self.state.activity = activity;
-        self.state.detail = detail;
-        self.touch();
-    }
-
-    /// Writes the state file with the time of this activity; when only that time moved
-    /// since a write less than [`TOUCH_EVERY_MS`] ago, it is not written (what a reader
-    /// sees is that much older, and nothing else is): a turn touches it several times.
-    pub(super) fn touch(&mut self) {
-        let now = clock::now_ms();
-        self.state.mode = Some(self.ctx.mode().to_string());
-        if let Some(w) = &self.written
-            && now - w.last_activity_ms < TOUCH_EVERY_MS
-            && self.state == *w
-        {
-            return;
-        }
-        self.state.last_activity_ms = now;
-        match self
-            .store
-            .agents()
-            .write_state(&self.opts.name, &self.state)
-        {
-            Ok(()) => self.written = Some(self.state.clone()),
-            Err(e) => {
-                self.written = None;
-                tracing::warn!("failed to write the state file: {e}");
-            }
-        }
-    }
-
-    /// Claude Code's `isActive` in the roster, written only when it changes, and by the
-    /// writer thread (see [`ActiveFlag`]): a teammate never waits on the roster for it.
-    pub(super) fn set_active(&mut self, active: bool) {
-        if self.active == Some(active) {
-            return;
-        }
-        self.active = Some(active);
-        if let Some(flag) = &self.active_flag {
-            flag.set(active);
-        }
-    }
-
     /// Installs the handlers now (a signal before the first await must not kill the
     /// process outright), and cancels everything when one arrives.
     pub(super) fn watch_signals(&self) {
@@ -482,13 +367,6 @@ impl Runtime {
                 }
             }
         });
-    }
-
-    pub(super) fn send_to_lead(&mut self, message: &Protocol) -> Result<()> {
-        let envelope = Envelope::new(self.opts.name.as_str(), message.to_text())
-            .with_color(self.opts.color.clone());
-        self.store.mail().deliver(&AgentName::lead(), envelope)?;
-        Ok(())
     }
 
     pub(super) fn finish(&mut self, code: i32, reason: &str, clean: bool, engine: &Engine) {

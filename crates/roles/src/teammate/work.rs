@@ -20,7 +20,7 @@ use serde_json::Map;
 
 use crate::OUTAGE_BACKOFF;
 use crate::teammate::inbox::Incoming;
-use crate::teammate::lifecycle::{Runtime, Stop};
+use crate::teammate::runtime::{Runtime, Stop};
 use swarm_agent::compaction::{self, DoneTask};
 use swarm_agent::engine::{Engine, Finish};
 use swarm_config::hooks::Event as HookEvent;

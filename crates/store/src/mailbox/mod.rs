@@ -18,13 +18,17 @@
 //! [`envelope`] is a message's shape, [`send`](mod@send) the way in (through the recipient's
 //! spool), [`inbox`] reading and acknowledging, both over `inbox_file` (the live file's
 //! lock, read and quarantine), [`delivered`] the log of what was acknowledged, [`bell`] the
-//! file a commit touches so that the recipient, and only it, wakes.
+//! file a commit touches so that the recipient, and only it, wakes; [`lead_sig`] the
+//! lead's signature on what it writes, with the team's key kept by [`lead_key`], which
+//! also seals every delivery in the lead's name, whichever backend makes it.
 
 pub mod bell;
 pub mod delivered;
 pub mod envelope;
 pub mod inbox;
 mod inbox_file;
+pub mod lead_key;
+pub mod lead_sig;
 pub mod send;
 
 pub use delivered::Cursor;

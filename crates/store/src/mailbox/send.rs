@@ -132,7 +132,7 @@ pub(crate) fn deliver(
     envelope: Envelope,
 ) -> Result<String> {
     check_text(&envelope.text)?;
-    let envelope = root.seal_as_lead(team, envelope)?;
+    let envelope = super::lead_key::seal(root, team, envelope)?;
     let key = envelope.key();
     let spool = root.spool_dir(team, to);
     files::check(root, &spool)?;

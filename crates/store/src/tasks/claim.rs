@@ -14,7 +14,7 @@
 //! - a claim does not drop the claim index: `next` saves it with the claimed task updated.
 
 use crate::files;
-use crate::tasks::index::Index;
+use crate::tasks::index::{self, Index};
 use crate::tasks::list::TaskList;
 use crate::tasks::model::{ClaimRefusal, Status, Task};
 use swarm_util::error::Result;
@@ -58,7 +58,7 @@ impl TaskList {
         // Code's per-task lock, as Claude Code's own claim does; the flock keeps swarm
         // claimers apart.
         let mut guard = files::lock_sidecar_only(&self.root, &self.list_anchor()?)?;
-        if let Some(index) = self.load_index()
+        if let Some(index) = index::load(&self.index_path())
             && let Some(task) = self.claim_first_ready(&mut guard, index, agent)?
         {
             return Ok(Some(task));
@@ -69,7 +69,7 @@ impl TaskList {
             // An index saying "nothing is ready" would save the next call nothing (it scans
             // in full whenever no candidate pans out), and idle teammates ask once a second
             // each: rather than rewrite it every time, drop a stale one.
-            self.drop_index();
+            index::drop_at(&self.index_path());
         }
         Ok(claimed)
     }
@@ -109,7 +109,7 @@ impl TaskList {
         task.status = Status::InProgress;
         self.write_task(guard, &task)?;
         index.refresh(&task);
-        self.save_index(&index);
+        index::save(&self.index_path(), &index);
         Ok(task)
     }
 

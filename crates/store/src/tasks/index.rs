@@ -11,58 +11,45 @@
 //!   `end` trailer;
 //! - it is rewritten in place, never by rename nor with `O_TRUNC`; a failed write drops it.
 
-use std::path::PathBuf;
+use std::path::Path;
 
-use crate::tasks::list::TaskList;
 use crate::tasks::model::{Status, Task};
 use swarm_util::no_symlinks;
 
-impl TaskList {
-    /// Not `*.json`: Claude Code takes every such file in the task directory for a task.
-    fn index_path(&self) -> PathBuf {
-        self.root.task_index_path(&self.team)
-    }
+/// The index at `path`, if there is one, whole and fresh.
+pub(super) fn load(path: &Path) -> Option<Index> {
+    let index = Index::parse(&std::fs::read_to_string(path).ok()?)?;
+    let age = swarm_util::clock::now_ms() - index.built_ms;
+    (0..INDEX_MAX_AGE_MS).contains(&age).then_some(index)
+}
 
-    pub(super) fn load_index(&self) -> Option<Index> {
-        let index = Index::parse(&std::fs::read_to_string(self.index_path()).ok()?)?;
-        let age = swarm_util::clock::now_ms() - index.built_ms;
-        (0..INDEX_MAX_AGE_MS).contains(&age).then_some(index)
+/// Written in place, not by rename: it is a cache whose torn copy fails to parse (it ends
+/// with a trailer line) and is rebuilt, and rewriting in place spares the filesystem a new
+/// inode on every claim. Nor is it opened with `O_TRUNC`: ext4 flushes a file truncated
+/// to zero when it is closed.
+pub(super) fn save(path: &Path, index: &Index) {
+    use std::os::unix::fs::FileExt;
+    let text = index.render();
+    let Ok(file) = no_symlinks::open(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false),
+        "open",
+        path,
+    ) else {
+        return;
+    };
+    if file.write_all_at(text.as_bytes(), 0).is_err() || file.set_len(text.len() as u64).is_err() {
+        drop_at(path);
     }
+}
 
-    /// Written in place, not by rename: it is a cache whose torn copy fails to parse (it
-    /// ends with a trailer line) and is rebuilt, and rewriting in place spares the
-    /// filesystem a new inode on every claim. Nor is it opened with `O_TRUNC`: ext4 flushes
-    /// a file truncated to zero when it is closed.
-    pub(super) fn save_index(&self, index: &Index) {
-        use std::os::unix::fs::FileExt;
-        let text = index.render();
-        let Ok(file) = no_symlinks::open(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false),
-            "open",
-            &self.index_path(),
-        ) else {
-            return;
-        };
-        if file.write_all_at(text.as_bytes(), 0).is_err()
-            || file.set_len(text.len() as u64).is_err()
-        {
-            self.drop_index();
-        }
-    }
-
-    /// Called under the lock by every mutation other than a claim, and by `next` when
-    /// nothing is ready.
-    pub(super) fn drop_index(&self) {
-        if let Ok(f) = no_symlinks::open(
-            std::fs::OpenOptions::new().write(true),
-            "open",
-            &self.index_path(),
-        ) {
-            let _ = f.set_len(0);
-        }
+/// Empties the index at `path`. Called under the lock by every mutation other than a
+/// claim, and by `next` when nothing is ready.
+pub(super) fn drop_at(path: &Path) {
+    if let Ok(f) = no_symlinks::open(std::fs::OpenOptions::new().write(true), "open", path) {
+        let _ = f.set_len(0);
     }
 }
 

@@ -30,6 +30,7 @@ use crate::files;
 use crate::layout::Root;
 use crate::names::TeamName;
 use crate::tasks::graph::{Mirror, check_new_edges, dedup, missing_dependency, push_unique};
+use crate::tasks::index;
 use crate::tasks::model::{NewTask, Status, Task, TaskPatch};
 use swarm_util::error::{Error, IoContext, Result};
 use swarm_util::{fault, json, lock};
@@ -54,6 +55,12 @@ impl TaskList {
 
     pub(super) fn task_path(&self, id: &str) -> PathBuf {
         self.root.task_path(&self.team, id)
+    }
+
+    /// The claim index (see `tasks::index`). Not `*.json`: Claude Code takes every such
+    /// file in the task directory for a task.
+    pub(super) fn index_path(&self) -> PathBuf {
+        self.root.task_index_path(&self.team)
     }
 
     fn mark_path(&self) -> PathBuf {
@@ -184,7 +191,7 @@ impl TaskList {
             return Err(Error::usage("a task needs a subject"));
         }
         let mut guard = self.lock()?;
-        self.drop_index();
+        index::drop_at(&self.index_path());
         let max_file = self.ids_on_disk()?.last().copied().unwrap_or(0);
         let id = (max_file.max(self.high_water_mark()) + 1).to_string();
         let mut blockers = Vec::new();
@@ -221,7 +228,7 @@ impl TaskList {
 
     pub fn update(&self, id: &str, patch: TaskPatch) -> Result<Task> {
         let mut guard = self.lock()?;
-        self.drop_index();
+        index::drop_at(&self.index_path());
         // Mended before the task is read: read first, it would be written back unmended.
         let tasks = self.read_repaired(&mut guard)?;
         let mut task = self.lock_task(&mut guard, id)?.ok_or_else(|| missing(id))?;
@@ -300,7 +307,7 @@ impl TaskList {
     /// every other task's `blocks` and `blockedBy`.
     pub fn delete(&self, id: &str) -> Result<Task> {
         let mut guard = self.lock()?;
-        self.drop_index();
+        index::drop_at(&self.index_path());
         let task = self.lock_task(&mut guard, id)?.ok_or_else(|| missing(id))?;
         let n = task.numeric_id();
         if n > self.high_water_mark() {
@@ -327,7 +334,7 @@ impl TaskList {
     /// Returns every open task of `owner` to pending with no owner.
     pub fn release(&self, owner: &str) -> Result<Vec<Task>> {
         let mut guard = self.lock()?;
-        self.drop_index();
+        index::drop_at(&self.index_path());
         let mut released = Vec::new();
         let theirs = |t: &Task| t.is_open() && t.owned_by(owner);
         for task in self.read_repaired(&mut guard)?.into_iter().filter(theirs) {

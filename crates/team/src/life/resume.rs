@@ -347,7 +347,7 @@ fn respawn_one(
 /// teammate started before its team had a key gets one, and every restart gets the key
 /// the (resumed) lead signs with.
 fn with_current_lead_key(store: &Store, cmd: &mut TeammateCommand) -> Result<()> {
-    let Some(key) = store.root().lead_verify_key(store.team())? else {
+    let Some(key) = swarm_store::mailbox::lead_key::verify_key(store.root(), store.team())? else {
         return Ok(());
     };
     let mut argv = Vec::with_capacity(cmd.argv.len() + 1);

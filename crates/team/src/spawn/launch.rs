@@ -203,11 +203,8 @@ impl Launcher {
         let config = self.store.roster().load()?;
         let mut settings = self.lead.clone();
         settings.session_id = config.lead_session_id.clone();
-        settings.lead_verify_key = self
-            .store
-            .root()
-            .lead_verify_key(self.store.team())?
-            .map(|k| k.to_arg());
+        let key = swarm_store::mailbox::lead_key::verify_key(self.store.root(), self.store.team())?;
+        settings.lead_verify_key = key.map(|k| k.to_arg());
         let spec = spec(self.store.team(), prepared, color);
         let mut cmd = match self.engine(&prepared.req) {
             Engine::Swarm => inherit::teammate_command(&settings, &self.env, &spec),
@@ -616,7 +613,7 @@ impl Launcher {
         // which may be uncommitted or git-ignored (`settings.local.json`) and so absent there.
         let project = self.dirs.project_dir(&s.checked.project_cwd);
         // The team's lead key, made now if the lead has not started yet: the teammate gets it.
-        store.root().lead_signer(store.team())?;
+        swarm_store::mailbox::lead_key::signer(store.root(), store.team())?;
         let cmd = self.teammate_command(prepared, &s.checked.color, &project)?;
         crate::spawn::launch_record::save_launch(store, s.name(), &cmd, s.engine)?;
         if let Some(prompt) = prepared

@@ -219,7 +219,7 @@ impl Launcher {
             m.engine = Some("swarm".to_owned());
         })?;
         // The team's lead key, made now if the lead has not started yet: the teammate gets it.
-        self.store.root().lead_signer(self.store.team())?;
+        swarm_store::mailbox::lead_key::signer(self.store.root(), self.store.team())?;
         let root = self.link(ssh, url)?;
         if let Some(prompt) = req.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
             self.store
@@ -362,11 +362,8 @@ impl Launcher {
         settings.root = root.into();
         settings.tmux_socket = Some(format!("swarm-{}", self.store.team()));
         settings.session_id = config.lead_session_id.clone();
-        settings.lead_verify_key = self
-            .store
-            .root()
-            .lead_verify_key(self.store.team())?
-            .map(|k| k.to_arg());
+        let key = swarm_store::mailbox::lead_key::verify_key(self.store.root(), self.store.team())?;
+        settings.lead_verify_key = key.map(|k| k.to_arg());
         let mut env = self.env.clone();
         // This machine's paths mean nothing there.
         for local in [

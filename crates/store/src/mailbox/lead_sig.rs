@@ -16,7 +16,7 @@
 //! a process that can read the lead's memory.
 //!
 //! swarm's own lead signs the same way with one key per team, kept in a 0600 file for a
-//! resumed lead and a person's CLI ([`crate::lead_key`]); the teammate's side of the check,
+//! resumed lead and a person's CLI ([`super::lead_key`]); the teammate's side of the check,
 //! `LeadGuard`, lives with the teammate (`swarm_roles::lead_sig`).
 
 use std::collections::HashSet;
@@ -27,7 +27,7 @@ use base64::engine::general_purpose::{URL_SAFE_NO_PAD, URL_SAFE_NO_PAD_INDIFFERE
 use ring::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
 use serde_json::Value;
 
-use crate::mailbox::Envelope;
+use crate::mailbox::envelope::Envelope;
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
 

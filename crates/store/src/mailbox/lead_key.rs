@@ -1,11 +1,11 @@
 //! The team's lead key: the Ed25519 private key swarm's lead signs its mail with
-//! ([`crate::lead_sig`]), made once per team and kept in `teams/<team>/lead.key` (mode
+//! ([`super::lead_sig`]), made once per team and kept in `teams/<team>/lead.key` (mode
 //! 0600, created whole or not at all, never replaced) so that a resumed lead, and a
 //! person's CLI acting as the lead, sign with the key the teammates were given.
 //!
 //! Only a root that signs as the lead ([`Root::signing_as_lead`], chosen at the edge for
 //! the lead's process and a person's CLI, never for a teammate's) reads or makes the file;
-//! every delivery through it in the lead's name is then signed ([`Root::seal_as_lead`]).
+//! every delivery through it in the lead's name is then signed ([`seal`]).
 //! The file's bytes are `{"madeMs": <epoch ms>, "pkcs8": "<base64url PKCS#8>"}`.
 //!
 //! What it guards against, and what not, is in docs/design/formats.md §4.6: a 0600 file
@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::files;
 use crate::layout::Root;
-use crate::lead_sig::{LeadKey, LeadSigner};
-use crate::mailbox::Envelope;
+use crate::mailbox::envelope::Envelope;
+use crate::mailbox::lead_sig::{LeadKey, LeadSigner};
 use crate::names::{LEAD, TeamName};
 use swarm_util::error::{Error, IoContext, Result};
 
@@ -44,45 +44,46 @@ fn remember(path: &Path, signer: LeadSigner) -> Arc<LeadSigner> {
     signer
 }
 
-impl Root {
-    /// The team's lead signer, read from its key file or made (and the file written) the
-    /// first time; `None` unless this root signs as the lead. The lead calls it as it
-    /// starts, and a spawn before it starts its teammate.
-    pub fn lead_signer(&self, team: &TeamName) -> Result<Option<Arc<LeadSigner>>> {
-        if !self.signs_as_lead() {
-            return Ok(None);
-        }
-        let path = self.lead_key_path(team);
-        if let Some(signer) = remembered(&path) {
-            return Ok(Some(signer));
-        }
-        Ok(Some(remember(&path, load_or_create(self, team)?)))
+/// The team's lead signer, read from its key file or made (and the file written) the
+/// first time; `None` unless `root` signs as the lead. The lead calls it as it starts, and
+/// a spawn before it starts its teammate.
+pub fn signer(root: &Root, team: &TeamName) -> Result<Option<Arc<LeadSigner>>> {
+    if !root.signs_as_lead() {
+        return Ok(None);
     }
+    let path = root.lead_key_path(team);
+    if let Some(signer) = remembered(&path) {
+        return Ok(Some(signer));
+    }
+    Ok(Some(remember(&path, load_or_create(root, team)?)))
+}
 
-    /// The public key teammates get as `--lead-verify-key`, if the team has one; `None`
-    /// unless this root signs as the lead. Never makes a key (a dry run shows what is).
-    pub fn lead_verify_key(&self, team: &TeamName) -> Result<Option<LeadKey>> {
-        if !self.signs_as_lead() {
-            return Ok(None);
-        }
-        let path = self.lead_key_path(team);
-        if let Some(signer) = remembered(&path) {
-            return Ok(Some(signer.verify_key()));
-        }
-        Ok(load(self, &path)?.map(|s| remember(&path, s).verify_key()))
+/// The public key teammates get as `--lead-verify-key`, if the team has one; `None` unless
+/// `root` signs as the lead. Never makes a key (a dry run shows what is).
+pub fn verify_key(root: &Root, team: &TeamName) -> Result<Option<LeadKey>> {
+    if !root.signs_as_lead() {
+        return Ok(None);
     }
+    let path = root.lead_key_path(team);
+    if let Some(signer) = remembered(&path) {
+        return Ok(Some(signer.verify_key()));
+    }
+    Ok(load(root, &path)?.map(|s| remember(&path, s).verify_key()))
+}
 
-    /// `e` signed with the team's lead key when it goes out in the lead's name and this
-    /// root signs as the lead; otherwise `e` as it is. Every backend's delivery calls it.
-    pub fn seal_as_lead(&self, team: &TeamName, e: Envelope) -> Result<Envelope> {
-        if e.from != LEAD {
-            return Ok(e);
-        }
-        Ok(match self.lead_signer(team)? {
-            Some(signer) => signer.sign(e),
-            None => e,
-        })
+/// `e` signed with the team's lead key when it goes out in the lead's name and `root` signs
+/// as the lead; otherwise `e` as it is. The one place the lead's signature is applied: each
+/// backend calls it in the one step that puts envelopes in inboxes (the file store's
+/// `mailbox::send::deliver`, PostgreSQL's `deliver_all`), whatever the write (a send, a
+/// system note, an approval's answer).
+pub fn seal(root: &Root, team: &TeamName, e: Envelope) -> Result<Envelope> {
+    if e.from != LEAD {
+        return Ok(e);
     }
+    Ok(match signer(root, team)? {
+        Some(signer) => signer.sign(e),
+        None => e,
+    })
 }
 
 /// The team's lead signer from its key file, made first if there is none. Two processes
@@ -183,13 +184,13 @@ mod tests {
     fn the_key_file_is_0600_and_a_resumed_lead_signs_with_the_same_key() {
         let dir = tempfile::tempdir().unwrap();
         let (root, team) = team(dir.path());
-        assert!(root.lead_signer(&team).unwrap().is_none(), "not signing");
+        assert!(signer(&root, &team).unwrap().is_none(), "not signing");
         let lead = root.clone().signing_as_lead();
-        assert_eq!(lead.lead_verify_key(&team).unwrap(), None, "no key yet");
+        assert_eq!(verify_key(&lead, &team).unwrap(), None, "no key yet");
         assert!(!root.lead_key_path(&team).exists());
 
-        let first = lead.lead_signer(&team).unwrap().unwrap().verify_key();
-        assert_eq!(lead.lead_verify_key(&team).unwrap(), Some(first.clone()));
+        let first = signer(&lead, &team).unwrap().unwrap().verify_key();
+        assert_eq!(verify_key(&lead, &team).unwrap(), Some(first.clone()));
         let path = root.lead_key_path(&team);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", path.display());
@@ -211,9 +212,7 @@ mod tests {
         );
 
         // Only the lead's mail is signed.
-        let peer = lead
-            .seal_as_lead(&team, Envelope::new("bob", "hi"))
-            .unwrap();
+        let peer = seal(&lead, &team, Envelope::new("bob", "hi")).unwrap();
         assert!(!peer.extra.contains_key("lead_sig"));
     }
 
