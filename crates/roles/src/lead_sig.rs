@@ -1,7 +1,7 @@
 //! A teammate's check on the mail in its lead's name (`lead_sig`, docs/design/formats.md
 //! §4.6): [`LeadGuard`] drops what claims to come from the lead without the lead's valid
 //! signature. The scheme itself (the key, the signed bytes, the signer) is the store's
-//! ([`swarm_store::lead_sig`]), re-exported here.
+//! ([`swarm_store::mailbox::lead_sig`]), re-exported here.
 
 use std::collections::HashSet;
 

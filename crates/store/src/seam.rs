@@ -1,7 +1,7 @@
 //! The store's seam: what the layers above need from a team's shared state, as one set of
 //! traits, and [`Store`], the handle on one team that hands them out.
 //!
-//! A team is opened once ([`crate::layout::Root::open`], [`crate::layout::Root::create_team`])
+//! A team is opened once ([`crate::teams::Teams::open`], [`crate::teams::Teams::create_team`])
 //! and its handle passed down; which backend holds the team is chosen there and nowhere
 //! else. The file backend ([`crate::file_store::FileStore`]) keeps Claude Code's own
 //! layout and formats; another backend keeps the same guarantees in its own way:
