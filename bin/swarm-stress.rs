@@ -219,9 +219,11 @@ fn reconcile(load: &Load) {
     }
 }
 
-fn fail(e: &swarm_util::error::Error) -> ! {
+/// Ends the process as `swarm` would for `e`: its message, and its exit code (the same
+/// mapping: `swarm::exit`).
+fn fail(e: &(dyn std::error::Error + 'static)) -> ! {
     eprintln!("swarm-stress: {e}");
-    std::process::exit(i32::from(e.exit_code()));
+    std::process::exit(i32::from(swarm::exit::exit_code(e)));
 }
 
 fn usage() -> ! {

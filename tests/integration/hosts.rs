@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{ScriptedModel, TestEnv, member_json, run};
+use crate::harness::{Backend, ScriptedModel, TestEnv, member_json, run};
 use crate::sim_hosts::SimNet;
 
 /// `swarm ARGS` with the simulated hosts' ssh settings.
@@ -216,6 +216,26 @@ fn bad_hosts_are_refused_in_one_line() {
     env.run(&["host", "add", "x", "root@h"]).success();
     let again = env.run(&["host", "add", "x", "root@other"]).failure(4);
     assert!(again.stderr.contains("exists already"), "{}", again.stderr);
+}
+
+/// A host ssh cannot reach is its own exit code (11, unreachable): one line naming the
+/// host, and no teammate in the roster.
+#[test]
+fn a_host_ssh_cannot_reach_is_exit_11_in_one_line() {
+    let Some(env) = TestEnv::with_team_on(Backend::Postgres, "t", &[]) else {
+        return;
+    };
+    env.run(&["host", "add", "gone", "root@127.0.0.1:1", "--dir", "/srv/p"])
+        .success();
+    let out = run(env
+        .swarm(&["--team", "t", "spawn", "bob", "--host", "gone"])
+        .env("ANTHROPIC_API_KEY", SECRET))
+    .failure(11);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("gone"), "{}", out.stderr);
+    assert!(!out.stderr.contains(SECRET), "{}", out.stderr);
+    let status = env.run(&["--team", "t", "status", "--json"]).success();
+    assert!(!status.stdout.contains("\"bob\""), "{}", status.stdout);
 }
 
 /// A key the remote teammate must get, and nothing else may show.

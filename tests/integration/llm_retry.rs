@@ -104,8 +104,8 @@ async fn e11_rate_limit_wait_exhausted_keeps_the_message_and_request_id() {
             "model API error 529 overloaded_error: Overloaded{HINT} (request-id req_scripted_000002)"
         )
     );
-    let e: swarm_util::error::Error = err.clone().into();
-    assert_eq!(e.exit_code(), swarm_util::error::exit::MODEL);
+    let e = err.clone();
+    assert_eq!(swarm::exit::exit_code(&e), swarm_util::error::exit::MODEL);
 }
 
 #[tokio::test]

@@ -109,7 +109,7 @@ async fn the_server_refuses_non_loopback_addresses() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("loopback"), "{err}");
-    assert_eq!(err.exit_code(), swarm_util::error::exit::USAGE);
+    assert_eq!(swarm::exit::exit_code(&err), swarm_util::error::exit::USAGE);
 }
 
 #[test]

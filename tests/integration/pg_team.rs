@@ -152,14 +152,14 @@ fn a_store_url_with_a_password_is_refused_before_anything_is_made() {
 }
 
 #[test]
-fn an_unreachable_server_is_one_line_and_exit_5_naming_it() {
+fn an_unreachable_server_is_one_line_and_exit_11_naming_it() {
     let env = TestEnv::new();
     let gone = env.dir.path().join("no-server");
     std::fs::create_dir_all(&gone).unwrap();
     let url = format!("host={} port=1 user=postgres dbname=x", gone.display());
     let out = env
         .run(&["team", "create", "away", "--store", &url])
-        .failure(5);
+        .failure(11);
     assert!(
         out.stderr
             .contains("failed to connect to the team's database at"),
@@ -182,7 +182,7 @@ fn an_unreachable_server_is_one_line_and_exit_5_naming_it() {
         &["--team", "away", "status"][..],
         &["--team", "away", "send", "team-lead", "hi"],
     ] {
-        let out = env.run(args).failure(5);
+        let out = env.run(args).failure(11);
         assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
         assert!(
             out.stderr
@@ -408,12 +408,12 @@ fn a_teammate_waits_out_its_database_and_carries_on_when_it_returns() {
         env.print_evidence();
     }
     assert!(said, "bob's pane does not say it waits:\n{}", pane());
-    // `swarm status` says so too: in one line, naming the server, exit 5.
+    // `swarm status` says so too: in one line, naming the server, exit 11.
     let away = run_timeout(
         &mut env.swarm(&["--team", "t", "status"]),
         Duration::from_secs(60),
     )
-    .failure(5);
+    .failure(11);
     assert!(
         away.stderr.contains("team's database") && away.stderr.trim().lines().count() == 1,
         "{}",

@@ -268,7 +268,7 @@ fn oversized_message_is_refused_and_nothing_is_written() {
         .mail()
         .deliver(&bob, Envelope::new("team-lead", "x".repeat(256 * 1024 + 1)))
         .unwrap_err();
-    assert_eq!(err.exit_code(), 2);
+    assert_eq!(swarm::exit::exit_code(&err), 2);
     assert!(err.to_string().contains("256 KiB"), "{err}");
     assert_eq!(std::fs::read(&inbox).unwrap(), before);
 

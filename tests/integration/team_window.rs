@@ -132,11 +132,11 @@ fn team_window_lays_out_tags_and_overflows() {
     let e = again
         .add_teammate(&agent("mate1"), "red", &sleeper(dir))
         .unwrap_err();
-    assert_eq!(e.exit_code(), exit::CONFLICT, "{e}");
+    assert_eq!(swarm::exit::exit_code(&e), exit::CONFLICT, "{e}");
     // One window per team.
     let e =
         TeamWindow::open(&tmux, &t, &sleeper(dir), Placement::Detached, opts(&env)).unwrap_err();
-    assert_eq!(e.exit_code(), exit::CONFLICT, "{e}");
+    assert_eq!(swarm::exit::exit_code(&e), exit::CONFLICT, "{e}");
     assert!(
         TeamWindow::find(&tmux, &team("other"), opts(&env))
             .unwrap()
@@ -238,7 +238,7 @@ fn close_and_kill_pane_never_touch_a_users_panes() {
 
     for p in [user.pane, intruder] {
         let e = tw.kill_pane(p).unwrap_err();
-        assert_eq!(e.exit_code(), exit::CONFLICT, "{e}");
+        assert_eq!(swarm::exit::exit_code(&e), exit::CONFLICT, "{e}");
         assert!(alive(&tmux, p));
     }
 

@@ -449,8 +449,8 @@ fn no_server_and_target_gone_are_told_apart() {
     assert!(e.is_target_gone(), "{e:?}");
     let e = tmux.display(&gone, "#{pane_pid}").unwrap_err();
     assert!(e.is_target_gone(), "{e:?}");
-    let err: swarm_util::error::Error = e.into();
-    assert_eq!(err.exit_code(), exit::TMUX);
+    let err = e;
+    assert_eq!(swarm::exit::exit_code(&err), exit::TMUX);
     assert_eq!(tmux.display(&keep.pane, "#{pane_width}").unwrap(), "200");
 
     // A server left with no session (it is exiting, or keeps running with `exit-empty
@@ -474,8 +474,8 @@ fn no_server_and_target_gone_are_told_apart() {
         e.is_no_server(),
         "after kill-server a target is not 'gone': {e:?}"
     );
-    let err: swarm_util::error::Error = e.into();
-    assert_eq!(err.exit_code(), exit::TMUX);
+    let err = e;
+    assert_eq!(swarm::exit::exit_code(&err), exit::TMUX);
     assert!(
         err.to_string().contains("no tmux server is running"),
         "{err}"
@@ -512,8 +512,8 @@ fn a_command_that_hangs_times_out() {
     let slow = tmux.clone().timeout(Duration::from_millis(300));
     let e = slow.run(&TmuxCommand::wait_for("never")).unwrap_err();
     assert!(matches!(e, TmuxError::Timeout { .. }), "{e:?}");
-    let err: swarm_util::error::Error = e.into();
-    assert_eq!(err.exit_code(), exit::TMUX);
+    let err = e;
+    assert_eq!(swarm::exit::exit_code(&err), exit::TMUX);
     // The server itself is fine, and a signalled channel does not block.
     let waiter = {
         let tmux = tmux.clone();

@@ -139,8 +139,9 @@ impl Transcript {
     pub fn append(&mut self, records: &[Record]) -> Result<()> {
         let mut buf = Vec::new();
         for r in records {
-            serde_json::to_writer(&mut buf, r)
-                .map_err(|e| Error::Other(format!("failed to encode a transcript record: {e}")))?;
+            serde_json::to_writer(&mut buf, r).map_err(|e| {
+                Error::io("encode a record for", &self.path, std::io::Error::other(e))
+            })?;
             buf.push(b'\n');
         }
         self.file

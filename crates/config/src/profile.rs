@@ -17,7 +17,7 @@ use crate::claude_settings::ClaudeSettings;
 use crate::permissions::{AllowRule, PermissionMode};
 use crate::project::UserDirs;
 use crate::settings::Settings;
-use swarm_llm::{LlmConfig, LlmFlags, Provider};
+use swarm_llm::{LlmConfig, LlmError, LlmFlags, Provider};
 use swarm_util::environment::Environment;
 use swarm_util::error::{Error, Result};
 
@@ -128,7 +128,7 @@ impl Profile {
     }
 
     /// The model to talk to, from the model flags and the environment.
-    pub fn llm_config(&self, flags: &ModelFlags) -> Result<LlmConfig> {
+    pub fn llm_config(&self, flags: &ModelFlags) -> std::result::Result<LlmConfig, LlmError> {
         let flags = LlmFlags {
             provider: flags.provider,
             model: self.model(flags.model.as_deref()),
@@ -137,9 +137,7 @@ impl Profile {
             rate_limit_wait: flags.rate_limit_wait.map(Duration::from_secs),
             ..LlmFlags::default()
         };
-        Ok(LlmConfig::resolve(&flags, |name| {
-            self.env().get(name).map(str::to_owned)
-        })?)
+        LlmConfig::resolve(&flags, |name| self.env().get(name).map(str::to_owned))
     }
 
     /// A working directory given on the command line (else where the process started),

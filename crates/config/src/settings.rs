@@ -162,7 +162,7 @@ mod tests {
         assert_eq!(s.claude_bin(None).unwrap(), bin);
         assert_eq!(s.claude_bin(Some(&bin)).unwrap(), bin);
         let e = s.claude_bin(Some(Path::new("/nope/claude"))).unwrap_err();
-        assert_eq!(e.exit_code(), swarm_util::error::exit::USAGE);
+        assert!(matches!(e, Error::Usage(_)), "{e}");
         let s = Settings::resolve(Environment::from_pairs([
             ("PATH", "/nonexistent"),
             ("SWARM_CLAUDE_BIN", bin.to_str().unwrap()),

@@ -10,7 +10,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use swarm_util::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
+use swarm_util::error::{Base as _, IoContext};
 
 /// Which job the demo's team does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -123,7 +124,7 @@ fn git(dir: &Path, args: &[&str]) -> Result<()> {
         .output()
         .map_err(|e| Error::io("run git in", dir, e))?;
     if !out.status.success() {
-        return Err(Error::Other(format!(
+        return Err(Error::Job(format!(
             "failed to run git {} in {}: {}",
             args.join(" "),
             dir.display(),

@@ -3,5 +3,6 @@
 //!
 //! Uses `team`, `git`, `model-server`, `config`, `store`, `llm` and `util`.
 
+pub mod error;
 pub mod job;
 pub mod run;

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::job;
 use swarm_config::permissions::{Approver, PermissionMode};
 use swarm_model_server::{ModelServer, Script};
@@ -21,7 +22,7 @@ use swarm_team::runs::run::{self as team_run, Goal};
 use swarm_team::spawn::launch::{LaunchSettings, Launcher};
 use swarm_team::spawn::show;
 use swarm_team::spawn::window::TeamWindow;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::vars;
 
 /// The credentials the demo keeps out of its panes.
@@ -54,7 +55,7 @@ pub fn scratch_dir(tmp: &Path) -> PathBuf {
 
 /// A fresh name for a demo team.
 pub fn team_name() -> Result<TeamName> {
-    TeamName::new(&format!("demo-{:04x}", fastrand::u16(..)))
+    Ok(TeamName::new(&format!("demo-{:04x}", fastrand::u16(..)))?)
 }
 
 /// Runs the demo; returns the lead's exit code, or a check failure if the job's check did
@@ -80,12 +81,12 @@ pub fn run(demo: Demo, say: &dyn Fn(&str), note: &dyn Fn(&str)) -> Result<u8> {
     let dir = dir.canonicalize().map_err(|e| Error::io("open", &dir, e))?;
     swarm_llm::install_crypto_provider();
     let script = Script::from_json(demo.job.script())
-        .map_err(|e| Error::Other(format!("the built-in demo script is broken: {e}")))?;
+        .map_err(|e| Error::Runtime(format!("the built-in demo script is broken: {e}")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
-        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+        .map_err(|e| Error::Runtime(format!("failed to start the async runtime: {e}")))?;
     let server = runtime.block_on(ModelServer::start_local(script))?;
     let mut launch = demo.launch;
     launch.cwd = dir.clone();

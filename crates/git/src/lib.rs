@@ -9,6 +9,7 @@
 //!
 //! Uses `hosts`, `config`, `store` and `util`; never `team`, `tmux` or `roles`.
 
+pub mod error;
 pub mod merge;
 pub mod merge_handback;
 pub mod remote_worktree;

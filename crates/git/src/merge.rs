@@ -23,6 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::error::{Error, Result};
 use crate::merge_handback::{self as handback, HandBack};
 use swarm_store::Store;
 pub use swarm_store::merge_queue::Strategy;
@@ -30,7 +31,7 @@ use swarm_store::merge_queue::{self, Entry, EntryState, Queue};
 use swarm_store::names::TeamName;
 use swarm_store::worktrees;
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -93,9 +94,9 @@ fn git_in(dir: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
 
 /// Runs git in `dir`; its trimmed stdout, or an error naming the command.
 fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = git_in(dir, args).map_err(|e| Error::Other(format!("failed to run git: {e}")))?;
+    let out = git_in(dir, args).map_err(|e| Error::Git(format!("failed to run git: {e}")))?;
     if !out.status.success() {
-        return Err(Error::Other(format!(
+        return Err(Error::Git(format!(
             "git {} in {} failed: {}",
             args.join(" "),
             dir.display(),
@@ -291,7 +292,7 @@ fn enqueue(store: &Store, opts: &Options) -> Result<Queue> {
         q.git_dir = Some(git_dir);
         return Ok(q);
     }
-    store.merge_queue().update(|q| {
+    Ok(store.merge_queue().update(|q| {
         if q.target.as_deref() != Some(target.as_str()) {
             q.integration_tip = None;
         }
@@ -306,7 +307,7 @@ fn enqueue(store: &Store, opts: &Options) -> Result<Queue> {
         }
         q.entries.extend(additions);
         q.clone()
-    })
+    })?)
 }
 
 /// Brings the branch of `r`, a worktree on another host, into the lead's repository. A
@@ -353,7 +354,7 @@ pub fn configure(store: &Store, opts: &Options) -> Result<()> {
     if opts.check.is_none() && opts.into.is_none() && opts.strategy.is_none() {
         return Ok(());
     }
-    store.merge_queue().update(|q| {
+    Ok(store.merge_queue().update(|q| {
         if opts.check.is_some() {
             q.check = opts.check.clone();
         }
@@ -363,7 +364,7 @@ pub fn configure(store: &Store, opts: &Options) -> Result<()> {
         if opts.strategy.is_some() {
             q.strategy = opts.strategy;
         }
-    })
+    })?)
 }
 
 /// Puts the held entry of `branch` back in the queue, as if new, for another try (after
@@ -499,12 +500,12 @@ fn prepare_integration(
 }
 
 fn set_entry(store: &Store, i: usize, f: impl FnOnce(&mut Entry) + Send) -> Result<Entry> {
-    store.merge_queue().update(|q| {
+    Ok(store.merge_queue().update(|q| {
         let e = &mut q.entries[i];
         f(e);
         e.updated_at = clock::now_ms();
         e.clone()
-    })
+    })?)
 }
 
 /// Merges entry `i` in the integration worktree and runs the check; records the outcome.
@@ -559,7 +560,7 @@ fn land(
         if conflicts.is_empty() {
             // Not a conflict (no identity, a hook refused...): the entry waits for a rerun.
             set_entry(store, i, |e| e.state = EntryState::Queued)?;
-            return Err(Error::Other(format!(
+            return Err(Error::Git(format!(
                 "failed to merge {} in {}: {}; fix that and run `swarm merge` again",
                 entry.branch,
                 wt.display(),
@@ -604,7 +605,7 @@ fn run_check(dir: &Path, cmd: &str) -> Result<Option<String>> {
         .current_dir(dir)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| Error::Other(format!("failed to run the check `{cmd}`: {e}")))?;
+        .map_err(|e| Error::Git(format!("failed to run the check `{cmd}`: {e}")))?;
     if out.status.success() {
         return Ok(None);
     }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::error::{Error, Result};
 use git2::Repository;
 use swarm_config::project::UserDirs;
 use swarm_hosts::{Hosts, Ssh};
@@ -29,7 +30,6 @@ use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
 use swarm_util::process::{RunFailed, run_within};
 
 use crate::worktree::{self, Changes};
@@ -131,7 +131,7 @@ pub fn create(store: &Store, ssh: &Ssh, dir: &str, plan: &Plan) -> Result<Made> 
         .and_then(|()| store.worktrees().save_worktree(&record));
     if let Err(e) = saved {
         let _ = remove_there(ssh, &record);
-        return Err(e);
+        return Err(e.into());
     }
     let cwd = Path::new(&path).join(&plan.subdir);
     Ok(Made {
@@ -219,7 +219,7 @@ pub fn reach(store: &Store, record: &Record, dirs: &UserDirs) -> Result<(Ssh, Pa
     let hosts = Hosts::at(root.path(), root.lock_timeout());
     let ssh = Ssh::to(&hosts, host, dirs.ssh_config.clone())?;
     let lead = store.merge_queue().load()?.git_dir.ok_or_else(|| {
-        Error::Other(format!(
+        Error::Git(format!(
             "failed to find the lead's repository for {}'s worktree on host '{host}': the merge queue names none",
             record.agent
         ))
@@ -272,7 +272,7 @@ pub fn remove(store: &Store, ssh: &Ssh, record: &Record, lead: &Path) -> Result<
     if local_git(lead, &["rev-parse", "-q", "--verify", &branch]).is_ok() {
         local_git(lead, &["update-ref", "-d", &branch])?;
     }
-    store.worktrees().remove_worktree(&record.agent)
+    Ok(store.worktrees().remove_worktree(&record.agent)?)
 }
 
 fn remove_there(ssh: &Ssh, record: &Record) -> Result<()> {
@@ -336,14 +336,15 @@ fn local_git(git_dir: &Path, args: &[&str]) -> Result<String> {
 fn run(mut cmd: Command, what: &str) -> Result<String> {
     let out = run_within(&mut cmd, None, GIT_LIMIT).map_err(|e| match e {
         RunFailed::Spawn(e) | RunFailed::Wait(e) => {
-            Error::Other(format!("failed to {what}: failed to run git: {e}"))
+            Error::Git(format!("failed to {what}: failed to run git: {e}"))
         }
-        RunFailed::TimedOut => {
-            Error::Unavailable(format!("failed to {what}: no answer within {GIT_LIMIT:?}"))
-        }
+        RunFailed::TimedOut => swarm_hosts::error::Error::Unreachable(format!(
+            "failed to {what}: no answer within {GIT_LIMIT:?}"
+        ))
+        .into(),
     })?;
     if !out.status.success() {
-        return Err(Error::Other(format!(
+        return Err(Error::Git(format!(
             "failed to {what}: {}",
             swarm_hosts::ssh::last_line(&out.stderr)
         )));
@@ -355,7 +356,7 @@ fn run(mut cmd: Command, what: &str) -> Result<String> {
 fn on_host(ssh: &Ssh, argv: &[&str]) -> Result<String> {
     let out = ssh.run(argv, None, GIT_LIMIT)?;
     if !out.status.success() {
-        return Err(Error::Other(format!(
+        return Err(Error::Git(format!(
             "failed to run `{}` on host '{}': {}",
             argv.join(" "),
             ssh.host().name,

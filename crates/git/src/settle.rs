@@ -7,6 +7,7 @@
 //! record's lock (the shutdown ladder and the supervisor may both try); without changes
 //! it and its branch are removed, with changes both are kept and the lead is told.
 
+use crate::error::Result;
 use crate::remote_worktree;
 use crate::worktree::{Changes, changes, remove};
 use swarm_config::project::UserDirs;
@@ -14,7 +15,6 @@ use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::AgentName;
 use swarm_store::worktrees::{Record, RecordState};
-use swarm_util::error::Result;
 
 /// How a worktree was settled when its teammate stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]

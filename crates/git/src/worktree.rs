@@ -20,6 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use git2::{
     BranchType, ErrorCode, Oid, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions,
 };
@@ -27,7 +28,7 @@ use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 
 /// A worktree about to be made: everything checked, nothing created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +87,7 @@ impl Changes {
 }
 
 fn git_err(action: &str, path: &Path, e: git2::Error) -> Error {
-    Error::Other(format!(
+    Error::Git(format!(
         "failed to {action} {}: {}",
         path.display(),
         e.message()
@@ -222,7 +223,7 @@ pub fn create(store: &Store, plan: &Plan) -> Result<Record> {
     };
     if let Err(e) = store.worktrees().save_worktree(&record) {
         let _ = remove(store, &record);
-        return Err(e);
+        return Err(e.into());
     }
     Ok(record)
 }
@@ -327,5 +328,5 @@ pub fn remove(store: &Store, record: &Record) -> Result<()> {
     for dir in record.path.ancestors().skip(1).take(2) {
         let _ = std::fs::remove_dir(dir);
     }
-    store.worktrees().remove_worktree(&record.agent)
+    Ok(store.worktrees().remove_worktree(&record.agent)?)
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::error::Result;
 use crate::ssh::{Ssh, last_line};
-use swarm_util::error::Result;
 
 /// How long one check's command may take on the host.
 const LIMIT: Duration = Duration::from_secs(30);

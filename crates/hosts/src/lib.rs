@@ -7,6 +7,7 @@
 //! Nothing here knows a team: the layers above place teammates on hosts.
 
 pub mod check;
+pub mod error;
 pub mod registry;
 pub mod ssh;
 

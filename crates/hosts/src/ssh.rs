@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use crate::error::{Error, Result};
 use crate::registry::{Host, Hosts};
-use swarm_util::error::{Error, Result};
 use swarm_util::process::{RunFailed, run_within};
 
 /// How long connecting to a host may take.
@@ -113,17 +113,17 @@ impl Ssh {
     }
 
     /// Runs `remote` on the host, with `input` on its stdin, for at most `limit`. A host
-    /// that cannot be reached (ssh's own exit code 255) is [`Error::Unavailable`]; the
+    /// that cannot be reached (ssh's own exit code 255) is [`Error::Unreachable`]; the
     /// command's own failure is the caller's to read in the output.
     pub fn run(&self, remote: &[&str], input: Option<&[u8]>, limit: Duration) -> Result<Output> {
         let argv = self.argv(remote, false);
         let ran = run_within(Command::new(&argv[0]).args(&argv[1..]), input, limit);
         let output = ran.map_err(|e| match e {
-            RunFailed::Spawn(e) => Error::Other(format!(
+            RunFailed::Spawn(e) => Error::Ssh(format!(
                 "failed to run ssh: {e}; install OpenSSH's client (Debian: openssh-client)"
             )),
-            RunFailed::Wait(e) => Error::Other(format!("failed to wait for ssh: {e}")),
-            RunFailed::TimedOut => Error::Unavailable(format!(
+            RunFailed::Wait(e) => Error::Ssh(format!("failed to wait for ssh: {e}")),
+            RunFailed::TimedOut => Error::Unreachable(format!(
                 "failed to run `{}` on host '{}' ({}): no answer within {limit:?}",
                 remote.join(" "),
                 self.host.name,
@@ -131,7 +131,7 @@ impl Ssh {
             )),
         })?;
         if output.status.code() == Some(255) {
-            return Err(Error::Unavailable(format!(
+            return Err(Error::Unreachable(format!(
                 "failed to reach host '{}' ({}) over ssh: {}; check it with `swarm host check {}`",
                 self.host.name,
                 self.host.target(),

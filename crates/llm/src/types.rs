@@ -279,22 +279,6 @@ pub enum LlmError {
     BudgetExhausted(String),
 }
 
-/// How a model failure surfaces from a command: configuration mistakes are usage errors,
-/// cancellation is an interruption, a spent budget exits with the budget code, everything
-/// else exits with the model code.
-impl From<LlmError> for swarm_util::error::Error {
-    fn from(e: LlmError) -> swarm_util::error::Error {
-        match e {
-            LlmError::Config(m) => swarm_util::error::Error::Usage(m),
-            LlmError::Cancelled => swarm_util::error::Error::Interrupted,
-            LlmError::BudgetExhausted(m) => {
-                swarm_util::error::Error::Budget(format!("budget exhausted: {m}"))
-            }
-            other => swarm_util::error::Error::Model(other.to_string()),
-        }
-    }
-}
-
 pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<Response, LlmError>> + Send + 'a>>;
 
 /// A model behind an HTTP API. Implementations retry transient failures themselves and

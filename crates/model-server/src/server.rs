@@ -139,10 +139,10 @@ impl ModelServer {
             Matcher::new(script).map_err(|e| Error::usage(format!("invalid script: {e}")))?;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|e| Error::Other(format!("failed to listen on {addr}: {e}")))?;
+            .map_err(|e| Error::io("listen on", addr.to_string(), e))?;
         let addr = listener
             .local_addr()
-            .map_err(|e| Error::Other(format!("failed to read the listening address: {e}")))?;
+            .map_err(|e| Error::io("read the address of", "the listening socket", e))?;
         let cancel = CancellationToken::new();
         let state = Arc::new(ServerState {
             matcher: Mutex::new(matcher),

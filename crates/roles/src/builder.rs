@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::error::Result;
 use swarm_agent::engine::Engine;
 use swarm_agent::tools::ToolContext;
 use swarm_agent::transcript::Transcript;
@@ -22,7 +23,6 @@ use swarm_llm::{self as llm, LlmConfig};
 use swarm_store::Store;
 use swarm_store::names::AgentName;
 use swarm_team::toolset::tools::TeamTools;
-use swarm_util::error::Result;
 
 /// What any agent is made of.
 pub struct AgentBuilder {

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+use crate::error::{Error, Result};
 use swarm_store::Store;
 use swarm_store::liveness::BEAT_EVERY;
 use swarm_store::names::AgentName;
-use swarm_util::error::{Error, Result};
 
 /// The beating thread of one registered process.
 pub struct Beater {
@@ -42,7 +42,7 @@ impl Beater {
         let thread = std::thread::Builder::new()
             .name("swarm-heartbeat".into())
             .spawn(move || beat(&store, token, &stopping, on_fenced))
-            .map_err(|e| Error::Other(format!("failed to start the heartbeat: {e}")))?;
+            .map_err(|e| Error::Runtime(format!("failed to start the heartbeat: {e}")))?;
         let beater = Beater {
             stop,
             thread: Some(thread),
@@ -59,7 +59,7 @@ fn beat(store: &Store, token: i64, stop: &AtomicBool, on_fenced: impl Fn()) {
         }
         match store.agents().heartbeat(token) {
             Ok(()) => {}
-            Err(e @ Error::Fenced(_)) => {
+            Err(e @ swarm_store::error::Error::Fenced(_)) => {
                 tracing::error!("{e}");
                 on_fenced();
                 return;

@@ -6,6 +6,7 @@
 //! Uses `team`, `git`, `tmux`, `agent`, `config`, `store`, `llm` and `util`.
 
 pub mod builder;
+pub mod error;
 pub mod heartbeat;
 pub mod lead;
 pub mod lead_sig;

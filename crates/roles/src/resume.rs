@@ -5,12 +5,12 @@
 
 use std::path::Path;
 
+use crate::error::Result;
 use swarm_agent::engine::Engine;
 use swarm_store::Store;
 use swarm_store::names::AgentName;
 use swarm_team::life::status::{self, TeamStatus};
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 /// Restores `agent`'s conversation from the transcript at `path` into `engine`; false
 /// when there is nothing to restore (no transcript, or nothing said yet).
@@ -33,7 +33,11 @@ pub fn restore_conversation(
 
 /// A resumed lead's first turn: what happened and where the team stands. The goal is in
 /// its restored conversation; without one (`restored` false), it is given again here.
-pub fn lead_turn(seen: Result<TeamStatus>, goal: &str, restored: bool) -> String {
+pub fn lead_turn(
+    seen: swarm_team::error::Result<TeamStatus>,
+    goal: &str,
+    restored: bool,
+) -> String {
     let seen = seen
         .map(|s| status::render_for_width(&s, clock::now_ms(), 90))
         .unwrap_or_else(|e| format!("(the team's status could not be read: {e})"));

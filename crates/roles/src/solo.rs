@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::builder::{Agent, AgentBuilder};
+use crate::error::{Error, Result};
 use swarm_agent::display::Display;
 use swarm_agent::engine::{Authorization, Event, Finish, Host};
 use swarm_agent::prompt::{self, PromptInputs};
@@ -17,7 +18,6 @@ use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::tools::ToolName;
 use swarm_llm::LlmConfig;
 use swarm_store::names::AgentName;
-use swarm_util::error::{Error, Result};
 
 pub struct SoloOptions {
     pub prompt: String,
@@ -85,12 +85,12 @@ pub async fn run(o: SoloOptions) -> Result<u8> {
     );
     match finish {
         Finish::EndTurn(_) => Ok(0),
-        Finish::MaxTurns => Err(Error::Model(format!(
+        Finish::MaxTurns => Err(Error::Unfinished(format!(
             "stopped after {} model turns; raise --max-turns",
             engine.max_turns
         ))),
-        Finish::Refusal(text) => Err(Error::Model(format!("the model refused: {text}"))),
-        Finish::Stopped => Err(Error::Interrupted),
+        Finish::Refusal(text) => Err(Error::Unfinished(format!("the model refused: {text}"))),
+        Finish::Stopped => Err(swarm_util::error::Error::Interrupted.into()),
     }
 }
 

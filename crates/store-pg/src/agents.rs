@@ -30,12 +30,12 @@ use crate::holds::{Wait, hold, is_held};
 use crate::mail::unknown_team;
 use crate::roster::load_in;
 use crate::watch::{Change, notify};
+use swarm_store::error::{Error, Result};
 use swarm_store::lead::already_led;
 use swarm_store::liveness::{self, Heartbeat};
 use swarm_store::names::{AgentName, LEAD};
 use swarm_store::seam::{Agents, Hold};
 use swarm_store::state::AgentState;
-use swarm_util::error::{Error, Result};
 
 /// The name of the lead's hold.
 const LEAD_HOLD: &str = "lead";

@@ -22,8 +22,8 @@ use swarm_store::approvals::{
     Approval, Decision, State, answered_by_mail, check_id, decide, expired, lead_mode_of,
     recorded_again, unknown,
 };
+use swarm_store::error::Result;
 use swarm_store::seam::Approvals;
-use swarm_util::error::Result;
 
 fn read(
     store: &PgStore,

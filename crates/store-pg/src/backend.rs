@@ -52,7 +52,7 @@ impl Backend for PgStore {
     fn root(&self) -> &Root {
         &self.root
     }
-    fn delete_team(&self) -> swarm_util::error::Result<()> {
+    fn delete_team(&self) -> swarm_store::error::Result<()> {
         self.delete_on_server()?;
         swarm_store::roster::delete_files(&self.root, &self.team)
     }

@@ -5,7 +5,7 @@
 //! Invariants:
 //! - a password never reaches a message or a log: the server is named by [`Database::at`]
 //!   (hosts, port, database, user) and URLs are shown only through [`redact`];
-//! - a failure to reach or talk to the server is [`Error::Unavailable`] (exit code 5), one
+//! - a failure to reach or talk to the server is [`Error::Unavailable`] (exit code 11), one
 //!   lowercase line naming the server; a lock of the database not had within the lock
 //!   timeout is the same, and so is a role that lacks a privilege swarm needs;
 //! - a server this process reached before and finds away (a restart) is waited for, up to
@@ -31,8 +31,9 @@ use postgres::{Client, Config, NoTls};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::{libpq, tls};
+use swarm_store::error::{Error, Result};
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// How long a lock of the database (a row's, a hold's) is waited for before the operation
 /// fails, unless the database was opened with another ([`Database::with_lock_timeout`]).
@@ -83,6 +84,12 @@ impl From<postgres::Error> for Fail {
 impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
         Fail::Swarm(e)
+    }
+}
+
+impl From<swarm_util::error::Error> for Fail {
+    fn from(e: swarm_util::error::Error) -> Fail {
+        Fail::Swarm(e.into())
     }
 }
 
@@ -364,7 +371,7 @@ impl Database {
     pub(crate) fn failed(&self, what: &str, e: &postgres::Error) -> Error {
         match kind(e) {
             Kind::Connection => self.unavailable(&format!("{what}: lost"), e),
-            Kind::LockTimeout => Error::Unavailable(format!(
+            Kind::LockTimeout => Error::Busy(format!(
                 "failed to {what}: a lock in the team's database at {} stayed held for more than {:?}; retry",
                 self.at, self.lock_timeout
             )),
@@ -373,7 +380,7 @@ impl Database {
                 self.at,
                 cause(e)
             )),
-            Kind::RolledBack | Kind::Other => Error::Other(format!(
+            Kind::RolledBack | Kind::Other => Error::Database(format!(
                 "failed to {what} in the team's database at {}: {}",
                 self.at,
                 cause(e)

@@ -22,7 +22,7 @@ use postgres::error::SqlState;
 use crate::PgStore;
 use crate::connect::{Database, Retry, off_runtime};
 use crate::mail::unknown_team;
-use swarm_util::error::Result;
+use swarm_store::error::Result;
 
 /// The first key of swarm's two-key advisory locks (the migrations' lock is a one-key
 /// lock, which never meets these).

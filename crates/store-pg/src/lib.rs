@@ -94,9 +94,10 @@ use postgres::types::Json;
 use serde::de::DeserializeOwned;
 
 use swarm_store::Root;
+use swarm_store::error::{Error, Result};
 use swarm_store::names::TeamName;
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 use crate::connect::Fail;
 use crate::watch::Watchers;
@@ -156,7 +157,7 @@ impl PgStore {
 /// (written by a newer swarm, or by hand) is an error saying so, never a panic.
 pub(crate) fn doc<T: DeserializeOwned>(row: &Row, what: &str) -> std::result::Result<T, Fail> {
     row.try_get::<_, Json<T>>(0).map(|j| j.0).map_err(|e| {
-        Fail::Swarm(Error::Other(format!(
+        Fail::Swarm(Error::Database(format!(
             "failed to read {what} from the team's database: {e}; was it written by a newer swarm?"
         )))
     })

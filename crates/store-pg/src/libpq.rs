@@ -19,8 +19,9 @@ use std::time::Duration;
 use postgres::Config;
 use postgres::config::Host;
 
+use swarm_store::error::{Error, Result};
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::vars;
 
 /// Where Debian's server (and libpq as Debian builds it) puts its socket.

@@ -22,12 +22,12 @@ use crate::PgStore;
 use crate::connect::{Fail, Retry};
 use crate::roster::load_in;
 use crate::watch::{Change, notify};
+use swarm_store::error::Result;
 use swarm_store::mailbox::delivered::{Appended, Cursor};
 use swarm_store::mailbox::lead_key;
 use swarm_store::mailbox::{Delivery, Envelope, Sent, Version, check_text, recipients};
 use swarm_store::names::AgentName;
 use swarm_store::seam::Mailboxes;
-use swarm_util::error::Result;
 
 pub(crate) type Tx<'a, 'b> = &'a mut postgres::Transaction<'b>;
 

@@ -14,9 +14,9 @@ use crate::connect::Retry;
 use crate::holds::{Wait, hold};
 use crate::mail::unknown_team;
 use crate::{PgStore, doc};
+use swarm_store::error::Result;
 use swarm_store::merge_queue::Queue;
 use swarm_store::seam::{Hold, MergeQueue};
-use swarm_util::error::Result;
 
 impl MergeQueue for PgStore {
     fn load(&self) -> Result<Queue> {

@@ -6,7 +6,7 @@
 //! - `schema_version` holds one row per migration applied; each migration and its row are
 //!   written in one transaction, under a transaction-scoped advisory lock, so two processes
 //!   migrating at once apply each migration once;
-//! - a database already at a version this swarm does not know is refused (exit code 5),
+//! - a database already at a version this swarm does not know is refused (exit code 11),
 //!   never migrated down or written.
 //!
 //! The tables (version 1), one row set per team:
@@ -34,7 +34,7 @@
 //! from the sequence `fences`: a token is never handed out twice in a database.
 
 use crate::connect::{Database, Fail, Retry};
-use swarm_util::error::{Error, Result};
+use swarm_store::error::{Error, Result};
 
 /// The migrations, in order: version `i + 1` is `MIGRATIONS[i]`.
 const MIGRATIONS: &[&str] = &[

@@ -9,9 +9,9 @@ use postgres::types::Json;
 use crate::connect::Retry;
 use crate::mail::unknown_team;
 use crate::{PgStore, doc};
+use swarm_store::error::Result;
 use swarm_store::seam::{RateGate, RateLimit};
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 impl RateGate for PgStore {
     fn read(&self, provider: &str) -> Result<Option<RateLimit>> {

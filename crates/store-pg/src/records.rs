@@ -9,10 +9,10 @@ use crate::connect::Retry;
 use crate::holds::{Wait, hold};
 use crate::mail::unknown_team;
 use crate::{PgStore, doc};
+use swarm_store::error::Result;
 use swarm_store::launch_record::LaunchRecord;
 use swarm_store::seam::{Hold, LaunchRecords, Worktrees};
 use swarm_store::worktrees::Record as WorktreeRecord;
-use swarm_util::error::Result;
 
 impl PgStore {
     fn records_what(&self, doing: &str) -> String {

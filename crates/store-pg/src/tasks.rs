@@ -20,12 +20,13 @@ use serde_json::Map;
 use crate::PgStore;
 use crate::connect::{Fail, Retry};
 use crate::watch::{Change, notify};
+use swarm_store::error::{Error, Result};
 use swarm_store::seam::TaskBoard;
 use swarm_store::tasks::claim::refusal;
 use swarm_store::tasks::graph::{check_new_edges, dedup, missing_dependency, push_unique};
 use swarm_store::tasks::list::missing;
 use swarm_store::tasks::{ClaimRefusal, NewTask, Status, Task, TaskPatch};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 type Tx<'a, 'b> = &'a mut postgres::Transaction<'b>;
 

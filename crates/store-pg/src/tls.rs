@@ -22,8 +22,9 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use swarm_store::error::{Error, Result};
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::vars;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -199,7 +199,7 @@ impl Watchers {
         }
     }
 
-    fn subscribe(&self, mut client: Client) -> swarm_util::error::Result<Client> {
+    fn subscribe(&self, mut client: Client) -> swarm_store::error::Result<Client> {
         client
             .batch_execute(&format!("LISTEN {CHANNEL}"))
             .map_err(|e| self.db.failed("listen to changes", &e))?;

@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::{self, Envelope};
@@ -24,7 +25,7 @@ use crate::protocol::{
     PermissionGrant, PermissionRequest, PermissionResponse, PlanApprovalRequest,
     PlanApprovalResponse, Protocol,
 };
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::{clock, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,10 +197,14 @@ pub(crate) fn record(root: &Root, team: &TeamName, approval: &Approval) -> Resul
 
 fn read(root: &Root, p: &std::path::Path) -> Result<Option<Approval>> {
     match files::read(root, p)? {
-        Some(b) => json::parse(&b).map(Some).map_err(|e| Error::Corrupt {
-            path: p.to_path_buf(),
-            reason: e.to_string(),
-        }),
+        Some(b) => {
+            Ok(json::parse(&b)
+                .map(Some)
+                .map_err(|e| swarm_util::error::Error::Corrupt {
+                    path: p.to_path_buf(),
+                    reason: e.to_string(),
+                })?)
+        }
         None => Ok(None),
     }
 }
@@ -556,7 +561,7 @@ mod tests {
             via: None,
         };
         let err = resolve(&root, &team, "plan_approval-1@bob@t", decision()).unwrap_err();
-        assert_eq!(err.exit_code(), swarm_util::error::exit::NOT_FOUND, "{err}");
+        assert!(err.is_not_found(), "{err}");
         assert_eq!(
             expire(&root, &team, "plan_approval-1@bob@t", "x").unwrap(),
             None
@@ -572,7 +577,10 @@ mod tests {
         );
         assert!(expire_all(&root, &team, "bob", "again").unwrap().is_empty());
         let err = resolve(&root, &team, id, decision()).unwrap_err();
-        assert_eq!(err.exit_code(), swarm_util::error::exit::CONFLICT, "{err}");
+        assert!(
+            matches!(err, Error::Base(swarm_util::error::Error::Conflict(_))),
+            "{err}"
+        );
         assert_eq!(
             err.to_string(),
             "request plan_approval-2@bob@t has expired (bob stopped); bob no longer waits for an answer"

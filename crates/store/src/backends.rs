@@ -19,12 +19,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::layout::Root;
 use crate::names::TeamName;
 use crate::roster::TeamConfig;
 use crate::seam::Store;
 use swarm_util::atomic;
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 
 /// Opens teams on database servers, by URL: given to [`crate::teams::Teams`] at the edge.
 pub trait Opener: Send + Sync {
@@ -59,11 +60,9 @@ impl Root {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io("read", &path, e)),
         };
-        let pointer: Pointer = serde_json::from_slice(&bytes).map_err(|e| {
-            Error::Other(format!(
-                "failed to read the team's store pointer {}: {e}; write {{\"url\": \"postgres://…\"}} or delete the team",
-                path.display()
-            ))
+        let pointer: Pointer = serde_json::from_slice(&bytes).map_err(|e| Error::Pointer {
+            path: path.clone(),
+            reason: e.to_string(),
         })?;
         Ok(Some(pointer.url))
     }
@@ -75,6 +74,10 @@ impl Root {
         let bytes = swarm_util::json::to_pretty(&Pointer {
             url: url.to_owned(),
         });
-        atomic::write(&self.store_pointer_path(team), &bytes, self.durable())
+        Ok(atomic::write(
+            &self.store_pointer_path(team),
+            &bytes,
+            self.durable(),
+        )?)
     }
 }

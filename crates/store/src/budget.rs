@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Result;
 use crate::files;
 use crate::layout::Root;
 use crate::names::{AgentName, TeamName};
-use swarm_util::error::{IoContext, Result};
+use swarm_util::error::IoContext;
 use swarm_util::json;
 
 /// What may be spent; `None` is no limit.
@@ -125,7 +126,11 @@ pub(crate) fn write_limits(root: &Root, team: &TeamName, limits: &Limits) -> Res
     if limits.is_none() {
         return Ok(());
     }
-    files::write(root, &root.budget_path(team), &json::to_pretty(limits))
+    Ok(files::write(
+        root,
+        &root.budget_path(team),
+        &json::to_pretty(limits),
+    )?)
 }
 
 /// The team's limits; none when no run set them.
@@ -144,7 +149,11 @@ pub(crate) fn record(root: &Root, team: &TeamName, agent: &AgentName, total: &Sp
     if !dir.is_dir() {
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     }
-    files::write_unsynced(root, &root.spend_path(team, agent), &json::to_pretty(total))
+    Ok(files::write_unsynced(
+        root,
+        &root.spend_path(team, agent),
+        &json::to_pretty(total),
+    )?)
 }
 
 /// What the whole team has spent: the sum of every ledger.

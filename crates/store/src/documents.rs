@@ -7,12 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::names::{AgentName, TeamName};
 use crate::seam::Store;
 use swarm_util::clock;
-use swarm_util::error::{IoContext, Result};
+use swarm_util::error::Base as _;
+use swarm_util::error::IoContext;
 
 /// Writes the goal a run gives the team; returns its path (the lead reads it from there).
 pub fn write_goal(store: &Store, goal: &str) -> Result<PathBuf> {
@@ -42,9 +44,7 @@ pub fn remove_report(store: &Store) -> Result<()> {
     let path = root.report_path(team);
     files::check(root, &path)?;
     match std::fs::remove_file(&path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(swarm_util::error::Error::io("remove", &path, e))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &path, e)),
         _ => Ok(()),
     }
 }
@@ -60,26 +60,24 @@ pub fn write_plan(store: &Store, path: &Path, plan: &str) -> Result<()> {
     let (root, team) = (store.root(), store.team());
     let dir = root.plans_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
-    files::write(root, path, plan.as_bytes())
+    Ok(files::write(root, path, plan.as_bytes())?)
 }
 
 /// Opens `agent`'s log for appending (a teammate's pane is for people; its log goes here).
 pub fn open_log(root: &Root, team: &TeamName, agent: &AgentName) -> Result<std::fs::File> {
     if !root.team_dir(team).is_dir() {
-        return Err(swarm_util::error::Error::not_found(format!(
-            "no team named '{team}'"
-        )));
+        return Err(Error::not_found(format!("no team named '{team}'")));
     }
     let dir = root.logs_dir(team);
     files::check(root, &dir)?;
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     let path = root.log_path(team, agent);
     files::check(root, &path)?;
-    swarm_util::no_symlinks::open(
+    Ok(swarm_util::no_symlinks::open(
         std::fs::OpenOptions::new().create(true).append(true),
         "open",
         &path,
-    )
+    )?)
 }
 
 /// The last error `agent`'s log holds, without its time and level: what a pane process

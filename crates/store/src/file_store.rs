@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::approvals::{self, Approval, Decision};
 use crate::budget::{self, FileLedger, Ledger, Limits, Spend};
+use crate::error::Result;
 use crate::launch_record::{self, LaunchRecord};
 use crate::layout::Root;
 use crate::lead::{self, LeadLock};
@@ -25,7 +26,6 @@ use crate::seam::{
 use crate::state::{self, AgentState};
 use crate::tasks::{ClaimRefusal, NewTask, Task, TaskList, TaskPatch};
 use crate::worktrees::{self, Record as WorktreeRecord};
-use swarm_util::error::Result;
 use swarm_util::watcher::DirWatcher;
 
 /// One team's files under one root.

@@ -10,10 +10,11 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Result;
 use crate::files;
 use crate::layout::Root;
 use crate::names::TeamName;
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::IoContext;
 use swarm_util::json;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,11 +39,11 @@ pub struct LaunchRecord {
 pub(crate) fn save(root: &Root, team: &TeamName, agent: &str, record: &LaunchRecord) -> Result<()> {
     let dir = root.launch_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
-    files::write(
+    Ok(files::write(
         root,
         &root.launch_record_path(team, agent),
         &json::to_pretty(record),
-    )
+    )?)
 }
 
 /// `agent`'s record; `None` when its pane was never started by swarm (or before records).
@@ -50,10 +51,11 @@ pub(crate) fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<L
     match files::read(root, &root.launch_record_path(team, agent))? {
         None => Ok(None),
         Some(bytes) => json::parse(&bytes).map(Some).map_err(|e| {
-            Error::Other(format!(
-                "{} is not a launch record ({e}); remove it and start the agent again",
-                root.launch_record_path(team, agent).display()
-            ))
+            swarm_util::error::Error::Corrupt {
+                path: root.launch_record_path(team, agent),
+                reason: format!("not a launch record ({e}); remove it and start the agent again"),
+            }
+            .into()
         }),
     }
 }

@@ -20,7 +20,7 @@
 //! use swarm_store::tasks::NewTask;
 //! use swarm_store::{Root, Teams};
 //!
-//! # fn main() -> swarm_util::error::Result<()> {
+//! # fn main() -> crate::error::Result<()> {
 //! # let dir = tempfile::tempdir().unwrap();
 //! // The root is `~/.claude` for Claude Code's own teams.
 //! let teams = Teams::new(Root::new(dir.path()));
@@ -60,9 +60,9 @@
 //! # }
 //! ```
 //!
-//! Errors are one [`swarm_util::error::Error`] enum, whose messages name the file involved
-//! and say what to do, and whose [`exit_code`](swarm_util::error::Error::exit_code) is
-//! swarm's documented exit code (3: not found, 4: conflict, 5: a lock not taken in time).
+//! Errors are the store's own [`error::Error`]: the failures every layer shares (whose
+//! messages name the file involved and say what to do) and what only the store fails at
+//! (a send in doubt, its database away, a process declared dead).
 //! A file that does not parse is moved aside (`<file>.corrupt-<time>`), never emptied.
 //! Nothing here starts a process, talks to a network or reads the environment.
 
@@ -70,6 +70,7 @@ pub mod approvals;
 pub mod backends;
 pub mod budget;
 pub mod documents;
+pub mod error;
 pub mod file_store;
 mod files;
 pub mod launch_record;

@@ -12,10 +12,11 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::names::TeamName;
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::json;
 
 /// The task metadata key recording the commit a teammate's branch was at when it
@@ -143,10 +144,12 @@ pub struct Queue {
 pub(crate) fn load(root: &Root, team: &TeamName) -> Result<Queue> {
     let path = root.merge_queue_path(team);
     match files::read(root, &path)? {
-        Some(bytes) => json::parse(&bytes).map_err(|e| Error::Corrupt {
-            path,
-            reason: e.to_string(),
-        }),
+        Some(bytes) => Ok(
+            json::parse(&bytes).map_err(|e| swarm_util::error::Error::Corrupt {
+                path,
+                reason: e.to_string(),
+            })?,
+        ),
         None => Ok(Queue::default()),
     }
 }

@@ -18,12 +18,13 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::names::{AgentName, LEAD, TeamName, agent_id};
 use crate::tasks::{Task, TaskList};
 use swarm_util::clock;
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::json;
 
 /// Claude Code's palette, handed out round-robin; the lead takes the first (red).
@@ -242,12 +243,13 @@ pub(crate) fn load(root: &Root, team: &TeamName) -> Result<TeamConfig> {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             Err(e) => {
-                return Err(Error::Corrupt {
+                return Err(swarm_util::error::Error::Corrupt {
                     path,
                     reason: format!(
                         "{e}; fix or remove the file by hand (swarm never rewrites a roster it cannot read)"
                     ),
-                });
+                }
+                .into());
             }
         }
     }
@@ -298,7 +300,7 @@ pub(crate) fn add_members(
         nothing_added = results.iter().all(Result::is_err);
         if nothing_added {
             // Nothing to write: leave the file alone.
-            return Err(Error::Other("no member to add".to_owned()));
+            return Err(Error::usage("no member to add"));
         }
         Ok(())
     });
@@ -451,6 +453,9 @@ mod tests {
         let mut torn = std::fs::read(&path).unwrap();
         torn.extend_from_slice(b"\n}");
         std::fs::write(&path, &torn).unwrap();
-        assert!(matches!(load(&root, &team), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            load(&root, &team),
+            Err(Error::Base(swarm_util::error::Error::Corrupt { .. }))
+        ));
     }
 }

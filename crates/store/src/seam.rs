@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approvals::{Approval, Decision};
 use crate::budget::{Ledger, Limits, Spend};
+use crate::error::Result;
 use crate::launch_record::LaunchRecord;
 use crate::layout::Root;
 use crate::liveness::Heartbeat;
@@ -35,7 +36,6 @@ use crate::roster::{Member, NewMember, Removed, TeamConfig};
 use crate::state::AgentState;
 use crate::tasks::{ClaimRefusal, NewTask, Task, TaskPatch};
 use crate::worktrees::Record as WorktreeRecord;
-use swarm_util::error::Result;
 
 /// A team's roster (Claude Code's `config.json`): its members and their settings.
 pub trait Roster: Send + Sync {

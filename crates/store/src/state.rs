@@ -12,11 +12,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::files;
 
+use crate::error::{Error, Result};
 use crate::layout::Root;
 use crate::liveness::Heartbeat;
 use crate::names::{AgentName, TeamName};
 use crate::usage::Usage;
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::{clock, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,7 +163,11 @@ pub(crate) fn write(
         std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     }
     // Never fsynced: it describes the present, which a power loss ends anyway.
-    files::write_unsynced(root, &root.state_path(team, agent), &json::to_pretty(state))
+    Ok(files::write_unsynced(
+        root,
+        &root.state_path(team, agent),
+        &json::to_pretty(state),
+    )?)
 }
 
 /// Claims the right to report that one process of `agent` (`instance`: its pid, or its

@@ -15,11 +15,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::backends::Opener;
+use crate::error::{Error, Result};
 use crate::layout::Root;
 use crate::names::TeamName;
 use crate::roster::{self, TeamConfig};
 use crate::seam::Store;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// The teams under one root, and how to open them.
 #[derive(Clone)]
@@ -104,11 +105,9 @@ impl Teams {
     }
 
     fn opener(&self, team: &TeamName) -> Result<&Arc<dyn Opener>> {
-        self.servers.as_ref().ok_or_else(|| {
-            Error::Other(format!(
-                "failed to open team '{team}': it is stored on a database server ({}), which this program cannot open; use the swarm binary",
-                self.root.store_pointer_path(team).display()
-            ))
+        self.servers.as_ref().ok_or_else(|| Error::NoServers {
+            team: team.to_string(),
+            pointer: self.root.store_pointer_path(team),
         })
     }
 

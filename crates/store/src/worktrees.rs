@@ -10,10 +10,11 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::names::TeamName;
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::json;
 use swarm_util::lock::Locked;
 
@@ -49,11 +50,11 @@ pub struct Record {
 pub(crate) fn save(root: &Root, team: &TeamName, record: &Record) -> Result<()> {
     let dir = root.worktrees_dir(team);
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
-    files::write(
+    Ok(files::write(
         root,
         &root.worktree_record_path(team, &record.agent),
         &json::to_pretty(record),
-    )
+    )?)
 }
 
 /// Removes `agent`'s record; one that is not there is fine.
@@ -68,17 +69,24 @@ pub(crate) fn remove(root: &Root, team: &TeamName, agent: &str) -> Result<()> {
 
 /// Holds `agent`'s record while its fate is decided.
 pub(crate) fn lock(root: &Root, team: &TeamName, agent: &str) -> Result<Locked> {
-    files::lock_sidecar_only(root, &root.worktree_record_path(team, agent))
+    Ok(files::lock_sidecar_only(
+        root,
+        &root.worktree_record_path(team, agent),
+    )?)
 }
 
 /// Reads one record, if there is one.
 pub(crate) fn read(root: &Root, team: &TeamName, agent: &str) -> Result<Option<Record>> {
     let path = root.worktree_record_path(team, agent);
     match files::read(root, &path)? {
-        Some(bytes) => json::parse(&bytes).map(Some).map_err(|e| Error::Corrupt {
-            path,
-            reason: e.to_string(),
-        }),
+        Some(bytes) => {
+            Ok(json::parse(&bytes)
+                .map(Some)
+                .map_err(|e| swarm_util::error::Error::Corrupt {
+                    path,
+                    reason: e.to_string(),
+                })?)
+        }
         None => Ok(None),
     }
 }

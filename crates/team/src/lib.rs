@@ -16,6 +16,7 @@
 //! Uses `git`, `hosts`, `tmux`, `agent`, `config`, `store`, `llm` and `util`; never
 //! `roles` or `ui`.
 
+pub mod error;
 pub mod life;
 pub mod runs;
 pub mod spawn;

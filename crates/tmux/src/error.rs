@@ -1,29 +1,29 @@
-//! [`TmuxError`], what went wrong talking to tmux; [`classify`], which reads it from a failed
-//! command's stderr; and its conversion into swarm's [`Error`], with the advice shown to the
-//! user.
+//! [`TmuxError`], what went wrong talking to tmux, said with the advice shown to the user;
+//! and [`classify`], which reads it from a failed command's stderr.
 //!
 //! Invariants: a failure is classified from tmux's stderr alone, against the needle tables
 //! below (measured on tmux 3.3a): a dead or missing server first, then a duplicate session,
 //! then a target that is gone, then no room to split; anything else is `Failed`. The stderr
-//! kept in an error is trimmed and folded onto one line. Every variant maps to one exit
-//! code: `SessionExists` is a conflict, `InvalidSpec` a usage error, the rest are tmux
-//! errors.
+//! kept in an error is trimmed and folded onto one line. The binary maps `SessionExists`
+//! to a conflict's exit code, `InvalidSpec` to a usage error's, the rest to tmux's.
 
 use std::io;
 use std::time::Duration;
 
-use swarm_util::error::Error;
-
 /// What went wrong talking to tmux, classified from its exit and stderr.
 #[derive(Debug, thiserror::Error)]
 pub enum TmuxError {
-    #[error("tmux is not installed or not on PATH")]
+    #[error(
+        "failed to run tmux: it is not installed or not on PATH; install tmux 3.2 or newer (e.g. `apt install tmux`)"
+    )]
     NotInstalled,
 
     /// The server is not running: its socket is missing (`error connecting to`), refuses
     /// connections because the server died or was killed (`no server running on`), or it
     /// died while the command ran (`server exited unexpectedly`).
-    #[error("`{command}`: no tmux server is running on {server}: {stderr}")]
+    #[error(
+        "failed to `{command}`: no tmux server is running on {server} (it exited or was killed); start the team again"
+    )]
     NoServer {
         command: String,
         server: String,
@@ -31,21 +31,30 @@ pub enum TmuxError {
     },
 
     /// The pane, window or session named by id no longer exists.
-    #[error("`{command}`: {stderr}")]
+    #[error(
+        "failed to `{command}`: {stderr}; it was closed or killed, list the team's panes again"
+    )]
     TargetGone { command: String, stderr: String },
 
     /// No room to split: `no space for new pane`, `pane too small`.
-    #[error("`{command}`: {stderr}")]
+    #[error(
+        "failed to `{command}`: {stderr}; make the terminal larger, or put fewer panes in each window"
+    )]
     TooSmall { command: String, stderr: String },
 
     /// `new-session -s NAME` found a session with that exact name.
-    #[error("a tmux session named {name:?} already exists")]
+    #[error(
+        "failed to create tmux session {name:?}: a session with that name already exists; attach to it, or end it with `tmux kill-session -t ={name}`"
+    )]
     SessionExists { name: String },
 
-    #[error("`{command}`: {stderr}")]
+    #[error("failed to `{command}`: {stderr}")]
     Failed { command: String, stderr: String },
 
-    #[error("`{command}` did not finish within {after:?}")]
+    #[error(
+        "failed to `{command}`: tmux did not answer within {}s; the tmux server may be hung, end it with kill-server",
+        after.as_secs()
+    )]
     Timeout { command: String, after: Duration },
 
     #[error("failed to run `{command}`: {source}")]
@@ -55,7 +64,7 @@ pub enum TmuxError {
         source: io::Error,
     },
 
-    #[error("`{command}` printed unexpected output {output:?}")]
+    #[error("failed to `{command}`: unexpected output {output:?}; swarm needs tmux 3.2 or newer")]
     BadOutput { command: String, output: String },
 
     /// A [`PaneSpec`] that cannot be started safely.
@@ -66,6 +75,48 @@ pub enum TmuxError {
 }
 
 impl TmuxError {
+    /// The same failure for another caller that shared it: the same message and kind.
+    pub fn copy(&self) -> TmuxError {
+        match self {
+            TmuxError::NotInstalled => TmuxError::NotInstalled,
+            TmuxError::NoServer {
+                command,
+                server,
+                stderr,
+            } => TmuxError::NoServer {
+                command: command.clone(),
+                server: server.clone(),
+                stderr: stderr.clone(),
+            },
+            TmuxError::TargetGone { command, stderr } => TmuxError::TargetGone {
+                command: command.clone(),
+                stderr: stderr.clone(),
+            },
+            TmuxError::TooSmall { command, stderr } => TmuxError::TooSmall {
+                command: command.clone(),
+                stderr: stderr.clone(),
+            },
+            TmuxError::SessionExists { name } => TmuxError::SessionExists { name: name.clone() },
+            TmuxError::Failed { command, stderr } => TmuxError::Failed {
+                command: command.clone(),
+                stderr: stderr.clone(),
+            },
+            TmuxError::Timeout { command, after } => TmuxError::Timeout {
+                command: command.clone(),
+                after: *after,
+            },
+            TmuxError::Io { command, source } => TmuxError::Io {
+                command: command.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            TmuxError::BadOutput { command, output } => TmuxError::BadOutput {
+                command: command.clone(),
+                output: output.clone(),
+            },
+            TmuxError::InvalidSpec(m) => TmuxError::InvalidSpec(m.clone()),
+        }
+    }
+
     pub fn is_no_server(&self) -> bool {
         matches!(self, TmuxError::NoServer { .. })
     }
@@ -128,47 +179,6 @@ pub fn classify(command: &str, stderr: &str, server: &str) -> TmuxError {
     }
 }
 
-impl From<TmuxError> for Error {
-    fn from(e: TmuxError) -> Error {
-        match e {
-            TmuxError::NotInstalled => Error::Tmux(
-                "failed to run tmux: it is not installed or not on PATH; install tmux 3.2 or newer (e.g. `apt install tmux`)"
-                    .to_owned(),
-            ),
-            TmuxError::NoServer {
-                command, server, ..
-            } => Error::Tmux(format!(
-                "failed to `{command}`: no tmux server is running on {server} (it exited or was killed); start the team again"
-            )),
-            TmuxError::TargetGone { command, stderr } => Error::Tmux(format!(
-                "failed to `{command}`: {stderr}; it was closed or killed, list the team's panes again"
-            )),
-            TmuxError::TooSmall { command, stderr } => Error::Tmux(format!(
-                "failed to `{command}`: {stderr}; make the terminal larger, or put fewer panes in each window"
-            )),
-            TmuxError::SessionExists { name } => Error::conflict(format!(
-                "failed to create tmux session {name:?}: a session with that name already exists; attach to it, or end it with `tmux kill-session -t ={name}`"
-            )),
-            TmuxError::Failed { command, stderr } => {
-                Error::Tmux(format!("failed to `{command}`: {stderr}"))
-            }
-            TmuxError::Timeout { command, after } => Error::Tmux(format!(
-                "failed to `{command}`: tmux did not answer within {}s; the tmux server may be hung, end it with kill-server",
-                after.as_secs()
-            )),
-            TmuxError::Io { command, source } => {
-                Error::Tmux(format!("failed to run `{command}`: {source}"))
-            }
-            TmuxError::BadOutput { command, output } => Error::Tmux(format!(
-                "failed to `{command}`: unexpected output {output:?}; swarm needs tmux 3.2 or newer"
-            )),
-            TmuxError::InvalidSpec(reason) => {
-                Error::usage(format!("invalid pane command: {reason}"))
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,9 +230,8 @@ mod tests {
     }
 
     #[test]
-    fn errors_map_to_exit_code_6_with_advice() {
-        let e: Error = classify("tmux -L s list-panes -a", "no server running on /x", "s").into();
-        assert_eq!(e.exit_code(), swarm_util::error::exit::TMUX);
+    fn errors_say_what_to_do_on_one_line() {
+        let e = classify("tmux -L s list-panes -a", "no server running on /x", "s");
         let msg = e.to_string();
         assert!(
             msg.starts_with("failed to `tmux -L s list-panes -a`"),
@@ -230,13 +239,8 @@ mod tests {
         );
         assert!(msg.contains("start the team again"), "{msg}");
         assert!(!msg.contains('\n'));
-        let e: Error = TmuxError::NotInstalled.into();
-        assert!(e.to_string().contains("install tmux"));
-        let e: Error = classify("c", "no space for new pane", "s").into();
-        assert_eq!(e.exit_code(), swarm_util::error::exit::TMUX);
-        let e: Error = classify("c", "duplicate session: x", "s").into();
-        assert_eq!(e.exit_code(), swarm_util::error::exit::CONFLICT);
-        let e: Error = TmuxError::InvalidSpec("argv is empty".into()).into();
-        assert_eq!(e.exit_code(), swarm_util::error::exit::USAGE);
+        assert!(TmuxError::NotInstalled.to_string().contains("install tmux"));
+        let e = classify("c", "no space for new pane", "s");
+        assert!(e.to_string().contains("make the terminal larger"), "{e}");
     }
 }

@@ -21,10 +21,8 @@ const GC_AGE: Duration = Duration::from_secs(600);
 /// a power loss, not only a process crash.
 pub fn write(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     let dir = path.parent().ok_or_else(|| {
-        Error::Other(format!(
-            "failed to write {}: no parent directory",
-            path.display()
-        ))
+        let none = std::io::Error::new(std::io::ErrorKind::InvalidInput, "no parent directory");
+        Error::io("write", path, none)
     })?;
     collect_garbage_once(dir);
     let name = path.file_name().unwrap_or_default().to_string_lossy();

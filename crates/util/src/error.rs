@@ -1,14 +1,19 @@
-//! The one error type every command returns, and the exit codes it maps to.
+//! The failures every layer shares: bad input, something not found, a conflict with the
+//! current state, a lock not taken in time, I/O, a file that does not parse, a signal.
+//! Each crate above has an error of its own for what only it can fail at, with a variant
+//! that carries one of these ([`Base`] gives it the same constructors); the binary maps
+//! every error to its exit code, in one function (`ui::cli::exit`).
 //!
 //! Messages are lowercase, one line, name the path or command involved, and where the user
-//! can do something about it, say what. The exit codes are documented in the README and are
-//! a stable interface: scripts branch on them.
+//! can do something about it, say what. The exit codes ([`exit`]) are documented in the
+//! README and are a stable interface: scripts branch on them.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Documented process exit codes.
+/// Documented process exit codes, one meaning each (the README's table is checked against
+/// the binary's mapping of errors to them).
 pub mod exit {
     pub const SUCCESS: u8 = 0;
     /// Anything not covered below: I/O failure, a corrupt file we could not move aside.
@@ -21,8 +26,7 @@ pub mod exit {
     /// already exists, teammates still alive, branches the merge queue holds, a process
     /// declared dead writing (fenced).
     pub const CONFLICT: u8 = 4;
-    /// A lock could not be taken within the wait limit, or the team's database (a team on
-    /// PostgreSQL) could not be reached or refused swarm.
+    /// A lock could not be taken within the wait limit.
     pub const LOCK_TIMEOUT: u8 = 5;
     /// tmux is missing, its server is gone, or a pane could not be made.
     pub const TMUX: u8 = 6;
@@ -36,6 +40,9 @@ pub mod exit {
     /// `swarm task next` found no task ready to claim: nothing went wrong, there is just
     /// nothing to take now (a script's loop ends or waits on it).
     pub const NO_READY_TASK: u8 = 10;
+    /// A server swarm needs could not be reached or refused it: the team's database, or a
+    /// host over ssh.
+    pub const UNREACHABLE: u8 = 11;
     /// Interrupted by a signal (Ctrl-C).
     pub const INTERRUPTED: u8 = 130;
 }
@@ -66,11 +73,6 @@ pub enum Error {
     LockTimeout { path: PathBuf, waited: Duration },
 
     #[error(
-        "failed to send: the message was taken for delivery into {path} by a process that has held its lock for {waited:?} since; it will arrive if that process goes on, so do not send it again"
-    )]
-    SendInDoubt { path: PathBuf, waited: Duration },
-
-    #[error(
         "refusing to go through {path}: it is a symlink, and swarm never reads or writes through one inside its root; replace it with the real file or directory"
     )]
     Symlink { path: PathBuf },
@@ -86,58 +88,13 @@ pub enum Error {
     #[error("{path} is not valid: {reason}")]
     Corrupt { path: PathBuf, reason: String },
 
-    /// The team's database could not be reached, refused the connection, or is not one
-    /// swarm can use (a schema version it does not know). The message names the server,
-    /// never a password.
-    #[error("{0}")]
-    Unavailable(String),
-
-    /// This process of an agent was declared dead (its heartbeat stopped, or a newer
-    /// process of the same agent started): the store refuses its writes, and it stops.
-    #[error("{0}")]
-    Fenced(String),
-
-    #[error("{0}")]
-    Tmux(String),
-
-    #[error("{0}")]
-    Model(String),
-
-    #[error("{0}")]
-    CheckFailed(String),
-
-    #[error("{0}")]
-    Budget(String),
-
     #[error("interrupted")]
     Interrupted,
-
-    #[error("{0}")]
-    Other(String),
 }
 
 impl Error {
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Error::Usage(_) | Error::InvalidName { .. } => exit::USAGE,
-            Error::NotFound(_) => exit::NOT_FOUND,
-            Error::Conflict(_) | Error::Fenced(_) => exit::CONFLICT,
-            Error::LockTimeout { .. } | Error::SendInDoubt { .. } | Error::Unavailable(_) => {
-                exit::LOCK_TIMEOUT
-            }
-            Error::Tmux(_) => exit::TMUX,
-            Error::Model(_) => exit::MODEL,
-            Error::CheckFailed(_) => exit::CHECK_FAILED,
-            Error::Budget(_) => exit::BUDGET,
-            Error::Interrupted => exit::INTERRUPTED,
-            Error::Io { .. } | Error::Corrupt { .. } | Error::Symlink { .. } | Error::Other(_) => {
-                exit::FAILURE
-            }
-        }
-    }
-
     /// The same failure for another caller that shared it (one write failing several
-    /// requests): the same message and exit code.
+    /// requests): the same message and kind.
     pub fn copy(&self) -> Error {
         match self {
             Error::Usage(m) => Error::Usage(m.clone()),
@@ -152,18 +109,21 @@ impl Error {
                 path: path.clone(),
                 waited: *waited,
             },
-            Error::SendInDoubt { path, waited } => Error::SendInDoubt {
+            Error::Symlink { path } => Error::Symlink { path: path.clone() },
+            Error::Io {
+                action,
+                path,
+                source,
+            } => Error::Io {
+                action,
                 path: path.clone(),
-                waited: *waited,
+                source: io::Error::new(source.kind(), source.to_string()),
             },
-            Error::Unavailable(m) => Error::Unavailable(m.clone()),
-            Error::Fenced(m) => Error::Fenced(m.clone()),
-            Error::Tmux(m) => Error::Tmux(m.clone()),
-            Error::Model(m) => Error::Model(m.clone()),
-            Error::CheckFailed(m) => Error::CheckFailed(m.clone()),
-            Error::Budget(m) => Error::Budget(m.clone()),
+            Error::Corrupt { path, reason } => Error::Corrupt {
+                path: path.clone(),
+                reason: reason.clone(),
+            },
             Error::Interrupted => Error::Interrupted,
-            other => Error::Other(other.to_string()),
         }
     }
 
@@ -187,6 +147,40 @@ impl Error {
     pub fn conflict(msg: impl Into<String>) -> Error {
         Error::Conflict(msg.into())
     }
+}
+
+/// The shared failures' constructors on every error that can carry one: a crate's own
+/// error says `Error::usage(…)` as the base one does (`use swarm_util::error::Base as _`).
+pub trait Base: From<Error> {
+    fn usage(msg: impl Into<String>) -> Self {
+        Error::usage(msg).into()
+    }
+    fn not_found(msg: impl Into<String>) -> Self {
+        Error::not_found(msg).into()
+    }
+    fn conflict(msg: impl Into<String>) -> Self {
+        Error::conflict(msg).into()
+    }
+    fn io(action: &'static str, path: impl AsRef<Path>, source: io::Error) -> Self {
+        Error::io(action, path, source).into()
+    }
+}
+
+impl<T: From<Error>> Base for T {}
+
+/// The first error of type `T` in `e`'s chain (`e` itself, then each source): where a
+/// crate's error carries another crate's, through its wrapper variants.
+pub fn find<'a, T: std::error::Error + 'static>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if let Some(found) = e.downcast_ref::<T>() {
+            return Some(found);
+        }
+        at = e.source();
+    }
+    None
 }
 
 /// Attaches an action and a path to `std::io::Result`s.

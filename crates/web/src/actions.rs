@@ -133,7 +133,7 @@ pub async fn decide(
         let approvals = hub.store().approvals();
         let decided = match approvals.resolve(&id, decision.clone()) {
             // A Claude Code teammate's request nobody recorded yet: recorded by a view.
-            Err(e) if e.exit_code() == swarm_util::error::exit::NOT_FOUND => {
+            Err(e) if e.is_not_found() => {
                 hub.refresh()?;
                 approvals.resolve(&id, decision)
             }

@@ -24,8 +24,9 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 
+use crate::error::{Error, Result};
 use crate::errors::ApiError;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// The cookie a session is kept in.
 pub const COOKIE: &str = "swarm_session";

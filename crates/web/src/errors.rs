@@ -1,14 +1,15 @@
 //! Errors in one shape, for every route: an HTTP status and
 //! `{"error": {"status": 409, "code": "conflict", "message": "…"}}`, the message one
-//! lowercase line saying what to do. A store error keeps its own message and is mapped
-//! by its exit code (not found → 404, conflict → 409, usage → 400, lock timeout → 503).
+//! lowercase line saying what to do. An error of the layers below keeps its own message
+//! and is mapped by its kind, in one place ([`status_of`]): not found → 404, conflict →
+//! 409, usage → 400, a lock or the team's database not there in time → 503.
 
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use swarm_util::error::{Error, exit};
+use swarm_util::error::Error as BaseError;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
@@ -55,18 +56,47 @@ impl ApiError {
     }
 }
 
-impl From<Error> for ApiError {
-    fn from(e: Error) -> ApiError {
-        let (status, code) = match e.exit_code() {
-            exit::USAGE => (StatusCode::BAD_REQUEST, "bad_request"),
-            exit::NOT_FOUND => (StatusCode::NOT_FOUND, "not_found"),
-            exit::CONFLICT => (StatusCode::CONFLICT, "conflict"),
-            exit::LOCK_TIMEOUT => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+/// The status and code of a failure of the layers below, by its kind.
+pub fn status_of(e: &(dyn std::error::Error + 'static)) -> (StatusCode, &'static str) {
+    use swarm_util::error::find;
+    if let Some(store) = find::<swarm_store::error::Error>(e)
+        && store.away().is_some()
+    {
+        return (StatusCode::SERVICE_UNAVAILABLE, "busy");
+    }
+    match find::<BaseError>(e) {
+        Some(BaseError::Usage(_) | BaseError::InvalidName { .. }) => {
+            (StatusCode::BAD_REQUEST, "bad_request")
+        }
+        Some(BaseError::NotFound(_)) => (StatusCode::NOT_FOUND, "not_found"),
+        Some(BaseError::Conflict(_)) => (StatusCode::CONFLICT, "conflict"),
+        Some(BaseError::LockTimeout { .. }) => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+        _ => match find::<swarm_store::error::Error>(e) {
+            Some(swarm_store::error::Error::Fenced(_)) => (StatusCode::CONFLICT, "conflict"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
-        ApiError::new(status, code, e.to_string())
+        },
     }
 }
+
+/// Every error of the layers below becomes an `ApiError` by [`status_of`].
+macro_rules! from_below {
+    ($($t:ty),*) => {$(
+        impl From<$t> for ApiError {
+            fn from(e: $t) -> ApiError {
+                let (status, code) = status_of(&e);
+                ApiError::new(status, code, e.to_string())
+            }
+        }
+    )*};
+}
+
+from_below!(
+    BaseError,
+    swarm_store::error::Error,
+    swarm_team::error::Error,
+    swarm_git::error::Error,
+    crate::error::Error
+);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -93,8 +123,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn store_errors_keep_their_message_and_map_by_exit_code() {
-        let e: ApiError = Error::conflict("request x was already approved by human").into();
+    fn errors_below_keep_their_message_and_map_by_kind() {
+        let e: ApiError = BaseError::conflict("request x was already approved by human").into();
         assert_eq!(
             (e.status, e.code, e.message.as_str()),
             (
@@ -103,9 +133,11 @@ mod tests {
                 "request x was already approved by human"
             )
         );
-        let e: ApiError = Error::not_found("no team 'x'").into();
+        let e: ApiError = BaseError::not_found("no team 'x'").into();
         assert_eq!(e.status, StatusCode::NOT_FOUND);
-        let e: ApiError = Error::usage("bad").into();
+        let e: ApiError = BaseError::usage("bad").into();
+        let deep = swarm_team::error::Error::Store(BaseError::not_found("no task #9").into());
+        assert_eq!(ApiError::from(deep).status, StatusCode::NOT_FOUND);
         assert_eq!(e.status, StatusCode::BAD_REQUEST);
     }
 }

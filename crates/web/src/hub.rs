@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
+use crate::error::Result;
 use crate::errors::ApiError;
 use crate::notify::Notifier;
 use crate::view::TeamView;
@@ -32,7 +33,6 @@ use swarm_store::{Hold, Store, Teams, Topic};
 use swarm_team::views::feed::FeedReader;
 use swarm_tmux::{PaneId, Tmux};
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 /// The tmux server of a team, if it has one (the front end knows how to find it).
 pub type TmuxFor = Arc<dyn Fn(&Store) -> Option<Tmux> + Send + Sync>;
@@ -407,9 +407,9 @@ impl Hubs {
             return Ok(Arc::clone(hub));
         }
         let store = self.teams.open(&team).map_err(ApiError::from)?;
-        store.roster().load().map_err(|e| match e.exit_code() {
-            swarm_util::error::exit::NOT_FOUND => not_served(),
-            _ => ApiError::from(e),
+        store.roster().load().map_err(|e| match e.is_not_found() {
+            true => not_served(),
+            false => ApiError::from(e),
         })?;
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         let hub = map.entry(team.clone()).or_insert_with(|| {

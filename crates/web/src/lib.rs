@@ -22,6 +22,7 @@ pub mod actions;
 pub mod app;
 pub mod assets;
 pub mod auth;
+pub mod error;
 pub mod errors;
 pub mod events;
 pub mod hub;

@@ -22,11 +22,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+use crate::error::{Error, Result};
 use crate::view::TeamView;
 use swarm_store::approvals::Kind;
 use swarm_store::names::LEAD;
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// The share of the budget past which `budget_80` is sent.
 const BUDGET_SHARE: f64 = 0.8;
@@ -90,7 +91,7 @@ impl Notifier {
             .timeout(POST_TIMEOUT)
             .connect_timeout(POST_TIMEOUT)
             .build()
-            .map_err(|e| Error::Other(format!("failed to build the webhook client: {e}")))?;
+            .map_err(|e| Error::Serve(format!("failed to build the webhook client: {e}")))?;
         Ok(Notifier {
             urls,
             client,

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::auth::Secret;
+use crate::error::{Error, Result};
 use crate::hub::TmuxFor;
 use crate::server::{Options, Server};
 use swarm_config::project::UserDirs;
@@ -20,7 +21,6 @@ use swarm_store::{Store, Teams};
 use swarm_team::life::shutdown::LadderOptions;
 use swarm_team::spawn::window;
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, Result};
 use swarm_util::watcher::RESCAN_EVERY;
 
 /// The waits before each retry of a webhook post.
@@ -88,7 +88,7 @@ pub fn run(
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+        .map_err(|e| Error::Serve(format!("failed to start the async runtime: {e}")))?;
     let served = runtime.block_on(serve(opts, printed));
     // A shutdown ladder or a merge run the page started may still be going: each of its
     // steps is whole, so it is left where it is rather than waited for.
@@ -116,7 +116,7 @@ fn warn_if_exposed(flags: &ServeFlags) {
 
 async fn serve(opts: Options, printed: Option<String>) -> Result<()> {
     let listen = |kind: SignalKind| {
-        signal(kind).map_err(|e| Error::Other(format!("failed to install a signal handler: {e}")))
+        signal(kind).map_err(|e| Error::Serve(format!("failed to install a signal handler: {e}")))
     };
     let (mut int, mut term, mut hup) = (
         listen(SignalKind::interrupt())?,
@@ -132,7 +132,7 @@ async fn serve(opts: Options, printed: Option<String>) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}")
         .and_then(|()| out.flush())
-        .map_err(|e| Error::Other(format!("failed to print the address: {e}")))?;
+        .map_err(|e| Error::Serve(format!("failed to print the address: {e}")))?;
     drop(out);
     tracing::info!("serving at {}", server.url());
     server

@@ -25,13 +25,14 @@ use tokio_rustls::TlsAcceptor;
 use crate::app::App;
 use crate::app::InFlight;
 use crate::auth::{Auth, Secret};
+use crate::error::{Error, Result};
 use crate::hub::{Hubs, TmuxFor};
 use crate::notify::Notifier;
 use crate::routes;
 use swarm_store::Teams;
 use swarm_store::names::TeamName;
 use swarm_team::life::shutdown::LadderOptions;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -79,7 +80,7 @@ impl Server {
         })?;
         let addr = listener
             .local_addr()
-            .map_err(|e| Error::Other(format!("failed to read the listening address: {e}")))?;
+            .map_err(|e| Error::Serve(format!("failed to read the listening address: {e}")))?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let runtime = tokio::runtime::Handle::current();
         let notifier = match opts.notify.is_empty() {

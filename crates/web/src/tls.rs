@@ -9,7 +9,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
-use swarm_util::error::{Error, Result};
+use crate::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// The acceptor for `cert` (a PEM chain, the server's own first) and `key` (PEM).
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {

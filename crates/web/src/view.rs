@@ -10,6 +10,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::error::Result;
 use swarm_store::Store;
 use swarm_store::approvals::{Approval, State};
 use swarm_store::budget::{Limits, Spend};
@@ -21,7 +22,6 @@ use swarm_team::life::supervisor;
 use swarm_team::views::board::{TaskState, board_order, task_state};
 use swarm_team::views::feed::{FeedEntry, FeedReader};
 use swarm_tmux::Tmux;
-use swarm_util::error::Result;
 
 /// The newest messages the page gets; the API's `feed` has the same.
 pub const FEED_ENTRIES: usize = 300;

@@ -9,10 +9,11 @@ use clap::Args;
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::options::{BudgetOpts, ModelOpts, PermissionOpts};
+use swarm::error::{Error, Result};
+use swarm::exit::exit_code;
 use swarm_roles::lead_sig::LeadKey;
 use swarm_roles::solo::{self, SoloOptions};
 use swarm_roles::teammate::{self, TeammateFlags};
-use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -85,14 +86,14 @@ pub struct TeammateArgs {
 }
 
 fn lead_key(value: &str) -> Result<LeadKey> {
-    LeadKey::parse(value)
+    Ok(LeadKey::parse(value)?)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))
+        .map_err(|e| Error::Runtime(format!("failed to start the async runtime: {e}")))
 }
 
 pub fn solo(ctx: &Ctx, args: AgentArgs) -> Result<u8> {
@@ -107,11 +108,18 @@ pub fn solo(ctx: &Ctx, args: AgentArgs) -> Result<u8> {
         timings: ctx.profile.settings.timings.clone(),
         context_window: args.model.context_window,
     };
-    runtime()?.block_on(solo::run(opts))
+    Ok(runtime()?.block_on(solo::run(opts))?)
 }
 
 pub fn teammate(ctx: &Ctx, args: TeammateArgs) -> Result<u8> {
-    teammate::start(args.flags(), &ctx.teams, &ctx.profile, ctx.own_pane())
+    let (profile, pane) = (&ctx.profile, ctx.own_pane());
+    Ok(teammate::start(
+        args.flags(),
+        &ctx.teams,
+        profile,
+        pane,
+        exit_code,
+    )?)
 }
 
 impl TeammateArgs {

@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
+use swarm::error::{Error, Result};
 use swarm_config::agents::{Catalog, Definition};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentsCommand {

@@ -6,12 +6,12 @@ use clap::Args;
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
+use swarm::error::Result;
 use swarm_config::permissions::PermissionMode;
 use swarm_store::Store;
 use swarm_store::approvals;
 use swarm_team::{life::status, life::supervisor};
 use swarm_util::clock;
-use swarm_util::error::Result;
 use swarm_util::text::printable;
 
 #[derive(Debug, Args)]
@@ -44,8 +44,9 @@ pub struct RejectArgs {
 fn catch_up(ctx: &Ctx, store: &Store) {
     let seen = ctx
         .team_tmux(store)
-        .and_then(|tmux| status::observe(store, Some(&tmux)));
-    if let Err(e) = seen.and_then(|seen| supervisor::record_requests(store, &seen)) {
+        .and_then(|tmux| Ok(status::observe(store, Some(&tmux))?));
+    let recorded = seen.and_then(|seen| Ok(supervisor::record_requests(store, &seen)?));
+    if let Err(e) = recorded {
         tracing::warn!("failed to record the teammates' requests: {e}");
     }
 }

@@ -8,7 +8,8 @@ use std::io::Write;
 use clap::Args;
 use clap_complete::Shell;
 
-use swarm_util::error::{Error, Result};
+use swarm::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {

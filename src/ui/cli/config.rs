@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
+use swarm::error::Result;
 use swarm_config::claude_settings::Sourced;
 use swarm_util::environment::is_secret;
-use swarm_util::error::Result;
 use swarm_util::vars;
 
 /// One resolved value and where it came from.

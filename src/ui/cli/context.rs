@@ -7,6 +7,7 @@ use clap::Args;
 
 use crate::ui::cli::identity::Actor;
 use crate::ui::cli::options::{EngineOpts, ModelOpts};
+use swarm::error::{Error, Result};
 use swarm_config::permissions::PermissionMode;
 use swarm_config::profile::Profile;
 use swarm_llm::LlmConfig;
@@ -18,7 +19,7 @@ use swarm_team::spawn::launch::{LaunchSettings, Launcher};
 use swarm_team::spawn::window;
 use swarm_tmux::{Caller, Tmux};
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::vars;
 
 #[derive(Debug, Clone, Args)]
@@ -98,16 +99,16 @@ impl Ctx {
     pub fn team_or(&self, explicit: Option<&str>) -> Result<Store> {
         let team = self.find_team(explicit)?;
         self.actor.check_team(&team)?;
-        self.teams.connect(&team)
+        Ok(self.teams.connect(&team)?)
     }
 
     fn find_team(&self, explicit: Option<&str>) -> Result<TeamName> {
         if let Some(t) = explicit.or(self.global.team.as_deref()) {
-            return TeamName::new(t);
+            return Ok(TeamName::new(t)?);
         }
         let teams = self.teams.list()?;
         match teams.as_slice() {
-            [only] => TeamName::new(&only.name),
+            [only] => Ok(TeamName::new(&only.name)?),
             [] => Err(Error::not_found(format!(
                 "no team exists under {}; create one with `swarm team create NAME`",
                 self.teams.root().path().display()
@@ -129,7 +130,7 @@ impl Ctx {
     /// A working directory given on the command line (else the current one), absolute and
     /// with symlinks resolved; an error naming it if it does not exist.
     pub fn working_dir(&self, given: Option<&Path>) -> Result<PathBuf> {
-        self.profile.working_dir(given)
+        Ok(self.profile.working_dir(given)?)
     }
 
     /// This process's own tmux pane, if it runs in one.
@@ -139,7 +140,11 @@ impl Ctx {
 
     /// The tmux server holding the panes of the team `store` holds.
     pub fn team_tmux(&self, store: &Store) -> Result<Tmux> {
-        window::server_for(store, self.global.tmux_socket.as_deref(), self.env())
+        Ok(window::server_for(
+            store,
+            self.global.tmux_socket.as_deref(),
+            self.env(),
+        )?)
     }
 
     /// The settings a lead started from this command line passes on, with nothing chosen
@@ -157,11 +162,11 @@ impl Ctx {
     /// `lead` made to start teammates with `opts`' engine: for Claude Code, with the client
     /// found now, so a missing one is refused before anything is made.
     pub fn with_engine(&self, lead: LeadSettings, opts: &EngineOpts) -> Result<LeadSettings> {
-        lead.with_engine(
+        Ok(lead.with_engine(
             &self.profile.settings,
             opts.engine,
             opts.claude_bin.as_deref(),
-        )
+        )?)
     }
 
     /// How to start teammates with `lead`'s settings, once there is a team; a lead it
@@ -181,12 +186,12 @@ impl Ctx {
     /// How to start teammates of the team `store` holds with `lead`'s settings; a lead it
     /// opens works in `cwd`.
     pub fn launcher(&self, store: &Store, lead: LeadSettings, cwd: PathBuf) -> Result<Launcher> {
-        self.launch_settings(lead, cwd).for_team(store.clone())
+        Ok(self.launch_settings(lead, cwd).for_team(store.clone())?)
     }
 
     /// The model to talk to, from the model flags and the environment.
     pub fn llm_config(&self, opts: &ModelOpts) -> Result<LlmConfig> {
-        self.profile.llm_config(&opts.flags())
+        Ok(self.profile.llm_config(&opts.flags())?)
     }
 }
 

@@ -16,10 +16,12 @@ use crate::ui::cli::{
     agent, agents, approvals, claude_argv, completions, config, host, lead, merge, message,
     model_server, resume, run, serve, shutdown, spawn, status, store, task, team, watch,
 };
+use swarm::error::Result;
+use swarm::exit::exit_code;
 use swarm_store::layout::Root;
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_util::environment::Environment;
-use swarm_util::error::{Result, exit};
+use swarm_util::error::exit;
 
 /// The whole program: `main.rs` calls this and nothing else.
 pub fn main() -> ExitCode {
@@ -54,7 +56,7 @@ pub fn main() -> ExitCode {
                 tracing::error!("{e}");
             }
             eprintln!("swarm: error: {e}");
-            ExitCode::from(e.exit_code())
+            ExitCode::from(exit_code(&e))
         }
     };
     // Whatever noticed a death (`swarm status` too) ran its stop hooks; let them finish.
@@ -69,12 +71,10 @@ fn our_value_error(e: &clap::Error) -> Option<String> {
         return None;
     }
     let source = std::error::Error::source(e)?;
-    if let Some(ours) = source.downcast_ref::<swarm_util::error::Error>() {
-        return Some(ours.to_string());
-    }
-    source
-        .downcast_ref::<swarm_llm::LlmError>()
-        .map(ToString::to_string)
+    let ours = source.is::<swarm::error::Error>()
+        || source.is::<swarm_util::error::Error>()
+        || source.is::<swarm_llm::LlmError>();
+    ours.then(|| source.to_string())
 }
 
 /// Parses the command line, noting for `swarm teammate` which settings were given rather

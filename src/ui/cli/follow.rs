@@ -8,11 +8,11 @@ use serde_json::json;
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
+use swarm::error::Result;
 use swarm_store::Store;
 use swarm_team::runs::progress::Event;
 use swarm_team::runs::run as team_run;
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 /// What an unattached wait prints on stdout: the report as text, the report as JSON
 /// (`--json`), or every event as a JSON line ending with the report (`--events`). Progress

@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
+use swarm::error::{Error, Result};
 use swarm_hosts::{Host, Hosts, Ssh, check};
-use swarm_util::error::{Error, Result};
 
 #[derive(Debug, Subcommand)]
 pub enum HostCommand {

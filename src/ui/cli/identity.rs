@@ -17,9 +17,10 @@
 //! the CLI. It is not a sandbox: a process that clears its environment, or writes the
 //! team's files itself, is not stopped here.
 
+use swarm::error::{Error, Result};
 use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::vars;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -121,7 +122,7 @@ mod tests {
             ("team-lead", "human")
         );
         let err = Actor::from_env(&env(&[("SWARM_AGENT_NAME", "../x")])).unwrap_err();
-        assert_eq!(err.exit_code(), 2, "{err}");
+        assert_eq!(swarm::exit::exit_code(&err), 2, "{err}");
         carol
             .check_team(&TeamName::new("from-id").unwrap())
             .unwrap();

@@ -7,8 +7,9 @@
 use std::io::Read;
 use std::path::Path;
 
+use swarm::error::{Error, Result};
 use swarm_util::bounded::{self, Bounded};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// Where the text comes from.
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +70,7 @@ mod tests {
         assert_eq!(read_text(Source::File(&file), SMALL).unwrap(), "abcd");
         std::fs::write(&file, "abcde").unwrap();
         let err = read_text(Source::File(&file), SMALL).unwrap_err();
-        assert_eq!(err.exit_code(), 2);
+        assert_eq!(swarm::exit::exit_code(&err), 2);
         assert!(
             err.to_string()
                 .ends_with("is over the 4 byte limit; shorten it"),
@@ -77,7 +78,7 @@ mod tests {
         );
         std::fs::write(&file, b"a\xff").unwrap();
         let err = read_text(Source::File(&file), SMALL).unwrap_err();
-        assert_eq!(err.exit_code(), 2);
+        assert_eq!(swarm::exit::exit_code(&err), 2);
         assert!(err.to_string().contains("not UTF-8"), "{err}");
         let zero = read_text(
             Source::File(Path::new("/dev/zero")),

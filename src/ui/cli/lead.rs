@@ -10,11 +10,12 @@ use clap::Args;
 use crate::ui::cli::context::{Ctx, lead_dir};
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::options::{EngineOpts, ModelOpts, PermissionOpts};
+use swarm::error::Result;
+use swarm::exit::exit_code;
 use swarm_config::permissions::Approver;
 use swarm_roles::lead;
 use swarm_roles::lead::start::{LeadFlags, LeadPlace};
 use swarm_store::mailbox;
-use swarm_util::error::Result;
 
 #[derive(Debug, Args)]
 pub struct LeadArgs {
@@ -79,8 +80,9 @@ pub fn run(ctx: &Ctx, args: LeadArgs) -> Result<u8> {
         launch: ctx.launch_settings(ctx.lead_settings()?, lead_dir()),
         draw: std::io::stdout().is_terminal(),
         pane: ctx.own_pane(),
+        exit_code,
     };
-    lead::start::start(flags, store, place, &ctx.profile)
+    Ok(lead::start::start(flags, store, place, &ctx.profile)?)
 }
 
 /// The settings a lead passes on to its teammates, from its model and permission flags.

@@ -5,8 +5,9 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::options::MergeOpts;
 use crate::ui::cli::output::print_json;
+use swarm::error::{Error, Result};
 use swarm_git::merge;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {

@@ -10,10 +10,11 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::input::{Limit, Source, read_text};
 use crate::ui::cli::output::{message_line, print_json};
+use swarm::error::{Error, Result};
 use swarm_store::Topic;
 use swarm_store::mailbox::{self, Delivery, Envelope};
 use swarm_store::names::AgentName;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::watcher::RESCAN_EVERY;
 
 #[derive(Debug, Args)]
@@ -141,9 +142,9 @@ pub fn inbox(ctx: &Ctx, args: InboxArgs) -> Result<()> {
     let agent = AgentName::parse_any(&args.agent)?;
     let read = |unread: bool| -> Result<Vec<Delivery>> {
         if unread {
-            store.mail().read_unread(&agent)
+            Ok(store.mail().read_unread(&agent)?)
         } else {
-            store.mail().read_all(&agent)
+            Ok(store.mail().read_all(&agent)?)
         }
     };
     if !args.follow {

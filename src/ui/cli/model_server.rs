@@ -14,8 +14,9 @@ use clap::Args;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::ui::cli::input::{Limit, Source, read_text};
+use swarm::error::{Error, Result};
 use swarm_model_server::{ModelServer, Script};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Args)]
 pub struct ModelServerArgs {
@@ -116,11 +117,11 @@ pub fn run(args: ModelServerArgs) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+        .map_err(|e| Error::Runtime(format!("failed to start the async runtime: {e}")))?;
     runtime.block_on(async {
         let listen = |kind: SignalKind| {
             signal(kind)
-                .map_err(|e| Error::Other(format!("failed to install a signal handler: {e}")))
+                .map_err(|e| Error::Runtime(format!("failed to install a signal handler: {e}")))
         };
         let (mut int, mut term, mut hup) = (
             listen(SignalKind::interrupt())?,
@@ -139,7 +140,7 @@ pub fn run(args: ModelServerArgs) -> Result<()> {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", server.url())
             .and_then(|()| out.flush())
-            .map_err(|e| Error::Other(format!("failed to print the server URL: {e}")))?;
+            .map_err(|e| Error::Runtime(format!("failed to print the server URL: {e}")))?;
         drop(out);
         tracing::info!("model server listening at {}", server.url());
         tokio::select! {

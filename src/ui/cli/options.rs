@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use swarm::error::Error;
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::profile::{ModelFlags, PermissionFlags};
 use swarm_config::tools::ToolName;
@@ -13,7 +14,7 @@ use swarm_llm::budget::Limits;
 use swarm_store::Teams;
 use swarm_store::roster;
 use swarm_team::spawn::inherit::Engine;
-use swarm_util::error::Error;
+use swarm_util::error::Base as _;
 use swarm_util::vars;
 
 /// Which model to talk to.
@@ -230,5 +231,5 @@ pub fn allow_rule(value: &str) -> Result<AllowRule, Error> {
 
 /// A palette colour, checked by the roster's own rule.
 pub fn colour(value: &str) -> Result<String, Error> {
-    roster::check_colour(value).map(|()| value.to_owned())
+    Ok(roster::check_colour(value).map(|()| value.to_owned())?)
 }

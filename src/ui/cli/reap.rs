@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use nix::sys::signal::Signal;
 
-use swarm_util::error::Result;
+use swarm::error::Result;
 use swarm_util::process;
 
 #[derive(Debug, Args)]

@@ -8,10 +8,11 @@ use clap::Args;
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::follow::{Speak, follow};
+use swarm::error::{Error, Result};
 use swarm_store::Store;
 use swarm_store::names::TeamName;
 use swarm_team::life::resume;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -58,7 +59,7 @@ fn resume_team(ctx: &Ctx, store: &Store, no_attach: bool) -> Result<u8> {
 fn only_unfinished(ctx: &Ctx, project: &Path) -> Result<TeamName> {
     let teams = resume::unfinished_in(&ctx.teams, project);
     match teams.as_slice() {
-        [one] => TeamName::new(one),
+        [one] => Ok(TeamName::new(one)?),
         [] => Err(Error::not_found(format!(
             "no unfinished team worked in {}; name one: swarm resume TEAM",
             project.display()

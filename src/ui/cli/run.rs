@@ -13,6 +13,7 @@ use crate::ui::cli::options::{
     BudgetOpts, EngineOpts, MergeOpts, ModelOpts, PermissionOpts, StoreOpts,
 };
 use crate::ui::cli::resume;
+use swarm::error::{Error, Result};
 use swarm_config::agents::Catalog;
 use swarm_config::permissions::Approver;
 use swarm_config::teams::{self, TeamDef};
@@ -23,7 +24,7 @@ use swarm_store::names::TeamName;
 use swarm_team::runs::progress::Event;
 use swarm_team::runs::run::{self as team_run, Goal};
 use swarm_team::spawn::launch::SpawnRequest;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -246,7 +247,7 @@ fn check_hosts(ctx: &Ctx, teams: &swarm_store::Teams, hosts: &[String]) -> Resul
         ));
     }
     let known = swarm_hosts::Hosts::at(ctx.teams.root().path(), ctx.teams.root().lock_timeout());
-    hosts.iter().try_for_each(|h| known.get(h).map(drop))
+    Ok(hosts.iter().try_for_each(|h| known.get(h).map(drop))?)
 }
 
 pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {
@@ -261,7 +262,7 @@ pub fn demo(ctx: &Ctx, args: DemoArgs) -> Result<u8> {
         keep: args.keep,
         job: args.job,
     };
-    demo_run::run(demo, &|line| println!("{line}"), &|line| {
+    Ok(demo_run::run(demo, &|line| println!("{line}"), &|line| {
         eprintln!("{line}")
-    })
+    })?)
 }

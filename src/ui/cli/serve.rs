@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::ui::cli::context::Ctx;
-use swarm_util::error::Result;
+use swarm::error::Result;
 use swarm_web::serve::{self, ServeFlags, ServePlace};
 
 #[derive(Debug, Args)]
@@ -56,5 +56,5 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         env: ctx.env().clone(),
         dirs: ctx.profile.settings.dirs.clone(),
     };
-    serve::run(flags, ctx.teams.clone(), team, place)
+    Ok(serve::run(flags, ctx.teams.clone(), team, place)?)
 }

@@ -6,9 +6,10 @@ use clap::Args;
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
+use swarm::error::{Error, Result};
 use swarm_store::names::LEAD;
 use swarm_team::life::shutdown::{self, LadderOptions, Outcome};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Args)]
 pub struct ShutdownArgs {

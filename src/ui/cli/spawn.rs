@@ -15,6 +15,8 @@ use crate::ui::cli::message::MESSAGE;
 use crate::ui::cli::options::{BudgetOpts, EngineOpts, allow_rule, colour};
 use crate::ui::cli::output::print_json;
 use crate::ui::cli::run::warn_unpriced;
+use swarm::error::{Error, Result};
+use swarm::exit::exit_code;
 use swarm_config::agents::Isolation;
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_llm::Provider;
@@ -22,7 +24,7 @@ use swarm_store::mailbox;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_team::spawn::inherit::{Engine, LeadSettings};
 use swarm_team::spawn::launch::{Launcher, SpawnRequest, Spawned};
-use swarm_util::error::{Error, Result, exit};
+use swarm_util::error::{Base as _, exit};
 use swarm_util::vars;
 
 #[derive(Debug, Args)]
@@ -117,7 +119,7 @@ pub struct SpawnArgs {
 
 /// A permission mode, where an empty value (an environment variable set to nothing) is
 /// the default mode.
-fn mode_or_default(value: &str) -> Result<PermissionMode, Error> {
+fn mode_or_default(value: &str) -> Result<PermissionMode, swarm_util::error::Error> {
     if value.is_empty() {
         return Ok(PermissionMode::Default);
     }
@@ -280,9 +282,9 @@ fn on_host(
             Ok(spawned) => print_spawned(team, &spawned),
             Err(e) if reqs.len() > 1 => {
                 eprintln!("swarm: error: failed to spawn {}: {e}", req.name);
-                first_error.get_or_insert(e.exit_code());
+                first_error.get_or_insert(exit_code(&e));
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(first_error.unwrap_or(exit::SUCCESS))
@@ -302,10 +304,10 @@ fn spawn_all(ctx: &Ctx, team: &TeamName, launcher: &Launcher, reqs: &[SpawnReque
             Ok(s) => s,
             Err(e) if reqs.len() > 1 => {
                 eprintln!("swarm: error: failed to spawn {}: {e}", req.name);
-                first_error.get_or_insert(e.exit_code());
+                first_error.get_or_insert(exit_code(&e));
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         if let Some(model) = &spawned.model {
             warn_unpriced(&req.budget, model);

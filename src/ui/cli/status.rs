@@ -8,12 +8,13 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use crate::ui::cli::style;
+use swarm::error::{Error, Result};
 use swarm_store::Store;
 use swarm_team::life::status;
 use swarm_team::life::supervisor;
 use swarm_team::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Args)]
 pub struct AttachArgs {
@@ -83,12 +84,12 @@ pub fn attach(ctx: &Ctx, args: AttachArgs) -> Result<()> {
         if !std::io::stdin().is_terminal() {
             return Err(Error::usage("`swarm attach NAME` needs a terminal"));
         }
-        return swarm_team::spawn::remote::attach(
+        return Ok(swarm_team::spawn::remote::attach(
             &store,
             &m.name,
             host,
             &ctx.profile.settings.dirs,
-        );
+        )?);
     }
     let tmux = ctx.team_tmux(&store)?;
     let options = TeamWindowOptions::for_team(&store, ctx.profile.settings.panes_per_window);
@@ -100,5 +101,5 @@ pub fn attach(ctx: &Ctx, args: AttachArgs) -> Result<()> {
     if !std::io::stdout().is_terminal() && !ctx.caller.inside() {
         return Err(Error::usage("`swarm attach` needs a terminal"));
     }
-    window.attach(ctx.caller.inside())
+    Ok(window.attach(ctx.caller.inside())?)
 }

@@ -2,7 +2,7 @@
 //! this swarm knows, and says where it stands. Every command that opens such a store does
 //! the same at first use; this is for the person who runs the database and wants the
 //! schema changed at a time of their choosing (and to see that it was). A database newer
-//! than this swarm is refused (exit 5), never migrated down.
+//! than this swarm is refused (exit 11), never migrated down.
 //!
 //! The URL is shown only as the server, database and user; what it leaves out comes from
 //! the `PG*` variables and `~/.pgpass`, as `psql` takes them.
@@ -12,8 +12,8 @@ use serde_json::json;
 
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
+use swarm::error::{Error, Result};
 use swarm_store_pg::{Database, migrate};
-use swarm_util::error::Result;
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
@@ -43,7 +43,7 @@ fn run_check(ctx: &Ctx, url: &str) -> Result<()> {
     let at = migrate::version(&db)?;
     let latest = migrate::LATEST;
     if at > latest {
-        return Err(swarm_util::error::Error::Unavailable(format!(
+        return Err(Error::Unreachable(format!(
             "the database at {} has schema version {at}, newer than this swarm knows ({latest}); upgrade swarm",
             db.at()
         )));

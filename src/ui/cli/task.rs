@@ -7,6 +7,7 @@ use crate::ui::cli::context::Ctx;
 use crate::ui::cli::identity::Actor;
 use crate::ui::cli::output::{print_json, task_detail, task_line};
 use crate::ui::cli::style;
+use swarm::error::{Error, Result};
 use swarm_config::hooks::{Hooks, Runner};
 use swarm_config::permissions::PermissionMode;
 use swarm_store::TaskBoard;
@@ -15,7 +16,7 @@ use swarm_store::roster::TeamConfig;
 use swarm_store::tasks::leases;
 use swarm_store::tasks::{NewTask, Status, Task, TaskPatch};
 use swarm_team::toolset::task_events::{self, Created, one_line};
-use swarm_util::error::{Error, Result, exit};
+use swarm_util::error::{Base as _, exit};
 use swarm_util::table::{self, Align, Cell, Look, Table};
 use swarm_util::text::printable;
 

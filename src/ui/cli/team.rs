@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::options::{StoreOpts, colour};
 use crate::ui::cli::output::print_json;
+use swarm::error::{Error, Result};
 use swarm_config::agents::{Catalog, Isolation};
 use swarm_config::teams::{self, MemberDef, TeamDef};
 use swarm_store::Store;
@@ -18,7 +19,7 @@ use swarm_store::roster::{self, NewMember, TeamConfig};
 use swarm_team::life::shutdown::LadderOptions;
 use swarm_team::life::teardown;
 use swarm_team::spawn::window::TeamWindowOptions;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {
@@ -425,7 +426,9 @@ fn delete(ctx: &Ctx, store: &Store, force: bool) -> Result<teardown::Deleted> {
     let say = |line: &str| {
         let _ = writeln!(std::io::stdout(), "{line}");
     };
-    teardown::delete(store, &tmux, window, &ladder, force, &say)
+    Ok(teardown::delete(
+        store, &tmux, window, &ladder, force, &say,
+    )?)
 }
 
 /// `swarm team prune`: deletes the finished teams; a team that refuses (running teammates,

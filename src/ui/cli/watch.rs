@@ -8,8 +8,9 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::logging::log_filter;
 use crate::ui::dashboard::{self, App, Jumper, Source};
+use swarm::error::{Error, Result};
 use swarm_store::Store;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {

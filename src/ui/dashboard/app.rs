@@ -26,12 +26,12 @@ use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use crate::ui::dashboard::model::{Snapshot, Source};
 use crate::ui::dashboard::ui::{Action, UiState};
 use crate::ui::dashboard::view;
+use swarm::error::{Error, Result};
 use swarm_store::approvals::{Decision, Kind};
 use swarm_store::names::TeamName;
 use swarm_store::{Hold, Store, Topic};
 use swarm_team::life::status::MemberStatus;
 use swarm_tmux::{Caller, PaneId, Tmux};
-use swarm_util::error::{Error, Result};
 use swarm_util::watcher as watch;
 
 /// How long a burst of file events may go on before the dashboard reloads.
@@ -249,7 +249,9 @@ pub fn run(app: App) -> Result<()> {
         Ok(t) => t,
         Err(e) => {
             ratatui::restore();
-            return Err(Error::Other(format!("failed to set up the terminal: {e}")));
+            return Err(Error::Runtime(format!(
+                "failed to set up the terminal: {e}"
+            )));
         }
     };
     // Keys are read from here on, in raw mode; the thread ends with the process.
@@ -270,7 +272,9 @@ pub fn run(app: App) -> Result<()> {
         });
     if let Err(e) = reader {
         ratatui::restore();
-        return Err(Error::Other(format!("failed to start the key reader: {e}")));
+        return Err(Error::Runtime(format!(
+            "failed to start the key reader: {e}"
+        )));
     }
     let result = event_loop(&mut terminal, &mut app, &rx, &mut watches, &changed);
     ratatui::restore();
@@ -293,7 +297,7 @@ fn event_loop(
         if redraw {
             terminal
                 .draw(|f| app.draw(f))
-                .map_err(|e| Error::Other(format!("failed to draw: {e}")))?;
+                .map_err(|e| Error::Runtime(format!("failed to draw: {e}")))?;
             redraw = false;
         }
         let deadline = reload_at.map_or(next_tick, |r| r.min(next_tick));
@@ -309,7 +313,7 @@ fn event_loop(
             Ok(Wake::Input(Event::Resize(..))) => redraw = true,
             Ok(Wake::Input(_)) => {}
             Ok(Wake::InputFailed(e)) => {
-                return Err(Error::Other(format!("failed to read the keyboard: {e}")));
+                return Err(Error::Runtime(format!("failed to read the keyboard: {e}")));
             }
             Ok(Wake::Changed) => {
                 reload_at.get_or_insert_with(|| {

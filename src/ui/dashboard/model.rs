@@ -10,6 +10,7 @@
 
 use jiff::tz::TimeZone;
 
+use swarm::error::Result;
 use swarm_store::Store;
 use swarm_store::approvals::{self, Approval};
 use swarm_store::tasks::{Status, Task};
@@ -19,7 +20,6 @@ pub use swarm_team::views::board::{TaskState, board_order};
 use swarm_team::views::feed::{FeedEntry, FeedReader};
 use swarm_tmux::Tmux;
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 /// The team at one moment.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::OUTAGE_BACKOFF;
+use crate::error::Result;
 use swarm_agent::display::Display;
 use swarm_agent::engine::{Engine, Finish};
 use swarm_config::hooks::Hooks;
@@ -28,7 +29,6 @@ use swarm_store::{Store, Topic};
 use swarm_team::life::status;
 use swarm_team::toolset::tools::TeamTools;
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
 
 use super::ending::{all_done, waiting_for, without_a_team};
 use super::merging::Merging;
@@ -147,8 +147,10 @@ pub async fn run(o: LeadAgentOptions, stop: CancellationToken) -> Result<(Outcom
             }
             // The team's database is away (a restart, a partition): no model call starts
             // until it is back, the pane says so once, and the lead looks again.
-            Err(Error::Unavailable(why)) => lead.outage(&why),
-            Err(e) => return Err(e),
+            Err(e) => match e.away() {
+                Some(why) => lead.outage(why),
+                None => return Err(e),
+            },
         };
         match next {
             Next::Turn(text) => pending_input = Some(text),

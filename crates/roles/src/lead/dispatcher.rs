@@ -20,6 +20,8 @@ use futures_util::FutureExt;
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::error::ExitCode;
+use crate::error::{Error, Result};
 use crate::heartbeat::Beater;
 use crate::lead::agent::{self as lead_agent, LeadAgentOptions};
 use swarm_store::Store;
@@ -34,7 +36,6 @@ use swarm_team::runs::report;
 use swarm_team::spawn::launch::Launcher;
 use swarm_tmux::Tmux;
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]
@@ -51,6 +52,8 @@ pub struct LeadOptions {
     pub pane: Option<String>,
     /// Resumed (`--resume`): restart the unfinished teammates with this, before supervising.
     pub resume: Option<Launcher>,
+    /// The exit code an error ends the lead with (the binary's mapping).
+    pub exit_code: ExitCode,
 }
 
 /// Records this process as the team's lead (Claude Code's `leadProcess`, and the lead
@@ -104,7 +107,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
     let end = match led {
         Ok(Ok(end)) => end,
         Ok(Err(e)) => End {
-            code: i32::from(e.exit_code()),
+            code: i32::from((opts.exit_code)(&e)),
             reason: format!("the lead failed: {e}"),
             clean: false,
         },
@@ -125,7 +128,7 @@ pub async fn run(opts: LeadOptions, agent: Option<LeadAgentOptions>) -> Result<i
 /// lead always finishes its shutdown and records its end.
 fn listen_for_signals(stop: CancellationToken) -> Result<()> {
     let listen = |kind| {
-        signal(kind).map_err(|e| Error::Other(format!("failed to install a signal handler: {e}")))
+        signal(kind).map_err(|e| Error::Runtime(format!("failed to install a signal handler: {e}")))
     };
     let (mut int, mut term, mut hup) = (
         listen(SignalKind::interrupt())?,
@@ -178,7 +181,7 @@ fn record_end(opts: &LeadOptions, me: &mut AgentState, end: &End) -> Result<()> 
         end.reason
     );
     let write = || opts.store.agents().write_state(&AgentName::lead(), me);
-    write().or_else(|e| {
+    let written = write().or_else(|e| {
         let line = format!("failed to record the lead's end (retrying once): {e}");
         tracing::error!("{line}");
         say(&line);
@@ -187,7 +190,8 @@ fn record_end(opts: &LeadOptions, me: &mut AgentState, end: &End) -> Result<()> 
             tracing::error!("failed to record the lead's end: {e}");
             say(&format!("failed to record the lead's end: {e}"));
         })
-    })
+    });
+    Ok(written?)
 }
 
 /// The lead's work once it holds the lock: register, resume the teammates, lead (or only
@@ -221,7 +225,7 @@ async fn lead(
     if let Some(launcher) = opts.resume.clone() {
         let respawned = tokio::task::spawn_blocking(move || resume::respawn_teammates(&launcher))
             .await
-            .map_err(|e| Error::Other(format!("resuming the teammates panicked: {e}")))??;
+            .map_err(|e| Error::Runtime(format!("resuming the teammates panicked: {e}")))??;
         for r in respawned {
             tracing::info!("resume: {}: {}", r.name, r.how);
             say(&format!("resume: {}: {}", r.name, r.how));
@@ -357,7 +361,7 @@ async fn supervise(opts: LeadOptions, draw_table: bool, stop: CancellationToken)
 }
 
 /// Runs the ladder on every teammate that is alive, saying what it does in this pane.
-pub fn stop_team(opts: &LeadOptions) -> Vec<Result<shutdown::Report>> {
+pub fn stop_team(opts: &LeadOptions) -> Vec<swarm_team::error::Result<shutdown::Report>> {
     shutdown::stop_team(&opts.store, opts.tmux.as_ref(), &opts.ladder, &|line| {
         say(line)
     })

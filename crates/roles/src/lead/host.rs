@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::error::Result;
 use swarm_agent::display::Display;
 use swarm_agent::engine::{Authorization, Event, Host};
 use swarm_agent::tools::{ToolContext, ToolOutcome};
@@ -39,7 +40,6 @@ use swarm_store::protocol::{IdleNotification, Protocol};
 use swarm_store::state::{Activity, AgentState};
 use swarm_team::spawn::prompt::{mail_turn, wrap_message};
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 use crate::sender::forged;
 

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 
 use tokio::task::JoinHandle;
 
+use crate::error::Result;
 use swarm_git::merge::{self, Options, Outcome};
 use swarm_store::TaskBoard;
 use swarm_store::merge_queue::Entry;
@@ -24,7 +25,6 @@ use swarm_store::state::Activity;
 use swarm_store::tasks::Status;
 use swarm_team::life::resume;
 use swarm_team::spawn::launch::Launcher;
-use swarm_util::error::Result;
 
 /// What one run came to, for the lead.
 #[derive(Debug, Default)]

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::agent::LeadAgentOptions;
 use super::dispatcher::{self, LeadOptions};
+use crate::error::{Error, ExitCode, Result};
 use swarm_config::permissions::Approver;
 use swarm_config::profile::{ModelFlags, PermissionFlags, Profile};
 use swarm_store::Store;
@@ -18,7 +19,6 @@ use swarm_team::spawn::inherit::Engine;
 use swarm_team::spawn::launch::LaunchSettings;
 use swarm_team::spawn::window;
 use swarm_team::toolset::tools::LeadPowers;
-use swarm_util::error::{Error, Result};
 
 /// `swarm lead`'s command line, as parsed.
 #[derive(Debug, Clone)]
@@ -49,6 +49,8 @@ pub struct LeadPlace {
     pub launch: LaunchSettings,
     pub draw: bool,
     pub pane: Option<String>,
+    /// The exit code an error ends the lead with (the binary's mapping).
+    pub exit_code: ExitCode,
 }
 
 /// Runs the lead of the team `store` holds until it ends; returns the process exit code.
@@ -68,7 +70,7 @@ pub fn start(flags: LeadFlags, store: Store, place: LeadPlace, profile: &Profile
             .with_engine(&profile.settings, flags.engine, flags.claude_bin.as_deref())?;
         Ok(LaunchSettings {
             lead,
-            cwd: cwd.as_ref().map_err(Error::copy)?.clone(),
+            cwd: cwd.as_ref().map_err(|e| Error::from(e.copy()))?.clone(),
             ..launch.clone()
         })
     };
@@ -84,7 +86,7 @@ pub fn start(flags: LeadFlags, store: Store, place: LeadPlace, profile: &Profile
                 max_teammates: flags.teammates,
                 hosts: flags.hosts.clone(),
             },
-            cwd: cwd.as_ref().map_err(Error::copy)?.clone(),
+            cwd: cwd.as_ref().map_err(|e| Error::from(e.copy()))?.clone(),
             resumed: flags.resume,
             max_turns: flags.permissions.max_turns,
             stall_after: Duration::from_secs(60),
@@ -106,12 +108,13 @@ pub fn start(flags: LeadFlags, store: Store, place: LeadPlace, profile: &Profile
         ladder: LadderOptions::new(profile.settings.dirs.clone()),
         draw: place.draw,
         pane: place.pane,
+        exit_code: place.exit_code,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+        .map_err(|e| Error::Runtime(format!("failed to start the async runtime: {e}")))?;
     let code = runtime.block_on(dispatcher::run(opts, agent))?;
     Ok(u8::try_from(code).unwrap_or(1))
 }

@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::error::Result;
 use crate::lead_sig::LeadGuard;
 use crate::sender::forged;
 use swarm_store::Store;
@@ -31,7 +32,6 @@ use swarm_store::mailbox::{Delivery, bell};
 use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
 use swarm_team::spawn::prompt::wrap_message;
-use swarm_util::error::Result;
 use swarm_util::watcher::DirWatcher;
 
 /// A protocol message the runtime acts on itself.

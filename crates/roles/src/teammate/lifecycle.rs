@@ -22,6 +22,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::builder::{Agent, AgentBuilder, InTeam, Membership};
+use crate::error::ExitCode;
+use crate::error::{Error, Result};
 use crate::heartbeat::Beater;
 use crate::lead_sig::LeadGuard;
 use crate::teammate::active::ActiveFlag;
@@ -43,7 +45,7 @@ use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_team::spawn::prompt::{self};
 use swarm_team::toolset::tools::TeamTools;
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// `swarm teammate`: who it is checked, its team opened (once: everything it does goes
 /// through this handle), its options resolved, and its life run to its end. A start that
@@ -54,17 +56,19 @@ pub fn start(
     teams: &Teams,
     profile: &Profile,
     pane: Option<String>,
+    exit_code: ExitCode,
 ) -> Result<u8> {
     let (team, name) = flags.identity()?;
     let store = teams.open(&team)?;
-    let lived = TeammateOptions::resolve(flags, store.clone(), profile, pane).and_then(|opts| {
+    let options = TeammateOptions::resolve(flags, store.clone(), profile, pane, exit_code);
+    let lived = options.and_then(|opts| {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?
+            .map_err(|e| Error::Runtime(format!("failed to start the async runtime: {e}")))?
             .block_on(run(opts))
     });
-    let code = lived.inspect_err(|e| record_start_failure(&store, &name, e))?;
+    let code = lived.inspect_err(|e| record_start_failure(&store, &name, exit_code(e), e))?;
     Ok(u8::try_from(code).unwrap_or(1))
 }
 
@@ -196,7 +200,7 @@ fn build(opts: &TeammateOptions) -> Result<(PermissionMode, Agent, InTeam)> {
 /// it cannot read) in its state file, where `swarm status` and the lead's report of its
 /// death find it; its log has the error too, as every pane process's fatal error. Nothing
 /// is written for a name the roster lacks, nor over the state of a live namesake.
-pub fn record_start_failure(store: &Store, name: &AgentName, error: &Error) {
+pub fn record_start_failure(store: &Store, name: &AgentName, code: u8, error: &Error) {
     let member = store
         .roster()
         .load()
@@ -218,7 +222,7 @@ pub fn record_start_failure(store: &Store, name: &AgentName, error: &Error) {
     let reason = error.to_string();
     s.detail = Some(reason.clone());
     s.exit = Some(ExitInfo {
-        code: i32::from(error.exit_code()),
+        code: i32::from(code),
         reason,
         released_tasks: Vec::new(),
         clean: false,
@@ -256,7 +260,7 @@ impl Runtime {
                     false,
                 )
             }
-            Err(e) => (i32::from(e.exit_code()), e.to_string(), false),
+            Err(e) => (i32::from((self.opts.exit_code)(&e)), e.to_string(), false),
         }
     }
 

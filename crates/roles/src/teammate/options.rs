@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::error::{Error, ExitCode, Result};
 use crate::lead_sig::LeadKey;
 use swarm_config::agents::Catalog;
 use swarm_config::hooks::{self, Hooks};
@@ -19,7 +20,7 @@ use swarm_llm::budget::Limits;
 use swarm_llm::{LlmConfig, Provider};
 use swarm_store::Store;
 use swarm_store::names::{AgentName, TeamName, agent_id};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::vars;
 
 #[derive(Debug, Clone)]
@@ -56,6 +57,8 @@ pub struct TeammateOptions {
     pub context_window: Option<u64>,
     /// `--lead-verify-key`: mail in the lead's name counts only when signed with it.
     pub lead_key: Option<LeadKey>,
+    /// The exit code an error ends the teammate with (the binary's mapping).
+    pub exit_code: ExitCode,
 }
 
 /// `swarm teammate`'s command line, as parsed: who it is, and what it was told.
@@ -108,6 +111,7 @@ impl TeammateOptions {
         store: Store,
         profile: &Profile,
         pane: Option<String>,
+        exit_code: ExitCode,
     ) -> Result<TeammateOptions> {
         let (_, name) = flags.identity()?;
         if !flags.claude_flags.is_empty() {
@@ -169,6 +173,7 @@ impl TeammateOptions {
             resumed: flags.resume,
             context_window: flags.model.context_window,
             lead_key: flags.lead_key,
+            exit_code,
         })
     }
 }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::error::Result;
 use crate::heartbeat::Beater;
 use crate::teammate::active::ActiveFlag;
 use crate::teammate::inbox::Inbox;
@@ -26,7 +27,6 @@ use swarm_store::protocol::Protocol;
 use swarm_store::state::{Activity, AgentState};
 use swarm_team::toolset::tools::TeamTools;
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 /// Most milliseconds a state file's `lastActivityMs` lags behind (see [`Runtime::touch`]).
 const TOUCH_EVERY_MS: i64 = 1000;

@@ -9,7 +9,7 @@
 //!
 //! A model call refused for budget ends the teammate: waiting would not bring money back,
 //! so it stops at once (its tasks go back to pending as it exits) instead of backing off.
-//! The team's database being away (exit code 5 from the store: a PostgreSQL team's server
+//! The team's database being away (exit code 11 from the store: a PostgreSQL team's server
 //! restarting or cut off) is waited out instead: the pane says so once, no model call
 //! starts, and the loop tries again with a growing pause.
 
@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::Map;
 
 use crate::OUTAGE_BACKOFF;
+use crate::error::Result;
 use crate::teammate::inbox::Incoming;
 use crate::teammate::runtime::{Runtime, Stop};
 use swarm_agent::compaction::{self, DoneTask};
@@ -31,7 +32,6 @@ use swarm_store::state::Activity;
 use swarm_store::tasks::{Status, Task, TaskPatch};
 use swarm_team::spawn::prompt::mail_turn;
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
 
 /// How long a teammate waits before trying again after the model failed.
 const FAILURE_BACKOFF: Duration = Duration::from_secs(30);
@@ -52,7 +52,8 @@ impl Runtime {
                 Ok(None) => away = 0,
                 // The team's database is away (a restart, a partition): no model call
                 // starts until it is back, the pane says so, and the loop tries again.
-                Err(Error::Unavailable(why)) => {
+                Err(e) if e.away().is_some() => {
+                    let why = e.away().unwrap_or_default();
                     away += 1;
                     if away == 1 {
                         self.display

@@ -95,12 +95,12 @@ fn recording_again_keeps_the_record_and_only_fills_in_the_mode(team: &Team) {
     assert_eq!(late.state, State::Expired);
     assert_eq!(late.mode.as_deref(), Some("acceptEdits"));
     let bad = team.approvals().get("../x").unwrap_err();
-    assert_eq!(bad.exit_code(), 2, "{bad}");
+    assert!(bad.is_usage(), "{bad}");
     let mut bad = permission("perm-1-a");
     bad.request_id = "nonsense".into();
-    assert_eq!(team.approvals().record(&bad).unwrap_err().exit_code(), 2);
+    assert!(team.approvals().record(&bad).unwrap_err().is_usage());
     let unknown = team.approvals().get("perm-9-z").unwrap_err();
-    assert_eq!(unknown.exit_code(), 3, "{unknown}");
+    assert!(unknown.is_not_found(), "{unknown}");
 }
 
 fn a_request_is_resolved_once_and_its_teammate_answered_once(team: &Team) {
@@ -120,7 +120,7 @@ fn a_request_is_resolved_once_and_its_teammate_answered_once(team: &Team) {
         .approvals()
         .resolve(id, decision(false, LEAD))
         .unwrap_err();
-    assert_eq!(second.exit_code(), 4, "{second}");
+    assert!(second.is_conflict(), "{second}");
     assert_eq!(
         second.to_string(),
         "request perm-100-a was already approved by human"
@@ -131,7 +131,7 @@ fn a_request_is_resolved_once_and_its_teammate_answered_once(team: &Team) {
         .approvals()
         .resolve("perm-101-b", decision(true, "human"))
         .unwrap_err();
-    assert_eq!(unknown.exit_code(), 3, "{unknown}");
+    assert!(unknown.is_not_found(), "{unknown}");
     // A plan is rejected only with feedback; refused, it stays pending and unanswered.
     let plan_id = "plan_approval-2@bob@contract";
     team.approvals()
@@ -141,7 +141,7 @@ fn a_request_is_resolved_once_and_its_teammate_answered_once(team: &Team) {
         .approvals()
         .resolve(plan_id, decision(false, LEAD))
         .unwrap_err();
-    assert_eq!(bare.exit_code(), 2, "{bare}");
+    assert!(bare.is_usage(), "{bare}");
     assert_eq!(team.approvals().get(plan_id).unwrap().state, State::Pending);
     assert_eq!(answers(team), [id]);
 }
@@ -164,7 +164,7 @@ fn eight_deciders_racing_each_request_resolve_it_once(team: &Team) {
                     for id in ids {
                         match handle.approvals().resolve(id, decision(d % 2 == 0, &me)) {
                             Ok(a) => won.push((a.request_id, me.clone())),
-                            Err(e) => assert_eq!(e.exit_code(), 4, "{e}"),
+                            Err(e) => assert!(e.is_conflict(), "{e}"),
                         }
                     }
                     won
@@ -236,7 +236,7 @@ fn only_a_pending_request_expires(team: &Team) {
         .approvals()
         .resolve("perm-1-a", decision(true, "human"))
         .unwrap_err();
-    assert_eq!(err.exit_code(), 4, "{err}");
+    assert!(err.is_conflict(), "{err}");
     assert_eq!(
         err.to_string(),
         "request perm-1-a has expired (bob stopped); bob no longer waits for an answer"

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crate::backends::Team;
 use crate::contract;
+use swarm_store::error::Result;
 use swarm_store::merge_queue::{Entry, EntryState, Strategy};
 use swarm_store::seam::Hold;
-use swarm_util::error::Result;
 
 contract!(
     the_queue_is_changed_whole_under_its_lock,

@@ -4,7 +4,7 @@
 //!   returns `Ok` only once the message is in the inbox and an error only when it never
 //!   will be (or `SendInDoubt`, which says not to send again), so it does not dedupe;
 //! - the server is reached over a connection: an unreachable one is a one-line error
-//!   naming it, never its password (exit code 5), and the schema is versioned and brought
+//!   naming it, never its password (exit code 11), and the schema is versioned and brought
 //!   forward from an older version (files have no schema);
 //! - what is held (the lead's place) lasts as long as its connection, so the server frees
 //!   it when the connection dies (the file store's lock is freed by the kernel when the
@@ -145,7 +145,7 @@ fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
     let err =
         PgStore::connect(url, &no_env(), &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
     let text = err.to_string();
-    assert_eq!(err.exit_code(), 5, "{text}");
+    assert!(err.away().is_some(), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
     assert!(
         text.starts_with("failed to connect to the team's database at 127.0.0.1:1"),
@@ -160,7 +160,7 @@ fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
         &TeamName::new("t").unwrap(),
     )
     .unwrap_err();
-    assert_eq!(bad.exit_code(), 2, "{bad}");
+    assert!(bad.is_usage(), "{bad}");
     assert!(!bad.to_string().contains(":b@"), "{bad}");
 }
 
@@ -207,9 +207,9 @@ fn a_password_comes_from_pgpassword_or_a_private_password_file_and_is_never_show
         PgStore::connect(&as_role, env, &nowhere(), &TeamName::new("t").unwrap())
     };
 
-    // No password anywhere: refused by the server, exit 5.
+    // No password anywhere: refused by the server, exit 11.
     let err = open(&home_env(&[])).unwrap_err();
-    assert_eq!(err.exit_code(), 5, "{err}");
+    assert!(err.away().is_some(), "{err}");
     // PGPASSWORD: in; a wrong one is refused without being shown.
     open(&home_env(&[("PGPASSWORD", secret)])).unwrap();
     let err = open(&home_env(&[("PGPASSWORD", "wrong-Guess-99")])).unwrap_err();
@@ -258,14 +258,14 @@ fn tls_is_used_and_checked_as_the_sslmode_asks() {
     assert!(encrypted(&db));
     // The certificate does not name 127.0.0.1: verify-full refuses it, verify-ca does not.
     let err = open(&url("127.0.0.1", &format!("sslmode=verify-full {ca}"))).unwrap_err();
-    assert_eq!(err.exit_code(), 5, "{err}");
+    assert!(err.away().is_some(), "{err}");
     assert!(encrypted(
         &open(&url("127.0.0.1", &format!("sslmode=verify-ca {ca}"))).unwrap()
     ));
     // A root that did not sign it: refused, even by require (a root given is checked).
     for mode in ["verify-full", "verify-ca", "require"] {
         let err = open(&url("localhost", &format!("sslmode={mode} {other}"))).unwrap_err();
-        assert_eq!(err.exit_code(), 5, "{mode}: {err}");
+        assert!(err.away().is_some(), "{mode}: {err}");
     }
     // require without a root: encrypted, not checked; disable: not encrypted. The URL form
     // too, with the mode from PGSSLMODE.
@@ -321,7 +321,7 @@ fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
         .unwrap();
     let newer =
         PgStore::connect(&url2, &no_env(), &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
-    assert_eq!(newer.exit_code(), 5, "{newer}");
+    assert!(newer.away().is_some(), "{newer}");
     assert!(newer.to_string().contains("upgrade swarm"), "{newer}");
 }
 
@@ -338,20 +338,21 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
     )
     .unwrap();
     use swarm_store::seam::{Mailboxes, Roster, TaskBoard};
-    assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
-    assert_eq!(ghost.next("bob").unwrap_err().exit_code(), 3);
-    assert_eq!(
+    assert!(ghost.load().unwrap_err().is_not_found());
+    assert!(ghost.next("bob").unwrap_err().is_not_found());
+    assert!(
         ghost
             .deliver(&agent("bob"), Envelope::new("x", "y"))
             .unwrap_err()
-            .exit_code(),
-        3
+            .is_not_found()
     );
     let dir = tempfile::tempdir().unwrap();
     ghost.create_team(None, dir.path()).unwrap();
-    assert_eq!(
-        ghost.create_team(None, dir.path()).unwrap_err().exit_code(),
-        4
+    assert!(
+        ghost
+            .create_team(None, dir.path())
+            .unwrap_err()
+            .is_conflict()
     );
     let other = PgStore::connect(
         &url,
@@ -369,7 +370,7 @@ fn a_team_not_in_the_database_is_not_found_and_teams_are_apart() {
         .unwrap();
     assert!(other.list().unwrap().is_empty());
     ghost.delete_on_server().unwrap();
-    assert_eq!(ghost.load().unwrap_err().exit_code(), 3);
+    assert!(ghost.load().unwrap_err().is_not_found());
     assert_eq!(other.load().unwrap().name, "other");
 }
 
@@ -443,11 +444,11 @@ fn a_process_declared_dead_writes_nothing_and_its_successor_does() {
         ..TaskPatch::default()
     };
     let refused = paused.tasks().update(&task.id, done.clone()).unwrap_err();
-    assert_eq!(refused.exit_code(), 4, "{refused}");
+    assert!(refused.is_conflict(), "{refused}");
     assert!(refused.to_string().contains("declared dead"), "{refused}");
     assert!(matches!(
         paused.agents().heartbeat(token),
-        Err(swarm_util::error::Error::Fenced(_))
+        Err(swarm_store::error::Error::Fenced(_))
     ));
     assert!(
         paused
@@ -530,7 +531,7 @@ fn a_lead_that_beats_keeps_its_place_when_its_hold_is_lost() {
     let other = team.open();
     assert!(other.agents().lead_running(), "the lead beats");
     let refused = other.agents().acquire_lead().err().expect("a second lead");
-    assert_eq!(refused.exit_code(), 4, "{refused}");
+    assert!(refused.is_conflict(), "{refused}");
     assert!(other.agents().declare_dead(token).unwrap());
     assert!(!other.agents().lead_running());
     let next = other.agents().acquire_lead().unwrap();
@@ -554,7 +555,7 @@ fn a_bounded_wait_ends_in_an_error_and_a_run_waits_past_it() {
     let err = swarm_store::Worktrees::lock_worktree(&waiter, "bob")
         .err()
         .expect("held by another");
-    assert_eq!(err.exit_code(), 5, "{err}");
+    assert!(err.away().is_some(), "{err}");
     assert!(
         err.to_string().contains("stayed held for more than 200ms"),
         "{err}"
@@ -659,13 +660,13 @@ static REFUSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 /// Retries `op` until it succeeds, as an agent does while its database is away (each retry
 /// the same call: a send keeps its message id, so a retry of one that went through before
 /// the crash makes no second copy).
-fn until_ok<T>(mut op: impl FnMut() -> swarm_util::error::Result<T>) -> T {
+fn until_ok<T>(mut op: impl FnMut() -> swarm_store::error::Result<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         match op() {
             Ok(v) => return v,
             Err(e) if Instant::now() < deadline => {
-                assert_eq!(e.exit_code(), 5, "only the server's absence: {e}");
+                assert!(e.away().is_some(), "only the server's absence: {e}");
                 REFUSED.fetch_add(1, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -929,9 +930,9 @@ fn a_create_whose_commit_is_lost_is_settled_by_asking_the_server() {
 }
 
 /// A role that may not create swarm's tables (the schema belongs to another), or may not
-/// read them, is told so in one line naming the server and what to do, with exit code 5.
+/// read them, is told so in one line naming the server and what to do, with exit code 11.
 #[test]
-fn a_role_without_the_rights_it_needs_is_one_line_and_exit_5() {
+fn a_role_without_the_rights_it_needs_is_one_line_and_exit_11() {
     let Some(url) = swarm_store_pg::testing::database() else {
         return;
     };
@@ -947,9 +948,9 @@ fn a_role_without_the_rights_it_needs_is_one_line_and_exit_5() {
     let team = TeamName::new("t").unwrap();
     let open = || PgStore::connect(&as_nobody, &no_env(), &nowhere(), &team);
     // The hint names the grants this test then makes.
-    let check = |e: swarm_util::error::Error| {
+    let check = |e: swarm_store::error::Error| {
         let text = e.to_string();
-        assert_eq!(e.exit_code(), 5, "{text}");
+        assert!(e.away().is_some(), "{text}");
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.contains("permission denied"), "{text}");
         assert!(text.contains("swarm store migrate"), "{text}");

@@ -3,8 +3,9 @@
 
 use crate::backends::{Team, member};
 use crate::contract;
+use swarm_store::error::Error;
 use swarm_store::tasks::{NewTask, Status};
-use swarm_util::error::Error;
+use swarm_util::error::Base as _;
 
 contract!(
     members_are_added_in_order_and_names_are_unique_in_any_case,
@@ -23,7 +24,7 @@ fn members_are_added_in_order_and_names_are_unique_in_any_case(team: &Team) {
     team.add(&["bob", "carol"]);
     assert_eq!(names(team), ["team-lead", "bob", "carol"]);
     let taken = team.roster().add_member(member("BOB")).unwrap_err();
-    assert_eq!(taken.exit_code(), 4, "{taken}");
+    assert!(taken.is_conflict(), "{taken}");
     assert!(
         taken
             .to_string()
@@ -44,7 +45,7 @@ fn several_members_are_added_each_on_its_own(team: &Team) {
         .add_members(vec![member("dave"), member("DAVE"), member("erin")])
         .unwrap();
     assert!(results[0].is_ok() && results[2].is_ok());
-    assert_eq!(results[1].as_ref().unwrap_err().exit_code(), 4);
+    assert!(results[1].as_ref().unwrap_err().is_conflict());
     assert_eq!(names(team), ["team-lead", "dave", "erin"]);
     // All refused: nothing written, and no error for the write.
     let results = team.roster().add_members(vec![member("Erin")]).unwrap();
@@ -69,9 +70,9 @@ fn a_removed_member_gives_back_its_open_tasks(team: &Team) {
     assert_eq!((back.owner, back.status), (None, Status::Pending));
     assert_eq!(names(team), ["team-lead"]);
     let unknown = team.roster().remove_member("bob").unwrap_err();
-    assert_eq!(unknown.exit_code(), 3, "{unknown}");
+    assert!(unknown.is_not_found(), "{unknown}");
     let lead = team.roster().remove_member("team-lead").unwrap_err();
-    assert_eq!(lead.exit_code(), 2, "{lead}");
+    assert!(lead.is_usage(), "{lead}");
 }
 
 fn an_update_that_fails_writes_nothing(team: &Team) {
@@ -80,7 +81,7 @@ fn an_update_that_fails_writes_nothing(team: &Team) {
         config.members[1].model = Some("changed".into());
         Err::<(), _>(Error::conflict("no"))
     });
-    assert_eq!(failed.unwrap_err().exit_code(), 4);
+    assert!(failed.unwrap_err().is_conflict());
     assert_eq!(team.roster().load().unwrap().members[1].model, None);
     team.roster()
         .update_member("bob", |m| m.model = Some("opus".into()))
@@ -92,7 +93,7 @@ fn an_update_that_fails_writes_nothing(team: &Team) {
         Some("opus")
     );
     let unknown = team.roster().update_member("nobody", |_| ()).unwrap_err();
-    assert_eq!(unknown.exit_code(), 3);
+    assert!(unknown.is_not_found());
 }
 
 /// The agents' loops and a run's wait call the store from inside a tokio runtime (of

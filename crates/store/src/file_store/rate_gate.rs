@@ -11,12 +11,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::error::Result;
 use crate::files;
 use crate::layout::Root;
 use crate::names::TeamName;
 use crate::seam::{RateGate, RateLimit};
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 /// The file's shape: provider key to spell.
 type Gates = BTreeMap<String, RateLimit>;

@@ -10,11 +10,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::envelope::Envelope;
 use crate::names::{AgentName, TeamName};
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::{json, no_symlinks};
 
 /// Appends `entries` to the delivered log and returns the log's length before, for
@@ -58,8 +59,11 @@ pub(super) fn append_delivered(root: &Root, path: &Path, entries: &[Value]) -> R
 /// Takes back an append whose messages stayed in the inbox after all (the inbox could not
 /// be rewritten), so a later acknowledgement does not log them twice.
 pub(super) fn truncate_delivered(path: &Path, len: u64) {
-    let cut = no_symlinks::open(std::fs::OpenOptions::new().write(true), "open", path)
-        .and_then(|f| f.set_len(len).map_err(|e| Error::io("truncate", path, e)));
+    let cut =
+        no_symlinks::open(std::fs::OpenOptions::new().write(true), "open", path).and_then(|f| {
+            f.set_len(len)
+                .map_err(|e| swarm_util::error::Error::io("truncate", path, e))
+        });
     if let Err(e) = cut {
         tracing::warn!(path = %path.display(), "failed to take back an append to the delivered log: {e}");
     }
@@ -130,14 +134,16 @@ pub(crate) fn read_delivered_since(
     files::check(root, &path)?;
     let mut file = match no_symlinks::open(std::fs::OpenOptions::new().read(true), "open", &path) {
         Ok(f) => f,
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(swarm_util::error::Error::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
             *cursor = Cursor::default();
             return Ok(Appended {
                 restarted: true,
                 envelopes: Vec::new(),
             });
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let meta = file.metadata().ctx("read", &path)?;
     let mut appended = Appended::default();

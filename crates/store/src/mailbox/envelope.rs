@@ -4,9 +4,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::error::{Error, Result};
 use crate::protocol::Protocol;
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// The largest message text accepted.
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;

@@ -5,6 +5,7 @@
 use serde_json::Value;
 use std::collections::HashSet;
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::delivered::{append_delivered, truncate_delivered};
@@ -12,7 +13,7 @@ use crate::mailbox::envelope::{Delivery, Envelope};
 use crate::mailbox::inbox_file::{load_locked, lock_inbox, read_entries};
 use crate::mailbox::send::{commit_spool, spool_has_mail};
 use crate::names::{AgentName, TeamName};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::json;
 
 /// Every unread message in `agent`'s inbox, oldest first. Takes no lock unless the inbox
@@ -133,7 +134,7 @@ pub(crate) fn ack(
     let logged_from = append_delivered(root, &log, &done)?;
     if let Err(e) = files::write(root, &path, &json::to_pretty(&keep)) {
         truncate_delivered(&log, logged_from);
-        return Err(e);
+        return Err(e.into());
     }
     Ok(done.len())
 }

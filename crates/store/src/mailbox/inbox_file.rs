@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::error::Result;
 use crate::files;
 use crate::layout::Root;
-use swarm_util::error::{IoContext, Result};
+use swarm_util::error::IoContext;
 use swarm_util::{clock, json, lock};
 
 pub(super) fn lock_inbox(root: &Root, path: &Path) -> Result<lock::Locked> {
@@ -19,7 +20,7 @@ pub(super) fn lock_inbox(root: &Root, path: &Path) -> Result<lock::Locked> {
     {
         std::fs::create_dir_all(dir).ctx("create directory", dir)?;
     }
-    files::lock(root, path)
+    Ok(files::lock(root, path)?)
 }
 
 /// Reads the array without a lock: `Ok(None)` if the file is corrupt.

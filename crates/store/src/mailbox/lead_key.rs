@@ -19,12 +19,13 @@ use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::envelope::Envelope;
 use crate::mailbox::lead_sig::{LeadKey, LeadSigner};
 use crate::names::{LEAD, TeamName};
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 
 /// The signers this process has read or made, by key file: the private key is read once
 /// and kept in memory.
@@ -98,7 +99,7 @@ pub fn load_or_create(root: &Root, team: &TeamName) -> Result<LeadSigner> {
         return Ok(made);
     }
     load(root, &path)?.ok_or_else(|| {
-        Error::Other(format!(
+        Error::LeadKey(format!(
             "failed to read the lead's key file {}: it vanished as it was made; try again",
             path.display()
         ))
@@ -120,7 +121,7 @@ fn load(root: &Root, path: &Path) -> Result<Option<LeadSigner>> {
         );
     }
     LeadSigner::from_file(&bytes).map(Some).ok_or_else(|| {
-        Error::Other(format!(
+        Error::LeadKey(format!(
             "failed to read the lead's key file {}: it holds no key; move it aside and restart the team's teammates, which then get a new key",
             path.display()
         ))

@@ -27,9 +27,10 @@ use base64::engine::general_purpose::{URL_SAFE_NO_PAD, URL_SAFE_NO_PAD_INDIFFERE
 use ring::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
 use serde_json::Value;
 
+use crate::error::{Error, Result};
 use crate::mailbox::envelope::Envelope;
 use swarm_util::clock;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// What the signed array starts with: the scheme and its version.
 pub const DOMAIN: &str = "claude-team-lead-entry-v1";
@@ -156,9 +157,9 @@ impl LeadSigner {
     pub fn generate() -> Result<LeadSigner> {
         let rng = ring::rand::SystemRandom::new();
         let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng)
-            .map_err(|_| Error::Other("failed to make an Ed25519 key pair".to_owned()))?;
+            .map_err(|_| Error::LeadKey("failed to make an Ed25519 key pair".to_owned()))?;
         LeadSigner::from_pkcs8(pkcs8.as_ref(), clock::now_ms())
-            .ok_or_else(|| Error::Other("failed to read a new Ed25519 key pair".to_owned()))
+            .ok_or_else(|| Error::LeadKey("failed to read a new Ed25519 key pair".to_owned()))
     }
 
     /// The signer of a PKCS#8 private key made at `made_ms`; `None` if it is not one.

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::bell;
@@ -16,7 +17,7 @@ use crate::mailbox::envelope::{Envelope, Sent, check_text};
 use crate::mailbox::inbox_file::{load_locked, parse_entries, quarantine_path};
 use crate::names::{AgentName, TeamName};
 use crate::roster::{self, TeamConfig};
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::{json, lock, no_symlinks, parallel};
 
 /// Who receives a message from `from` to `to` (a member's name, or `*` for every member
@@ -190,20 +191,18 @@ fn wait_for_commit(
                 }
             }
             Ok(None) => {}
-            Err(e) => return Err(Box::new((e, None))),
+            Err(e) => return Err(Box::new((e.into(), None))),
         }
         if !mine.queued.exists() && !mine.claimed.exists() {
             return Ok(());
         }
         if Instant::now() >= deadline {
             let waited = started.elapsed();
-            return Err(Box::new((
-                Error::LockTimeout {
-                    path: inbox,
-                    waited,
-                },
-                None,
-            )));
+            let timeout = swarm_util::error::Error::LockTimeout {
+                path: inbox,
+                waited,
+            };
+            return Err(Box::new((timeout.into(), None)));
         }
         backoff.sleep(deadline);
     }
@@ -222,8 +221,10 @@ fn settle(root: &Root, inbox: &Path, mine: &Spooled, guard: Option<lock::Locked>
         None => files::lock(root, inbox).map_err(|e| match e {
             // Claimed, and whoever claimed it holds the inbox lock on and on (stopped?): it
             // may still commit it. Saying so beats a plain failure a caller would retry.
-            Error::LockTimeout { path, waited } => Error::SendInDoubt { path, waited },
-            other => other,
+            swarm_util::error::Error::LockTimeout { path, waited } => {
+                Error::SendInDoubt { path, waited }
+            }
+            other => other.into(),
         })?,
     };
     if withdraw(&mine.queued)? {
@@ -308,7 +309,7 @@ pub(super) fn commit_spool(
             Ok(Some(Ok(v))) if v.is_object() => fresh.push(v),
             Ok(None) => {}
             // Not a message: moved aside (a symlink is moved, never followed).
-            Ok(Some(_)) | Err(Error::Symlink { .. }) => {
+            Ok(Some(_)) | Err(swarm_util::error::Error::Symlink { .. }) => {
                 let aside = quarantine_path(path);
                 tracing::warn!(
                     "spooled message {} does not parse; moved it to {}",
@@ -317,7 +318,7 @@ pub(super) fn commit_spool(
                 );
                 let _ = std::fs::rename(path, aside);
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
     let existing = files::read(root, inbox)?.unwrap_or_else(|| b"[]".to_vec());

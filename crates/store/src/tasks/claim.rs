@@ -13,11 +13,11 @@
 //!   file, and answers "nothing is ready" only after a full scan;
 //! - a claim does not drop the claim index: `next` saves it with the claimed task updated.
 
+use crate::error::Result;
 use crate::files;
 use crate::tasks::index::{self, Index};
 use crate::tasks::list::TaskList;
 use crate::tasks::model::{ClaimRefusal, Status, Task};
-use swarm_util::error::Result;
 use swarm_util::lock;
 
 impl TaskList {

@@ -22,8 +22,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use crate::error::{Error, Result};
 use crate::tasks::model::Task;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// Refuses `task blockedBy blocker` if it is a self-dependency, names a missing task,
 /// or closes a cycle.

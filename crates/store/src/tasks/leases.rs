@@ -8,8 +8,9 @@ use std::path::{Component, Path};
 
 use serde_json::{Map, Value};
 
+use crate::error::{Error, Result};
 use crate::tasks::model::{Status, Task};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// The `metadata` key holding a task's files.
 pub const FILES_KEY: &str = "swarmFiles";

@@ -26,13 +26,14 @@ use std::path::PathBuf;
 
 use serde_json::Map;
 
+use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::names::TeamName;
 use crate::tasks::graph::{Mirror, check_new_edges, dedup, missing_dependency, push_unique};
 use crate::tasks::index;
 use crate::tasks::model::{NewTask, Status, Task, TaskPatch};
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::{fault, json, lock};
 
 /// A team's task list.
@@ -68,7 +69,7 @@ impl TaskList {
     }
 
     pub(super) fn lock(&self) -> Result<lock::Locked> {
-        files::lock(&self.root, &self.list_anchor()?)
+        Ok(files::lock(&self.root, &self.list_anchor()?)?)
     }
 
     pub(super) fn list_anchor(&self) -> Result<PathBuf> {
@@ -94,7 +95,7 @@ impl TaskList {
         guard.also_lock_dir(&path)?;
         let old = files::read(&self.root, &path)?;
         let bytes = json::to_pretty_keeping_order(task, old.as_deref());
-        files::write(&self.root, &path, &bytes)
+        Ok(files::write(&self.root, &path, &bytes)?)
     }
 
     /// Takes Claude Code's per-task lock of `id`, then reads the task: Claude Code writes a

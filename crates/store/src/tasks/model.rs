@@ -13,7 +13,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use swarm_util::error::{Error, Result};
+use crate::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -28,6 +28,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::spawn::inherit::{Engine, TeammateCommand};
 use crate::spawn::launch::{Launcher, pane_spec};
 use crate::spawn::launch_record::{RESUME_FLAG, command_from};
@@ -40,7 +41,7 @@ use swarm_store::protocol::Protocol;
 use swarm_store::roster;
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// Where a team stands, for `swarm resume` and `swarm run`'s offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,7 +311,7 @@ fn respawn_one(
         *window = TeamWindow::find(&launcher.tmux, store.team(), launcher.window_options())?;
     }
     let w = window.as_mut().ok_or_else(|| {
-        Error::Other(format!(
+        Error::Pane(format!(
             "team '{}' has no window to restart it in",
             store.team()
         ))

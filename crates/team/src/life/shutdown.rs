@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::error::{Error, Result};
 use crate::life::status::{self, MemberStatus};
 use crate::life::supervisor;
 use crate::spawn::window::{TeamWindow, TeamWindowOptions};
@@ -45,7 +46,7 @@ use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{self, Protocol, ShutdownRequest};
 use swarm_store::roster;
 use swarm_tmux::Tmux;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::{clock, process};
 
 /// How long a pane may stay open after its member's process ended.
@@ -304,13 +305,13 @@ impl Ladder<'_> {
         }
         let last = wait_until_ended(&|| self.observe(), self.tmux, step)?;
         if last.alive || target.is_some_and(|t| !t.gone()) {
-            return Err(Error::Other(format!(
+            return Err(Error::StillRunning(format!(
                 "{name} is still running after SIGKILL (pid {}); check it by hand",
                 last.pid.unwrap_or_default()
             )));
         }
         if last.pane_alive == Some(true) {
-            return Err(Error::Tmux(format!(
+            return Err(Error::Pane(format!(
                 "{name}'s process has ended but its pane is still open {} s after kill-pane; close it by hand (`swarm attach`)",
                 PANE_GONE_WITHIN.as_secs()
             )));
@@ -898,7 +899,7 @@ pub fn shut_down_all(
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(Error::Other("the shutdown ladder panicked".into())))
+                    .unwrap_or_else(|_| Err(Error::Runtime("the shutdown ladder panicked".into())))
             })
             .collect()
     })

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::error::Result;
 use crate::life::dialogs;
 use swarm_llm::Usage;
 use swarm_llm::budget::{Limits, Spend};
@@ -30,7 +31,6 @@ use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
 use swarm_store::tasks::leases::{self, Overlap};
 use swarm_tmux::{PaneRecord, Tmux};
-use swarm_util::error::Result;
 use swarm_util::table::{self, Align, Cell, Look, Table};
 use swarm_util::text::printable;
 

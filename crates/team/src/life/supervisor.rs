@@ -24,6 +24,7 @@
 
 use std::path::Path;
 
+use crate::error::Result;
 use crate::life::status::{self, MemberStatus, TeamStatus};
 use swarm_config::hooks::{Event as HookEvent, Hooks, Runner};
 use swarm_config::project::UserDirs;
@@ -35,7 +36,6 @@ use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{Protocol, TeammateTerminated};
 use swarm_store::state::{Activity, ExitInfo};
 use swarm_tmux::Tmux;
-use swarm_util::error::Result;
 
 /// A death that was reported.
 #[derive(Debug, Clone, PartialEq)]

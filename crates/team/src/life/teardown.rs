@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
 use crate::life::shutdown::{self, LadderOptions};
 use crate::life::status;
 use crate::spawn::window::{TeamWindow, TeamWindowOptions};
@@ -18,7 +19,7 @@ use swarm_store::layout::Root;
 use swarm_store::names::{LEAD, TeamName};
 use swarm_store::state::Activity;
 use swarm_tmux::Tmux;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::process;
 
 /// How long the lead is given to end with its pane before its files go.

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::error::{Error, Result};
 use crate::runs::progress::{self, Event, Snapshot};
 use crate::spawn::inherit::TeammateCommand;
 use crate::spawn::launch::{Launcher, SpawnRequest};
@@ -25,7 +26,7 @@ use swarm_store::documents;
 use swarm_store::names::{AgentName, TeamName};
 use swarm_store::state::{self, Activity};
 use swarm_store::{Hold, Topic};
-use swarm_util::error::{Error, Result, exit};
+use swarm_util::error::exit;
 use swarm_util::process;
 use swarm_util::watcher::RESCAN_EVERY;
 
@@ -135,7 +136,7 @@ pub fn team_from_goal(goal: &str) -> Result<TeamName> {
         words.join("-")
     };
     let stem: String = stem.chars().take(40).collect();
-    TeamName::new(&format!("{stem}-{:04x}", fastrand::u16(..)))
+    Ok(TeamName::new(&format!("{stem}-{:04x}", fastrand::u16(..)))?)
 }
 
 /// Whether the lead is still at work (it started and has not exited).
@@ -165,14 +166,14 @@ pub fn follow_lead(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))?;
+        .map_err(|e| Error::Runtime(format!("failed to start the async runtime: {e}")))?;
     runtime.block_on(async {
         let started = Instant::now();
         let mut interrupts = 0;
         // Listening from the start: a Ctrl-C before the first wait below would otherwise
         // kill this process and leave the team running without anyone waiting for it.
         let mut ctrl_c = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .map_err(|e| Error::Other(format!("failed to listen for Ctrl-C: {e}")))?;
+            .map_err(|e| Error::Runtime(format!("failed to listen for Ctrl-C: {e}")))?;
         // Woken when the lead writes its state (with progress to tell, when anyone writes
         // theirs, or the roster or a task changes); the rescan notices a lead that died.
         let changed = std::sync::Arc::new(tokio::sync::Notify::new());
@@ -281,7 +282,7 @@ fn lead_gone(store: &Store, window: &TeamWindow, what: &str) -> Error {
             text.push_str(&format!("\n{title}:\n{lines}"));
         }
     }
-    Error::Model(text)
+    Error::LeadGone(text)
 }
 
 /// The last `n` lines of `text` that are not blank, made safe for a terminal.

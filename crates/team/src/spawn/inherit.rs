@@ -180,7 +180,7 @@ impl LeadSettings {
         settings: &Settings,
         engine: Engine,
         claude_bin: Option<&std::path::Path>,
-    ) -> swarm_util::error::Result<LeadSettings> {
+    ) -> crate::error::Result<LeadSettings> {
         self.engine = engine;
         self.claude_bin = match engine {
             Engine::Claude => Some(settings.claude_bin(claude_bin)?),

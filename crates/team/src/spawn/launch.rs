@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::spawn::inherit::{self, ClaudeSpawn, Engine, LeadSettings, SpawnSpec, TeammateCommand};
 use crate::spawn::window::{self as team_window, Placement, TeamWindow, TeamWindowOptions};
 use swarm_config::agents::{Catalog, Definition, Isolation};
@@ -27,7 +28,7 @@ use swarm_store::roster::{self, NewMember, PALETTE};
 use swarm_store::worktrees::Record;
 use swarm_tmux::{Caller, PaneId, PaneSpec, Tmux, TmuxCommand};
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::parallel;
 use swarm_util::vars;
 
@@ -248,12 +249,12 @@ impl Launcher {
     /// The lead's session id, which a Claude Code teammate is started with: the roster's,
     /// made now if the roster has none (a team Claude Code did not create).
     fn session_id(&self) -> Result<()> {
-        self.store.roster().update(|c| {
+        Ok(self.store.roster().update(|c| {
             if c.lead_session_id.is_none() {
                 c.lead_session_id = Some(uuid::Uuid::new_v4().to_string());
             }
             Ok(())
-        })
+        })?)
     }
 
     /// The lead pane's program: `swarm lead`, with the lead's settings, so it can spawn and
@@ -553,7 +554,7 @@ impl Launcher {
             Err(e) => {
                 fates.iter_mut().for_each(|f| {
                     if f.is_ok() {
-                        *f = Err(e.copy());
+                        *f = Err(e.copy().into());
                     }
                 });
                 return;
@@ -562,7 +563,7 @@ impl Launcher {
         for fate in fates.iter_mut().filter(|f| f.is_ok()) {
             match added.next().expect("one result per new member") {
                 Ok(_) => fate.as_mut().expect("checked").reserved = true,
-                Err(e) => *fate = Err(e),
+                Err(e) => *fate = Err(e.into()),
             }
         }
     }
@@ -591,7 +592,7 @@ impl Launcher {
             });
             match made {
                 Ok(cwd) => s.checked.prepared.req.cwd = cwd,
-                Err(e) => s.failed = Some(e),
+                Err(e) => s.failed = Some(e.into()),
             }
         }
         let mut ready: Vec<&mut Starting> = live(fates).collect();
@@ -707,7 +708,7 @@ impl Launcher {
         if let Err(e) = written {
             live(fates)
                 .filter(|s| s.pane.is_some())
-                .for_each(|s| s.failed = Some(e.copy()));
+                .for_each(|s| s.failed = Some(e.copy().into()));
         }
     }
 

@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::Result;
 use crate::spawn::inherit::{Engine, TeammateCommand};
 use swarm_store::Store;
 use swarm_store::launch_record::LaunchRecord;
-use swarm_util::error::Result;
 
 /// The flag a resumed `swarm lead` or `swarm teammate` is started with.
 pub const RESUME_FLAG: &str = "--resume";
@@ -45,7 +45,7 @@ pub fn save_launch_on(
         engine: Some(engine.to_string()),
         host: host.map(str::to_owned),
     };
-    store.launches().save_launch(agent, &record)
+    Ok(store.launches().save_launch(agent, &record)?)
 }
 
 /// The command a record describes, its secrets taken from `env` (the restarting

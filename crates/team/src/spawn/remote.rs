@@ -24,16 +24,18 @@
 
 use serde::Deserialize;
 
+use crate::error::{Error, Result};
 use crate::spawn::inherit::{self, Engine, TeammateCommand};
 use crate::spawn::launch::{self, Launcher, SpawnRequest, Spawned, pane_spec};
 use swarm_git::remote_worktree;
 use swarm_hosts::Ssh;
+use swarm_hosts::error::Error as HostError;
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
 use swarm_store::names::LEAD;
 use swarm_store::roster::NewMember;
 use swarm_tmux::{NewSession, PaneSpec, Tmux};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 use swarm_util::vars;
 
 /// The roster field naming the host a member runs on.
@@ -332,14 +334,14 @@ impl Launcher {
             STEP_LIMIT,
         )?;
         if !out.status.success() {
-            return Err(Error::Other(format!(
+            return Err(Error::OnHost(format!(
                 "failed to link team '{team}' on host '{}': {}",
                 ssh.host().name,
                 swarm_hosts::ssh::last_line(&out.stderr)
             )));
         }
         let linked: Linked = serde_json::from_slice(&out.stdout).map_err(|e| {
-            Error::Other(format!(
+            Error::OnHost(format!(
                 "failed to read what `swarm team link` said on host '{}': {e}",
                 ssh.host().name
             ))
@@ -435,7 +437,7 @@ pub fn unlink(
     if out.status.success() || out.status.code() == Some(3) {
         return Ok(());
     }
-    Err(Error::Other(format!(
+    Err(Error::OnHost(format!(
         "failed to make host '{host_name}' forget team '{team}': {}; run `swarm team unlink {team}` there",
         swarm_hosts::ssh::last_line(&out.stderr)
     )))
@@ -475,7 +477,7 @@ pub fn reap(
             ),
             true,
         )),
-        _ => Err(Error::Other(format!(
+        _ => Err(Error::StillRunning(format!(
             "{name} is still running on host {host_name} after SIGKILL (pid {pid}): {}; check it by hand there",
             swarm_hosts::ssh::last_line(&out.stderr)
         ))),
@@ -500,13 +502,14 @@ pub fn attach(
     let status = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .status()
-        .map_err(|e| Error::Other(format!("failed to run ssh: {e}")))?;
+        .map_err(|e| HostError::Ssh(format!("failed to run ssh: {e}")))?;
     match status.code() {
         Some(0) => Ok(()),
-        Some(255) => Err(Error::Unavailable(format!(
+        Some(255) => Err(HostError::Unreachable(format!(
             "failed to reach host '{host_name}' over ssh; check it with `swarm host check {host_name}`"
-        ))),
-        _ => Err(Error::Tmux(format!(
+        ))
+        .into()),
+        _ => Err(Error::Pane(format!(
             "failed to attach to {name}'s session {session} on host '{host_name}' ({status}); see `swarm status`"
         ))),
     }
@@ -519,7 +522,7 @@ pub fn ssh_to(
     dirs: &swarm_config::project::UserDirs,
 ) -> Result<Ssh> {
     let hosts = swarm_hosts::Hosts::at(root.path(), root.lock_timeout());
-    Ssh::to(&hosts, name, dirs.ssh_config.clone())
+    Ok(Ssh::to(&hosts, name, dirs.ssh_config.clone())?)
 }
 
 /// The team's tmux server on the host `ssh` reaches.

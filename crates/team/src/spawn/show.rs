@@ -2,11 +2,12 @@
 
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
 use crate::spawn::layout::session_name;
 use crate::spawn::window::TeamWindow;
 use swarm_store::names::LEAD;
 use swarm_tmux::{Caller, is_server_path};
-use swarm_util::error::{Error, Result};
+use swarm_util::error::Base as _;
 
 /// Shows the team's window while `work` runs, and stops when it returns. Inside tmux on
 /// this very server the caller's client switches to it; when the window is in the
@@ -73,7 +74,7 @@ pub fn show_while<T>(
         .tmux()
         .attach_command(&target)
         .spawn()
-        .map_err(|e| Error::Other(format!("failed to run tmux attach-session: {e}")))?;
+        .map_err(|e| Error::Pane(format!("failed to run tmux attach-session: {e}")))?;
     let out = work();
     if let Err(e) = window.tmux().detach_clients(session)
         && !(e.is_absent() || e.is_target_gone())

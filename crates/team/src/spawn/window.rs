@@ -34,6 +34,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::error::{Error, Result};
 use crate::spawn::layout::{
     PaneGeometry, Slot, WindowLoad, border_colour, choose_slot, home_session, layout_for,
     session_name, team_windows, window_name,
@@ -46,7 +47,7 @@ use swarm_tmux::{
     TEAM_OPTION, Tmux, TmuxCommand, TmuxError, WindowId, is_server_path,
 };
 use swarm_util::environment::Environment;
-use swarm_util::error::{Error, IoContext, Result};
+use swarm_util::error::{Base as _, IoContext};
 use swarm_util::lock::{self, Locked};
 
 /// Pane option: the tmux colour of the pane's agent, read by the window's border styles.
@@ -128,7 +129,7 @@ impl Placement {
     pub fn beside(tmux: &Tmux, pane: PaneId) -> Result<Placement> {
         let id = tmux.display(&pane, "#{session_id}")?;
         let session = id.trim().parse().map_err(|_| {
-            Error::Tmux(format!(
+            Error::Pane(format!(
                 "failed to find the tmux session of pane {pane}: got {id:?}"
             ))
         })?;
@@ -699,7 +700,10 @@ fn window_lock(opts: &TeamWindowOptions) -> Result<Locked> {
     {
         std::fs::create_dir_all(dir).ctx("create directory", dir)?;
     }
-    lock::lock_sidecar_only(&opts.lock_anchor, opts.lock_timeout)
+    Ok(lock::lock_sidecar_only(
+        &opts.lock_anchor,
+        opts.lock_timeout,
+    )?)
 }
 
 /// What a pane runs until its agent is started in it: a process that waits, started
@@ -726,7 +730,7 @@ const SERVER_FIELD: &str = "swarmTmuxSocket";
 /// caller's own (`$TMUX`) or the default.
 pub fn server_for(store: &Store, explicit: Option<&str>, env: &Environment) -> Result<Tmux> {
     if explicit.is_some() {
-        return Tmux::resolve(explicit, env);
+        return Ok(Tmux::resolve(explicit, env)?);
     }
     let recorded = store.roster().load().ok().and_then(|c| {
         c.extra
@@ -739,7 +743,7 @@ pub fn server_for(store: &Store, explicit: Option<&str>, env: &Environment) -> R
         Some(path) => {
             Ok(Tmux::with_server(swarm_tmux::Server::Path(path)).hide_env(env.secret_names()))
         }
-        None => Tmux::resolve(None, env),
+        None => Ok(Tmux::resolve(None, env)?),
     }
 }
 
@@ -747,11 +751,11 @@ pub fn server_for(store: &Store, explicit: Option<&str>, env: &Environment) -> R
 pub fn record_server(store: &Store, window: &TeamWindow) -> Result<()> {
     let socket = window.tmux.display(&window.session, "#{socket_path}")?;
     let socket = socket.trim().to_owned();
-    store.roster().update(|c| {
+    Ok(store.roster().update(|c| {
         c.extra
             .insert(SERVER_FIELD.to_owned(), serde_json::Value::String(socket));
         Ok(())
-    })
+    })?)
 }
 
 /// Ids tmux has not made yet, for a plan: a dry run builds its commands with these and

@@ -16,8 +16,8 @@ pub fn run(store: &Store, input: &Value, dirs: UserDirs) -> ToolOutcome {
         ..Options::default()
     };
     let action = input.get("action").and_then(Value::as_str).unwrap_or("");
-    let result = match action {
-        "status" => store.merge_queue().load().map(|q| {
+    let result: crate::error::Result<String> = match action {
+        "status" => store.merge_queue().load().map_err(Into::into).map(|q| {
             if q.entries.is_empty() {
                 "The merge queue is empty.".to_owned()
             } else {
@@ -26,7 +26,9 @@ pub fn run(store: &Store, input: &Value, dirs: UserDirs) -> ToolOutcome {
         }),
         "run" => run_queue(store, &opts),
         "retry" => match input.get("branch").and_then(Value::as_str) {
-            Some(branch) => merge::retry(store, branch).and_then(|_| run_queue(store, &opts)),
+            Some(branch) => merge::retry(store, branch)
+                .map_err(Into::into)
+                .and_then(|_| run_queue(store, &opts)),
             None => return ToolOutcome::err("retry needs the branch to retry"),
         },
         other => {
@@ -49,7 +51,7 @@ fn lines(entries: &[merge_queue::Entry]) -> String {
         .join("\n")
 }
 
-fn run_queue(store: &Store, opts: &Options) -> swarm_util::error::Result<String> {
+fn run_queue(store: &Store, opts: &Options) -> crate::error::Result<String> {
     let outcome = merge::run(store, opts, &|_| {})?;
     if outcome.target.is_empty() {
         return Ok("Nothing to merge: no teammate works in a worktree.".to_owned());

@@ -6,11 +6,11 @@
 //! `TaskCompleted` runs before the task is marked completed, and a hook that exits 2
 //! refuses it. Either way the hook's stderr is the feedback, and nothing else changes.
 
+use crate::error::{Error, Result};
 use swarm_config::hooks::{Event, Runner};
 use swarm_config::permissions::PermissionMode;
 use swarm_store::TaskBoard;
 use swarm_store::tasks::{NewTask, Status, Task};
-use swarm_util::error::{Error, Result};
 
 /// Whose hooks run, and in which permission mode (the hooks' payload carries it).
 #[derive(Clone, Copy)]
@@ -48,7 +48,7 @@ impl Hooks<'_> {
             return Ok(Created::Kept(task));
         };
         if let Err(e) = list.delete(&task.id) {
-            return Err(Error::Other(format!(
+            return Err(Error::Hook(format!(
                 "a TaskCreated hook refused task #{} ({}), and deleting it failed: {e}",
                 task.id,
                 one_line(&feedback)

@@ -537,7 +537,6 @@ impl TeamTools {
                 .get("taskId")
                 .map(value_str)
                 .ok_or_else(|| ToolOutcome::err("missing taskId"))?;
-            let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
             let status = input.get("status").and_then(Value::as_str);
             if status == Some("deleted") {
                 tasks.delete(&id).map_err(err)?;
@@ -641,7 +640,6 @@ impl TeamTools {
         current: &Task,
         owner: &str,
     ) -> Result<(), ToolOutcome> {
-        let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
         let (store, me) = (&self.store, ctx.agent.as_str());
         let tasks = store.tasks();
         let config = store.roster().load().map_err(err)?;
@@ -696,7 +694,6 @@ impl TeamTools {
                 || ToolOutcome::err("only the team lead can spawn teammates (the roster is flat)");
             return inputs.iter().map(|_| refused()).collect();
         };
-        let err = |e: swarm_util::error::Error| ToolOutcome::err(e.to_string());
         let current = match self.store.roster().load() {
             Ok(config) => config.teammates().count(),
             Err(e) => return inputs.iter().map(|_| err(e.copy())).collect(),
@@ -914,6 +911,11 @@ pub fn task_line(t: &Task) -> String {
         s.push_str(&format!(" [blocked by #{}]", t.blocked_by.join(", #")));
     }
     s
+}
+
+/// A failure, as the model sees it.
+fn err(e: impl std::fmt::Display) -> ToolOutcome {
+    ToolOutcome::err(e.to_string())
 }
 
 #[cfg(test)]

@@ -20,12 +20,12 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde::Serialize;
 
+use crate::error::Result;
 use swarm_store::Store;
 use swarm_store::mailbox::{self, Envelope};
 use swarm_store::names::AgentName;
 use swarm_store::protocol::Protocol;
 use swarm_util::clock;
-use swarm_util::error::Result;
 
 /// At most this many entries are kept per delivered log, and shown in the feed.
 pub const MAX_ENTRIES: usize = 1000;
