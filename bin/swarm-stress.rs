@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 use swarm_config::settings::Settings;
 use swarm_store::layout::Root;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::tasks::NewTask;
 use swarm_store::{Store, Teams};
 use swarm_util::environment::Environment;
+use swarm_util::names::{AgentName, TeamName};
 
 /// What every mode gets: its arguments, its team opened once, its settings, stdout.
 struct Load {

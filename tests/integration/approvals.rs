@@ -57,7 +57,7 @@ fn log(env: &TestEnv, agent: &str) -> String {
 /// How many answers to `request_id` reached `agent`, read or not.
 fn answers(env: &TestEnv, agent: &str, request_id: &str) -> usize {
     let (root, team) = (env.teams(), env.team_name("t"));
-    let agent = swarm_store::names::AgentName::new(agent).unwrap();
+    let agent = swarm_util::names::AgentName::new(agent).unwrap();
     let live = root
         .open(&team)
         .unwrap()

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm_llm::budget::Spend;
 use swarm_model_server::{RecordedRequest, Reply, Rule, Script};
-use swarm_store::names::AgentName;
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
+use swarm_util::meter::Spend;
+use swarm_util::names::AgentName;
 
 use crate::harness::{
     Backend, FAKE_CLAUDE, Guarded, ScriptedModel, TestEnv, on_every_backend, run, wait_until,

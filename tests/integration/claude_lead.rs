@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
 use swarm_roles::lead_sig::LeadSigner;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownRequest};
 use swarm_store::tasks::Status;
+use swarm_util::names::AgentName;
 
 use crate::harness::{SWARM, ScriptedModel, TestEnv, wait_until};
 

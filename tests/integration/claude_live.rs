@@ -8,10 +8,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownApproved};
 use swarm_store::roster::Member;
 use swarm_store::tasks::Status;
+use swarm_util::names::AgentName;
 
 use crate::harness::{Guarded, TestEnv, run_timeout, wait_until};
 

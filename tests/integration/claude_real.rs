@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use swarm_model_server::Script;
 use swarm_store::approvals::{Kind, State};
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownRequest, shutdown_request_id};
+use swarm_util::names::AgentName;
 
 use crate::harness::{ScriptedModel, TestEnv, run, wait_until};
 
@@ -264,7 +264,7 @@ fn a_real_claude_code_lead_spawns_swarm_as_its_teammate() {
     let state = env
         .store(&team)
         .agents()
-        .read_state(&swarm_store::names::AgentName::new("mate").unwrap())
+        .read_state(&swarm_util::names::AgentName::new("mate").unwrap())
         .expect("mate is swarm's teammate: it keeps a state file");
     assert_eq!(state.model.as_deref(), Some("claude-sonnet-4-5"));
 

@@ -239,7 +239,7 @@ fn a_dialog_blocked_fake_prints_it_and_never_registers() {
         .open(&env.team_name("t"))
         .unwrap()
         .mail()
-        .read_all(&swarm_store::names::AgentName::new("worker").unwrap())
+        .read_all(&swarm_util::names::AgentName::new("worker").unwrap())
         .unwrap()
         .into_iter()
         .map(|d| d.envelope.text)

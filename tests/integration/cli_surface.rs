@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
-use swarm_store::names::AgentName;
 use swarm_store::protocol::Protocol;
+use swarm_util::names::AgentName;
 
 use crate::harness::{COMMAND_TIMEOUT, Run, ScriptedModel, TestEnv, run, wait_timeout, wait_until};
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use swarm_agent::transcript;
 use swarm_model_server::{Fault, RecordedRequest, Reply, Rule, Script};
-use swarm_store::names::AgentName;
 use swarm_store::protocol::Protocol;
+use swarm_util::names::AgentName;
 
 use crate::harness::{Backend, ScriptedModel, TestEnv, on_every_backend};
 
@@ -431,7 +431,8 @@ impl swarm_agent::engine::Host for QuietHost {
 fn a_restored_engine_answers_calls_whose_results_were_lost_and_its_transcript_stays_valid() {
     use swarm_agent::engine::Engine;
     use swarm_agent::transcript::{Transcript, response_record};
-    use swarm_llm::{ContentBlock, Usage};
+    use swarm_llm::ContentBlock;
+    use swarm_util::meter::Usage;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("transcripts/solo.jsonl");
     // As a crash leaves it: a response asking for a tool, and no result recorded.

@@ -11,7 +11,7 @@ use swarm_config::permissions::PermissionMode;
 use swarm_config::tools::ToolName;
 use swarm_llm::{self as llm, LlmConfig};
 use swarm_model_server::{Raw, Reply, Rule, Script};
-use swarm_store::names::AgentName;
+use swarm_util::names::AgentName;
 
 use crate::harness::ScriptedModel;
 

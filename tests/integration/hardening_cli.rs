@@ -8,9 +8,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
 use swarm_store::approvals;
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{PlanApprovalRequest, Protocol, ShutdownRequest};
 use swarm_util::clock;
+use swarm_util::names::AgentName;
 
 use crate::harness::{Guarded, Run, SWARM, ScriptedModel, TestEnv, run, wait_until};
 

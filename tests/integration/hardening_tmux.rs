@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownApproved};
 use swarm_store::roster::Member;
 use swarm_store::tasks::Status;
+use swarm_util::names::AgentName;
 
 use crate::harness::{Guarded, TestEnv, run, run_timeout, wait_until};
 use crate::team_tmux::{T, idle_model, member, status};

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use swarm_store::layout::Root;
-use swarm_store::names::TeamName;
 use swarm_tmux::Tmux;
+use swarm_util::names::TeamName;
 
 pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
 pub const STRESS: &str = env!("CARGO_BIN_EXE_swarm-stress");
@@ -713,7 +713,7 @@ impl TestEnv {
         root.open(&team)
             .unwrap()
             .mail()
-            .read_all(&swarm_store::names::AgentName::lead())
+            .read_all(&swarm_util::names::AgentName::lead())
             .unwrap()
             .into_iter()
             .map(|d| d.envelope)
@@ -748,7 +748,7 @@ impl TestEnv {
             .unwrap()
             .mail()
             .deliver(
-                &swarm_store::names::AgentName::parse_any(to).unwrap(),
+                &swarm_util::names::AgentName::parse_any(to).unwrap(),
                 swarm_store::mailbox::Envelope::new(from, text),
             )
             .unwrap();
@@ -760,7 +760,7 @@ impl TestEnv {
     /// gone from its inbox, in its delivered log.
     pub fn acknowledged(&self, team: &str, agent: &str, needle: &str) -> bool {
         let (root, team) = (self.teams(), self.team_name(team));
-        let agent = swarm_store::names::AgentName::parse_any(agent).unwrap();
+        let agent = swarm_util::names::AgentName::parse_any(agent).unwrap();
         let live = root.open(&team).unwrap().mail().read_all(&agent).unwrap();
         let delivered = root
             .open(&team)
@@ -810,7 +810,7 @@ impl TestEnv {
             .open(&self.team_name(team))
             .unwrap()
             .agents()
-            .read_state(&swarm_store::names::AgentName::parse_any(agent).unwrap())
+            .read_state(&swarm_util::names::AgentName::parse_any(agent).unwrap())
             .unwrap_or_else(|| panic!("{agent} has no state file"));
         signal_recorded(state.pid, state.start_ticks, signal);
         state.pid

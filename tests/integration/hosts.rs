@@ -54,7 +54,7 @@ impl Lab {
     /// test, with the evidence, when it does not within a minute.
     fn wait_until_bob_is_on_h1(&self) {
         let store = self.env.store("t");
-        let bob = swarm_store::names::AgentName::new("bob").unwrap();
+        let bob = swarm_util::names::AgentName::new("bob").unwrap();
         let there = crate::harness::wait_until(Duration::from_secs(60), || {
             store
                 .agents()
@@ -277,7 +277,7 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     };
     spawn("alice", "h1");
     let store = env.store("t");
-    let alice = swarm_store::names::AgentName::new("alice").unwrap();
+    let alice = swarm_util::names::AgentName::new("alice").unwrap();
     let holding = crate::harness::wait_until(Duration::from_secs(60), || {
         store
             .agents()
@@ -411,7 +411,7 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
     fault(&["set-environment", "-gu", "SWARM_FAULT"]);
     let store = env.store("t");
     let idle = |name: &str| {
-        let agent = swarm_store::names::AgentName::new(name).unwrap();
+        let agent = swarm_util::names::AgentName::new(name).unwrap();
         store
             .agents()
             .read_state(&agent)
@@ -436,7 +436,7 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
     );
     let bob = store
         .agents()
-        .read_state(&swarm_store::names::AgentName::new("bob").unwrap())
+        .read_state(&swarm_util::names::AgentName::new("bob").unwrap())
         .unwrap();
     assert_eq!(
         bob.activity,
@@ -451,7 +451,7 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
     // pid and start time there.
     let dan = store
         .agents()
-        .read_state(&swarm_store::names::AgentName::new("dan").unwrap())
+        .read_state(&swarm_util::names::AgentName::new("dan").unwrap())
         .unwrap();
     let killed = with_hosts(&["--team", "t", "shutdown", "dan", "--force"]);
     let said = format!("{}{}", killed.stdout, killed.stderr);
@@ -460,7 +460,7 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
 
     let carol = store
         .agents()
-        .read_state(&swarm_store::names::AgentName::new("carol").unwrap())
+        .read_state(&swarm_util::names::AgentName::new("carol").unwrap())
         .unwrap();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(carol.pid),
@@ -576,7 +576,7 @@ fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
     let state = |name: &str| {
         store
             .agents()
-            .read_state(&swarm_store::names::AgentName::parse_any(name).unwrap())
+            .read_state(&swarm_util::names::AgentName::parse_any(name).unwrap())
     };
     let old_bob = state("bob").unwrap();
     drop(run);
@@ -675,7 +675,7 @@ fn a_run_with_hosts_spreads_its_teammates_over_them() {
             .filter_map(|n| {
                 env.store("t")
                     .agents()
-                    .read_state(&swarm_store::names::AgentName::new(n).unwrap())
+                    .read_state(&swarm_util::names::AgentName::new(n).unwrap())
                     .and_then(|s| s.host)
             })
             .collect();

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use swarm_model_server::{Reply, Rule, Script};
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownRequest, shutdown_request_id};
 use swarm_store::state::Activity;
+use swarm_util::names::AgentName;
 
 use crate::harness::{ScriptedModel, TestEnv, run, wait_until};
 

@@ -512,7 +512,7 @@ fn a_conflict_is_handed_back_only_once_the_target_has_what_it_conflicts_with() {
         .stderr(Stdio::null());
     let _run = crate::harness::Guarded(Some(cmd.spawn().unwrap()));
     let (root, team) = (env.teams(), env.team_name("t"));
-    let lead = swarm_store::names::AgentName::lead();
+    let lead = swarm_util::names::AgentName::lead();
     let died = crate::harness::wait_until(Duration::from_secs(120), || {
         root.open(&team)
             .unwrap()
@@ -606,7 +606,7 @@ fn a_teammate_that_stopped_is_restarted_for_its_hand_back_and_its_fix_lands() {
         .trim()
         .parse()
         .unwrap();
-    let alice = swarm_store::names::AgentName::new("alice").unwrap();
+    let alice = swarm_util::names::AgentName::new("alice").unwrap();
     let now = env
         .teams()
         .open(&env.team_name("t"))

@@ -7,9 +7,9 @@
 use std::process::Output;
 use std::time::Duration;
 
-use swarm_store::names::AgentName;
 use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_util::clock;
+use swarm_util::names::AgentName;
 
 use crate::harness::{Guarded, SWARM, TestEnv, wait_until};
 

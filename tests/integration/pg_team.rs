@@ -14,9 +14,9 @@ use swarm_model_server::{Reply, Rule, Script};
 
 use crate::harness::{Guarded, ScriptedModel, TestEnv, run, run_timeout, wait_until};
 use swarm_store::Root;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::seam::Backend;
 use swarm_store_pg::PgStore;
+use swarm_util::names::{AgentName, TeamName};
 
 /// `team` in the database at `url`, read there directly (no pointer, no files).
 fn in_database(url: &str, env: &TestEnv, team: &str) -> PgStore {

@@ -140,7 +140,7 @@ fn lead_log(env: &TestEnv) -> String {
 fn lead_pid(env: &TestEnv) -> Option<i32> {
     env.store("t")
         .agents()
-        .read_state(&swarm_store::names::AgentName::lead())
+        .read_state(&swarm_util::names::AgentName::lead())
         .map(|s| s.pid)
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
 
 use swarm_roles::teammate::inbox::Inbox;
-use swarm_store::names::AgentName;
+use swarm_util::names::AgentName;
 use swarm_util::watcher::DirWatcher;
 
 use crate::harness::{Guarded, ScriptedModel, TestEnv, wait_until};

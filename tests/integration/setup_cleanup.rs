@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use swarm_model_server::{Reply, Script};
-use swarm_store::names::{AgentName, TeamName};
+use swarm_util::names::{AgentName, TeamName};
 
 use crate::harness::{Guarded, SWARM, ScriptedModel, TestEnv, run_timeout, wait_until};
 

@@ -4,8 +4,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{Protocol, ShutdownRequest};
+use swarm_util::names::AgentName;
 
 use crate::harness::{Run, TestEnv, run_timeout};
 
@@ -223,7 +223,7 @@ fn bad_names_are_refused_and_create_nothing() {
     env.run(&["team", "create", "al_pha"]).failure(2);
     assert_eq!(env.tree(), before, "a refused name created files");
     // NUL cannot pass through argv; the library refuses it too.
-    assert!(swarm_store::names::AgentName::new("a\0b").is_err());
+    assert!(swarm_util::names::AgentName::new("a\0b").is_err());
 }
 
 #[test]

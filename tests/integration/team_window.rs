@@ -344,7 +344,7 @@ fn secrets_reach_the_pane_but_no_command_line() {
         ["python3", "-c", "import os,sys; open(sys.argv[1],'w').write(os.environ.get('SWARM_TEST_KEY','<unset>'))", &out.display().to_string()],
     )
     .secret_env("SWARM_TEST_KEY", secret);
-    let team = swarm_store::names::TeamName::new("sec").unwrap();
+    let team = swarm_util::names::TeamName::new("sec").unwrap();
     let opts = swarm_team::spawn::window::TeamWindowOptions::new(env.dir.path().join("tmux.flock"));
     let lead = PaneSpec::new(env.dir.path(), ["sleep", "600"]);
     let mut tw = swarm_team::spawn::window::TeamWindow::open(
@@ -357,7 +357,7 @@ fn secrets_reach_the_pane_but_no_command_line() {
     .unwrap();
     let pane = tw
         .add_teammate(
-            &swarm_store::names::AgentName::new("bob").unwrap(),
+            &swarm_util::names::AgentName::new("bob").unwrap(),
             "blue",
             &spec,
         )
@@ -379,7 +379,7 @@ fn secrets_reach_the_pane_but_no_command_line() {
     let bad = PaneSpec::new(env.dir.path(), ["sleep", "1"]).secret_env("K", "line\nbreak");
     assert!(
         tw.add_teammate(
-            &swarm_store::names::AgentName::new("carol").unwrap(),
+            &swarm_util::names::AgentName::new("carol").unwrap(),
             "green",
             &bad
         )

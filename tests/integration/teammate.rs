@@ -29,7 +29,7 @@ fn state(env: &TestEnv, agent: &str) -> Option<swarm_store::state::AgentState> {
         .open(&env.team_name("t"))
         .unwrap()
         .agents()
-        .read_state(&swarm_store::names::AgentName::new(agent).unwrap())
+        .read_state(&swarm_util::names::AgentName::new(agent).unwrap())
 }
 
 fn out(path: &std::path::Path) -> String {
@@ -290,7 +290,7 @@ fn permission_requests_round_trip_through_the_lead() {
         // Consume the request so the next wait finds the next one.
         let root = env.teams();
         let team = env.team_name("t");
-        let lead = swarm_store::names::AgentName::lead();
+        let lead = swarm_util::names::AgentName::lead();
         let keys: Vec<String> = root
             .open(&team)
             .unwrap()
@@ -557,7 +557,7 @@ fn task_update_with_an_owner_claims_for_them_and_sends_task_assignment_but_not_w
         .open(&env.team_name("t"))
         .unwrap()
         .mail()
-        .read_all(&swarm_store::names::AgentName::new("alice").unwrap())
+        .read_all(&swarm_util::names::AgentName::new("alice").unwrap())
         .unwrap()
         .into_iter()
         .filter_map(|d| d.envelope.protocol().map(|p| (d.envelope.from.clone(), p)))
@@ -672,7 +672,7 @@ fn mail_reaches_the_model_between_steps_wrapped_and_is_acknowledged_after_the_re
     );
     let root = env.teams();
     let team = env.team_name("t");
-    let bob_name = swarm_store::names::AgentName::new("bob").unwrap();
+    let bob_name = swarm_util::names::AgentName::new("bob").unwrap();
     let carrying = |r: &swarm_model_server::RecordedRequest| {
         r.body["messages"]
             .as_array()

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_team::spawn::layout::session_name;
 use swarm_team::spawn::window::{Placement, TeamWindow, TeamWindowOptions};
 use swarm_tmux::{
@@ -19,6 +18,7 @@ use swarm_tmux::{
     TEAM_OPTION, Tmux, TmuxCommand, TmuxError,
 };
 use swarm_util::error::exit;
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::process;
 
 use crate::harness::{TestEnv, wait_until};

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use swarm_model_server::{Reply, Rule, Script};
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{PlanApprovalResponse, Protocol, ShutdownApproved, ShutdownRejected};
 use swarm_store::roster::Member;
 use swarm_store::tasks::Status;
+use swarm_util::names::AgentName;
 
 use crate::harness::{
     FAKE_CLAUDE, Guarded, SWARM, ScriptedModel, TestEnv, run, run_timeout, wait_until,

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use swarm_store::approvals::{self, Approval};
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{IdleNotification, PermissionRequest, Protocol, permission_request_id};
 use swarm_util::clock;
+use swarm_util::names::AgentName;
 
 use crate::harness::{TestEnv, wait_until};
 

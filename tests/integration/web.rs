@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use swarm_store::approvals::{self, State};
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::protocol::{PlanApprovalRequest, Protocol};
+use swarm_util::names::{AgentName, TeamName};
 
 use crate::harness::{Guarded, TestEnv, wait_until};
 

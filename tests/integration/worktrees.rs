@@ -48,7 +48,7 @@ fn alive(env: &TestEnv, name: &str) -> bool {
         && env
             .store("t")
             .agents()
-            .read_state(&swarm_store::names::AgentName::parse_any(name).unwrap())
+            .read_state(&swarm_util::names::AgentName::parse_any(name).unwrap())
             .is_some()
 }
 

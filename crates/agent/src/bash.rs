@@ -128,7 +128,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use swarm_config::permissions::PermissionMode;
-    use swarm_store::names::AgentName;
+    use swarm_util::names::AgentName;
 
     fn ctx() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();

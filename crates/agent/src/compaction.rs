@@ -18,7 +18,8 @@
 //!   here without a model call, as a user turn of its own followed by a fixed
 //!   acknowledgement, so the new task is still the latest user turn by itself.
 
-use swarm_llm::{ContentBlock, Message, Request, Role, Usage};
+use swarm_llm::{ContentBlock, Message, Request, Role};
+use swarm_util::meter::Usage;
 
 /// How a summary request starts its last user text, so scripts and logs can tell it apart.
 pub const MARKER: &str = "[swarm compaction]";

@@ -33,8 +33,9 @@ use swarm_config::permissions::{self, Verdict};
 use swarm_config::tools::ToolName;
 use swarm_llm::{
     ContentBlock, INVALID_ARGUMENTS_KEY, LlmClient, LlmError, Message, Request, Response, Role,
-    StopReason, StreamEvent, Usage, context_window, estimate_cost_usd,
+    StopReason, StreamEvent, context_window, estimate_cost_usd,
 };
+use swarm_util::meter::Usage;
 
 /// What the loop reports as it goes, for displays and state files.
 #[derive(Debug, Clone, PartialEq)]

@@ -410,7 +410,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use swarm_config::permissions::PermissionMode;
-    use swarm_store::names::AgentName;
+    use swarm_util::names::AgentName;
 
     fn ctx(dir: &Path) -> ToolContext {
         ToolContext::new(

@@ -2,7 +2,7 @@
 //! Edit, Glob, Grep), prompts and what a pane shows.
 //!
 //! Knows nothing of teams or tmux: team tools plug into the engine from `team`. Uses
-//! `config`, `store`, `llm` and `util`.
+//! `config`, `llm` and `util`.
 
 pub mod bash;
 pub mod compaction;

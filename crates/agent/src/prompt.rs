@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use swarm_config::permissions::PermissionMode;
-use swarm_store::names::AgentName;
+use swarm_util::names::AgentName;
 
 pub struct PromptInputs<'a> {
     pub agent: &'a AgentName,

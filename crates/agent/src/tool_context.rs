@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::tools::ToolName;
 use swarm_llm::ToolSpec;
-use swarm_store::names::AgentName;
+use swarm_util::names::AgentName;
 
 /// Largest tool output sent to the model, in bytes.
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;

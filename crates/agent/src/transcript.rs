@@ -36,9 +36,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use swarm_llm::{ContentBlock, Message, Role, Usage};
+use swarm_llm::{ContentBlock, Message, Role};
 use swarm_util::clock;
 use swarm_util::error::{Error, Result};
+use swarm_util::meter::Usage;
 use swarm_util::no_symlinks;
 
 /// An open transcript file, appended to.

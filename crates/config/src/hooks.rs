@@ -497,7 +497,7 @@ impl Runner {
             p.insert("agent_type".into(), json!(t));
         }
         p.insert("team_name".into(), json!(self.team));
-        if self.agent != swarm_store::names::LEAD {
+        if self.agent != swarm_util::names::LEAD {
             p.insert("teammate_name".into(), json!(self.agent));
         }
         p.extend(extra);

@@ -2,7 +2,7 @@
 //! definitions (Markdown with frontmatter), hooks, permission modes and allow rules, and
 //! the names and kinds of the tools agents call.
 //!
-//! Uses `llm` (provider names), `store` (names, the colour palette) and `util`.
+//! Uses `llm` (provider names), `store` (the colour palette) and `util`.
 
 pub mod agents;
 pub mod claude_settings;

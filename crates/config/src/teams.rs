@@ -10,7 +10,7 @@
 //! `base_url`, `model`, `permission_mode`, `plan_mode`, `isolation`, `color`, `prompt`.
 //!
 //! Every value is checked by the rule its spawn flag uses (agent names by
-//! `swarm_store::names`, providers by `swarm_llm`, permission modes, isolation, colours),
+//! `swarm_util::names`, providers by `swarm_llm`, permission modes, isolation, colours),
 //! and unknown keys, wrong types and names used twice are refused too, so a definition
 //! that loads is one `swarm spawn` would take. Every error is one line naming the file and
 //! the line at fault: `failed to read team definition <path>: line N: ...`, exit 2.
@@ -24,9 +24,9 @@ use toml_edit::{Item, Table, Value};
 use crate::agents::{Catalog, Isolation};
 use crate::permissions::PermissionMode;
 use swarm_llm::Provider;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::check_colour;
 use swarm_util::error::{Error, Result};
+use swarm_util::names::{AgentName, TeamName};
 
 /// Where a project keeps its team definitions, under its directory.
 pub const DIR: &str = ".swarm/teams";

@@ -15,7 +15,6 @@ use crate::job;
 use swarm_config::permissions::{Approver, PermissionMode};
 use swarm_model_server::{ModelServer, Script};
 use swarm_store::Teams;
-use swarm_store::names::TeamName;
 use swarm_team::life::shutdown::LadderOptions;
 use swarm_team::life::teardown;
 use swarm_team::runs::run::{self as team_run, Goal};
@@ -23,6 +22,7 @@ use swarm_team::spawn::launch::{LaunchSettings, Launcher};
 use swarm_team::spawn::show;
 use swarm_team::spawn::window::TeamWindow;
 use swarm_util::error::Base as _;
+use swarm_util::names::TeamName;
 use swarm_util::vars;
 
 /// The credentials the demo keeps out of its panes.

@@ -28,10 +28,10 @@ use crate::merge_handback::{self as handback, HandBack};
 use swarm_store::Store;
 pub use swarm_store::merge_queue::Strategy;
 use swarm_store::merge_queue::{self, Entry, EntryState, Queue};
-use swarm_store::names::TeamName;
 use swarm_store::worktrees;
 use swarm_util::clock;
 use swarm_util::error::Base as _;
+use swarm_util::names::TeamName;
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {

@@ -14,10 +14,10 @@ use crate::error::Result;
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
 use swarm_store::merge_queue::{Entry, EntryState};
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{Protocol, TaskAssignment};
 use swarm_store::tasks::{NewTask, TaskPatch};
 use swarm_util::clock;
+use swarm_util::names::{AgentName, LEAD};
 
 /// How many times one branch is handed back before it is left to a person.
 pub const MAX_ROUNDS: usize = 2;

@@ -27,9 +27,9 @@ use git2::Repository;
 use swarm_config::project::UserDirs;
 use swarm_hosts::{Hosts, Ssh};
 use swarm_store::Store;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::process::{RunFailed, run_within};
 
 use crate::worktree::{self, Changes};

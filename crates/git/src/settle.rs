@@ -13,8 +13,8 @@ use crate::worktree::{Changes, changes, remove};
 use swarm_config::project::UserDirs;
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::AgentName;
 use swarm_store::worktrees::{Record, RecordState};
+use swarm_util::names::AgentName;
 
 /// How a worktree was settled when its teammate stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,7 +117,8 @@ mod tests {
     use git2::{BranchType, Repository};
     use std::path::{Path, PathBuf};
     use std::process::Command;
-    use swarm_store::{Root, TeamName};
+    use swarm_store::Root;
+    use swarm_util::names::TeamName;
 
     fn git(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")

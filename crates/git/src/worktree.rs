@@ -25,10 +25,10 @@ use git2::{
     BranchType, ErrorCode, Oid, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions,
 };
 use swarm_store::Store;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::worktrees::{Record, RecordState};
 use swarm_util::clock;
 use swarm_util::error::{Base as _, IoContext};
+use swarm_util::names::{AgentName, TeamName};
 
 /// A worktree about to be made: everything checked, nothing created.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,8 +31,9 @@ use crate::http::{self, EventReader};
 use crate::retry::{self, Attempt, Failure, Policy};
 use crate::types::{
     ContentBlock, LlmClient, LlmError, LlmFuture, Request, Response, Role, StopReason, StreamEvent,
-    Usage, parse_tool_input,
+    parse_tool_input,
 };
+use swarm_util::meter::Usage;
 use swarm_util::vars;
 
 pub struct AnthropicClient {

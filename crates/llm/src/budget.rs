@@ -23,8 +23,9 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::estimate_cost_usd;
-use crate::types::{LlmClient, LlmError, LlmFuture, Request, StreamEvent, Usage};
-pub use swarm_store::budget::{Ledger, Limits, Spend};
+use crate::types::{LlmClient, LlmError, LlmFuture, Request, StreamEvent};
+use swarm_util::meter::Usage;
+use swarm_util::meter::{Ledger, Limits, Spend};
 
 /// The lead is told once when the team's spend passes this share of a limit.
 pub const NOTICE_SHARE: f64 = 0.8;

@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use crate::rate_gate::{Gate, provider_key};
 use crate::retry::{DEFAULT_MAX_RETRIES, DEFAULT_RATE_LIMIT_WAIT, Policy};
-use crate::types::{LlmError, Usage};
-use swarm_store::seam::RateGate;
+use crate::types::LlmError;
+use swarm_util::meter::RateGate;
+use swarm_util::meter::Usage;
 use swarm_util::vars;
 
 pub const DEFAULT_ANTHROPIC_URL: &str = "https://api.anthropic.com";

@@ -3,8 +3,9 @@
 //! the shared conversation types. (The scripted model server that stands in for a real API
 //! in tests and the demo is the `swarm-model-server` crate.)
 //!
-//! Knows nothing of files or tmux: what a team shares (the budget ledger, the rate-limit
-//! gate) comes through the store's traits. Uses `store` and `util`.
+//! Knows nothing of files, teams or tmux: what a team shares (the budget ledger, the
+//! rate-limit gate) comes through seams in `swarm_util::meter` that each store backend
+//! implements. Uses `util`.
 
 pub mod anthropic;
 pub mod budget;

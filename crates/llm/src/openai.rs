@@ -31,8 +31,9 @@ use crate::http::{self, EventReader};
 use crate::retry::{self, Attempt, Failure, Policy};
 use crate::types::{
     ContentBlock, INVALID_ARGUMENTS_KEY, LlmClient, LlmError, LlmFuture, Request, Response, Role,
-    StopReason, StreamEvent, Usage, parse_tool_input,
+    StopReason, StreamEvent, parse_tool_input,
 };
+use swarm_util::meter::Usage;
 use swarm_util::vars;
 
 pub struct OpenAiClient {

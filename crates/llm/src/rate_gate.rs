@@ -3,7 +3,7 @@
 //! each finding the limit for itself.
 //!
 //! - One gate per provider key (provider and base URL). In a team it is the team's, kept by
-//!   the store ([`swarm_store::seam::RateGate`]); every process also keeps its own, so
+//!   the store ([`swarm_util::meter::RateGate`]); every process also keeps its own, so
 //!   clients of one process share a gate even without a team (a solo agent).
 //! - `until_ms` only moves later ([`RateLimit::merged`]). `since_ms` is when the current
 //!   closed spell began, `by` who last pushed it.
@@ -13,9 +13,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use swarm_store::seam::RateGate as TeamGate;
-pub use swarm_store::seam::RateLimit;
 use swarm_util::clock;
+use swarm_util::meter::{RateGate as TeamGate, RateLimit};
 
 /// Every gate of this process, so clients of one process share them even without a team.
 static LOCAL: LazyLock<Mutex<BTreeMap<String, RateLimit>>> =
@@ -90,24 +89,37 @@ pub fn provider_key(provider: &str, base_url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use swarm_store::names::TeamName;
-    use swarm_store::{Root, Teams};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    use swarm_util::meter::GateError;
+
+    /// A team's gate as every backend keeps it, merging by the one rule, in memory.
+    #[derive(Default)]
+    struct Shared(Mutex<HashMap<String, RateLimit>>);
+
+    impl TeamGate for Shared {
+        fn read(&self, provider: &str) -> Result<Option<RateLimit>, GateError> {
+            Ok(self.0.lock().unwrap().get(provider).cloned())
+        }
+        fn close(&self, provider: &str, spell: RateLimit) -> Result<RateLimit, GateError> {
+            let mut gates = self.0.lock().unwrap();
+            let merged = RateLimit::merged(gates.get(provider), spell, clock::now_ms());
+            gates.insert(provider.to_owned(), merged.clone());
+            Ok(merged)
+        }
+    }
 
     #[test]
     fn a_team_s_agents_wait_for_the_latest_moment_any_of_them_met() {
-        let dir = tempfile::tempdir().unwrap();
-        let team = TeamName::new("t").unwrap();
-        let store = Teams::new(Root::new(dir.path()))
-            .create_team(&team, None, dir.path())
-            .unwrap();
-        let team_gate = || Some(store.rate_gate());
+        let store = Arc::new(Shared::default());
+        let team_gate = || Some(store.clone() as Arc<dyn TeamGate>);
         let key = provider_key("scripted", "http://t.invalid:1");
         let gate = Gate::new(key.clone(), team_gate());
         let far = clock::now_ms() + 60_000;
         assert_eq!(gate.close(far, "429", "alice").until_ms, far);
         assert_eq!(gate.close(far - 10_000, "529", "bob").until_ms, far);
         // Another process's view: the team's gate alone.
-        let shared = store.rate_gate().read(&key).unwrap().unwrap();
+        let shared = store.read(&key).unwrap().unwrap();
         assert_eq!((shared.until_ms, shared.by.as_str()), (far, "alice"));
         // A later moment from the team is the one in force here too.
         let later = RateLimit {
@@ -116,7 +128,7 @@ mod tests {
             since_ms: clock::now_ms(),
             by: "carol".into(),
         };
-        store.rate_gate().close(&key, later).unwrap();
+        store.close(&key, later).unwrap();
         assert_eq!(gate.read().unwrap().by, "carol");
         assert_eq!(gate.close(far, "429", "alice").by, "carol");
     }

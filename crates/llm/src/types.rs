@@ -218,7 +218,7 @@ pub enum StopReason {
     Other(String),
 }
 
-pub use swarm_store::usage::Usage;
+use swarm_util::meter::Usage;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {

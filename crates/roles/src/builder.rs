@@ -18,11 +18,12 @@ use swarm_agent::transcript::Transcript;
 use swarm_config::hooks::{Hooks, Runner as HookRunner};
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::tools::ToolName;
-use swarm_llm::budget::{BudgetedClient, Limits};
+use swarm_llm::budget::BudgetedClient;
 use swarm_llm::{self as llm, LlmConfig};
 use swarm_store::Store;
-use swarm_store::names::AgentName;
 use swarm_team::toolset::tools::TeamTools;
+use swarm_util::meter::Limits;
+use swarm_util::names::AgentName;
 
 /// What any agent is made of.
 pub struct AgentBuilder {

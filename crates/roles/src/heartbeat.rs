@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use crate::error::{Error, Result};
 use swarm_store::Store;
 use swarm_store::liveness::BEAT_EVERY;
-use swarm_store::names::AgentName;
+use swarm_util::names::AgentName;
 
 /// The beating thread of one registered process.
 pub struct Beater {

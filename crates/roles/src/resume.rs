@@ -8,9 +8,9 @@ use std::path::Path;
 use crate::error::Result;
 use swarm_agent::engine::Engine;
 use swarm_store::Store;
-use swarm_store::names::AgentName;
 use swarm_team::life::status::{self, TeamStatus};
 use swarm_util::clock;
+use swarm_util::names::AgentName;
 
 /// Restores `agent`'s conversation from the transcript at `path` into `engine`; false
 /// when there is nothing to restore (no transcript, or nothing said yet).

@@ -17,7 +17,7 @@ use swarm_agent::tools::{ToolContext, ToolOutcome};
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::tools::ToolName;
 use swarm_llm::LlmConfig;
-use swarm_store::names::AgentName;
+use swarm_util::names::AgentName;
 
 pub struct SoloOptions {
     pub prompt: String,

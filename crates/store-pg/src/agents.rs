@@ -33,9 +33,9 @@ use crate::watch::{Change, notify};
 use swarm_store::error::{Error, Result};
 use swarm_store::lead::already_led;
 use swarm_store::liveness::{self, Heartbeat};
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::seam::{Agents, Hold};
 use swarm_store::state::AgentState;
+use swarm_util::names::{AgentName, LEAD};
 
 /// The name of the lead's hold.
 const LEAD_HOLD: &str = "lead";

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use crate::PgStore;
 use swarm_store::Root;
-use swarm_store::names::TeamName;
 use swarm_store::seam::{
-    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, RateGate,
-    Roster, TaskBoard, Topic, Worktrees,
+    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, Roster,
+    TaskBoard, Topic, Worktrees,
 };
+use swarm_util::meter::RateGate;
+use swarm_util::names::TeamName;
 
 impl Backend for PgStore {
     fn team(&self) -> &TeamName {

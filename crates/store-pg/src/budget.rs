@@ -17,10 +17,10 @@ use serde_json::Value;
 use crate::PgStore;
 use crate::connect::Retry;
 use crate::mail::unknown_team;
-use swarm_store::budget::{Ledger, Limits, Spend};
 use swarm_store::error::Result;
-use swarm_store::names::AgentName;
 use swarm_store::seam::Budget;
+use swarm_util::meter::{Ledger, Limits, Spend};
+use swarm_util::names::AgentName;
 
 impl PgStore {
     fn budget_what(&self, doing: &str) -> String {

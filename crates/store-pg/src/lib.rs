@@ -42,7 +42,7 @@
 //!
 //! A team is made here by `swarm team create --store URL` (or `swarm run`/`swarm demo`
 //! with `--store`, or `SWARM_STORE_URL`): the team's local pointer names the URL, and
-//! `Root::open` follows it through [`PgOpener`], registered at the edge.
+//! `swarm_store::Teams::open` follows it through [`PgOpener`], given to `Teams` at the edge.
 //!
 //! Not yet here: the transcripts' index (local files).
 //!
@@ -64,7 +64,7 @@
 //! [`Budget`]: swarm_store::Budget
 //! [`LaunchRecords`]: swarm_store::LaunchRecords
 //! [`Worktrees`]: swarm_store::Worktrees
-//! [`RateGate`]: swarm_store::seam::RateGate
+//! [`RateGate`]: swarm_util::meter::RateGate
 
 mod agents;
 mod approvals;
@@ -95,9 +95,9 @@ use serde::de::DeserializeOwned;
 
 use swarm_store::Root;
 use swarm_store::error::{Error, Result};
-use swarm_store::names::TeamName;
 use swarm_util::environment::Environment;
 use swarm_util::error::Base as _;
+use swarm_util::names::TeamName;
 
 use crate::connect::Fail;
 use crate::watch::Watchers;

@@ -26,8 +26,8 @@ use swarm_store::error::Result;
 use swarm_store::mailbox::delivered::{Appended, Cursor};
 use swarm_store::mailbox::lead_key;
 use swarm_store::mailbox::{Delivery, Envelope, Sent, Version, check_text, recipients};
-use swarm_store::names::AgentName;
 use swarm_store::seam::Mailboxes;
+use swarm_util::names::AgentName;
 
 pub(crate) type Tx<'a, 'b> = &'a mut postgres::Transaction<'b>;
 

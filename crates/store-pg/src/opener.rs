@@ -18,11 +18,11 @@ use std::sync::{Arc, Mutex};
 use swarm_store::Root;
 use swarm_store::backends::Opener;
 use swarm_store::error::{Error, Result};
-use swarm_store::names::TeamName;
 use swarm_store::roster::TeamConfig;
 use swarm_store::seam::Store;
 use swarm_util::environment::Environment;
 use swarm_util::error::Base as _;
+use swarm_util::names::TeamName;
 
 use crate::connect::{Database, redact};
 use crate::{PgStore, migrate};

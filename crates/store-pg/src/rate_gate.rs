@@ -10,24 +10,25 @@ use crate::connect::Retry;
 use crate::mail::unknown_team;
 use crate::{PgStore, doc};
 use swarm_store::error::Result;
-use swarm_store::seam::{RateGate, RateLimit};
 use swarm_util::clock;
+use swarm_util::meter::{GateError, RateGate, RateLimit};
 
 impl RateGate for PgStore {
-    fn read(&self, provider: &str) -> Result<Option<RateLimit>> {
+    fn read(&self, provider: &str) -> Result<Option<RateLimit>, GateError> {
         let what = format!("read the rate gate of {provider} in team '{}'", self.team);
-        self.db.run(Retry::Safe, &what, |c| {
+        let read: Result<_> = self.db.run(Retry::Safe, &what, |c| {
             let row = c.query_opt(
                 "SELECT spell FROM rate_gates WHERE team = $1 AND provider = $2 AND spell IS NOT NULL",
                 &[&self.team.as_str(), &provider],
             )?;
             row.map(|r| doc(&r, "a rate-limit spell")).transpose()
-        })
+        });
+        Ok(read?)
     }
 
-    fn close(&self, provider: &str, spell: RateLimit) -> Result<RateLimit> {
+    fn close(&self, provider: &str, spell: RateLimit) -> Result<RateLimit, GateError> {
         let what = format!("close the rate gate of {provider} in team '{}'", self.team);
-        self.db.transaction(Retry::Safe, &what, |tx| {
+        let closed: Result<_> = self.db.transaction(Retry::Safe, &what, |tx| {
             let team = self.team.as_str();
             tx.execute(
                 "INSERT INTO rate_gates (team, provider) VALUES ($1, $2) ON CONFLICT DO NOTHING",
@@ -50,6 +51,7 @@ impl RateGate for PgStore {
                 )?;
             }
             Ok(merged)
-        })
+        });
+        Ok(closed?)
     }
 }

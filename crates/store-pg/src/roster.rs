@@ -13,10 +13,10 @@ use crate::connect::{Fail, Retry};
 use crate::tasks::{lock_list, release_in};
 use crate::watch::{Change, notify};
 use swarm_store::error::{Error, Result};
-use swarm_store::names::LEAD;
 use swarm_store::roster::{self, Member, NewMember, Removed, TeamConfig};
 use swarm_store::seam::Roster;
 use swarm_util::error::Base as _;
+use swarm_util::names::LEAD;
 
 pub(crate) fn create(
     store: &PgStore,

@@ -23,8 +23,8 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, GenericClient};
 
 use crate::connect::Database;
-use swarm_store::names::TeamName;
 use swarm_store::seam::{Hold, Topic};
+use swarm_util::names::TeamName;
 
 /// The channel every swarm write notifies.
 const CHANNEL: &str = "swarm";

@@ -20,12 +20,12 @@ use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::{self, Envelope};
-use crate::names::{AgentName, LEAD, TeamName};
 use crate::protocol::{
     PermissionGrant, PermissionRequest, PermissionResponse, PlanApprovalRequest,
     PlanApprovalResponse, Protocol,
 };
 use swarm_util::error::{Base as _, IoContext};
+use swarm_util::names::{AgentName, LEAD, TeamName};
 use swarm_util::{clock, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

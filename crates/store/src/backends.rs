@@ -21,11 +21,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::layout::Root;
-use crate::names::TeamName;
 use crate::roster::TeamConfig;
 use crate::seam::Store;
 use swarm_util::atomic;
 use swarm_util::error::{Base as _, IoContext};
+use swarm_util::names::TeamName;
 
 /// Opens teams on database servers, by URL: given to [`crate::teams::Teams`] at the edge.
 pub trait Opener: Send + Sync {

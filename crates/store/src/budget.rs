@@ -12,114 +12,13 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::Result;
 use crate::files;
 use crate::layout::Root;
-use crate::names::{AgentName, TeamName};
 use swarm_util::error::IoContext;
 use swarm_util::json;
-
-/// What may be spent; `None` is no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Limits {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usd: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens: Option<u64>,
-}
-
-/// What was spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Spend {
-    #[serde(default)]
-    pub tokens: u64,
-    #[serde(default)]
-    pub usd: f64,
-    /// Tokens of models without a known price: in `tokens`, not in `usd`.
-    #[serde(default)]
-    pub unpriced_tokens: u64,
-    /// Model calls that got a response.
-    #[serde(default)]
-    pub calls: u64,
-}
-
-impl Spend {
-    pub fn add(&mut self, other: &Spend) {
-        self.tokens += other.tokens;
-        self.usd += other.usd;
-        self.unpriced_tokens += other.unpriced_tokens;
-        self.calls += other.calls;
-    }
-}
-
-impl Limits {
-    pub fn is_none(&self) -> bool {
-        self.usd.is_none() && self.tokens.is_none()
-    }
-
-    /// Which limit `spend` has reached ("6000 tokens of 6000"), if it has.
-    pub fn reached(&self, spend: &Spend) -> Option<String> {
-        if let Some(max) = self.tokens
-            && spend.tokens >= max
-        {
-            return Some(format!("{} tokens of {max}", spend.tokens));
-        }
-        if let Some(max) = self.usd
-            && spend.usd >= max
-        {
-            return Some(format!("${:.4} of ${max:.2}", spend.usd));
-        }
-        None
-    }
-
-    /// The largest share of a limit `spend` used, with what it is ("8000 tokens of
-    /// 10000"); `None` without limits.
-    pub fn most_spent(&self, spend: &Spend) -> Option<(f64, String)> {
-        let by_tokens = self.tokens.map(|max| {
-            (
-                spend.tokens as f64 / max.max(1) as f64,
-                format!("{} tokens of {max}", spend.tokens),
-            )
-        });
-        let by_usd = self
-            .usd
-            .map(|max| (spend.usd / max, format!("${:.4} of ${max:.2}", spend.usd)));
-        [by_tokens, by_usd]
-            .into_iter()
-            .flatten()
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-    }
-
-    /// "$5.00 and 100000 tokens", for people.
-    pub fn describe(&self) -> String {
-        let parts: Vec<String> = [
-            self.usd.map(|u| format!("${u:.2}")),
-            self.tokens.map(|t| format!("{t} tokens")),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if parts.is_empty() {
-            "no limit".to_owned()
-        } else {
-            parts.join(" and ")
-        }
-    }
-}
-
-/// Where an agent's spend is kept, and where the team's is added up.
-pub trait Ledger: Send + Sync {
-    /// What this agent spent before this process (a restarted agent goes on from there).
-    fn own(&self) -> Spend;
-    /// The team's limits and what the whole team has spent, this agent included.
-    fn team(&self) -> (Limits, Spend);
-    /// Records `total`, everything this agent has spent.
-    fn record(&self, total: &Spend);
-}
+use swarm_util::meter::{Ledger, Limits, Spend};
+use swarm_util::names::{AgentName, TeamName};
 
 /// Records the team's limits (nothing when there are none).
 pub(crate) fn write_limits(root: &Root, team: &TeamName, limits: &Limits) -> Result<()> {

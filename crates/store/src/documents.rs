@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
-use crate::names::{AgentName, TeamName};
 use crate::seam::Store;
 use swarm_util::clock;
 use swarm_util::error::Base as _;
 use swarm_util::error::IoContext;
+use swarm_util::names::{AgentName, TeamName};
 
 /// Writes the goal a run gives the team; returns its path (the lead reads it from there).
 pub fn write_goal(store: &Store, goal: &str) -> Result<PathBuf> {

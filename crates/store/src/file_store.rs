@@ -8,7 +8,7 @@ mod rate_gate;
 use std::sync::Arc;
 
 use crate::approvals::{self, Approval, Decision};
-use crate::budget::{self, FileLedger, Ledger, Limits, Spend};
+use crate::budget::{self, FileLedger};
 use crate::error::Result;
 use crate::launch_record::{self, LaunchRecord};
 use crate::layout::Root;
@@ -17,15 +17,16 @@ use crate::liveness::Heartbeat;
 use crate::mailbox::delivered::{Appended, Cursor};
 use crate::mailbox::{self, Delivery, Envelope, Sent, Version};
 use crate::merge_queue::{self, Queue, RunLock};
-use crate::names::{AgentName, TeamName};
 use crate::roster::{self, Member, NewMember, Removed, TeamConfig};
 use crate::seam::{
-    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, RateGate,
-    Roster, TaskBoard, Topic, Worktrees,
+    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, Roster,
+    TaskBoard, Topic, Worktrees,
 };
 use crate::state::{self, AgentState};
 use crate::tasks::{ClaimRefusal, NewTask, Task, TaskList, TaskPatch};
 use crate::worktrees::{self, Record as WorktreeRecord};
+use swarm_util::meter::{Ledger, Limits, RateGate, Spend};
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::watcher::DirWatcher;
 
 /// One team's files under one root.

@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 use crate::files;
 use crate::layout::Root;
-use crate::names::TeamName;
 use swarm_util::error::IoContext;
 use swarm_util::json;
+use swarm_util::names::TeamName;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

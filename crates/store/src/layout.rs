@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::names::{AgentName, TeamName};
 use swarm_util::environment::Environment;
 use swarm_util::error::Base as _;
 use swarm_util::lock;
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::vars;
 
 #[derive(Debug, Clone)]

@@ -8,10 +8,10 @@ use std::fs::File;
 
 use crate::error::{Error, Result};
 use crate::layout::Root;
-use crate::names::TeamName;
 use crate::roster;
 use swarm_util::error::Base as _;
 use swarm_util::life_lock;
+use swarm_util::names::TeamName;
 
 /// Holds the team's lead lock; the lead is whoever holds it.
 pub(crate) struct LeadLock {

@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use swarm_store::mailbox::Envelope;
-//! use swarm_store::names::{AgentName, TeamName};
+//! use swarm_util::names::{AgentName, TeamName};
 //! use swarm_store::roster::NewMember;
 //! use swarm_store::tasks::NewTask;
 //! use swarm_store::{Root, Teams};
@@ -79,18 +79,15 @@ pub mod lead;
 pub mod liveness;
 pub mod mailbox;
 pub mod merge_queue;
-pub mod names;
 pub mod protocol;
 pub mod roster;
 pub mod seam;
 pub mod state;
 pub mod tasks;
 pub mod teams;
-pub mod usage;
 pub mod worktrees;
 
 pub use layout::Root;
-pub use names::{AgentName, TeamName};
 pub use seam::{
     Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, Roster, Store,
     TaskBoard, Topic, Worktrees,

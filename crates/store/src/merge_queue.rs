@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
-use crate::names::TeamName;
 use swarm_util::error::{Base as _, IoContext};
 use swarm_util::json;
+use swarm_util::names::TeamName;
 
 /// The task metadata key recording the commit a teammate's branch was at when it
 /// completed the task in its worktree: what the lead's queue lands for that task.

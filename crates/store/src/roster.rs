@@ -21,11 +21,11 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
-use crate::names::{AgentName, LEAD, TeamName, agent_id};
 use crate::tasks::{Task, TaskList};
 use swarm_util::clock;
 use swarm_util::error::{Base as _, IoContext};
 use swarm_util::json;
+use swarm_util::names::{AgentName, LEAD, TeamName, agent_id};
 
 /// Claude Code's palette, handed out round-robin; the lead takes the first (red).
 pub const PALETTE: [&str; 8] = [

@@ -20,10 +20,7 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::approvals::{Approval, Decision};
-use crate::budget::{Ledger, Limits, Spend};
 use crate::error::Result;
 use crate::launch_record::LaunchRecord;
 use crate::layout::Root;
@@ -31,11 +28,12 @@ use crate::liveness::Heartbeat;
 use crate::mailbox::delivered::{Appended, Cursor};
 use crate::mailbox::{Delivery, Envelope, Sent, Version};
 use crate::merge_queue::Queue;
-use crate::names::{AgentName, TeamName};
 use crate::roster::{Member, NewMember, Removed, TeamConfig};
 use crate::state::AgentState;
 use crate::tasks::{ClaimRefusal, NewTask, Task, TaskPatch};
 use crate::worktrees::Record as WorktreeRecord;
+use swarm_util::meter::{Ledger, Limits, RateGate, Spend};
+use swarm_util::names::{AgentName, TeamName};
 
 /// A team's roster (Claude Code's `config.json`): its members and their settings.
 pub trait Roster: Send + Sync {
@@ -231,51 +229,6 @@ pub trait Worktrees: Send + Sync {
     fn all_worktrees(&self) -> Result<Vec<WorktreeRecord>>;
     /// Holds `agent`'s record while its fate is decided.
     fn lock_worktree(&self, agent: &str) -> Result<Hold>;
-}
-
-/// One provider's closed spell at the team's rate-limit gate (see [`RateGate`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RateLimit {
-    /// Epoch milliseconds before which nobody sends.
-    pub until_ms: i64,
-    pub reason: String,
-    /// When this spell began.
-    pub since_ms: i64,
-    /// The agent that last pushed `until_ms` later.
-    pub by: String,
-}
-
-impl RateLimit {
-    /// The spell after `new` meets `current` at `now_ms`: the later moment wins; a spell
-    /// still running keeps its start. Every backend merges this way.
-    pub fn merged(current: Option<&RateLimit>, new: RateLimit, now_ms: i64) -> RateLimit {
-        match current {
-            Some(c) if c.until_ms >= new.until_ms => c.clone(),
-            Some(c) if c.until_ms > now_ms => RateLimit {
-                since_ms: c.since_ms,
-                ..new
-            },
-            _ => new,
-        }
-    }
-}
-
-/// The team's rate-limit gates, one per provider (a key naming the provider and its base
-/// URL: two servers are two limits): the moment before which no agent of the team sends to
-/// it, so that one 429 makes the whole team wait once, together, instead of each agent
-/// finding the limit for itself. A gate's moment only moves later ([`RateLimit::merged`]).
-pub trait RateGate: Send + Sync {
-    /// The spell recorded for `provider`, if any (it may be over already).
-    fn read(&self, provider: &str) -> Result<Option<RateLimit>>;
-    /// Merges `spell` into `provider`'s gate, atomically; returns the spell now in force.
-    /// Blocks on the gate's lock: call it off the async threads.
-    fn close(&self, provider: &str, spell: RateLimit) -> Result<RateLimit>;
-}
-
-impl std::fmt::Debug for dyn RateGate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RateGate")
-    }
 }
 
 /// What a change concerns, for [`Backend::watch`].

@@ -15,9 +15,9 @@ use crate::files;
 use crate::error::{Error, Result};
 use crate::layout::Root;
 use crate::liveness::Heartbeat;
-use crate::names::{AgentName, TeamName};
-use crate::usage::Usage;
 use swarm_util::error::{Base as _, IoContext};
+use swarm_util::meter::Usage;
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::{clock, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,6 +227,8 @@ pub(crate) fn all(root: &Root, team: &TeamName) -> Vec<(String, AgentState)> {
         })
         .collect();
     // The lead first, then by name.
-    out.sort_by(|a, b| (a.0 != crate::names::LEAD, &a.0).cmp(&(b.0 != crate::names::LEAD, &b.0)));
+    out.sort_by(|a, b| {
+        (a.0 != swarm_util::names::LEAD, &a.0).cmp(&(b.0 != swarm_util::names::LEAD, &b.0))
+    });
     out
 }

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use crate::backends::Opener;
 use crate::error::{Error, Result};
 use crate::layout::Root;
-use crate::names::TeamName;
 use crate::roster::{self, TeamConfig};
 use crate::seam::Store;
 use swarm_util::error::Base as _;
+use swarm_util::names::TeamName;
 
 /// The teams under one root, and how to open them.
 #[derive(Clone)]

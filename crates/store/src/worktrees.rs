@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
-use crate::names::TeamName;
 use swarm_util::error::{Base as _, IoContext};
 use swarm_util::json;
 use swarm_util::lock::Locked;
+use swarm_util::names::TeamName;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

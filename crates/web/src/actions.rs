@@ -32,8 +32,8 @@ use swarm_config::permissions::PermissionMode;
 use swarm_git::merge;
 use swarm_store::approvals::Decision;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::{AgentName, LEAD};
 use swarm_team::life::shutdown::{self, Outcome};
+use swarm_util::names::{AgentName, LEAD};
 
 /// The largest request body an action takes: a message is far smaller than the 256 KiB a
 /// mailbox takes, and anything bigger is refused before it is read.

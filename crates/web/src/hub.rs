@@ -27,12 +27,12 @@ use crate::error::Result;
 use crate::errors::ApiError;
 use crate::notify::Notifier;
 use crate::view::TeamView;
-use swarm_store::names::TeamName;
 use swarm_store::roster::TeamConfig;
 use swarm_store::{Hold, Store, Teams, Topic};
 use swarm_team::views::feed::FeedReader;
 use swarm_tmux::{PaneId, Tmux};
 use swarm_util::clock;
+use swarm_util::names::TeamName;
 
 /// The tmux server of a team, if it has one (the front end knows how to find it).
 pub type TmuxFor = Arc<dyn Fn(&Store) -> Option<Tmux> + Send + Sync>;

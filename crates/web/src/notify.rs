@@ -25,9 +25,9 @@ use tokio::sync::Semaphore;
 use crate::error::{Error, Result};
 use crate::view::TeamView;
 use swarm_store::approvals::Kind;
-use swarm_store::names::LEAD;
 use swarm_util::clock;
 use swarm_util::error::Base as _;
+use swarm_util::names::LEAD;
 
 /// The share of the budget past which `budget_80` is sent.
 const BUDGET_SHARE: f64 = 0.8;

@@ -16,11 +16,11 @@ use crate::error::{Error, Result};
 use crate::hub::TmuxFor;
 use crate::server::{Options, Server};
 use swarm_config::project::UserDirs;
-use swarm_store::names::TeamName;
 use swarm_store::{Store, Teams};
 use swarm_team::life::shutdown::LadderOptions;
 use swarm_team::spawn::window;
 use swarm_util::environment::Environment;
+use swarm_util::names::TeamName;
 use swarm_util::watcher::RESCAN_EVERY;
 
 /// The waits before each retry of a webhook post.

@@ -30,9 +30,9 @@ use crate::hub::{Hubs, TmuxFor};
 use crate::notify::Notifier;
 use crate::routes;
 use swarm_store::Teams;
-use swarm_store::names::TeamName;
 use swarm_team::life::shutdown::LadderOptions;
 use swarm_util::error::Base as _;
+use swarm_util::names::TeamName;
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 256;

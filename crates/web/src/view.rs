@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 use crate::error::Result;
 use swarm_store::Store;
 use swarm_store::approvals::{Approval, State};
-use swarm_store::budget::{Limits, Spend};
 use swarm_store::launch_record::LaunchRecord;
 use swarm_store::merge_queue::{Entry, EntryState};
 use swarm_store::tasks::Task;
@@ -22,6 +21,7 @@ use swarm_team::life::supervisor;
 use swarm_team::views::board::{TaskState, board_order, task_state};
 use swarm_team::views::feed::{FeedEntry, FeedReader};
 use swarm_tmux::Tmux;
+use swarm_util::meter::{Limits, Spend};
 
 /// The newest messages the page gets; the API's `feed` has the same.
 pub const FEED_ENTRIES: usize = 300;

@@ -12,8 +12,8 @@ use crate::ui::cli::identity::Actor;
 use crate::ui::cli::task::TaskCommand;
 use crate::ui::cli::team::TeamCommand;
 use swarm::error::{Error, Result};
-use swarm_store::names::LEAD;
 use swarm_util::error::Base as _;
+use swarm_util::names::LEAD;
 
 /// Refuses a command `actor` may not run (see the module comment).
 pub fn authorize(actor: &Actor, command: &Command) -> Result<()> {

@@ -12,7 +12,6 @@ use swarm_config::permissions::PermissionMode;
 use swarm_config::profile::Profile;
 use swarm_llm::LlmConfig;
 use swarm_store::layout::Root;
-use swarm_store::names::TeamName;
 use swarm_store::{Store, Teams};
 use swarm_team::spawn::inherit::LeadSettings;
 use swarm_team::spawn::launch::{LaunchSettings, Launcher};
@@ -20,6 +19,7 @@ use swarm_team::spawn::window;
 use swarm_tmux::{Caller, Tmux};
 use swarm_util::environment::Environment;
 use swarm_util::error::Base as _;
+use swarm_util::names::TeamName;
 use swarm_util::vars;
 
 #[derive(Debug, Clone, Args)]

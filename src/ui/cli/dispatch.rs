@@ -19,9 +19,9 @@ use crate::ui::cli::{
 use swarm::error::Result;
 use swarm::exit::exit_code;
 use swarm_store::layout::Root;
-use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_util::environment::Environment;
 use swarm_util::error::exit;
+use swarm_util::names::{AgentName, LEAD, TeamName};
 
 /// The whole program: `main.rs` calls this and nothing else.
 pub fn main() -> ExitCode {

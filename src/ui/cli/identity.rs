@@ -18,9 +18,9 @@
 //! team's files itself, is not stopped here.
 
 use swarm::error::{Error, Result};
-use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_util::environment::Environment;
 use swarm_util::error::Base as _;
+use swarm_util::names::{AgentName, LEAD, TeamName};
 use swarm_util::vars;
 
 #[derive(Debug, Clone, PartialEq)]

@@ -13,8 +13,8 @@ use crate::ui::cli::output::{message_line, print_json};
 use swarm::error::{Error, Result};
 use swarm_store::Topic;
 use swarm_store::mailbox::{self, Delivery, Envelope};
-use swarm_store::names::AgentName;
 use swarm_util::error::Base as _;
+use swarm_util::names::AgentName;
 use swarm_util::watcher::RESCAN_EVERY;
 
 #[derive(Debug, Args)]

@@ -10,11 +10,11 @@ use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::profile::{ModelFlags, PermissionFlags};
 use swarm_config::tools::ToolName;
 use swarm_llm::Provider;
-use swarm_llm::budget::Limits;
 use swarm_store::Teams;
 use swarm_store::roster;
 use swarm_team::spawn::inherit::Engine;
 use swarm_util::error::Base as _;
+use swarm_util::meter::Limits;
 use swarm_util::vars;
 
 /// Which model to talk to.

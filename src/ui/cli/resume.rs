@@ -10,9 +10,9 @@ use crate::ui::cli::context::Ctx;
 use crate::ui::cli::follow::{Speak, follow};
 use swarm::error::{Error, Result};
 use swarm_store::Store;
-use swarm_store::names::TeamName;
 use swarm_team::life::resume;
 use swarm_util::error::Base as _;
+use swarm_util::names::TeamName;
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -36,7 +36,7 @@ fn resume_team(ctx: &Ctx, store: &Store, no_attach: bool) -> Result<u8> {
     resume::check_resumable(store)?;
     let config = store.roster().load()?;
     let cwd = config
-        .member(swarm_store::names::LEAD)
+        .member(swarm_util::names::LEAD)
         .map(|l| std::path::PathBuf::from(&l.cwd))
         .filter(|d| d.is_dir())
         .map_or_else(|| ctx.working_dir(None), Ok)?;

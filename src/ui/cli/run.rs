@@ -18,13 +18,13 @@ use swarm_config::agents::Catalog;
 use swarm_config::permissions::Approver;
 use swarm_config::teams::{self, TeamDef};
 use swarm_demo::run::{self as demo_run, Demo};
-use swarm_llm::budget::Limits;
-use swarm_llm::{Usage, estimate_cost_usd};
-use swarm_store::names::TeamName;
+use swarm_llm::estimate_cost_usd;
 use swarm_team::runs::progress::Event;
 use swarm_team::runs::run::{self as team_run, Goal};
 use swarm_team::spawn::launch::SpawnRequest;
 use swarm_util::error::Base as _;
+use swarm_util::meter::{Limits, Usage};
+use swarm_util::names::TeamName;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {

@@ -7,9 +7,9 @@ use clap::Args;
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm::error::{Error, Result};
-use swarm_store::names::LEAD;
 use swarm_team::life::shutdown::{self, LadderOptions, Outcome};
 use swarm_util::error::Base as _;
+use swarm_util::names::LEAD;
 
 #[derive(Debug, Args)]
 pub struct ShutdownArgs {

@@ -21,10 +21,10 @@ use swarm_config::agents::Isolation;
 use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_llm::Provider;
 use swarm_store::mailbox;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_team::spawn::inherit::{Engine, LeadSettings};
 use swarm_team::spawn::launch::{Launcher, SpawnRequest, Spawned};
 use swarm_util::error::{Base as _, exit};
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::vars;
 
 #[derive(Debug, Args)]

@@ -31,7 +31,7 @@ fn attach_target(
     given: Option<&str>,
 ) -> Result<(Store, Option<swarm_store::roster::Member>)> {
     let as_team = given.is_none_or(|g| {
-        swarm_store::names::TeamName::new(g).is_ok_and(|t| ctx.teams.root().has_team(&t))
+        swarm_util::names::TeamName::new(g).is_ok_and(|t| ctx.teams.root().has_team(&t))
     });
     if as_team {
         let store = ctx.team_or(given)?;

@@ -11,12 +11,12 @@ use swarm::error::{Error, Result};
 use swarm_config::hooks::{Hooks, Runner};
 use swarm_config::permissions::PermissionMode;
 use swarm_store::TaskBoard;
-use swarm_store::names::LEAD;
 use swarm_store::roster::TeamConfig;
 use swarm_store::tasks::leases;
 use swarm_store::tasks::{NewTask, Status, Task, TaskPatch};
 use swarm_team::toolset::task_events::{self, Created, one_line};
 use swarm_util::error::{Base as _, exit};
+use swarm_util::names::LEAD;
 use swarm_util::table::{self, Align, Cell, Look, Table};
 use swarm_util::text::printable;
 

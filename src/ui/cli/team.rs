@@ -14,12 +14,12 @@ use swarm::error::{Error, Result};
 use swarm_config::agents::{Catalog, Isolation};
 use swarm_config::teams::{self, MemberDef, TeamDef};
 use swarm_store::Store;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::{self, NewMember, TeamConfig};
 use swarm_team::life::shutdown::LadderOptions;
 use swarm_team::life::teardown;
 use swarm_team::spawn::window::TeamWindowOptions;
 use swarm_util::error::Base as _;
+use swarm_util::names::{AgentName, TeamName};
 
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {

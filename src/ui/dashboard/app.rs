@@ -28,10 +28,10 @@ use crate::ui::dashboard::ui::{Action, UiState};
 use crate::ui::dashboard::view;
 use swarm::error::{Error, Result};
 use swarm_store::approvals::{Decision, Kind};
-use swarm_store::names::TeamName;
 use swarm_store::{Hold, Store, Topic};
 use swarm_team::life::status::MemberStatus;
 use swarm_tmux::{Caller, PaneId, Tmux};
+use swarm_util::names::TeamName;
 use swarm_util::watcher as watch;
 
 /// How long a burst of file events may go on before the dashboard reloads.

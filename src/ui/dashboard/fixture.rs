@@ -6,7 +6,6 @@ use jiff::tz::TimeZone;
 use serde_json::json;
 
 use crate::ui::dashboard::model::{Snapshot, board_order};
-use swarm_llm::Usage;
 use swarm_store::approvals::{Approval, Kind, State};
 use swarm_store::mailbox::Envelope;
 use swarm_store::protocol::{
@@ -17,6 +16,7 @@ use swarm_store::tasks::Task;
 use swarm_team::life::status::MemberStatus;
 use swarm_team::views::feed::{self, FeedEntry};
 use swarm_util::clock;
+use swarm_util::meter::Usage;
 
 /// 2026-02-12T05:22:25Z.
 pub const NOW: i64 = 1_770_873_745_000;

@@ -4,13 +4,13 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use swarm_store::approvals::{self, Approval, Decision, State};
 use swarm_store::layout::Root;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::protocol::{
     PermissionRequest, PlanApprovalRequest, Protocol, permission_request_id, plan_request_id,
 };
 use swarm_store::roster::NewMember;
 use swarm_tmux::Tmux;
 use swarm_util::clock;
+use swarm_util::names::{AgentName, TeamName};
 
 use crate::ui::dashboard::app::Flow;
 use crate::ui::dashboard::ui::Panel;

@@ -22,13 +22,13 @@ use swarm_config::hooks::Hooks;
 use swarm_config::permissions::PermissionMode;
 use swarm_config::tools::ToolName;
 use swarm_llm::LlmError;
-use swarm_llm::budget::Limits;
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::{Store, Topic};
 use swarm_team::life::status;
 use swarm_team::toolset::tools::TeamTools;
 use swarm_util::clock;
+use swarm_util::meter::Limits;
+use swarm_util::names::{AgentName, LEAD};
 
 use super::ending::{all_done, waiting_for, without_a_team};
 use super::merging::Merging;

@@ -26,7 +26,6 @@ use crate::heartbeat::Beater;
 use crate::lead::agent::{self as lead_agent, LeadAgentOptions};
 use swarm_store::Store;
 use swarm_store::documents;
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_team::life::resume;
 use swarm_team::life::shutdown::{self, LadderOptions};
@@ -36,6 +35,7 @@ use swarm_team::runs::report;
 use swarm_team::spawn::launch::Launcher;
 use swarm_tmux::Tmux;
 use swarm_util::clock;
+use swarm_util::names::{AgentName, LEAD};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]

@@ -3,10 +3,10 @@
 //! what it waits for so that nobody has to guess; and what the run's end says
 //! ([`Outcome`]).
 
-use swarm_store::names::LEAD;
 use swarm_store::tasks::Status;
 use swarm_store::{Store, TaskBoard};
 use swarm_team::life::status;
+use swarm_util::names::LEAD;
 
 /// How the lead's work ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,8 +129,8 @@ pub(super) fn all_done(tasks: &dyn TaskBoard) -> bool {
 mod tests {
     use super::*;
     use swarm_store::layout::Root;
-    use swarm_store::names::TeamName;
     use swarm_store::tasks::{NewTask, TaskPatch};
+    use swarm_util::names::TeamName;
 
     #[test]
     fn a_stall_names_each_open_task_and_what_holds_it() {

@@ -35,11 +35,11 @@ use swarm_llm::budget::BudgetedClient;
 use swarm_store::Store;
 use swarm_store::approvals;
 use swarm_store::mailbox::{Delivery, Envelope};
-use swarm_store::names::AgentName;
 use swarm_store::protocol::{IdleNotification, Protocol};
 use swarm_store::state::{Activity, AgentState};
 use swarm_team::spawn::prompt::{mail_turn, wrap_message};
 use swarm_util::clock;
+use swarm_util::names::AgentName;
 
 use crate::sender::forged;
 

@@ -20,11 +20,11 @@ use crate::error::Result;
 use swarm_git::merge::{self, Options, Outcome};
 use swarm_store::TaskBoard;
 use swarm_store::merge_queue::Entry;
-use swarm_store::names::AgentName;
 use swarm_store::state::Activity;
 use swarm_store::tasks::Status;
 use swarm_team::life::resume;
 use swarm_team::spawn::launch::Launcher;
+use swarm_util::names::AgentName;
 
 /// What one run came to, for the lead.
 #[derive(Debug, Default)]

@@ -5,10 +5,10 @@
 use swarm_config::permissions::Approver;
 use swarm_store::Store;
 use swarm_store::approvals;
-use swarm_store::names::LEAD;
 use swarm_store::tasks::Status;
 use swarm_team::life::status;
 use swarm_util::clock;
+use swarm_util::names::LEAD;
 
 use super::ending::DONE_MARK;
 
@@ -194,8 +194,9 @@ fn started_team(members: &[swarm_store::roster::Member]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use swarm_store::Root;
     use swarm_store::tasks::NewTask;
-    use swarm_store::{Root, TeamName};
+    use swarm_util::names::TeamName;
 
     #[test]
     fn the_team_state_for_a_compacted_context_has_goal_roster_board_and_open_requests() {

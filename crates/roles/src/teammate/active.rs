@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use swarm_store::Store;
-use swarm_store::names::AgentName;
+use swarm_util::names::AgentName;
 
 /// How long a wish waits for the next before it is written: a flag that flips back within
 /// it (a turn of a few milliseconds) costs the shared roster nothing.

@@ -25,10 +25,10 @@ use swarm_config::tools::ToolName;
 use swarm_llm::StreamEvent;
 use swarm_store::approvals;
 use swarm_store::documents;
-use swarm_store::names::LEAD;
 use swarm_store::protocol::{self, PermissionRequest, PlanApprovalRequest, Protocol};
 use swarm_store::state::Activity;
 use swarm_util::clock;
+use swarm_util::names::LEAD;
 
 pub(super) enum Waited<T> {
     Got(T),

@@ -29,9 +29,9 @@ use crate::lead_sig::LeadGuard;
 use crate::sender::forged;
 use swarm_store::Store;
 use swarm_store::mailbox::{Delivery, bell};
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
 use swarm_team::spawn::prompt::wrap_message;
+use swarm_util::names::{AgentName, LEAD};
 use swarm_util::watcher::DirWatcher;
 
 /// A protocol message the runtime acts on itself.

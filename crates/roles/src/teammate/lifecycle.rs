@@ -39,13 +39,13 @@ use swarm_config::profile::Profile;
 use swarm_store::Store;
 use swarm_store::Teams;
 use swarm_store::liveness;
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{Protocol, ShutdownApproved};
 use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_team::spawn::prompt::{self};
 use swarm_team::toolset::tools::TeamTools;
 use swarm_util::clock;
 use swarm_util::error::Base as _;
+use swarm_util::names::{AgentName, LEAD};
 
 /// `swarm teammate`: who it is checked, its team opened (once: everything it does goes
 /// through this handle), its options resolved, and its life run to its end. A start that

@@ -16,11 +16,11 @@ use swarm_config::permissions::{AllowRule, PermissionMode};
 use swarm_config::profile::{ModelFlags, PermissionFlags, Profile};
 use swarm_config::project::UserDirs;
 use swarm_config::tools::ToolName;
-use swarm_llm::budget::Limits;
 use swarm_llm::{LlmConfig, Provider};
 use swarm_store::Store;
-use swarm_store::names::{AgentName, TeamName, agent_id};
 use swarm_util::error::Base as _;
+use swarm_util::meter::Limits;
+use swarm_util::names::{AgentName, TeamName, agent_id};
 use swarm_util::vars;
 
 #[derive(Debug, Clone)]

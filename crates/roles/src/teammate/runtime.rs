@@ -22,11 +22,11 @@ use swarm_agent::tools::ToolContext;
 use swarm_config::hooks::{Event as HookEvent, Outcome as HookOutcome, Runner as HookRunner};
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::AgentName;
 use swarm_store::protocol::Protocol;
 use swarm_store::state::{Activity, AgentState};
 use swarm_team::toolset::tools::TeamTools;
 use swarm_util::clock;
+use swarm_util::names::AgentName;
 
 /// Most milliseconds a state file's `lastActivityMs` lags behind (see [`Runtime::touch`]).
 const TOUCH_EVERY_MS: i64 = 1000;

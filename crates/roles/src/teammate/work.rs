@@ -26,12 +26,12 @@ use swarm_agent::compaction::{self, DoneTask};
 use swarm_agent::engine::{Engine, Finish};
 use swarm_config::hooks::Event as HookEvent;
 use swarm_llm::LlmError;
-use swarm_store::names::LEAD;
 use swarm_store::protocol::{IdleNotification, Protocol, ShutdownRequest};
 use swarm_store::state::Activity;
 use swarm_store::tasks::{Status, Task, TaskPatch};
 use swarm_team::spawn::prompt::mail_turn;
 use swarm_util::clock;
+use swarm_util::names::LEAD;
 
 /// How long a teammate waits before trying again after the model failed.
 const FAILURE_BACKOFF: Duration = Duration::from_secs(30);

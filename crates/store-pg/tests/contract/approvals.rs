@@ -11,9 +11,9 @@ use serde_json::json;
 use crate::backends::{Team, agent};
 use crate::contract;
 use swarm_store::approvals::{Approval, Decision, State, from_permission, from_plan};
-use swarm_store::names::LEAD;
 use swarm_store::protocol::{PermissionRequest, PlanApprovalRequest, Protocol};
 use swarm_util::clock;
+use swarm_util::names::LEAD;
 
 contract!(
     recording_again_keeps_the_record_and_only_fills_in_the_mode,

@@ -3,15 +3,16 @@
 //! PostgreSQL its own connections).
 
 use std::sync::Arc;
+use swarm_util::meter::RateGate;
 
 use swarm_store::Root;
 use swarm_store::file_store::FileStore;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::roster::NewMember;
 use swarm_store::seam::{
-    Agents, Approvals, Backend, Budget, LaunchRecords, Mailboxes, MergeQueue, RateGate, Roster,
-    TaskBoard, Worktrees,
+    Agents, Approvals, Backend, Budget, LaunchRecords, Mailboxes, MergeQueue, Roster, TaskBoard,
+    Worktrees,
 };
+use swarm_util::names::{AgentName, TeamName};
 
 use swarm_store_pg::PgStore;
 use swarm_util::environment::Environment;

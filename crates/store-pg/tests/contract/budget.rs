@@ -4,7 +4,7 @@
 
 use crate::backends::{Team, agent};
 use crate::contract;
-use swarm_store::budget::{Limits, Spend};
+use swarm_util::meter::{Limits, Spend};
 
 contract!(the_team_spends_the_sum_of_its_agents_totals);
 

@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 
 use crate::backends::{Team, agent, no_env, postgres};
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::TeamName;
 use swarm_store_pg::connect::Retry;
 use swarm_store_pg::{Database, PgStore, migrate};
 use swarm_util::environment::Environment;
+use swarm_util::names::TeamName;
 
 fn team() -> Option<Team> {
     postgres()

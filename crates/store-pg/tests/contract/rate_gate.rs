@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use crate::backends::Team;
 use crate::contract;
-use swarm_store::seam::RateLimit;
 use swarm_util::clock;
+use swarm_util::meter::RateLimit;
 
 contract!(
     a_gate_only_moves_later,

@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use crate::error::Result;
 use crate::files;
 use crate::layout::Root;
-use crate::names::TeamName;
-use crate::seam::{RateGate, RateLimit};
 use swarm_util::clock;
+use swarm_util::meter::{GateError, RateGate, RateLimit};
+use swarm_util::names::TeamName;
 
 /// The file's shape: provider key to spell.
 type Gates = BTreeMap<String, RateLimit>;
@@ -48,11 +48,11 @@ impl FileRateGate {
 }
 
 impl RateGate for FileRateGate {
-    fn read(&self, provider: &str) -> Result<Option<RateLimit>> {
+    fn read(&self, provider: &str) -> Result<Option<RateLimit>, GateError> {
         Ok(self.gates()?.remove(provider))
     }
 
-    fn close(&self, provider: &str, spell: RateLimit) -> Result<RateLimit> {
+    fn close(&self, provider: &str, spell: RateLimit) -> Result<RateLimit, GateError> {
         let _held = files::lock(&self.root, &self.path)?;
         let mut gates = self.gates()?;
         let merged = RateLimit::merged(gates.get(provider), spell, clock::now_ms());

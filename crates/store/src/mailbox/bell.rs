@@ -25,8 +25,8 @@ use nix::sys::time::TimeSpec;
 use crate::error::Result;
 use crate::files;
 use crate::layout::Root;
-use crate::names::{AgentName, TeamName};
 use swarm_util::error::IoContext;
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::no_symlinks;
 
 /// Makes `agent`'s bell if it is missing (an existing one is kept as it is: a watch on it

@@ -14,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::envelope::Envelope;
-use crate::names::{AgentName, TeamName};
 use swarm_util::error::{Base as _, IoContext};
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::{json, no_symlinks};
 
 /// Appends `entries` to the delivered log and returns the log's length before, for

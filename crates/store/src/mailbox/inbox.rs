@@ -12,9 +12,9 @@ use crate::mailbox::delivered::{append_delivered, truncate_delivered};
 use crate::mailbox::envelope::{Delivery, Envelope};
 use crate::mailbox::inbox_file::{load_locked, lock_inbox, read_entries};
 use crate::mailbox::send::{commit_spool, spool_has_mail};
-use crate::names::{AgentName, TeamName};
 use swarm_util::error::Base as _;
 use swarm_util::json;
+use swarm_util::names::{AgentName, TeamName};
 
 /// Every unread message in `agent`'s inbox, oldest first. Takes no lock unless the inbox
 /// is corrupt and has to be moved aside.

@@ -24,8 +24,8 @@ use crate::files;
 use crate::layout::Root;
 use crate::mailbox::envelope::Envelope;
 use crate::mailbox::lead_sig::{LeadKey, LeadSigner};
-use crate::names::{LEAD, TeamName};
 use swarm_util::error::{Base as _, IoContext};
+use swarm_util::names::{LEAD, TeamName};
 
 /// The signers this process has read or made, by key file: the private key is read once
 /// and kept in memory.

@@ -15,9 +15,9 @@ use crate::layout::Root;
 use crate::mailbox::bell;
 use crate::mailbox::envelope::{Envelope, Sent, check_text};
 use crate::mailbox::inbox_file::{load_locked, parse_entries, quarantine_path};
-use crate::names::{AgentName, TeamName};
 use crate::roster::{self, TeamConfig};
 use swarm_util::error::{Base as _, IoContext};
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::{json, lock, no_symlinks, parallel};
 
 /// Who receives a message from `from` to `to` (a member's name, or `*` for every member

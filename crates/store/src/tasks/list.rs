@@ -29,11 +29,11 @@ use serde_json::Map;
 use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
-use crate::names::TeamName;
 use crate::tasks::graph::{Mirror, check_new_edges, dedup, missing_dependency, push_unique};
 use crate::tasks::index;
 use crate::tasks::model::{NewTask, Status, Task, TaskPatch};
 use swarm_util::error::{Base as _, IoContext};
+use swarm_util::names::TeamName;
 use swarm_util::{fault, json, lock};
 
 /// A team's task list.

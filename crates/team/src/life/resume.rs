@@ -36,12 +36,12 @@ use crate::spawn::window::{self as team_window, Placement, TeamWindow};
 use swarm_store::Store;
 use swarm_store::Teams;
 use swarm_store::documents;
-use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::Protocol;
 use swarm_store::roster;
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
 use swarm_util::error::Base as _;
+use swarm_util::names::{AgentName, LEAD, TeamName};
 
 /// Where a team stands, for `swarm resume` and `swarm run`'s offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -42,11 +42,11 @@ use crate::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_config::project::UserDirs;
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{self, Protocol, ShutdownRequest};
 use swarm_store::roster;
 use swarm_tmux::Tmux;
 use swarm_util::error::Base as _;
+use swarm_util::names::{AgentName, LEAD};
 use swarm_util::{clock, process};
 
 /// How long a pane may stay open after its member's process ended.

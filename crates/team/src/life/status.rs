@@ -21,16 +21,15 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::life::dialogs;
-use swarm_llm::Usage;
-use swarm_llm::budget::{Limits, Spend};
 use swarm_store::Store;
 use swarm_store::liveness::Heartbeat;
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::roster::Member;
 use swarm_store::state::{Activity, AgentState};
 use swarm_store::tasks::Status;
 use swarm_store::tasks::leases::{self, Overlap};
 use swarm_tmux::{PaneRecord, Tmux};
+use swarm_util::meter::{Limits, Spend, Usage};
+use swarm_util::names::{AgentName, LEAD};
 use swarm_util::table::{self, Align, Cell, Look, Table};
 use swarm_util::text::printable;
 

@@ -32,10 +32,10 @@ use swarm_store::Store;
 use swarm_store::approvals;
 use swarm_store::liveness;
 use swarm_store::mailbox::{self, Envelope};
-use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::protocol::{Protocol, TeammateTerminated};
 use swarm_store::state::{Activity, ExitInfo};
 use swarm_tmux::Tmux;
+use swarm_util::names::{AgentName, LEAD, TeamName};
 
 /// A death that was reported.
 #[derive(Debug, Clone, PartialEq)]
@@ -520,7 +520,7 @@ mod tests {
     fn an_inbox_read_to_the_end_is_read_again_only_once_it_changed() {
         let dir = tempfile::tempdir().unwrap();
         let root = swarm_store::Root::new(dir.path());
-        let team = swarm_store::TeamName::new("t").unwrap();
+        let team = swarm_util::names::TeamName::new("t").unwrap();
         let store = swarm_store::Teams::new(root.clone())
             .create_team(&team, None, dir.path())
             .unwrap();

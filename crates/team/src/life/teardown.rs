@@ -16,10 +16,10 @@ use crate::spawn::window::{TeamWindow, TeamWindowOptions};
 use swarm_config::project::UserDirs;
 use swarm_store::Store;
 use swarm_store::layout::Root;
-use swarm_store::names::{LEAD, TeamName};
 use swarm_store::state::Activity;
 use swarm_tmux::Tmux;
 use swarm_util::error::Base as _;
+use swarm_util::names::{LEAD, TeamName};
 use swarm_util::process;
 
 /// How long the lead is given to end with its pane before its files go.
@@ -166,7 +166,7 @@ pub fn half_made(root: &Root) -> Vec<TeamName> {
 pub fn is_finished(store: &Store) -> bool {
     store
         .agents()
-        .read_state(&swarm_store::names::AgentName::lead())
+        .read_state(&swarm_util::names::AgentName::lead())
         .is_some_and(|s| s.activity == Activity::Exited)
 }
 

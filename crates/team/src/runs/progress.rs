@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use crate::life::status::{self, MemberStatus, TeamStatus};
 use swarm_store::Store;
 use swarm_store::approvals::{Kind, State};
-use swarm_store::names::LEAD;
 use swarm_store::state::Activity;
 use swarm_tmux::Tmux;
 use swarm_util::clock;
+use swarm_util::names::LEAD;
 
 /// One look at the team, reduced to what progress reports.
 #[derive(Debug, Clone, Default, PartialEq)]

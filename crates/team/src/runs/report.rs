@@ -292,7 +292,7 @@ mod tests {
         use swarm_store::tasks::{NewTask, TaskPatch};
         let t = tempfile::tempdir().unwrap();
         let root = swarm_store::Root::new(t.path());
-        let team = swarm_store::TeamName::new("t").unwrap();
+        let team = swarm_util::names::TeamName::new("t").unwrap();
         let store = swarm_store::Teams::new(root.clone())
             .create_team(&team, None, t.path())
             .unwrap();
@@ -323,7 +323,7 @@ mod tests {
         use swarm_store::merge_queue::{Entry, EntryState};
         let t = tempfile::tempdir().unwrap();
         let root = swarm_store::Root::new(t.path());
-        let team = swarm_store::TeamName::new("t").unwrap();
+        let team = swarm_util::names::TeamName::new("t").unwrap();
         let store = swarm_store::Teams::new(root.clone())
             .create_team(&team, None, t.path())
             .unwrap();

@@ -19,14 +19,14 @@ use crate::spawn::inherit::TeammateCommand;
 use crate::spawn::launch::{Launcher, SpawnRequest};
 use crate::spawn::window::TeamWindow;
 use swarm_config::permissions::Approver;
-use swarm_llm::budget::Limits;
 use swarm_store::Store;
 use swarm_store::Teams;
 use swarm_store::documents;
-use swarm_store::names::{AgentName, TeamName};
 use swarm_store::state::{self, Activity};
 use swarm_store::{Hold, Topic};
 use swarm_util::error::exit;
+use swarm_util::meter::Limits;
+use swarm_util::names::{AgentName, TeamName};
 use swarm_util::process;
 use swarm_util::watcher::RESCAN_EVERY;
 
@@ -75,7 +75,7 @@ pub fn make_team(
     let mode = lead_mode.to_string();
     store
         .roster()
-        .update_member(swarm_store::names::LEAD, |lead| lead.mode = Some(mode))?;
+        .update_member(swarm_util::names::LEAD, |lead| lead.mode = Some(mode))?;
     store.budget().write_limits(&goal.budget)?;
     swarm_git::merge::configure(&store, &goal.merge)?;
     documents::write_goal(&store, goal.text)?;

@@ -56,9 +56,9 @@ use swarm_config::permissions::PermissionMode;
 use swarm_config::profile::{ModelFlags, PermissionFlags, Profile};
 use swarm_config::settings::Settings;
 use swarm_llm::Provider;
-use swarm_llm::budget::Limits;
-use swarm_store::names::{AgentName, TeamName, agent_id};
 use swarm_util::environment::is_secret;
+use swarm_util::meter::Limits;
+use swarm_util::names::{AgentName, TeamName, agent_id};
 use swarm_util::vars;
 
 /// The lead's side of the inheritance.

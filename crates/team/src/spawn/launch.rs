@@ -19,16 +19,16 @@ use crate::spawn::window::{self as team_window, Placement, TeamWindow, TeamWindo
 use swarm_config::agents::{Catalog, Definition, Isolation};
 use swarm_config::project::UserDirs;
 use swarm_git::worktree;
-use swarm_llm::budget::Limits;
 use swarm_llm::config::{LlmConfig, LlmFlags, Provider};
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::roster::{self, NewMember, PALETTE};
 use swarm_store::worktrees::Record;
 use swarm_tmux::{Caller, PaneId, PaneSpec, Tmux, TmuxCommand};
 use swarm_util::environment::Environment;
 use swarm_util::error::Base as _;
+use swarm_util::meter::Limits;
+use swarm_util::names::{AgentName, LEAD, TeamName};
 use swarm_util::parallel;
 use swarm_util::vars;
 

@@ -70,7 +70,8 @@ pub(crate) fn command_from(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use swarm_store::{Root, TeamName};
+    use swarm_store::Root;
+    use swarm_util::names::TeamName;
 
     #[test]
     fn a_launch_record_keeps_secret_names_only_and_refills_them_from_the_environment() {

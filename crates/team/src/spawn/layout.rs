@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use swarm_store::names::{LEAD, TeamName};
 use swarm_store::roster::{PALETTE, tmux_colour};
 use swarm_tmux::{Direction, Layout, PaneId, PaneRecord, SessionId, WindowId};
 use swarm_util::error::Base as _;
+use swarm_util::names::{LEAD, TeamName};
 
 /// The tmux session name of a team whose window opened detached.
 pub fn session_name(team: &TeamName) -> String {

@@ -8,7 +8,7 @@
 
 use swarm_agent::prompt::{PromptInputs, push_custom, push_mode};
 use swarm_store::Store;
-use swarm_store::names::LEAD;
+use swarm_util::names::LEAD;
 
 pub fn teammate(inputs: &PromptInputs, store: &Store) -> String {
     let (name, team) = (inputs.agent, store.team());

@@ -32,10 +32,10 @@ use swarm_hosts::Ssh;
 use swarm_hosts::error::Error as HostError;
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
-use swarm_store::names::LEAD;
 use swarm_store::roster::NewMember;
 use swarm_tmux::{NewSession, PaneSpec, Tmux};
 use swarm_util::error::Base as _;
+use swarm_util::names::LEAD;
 use swarm_util::vars;
 
 /// The roster field naming the host a member runs on.
@@ -526,7 +526,7 @@ pub fn ssh_to(
 }
 
 /// The team's tmux server on the host `ssh` reaches.
-fn host_tmux(team: &swarm_store::names::TeamName, ssh: &Ssh) -> Tmux {
+fn host_tmux(team: &swarm_util::names::TeamName, ssh: &Ssh) -> Tmux {
     Tmux::with_socket_name(format!("swarm-{team}")).on_host(ssh.prefix(false))
 }
 

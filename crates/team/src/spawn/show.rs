@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::spawn::layout::session_name;
 use crate::spawn::window::TeamWindow;
-use swarm_store::names::LEAD;
 use swarm_tmux::{Caller, is_server_path};
 use swarm_util::error::Base as _;
+use swarm_util::names::LEAD;
 
 /// Shows the team's window while `work` runs, and stops when it returns. Inside tmux on
 /// this very server the caller's client switches to it; when the window is in the

@@ -40,7 +40,6 @@ use crate::spawn::layout::{
     session_name, team_windows, window_name,
 };
 use swarm_store::Store;
-use swarm_store::names::{AgentName, LEAD, TeamName};
 use swarm_store::roster::PALETTE;
 use swarm_tmux::{
     AGENT_OPTION, Caller, NewSession, PANE_OPTION, PaneId, PaneRecord, PaneSpec, SessionId,
@@ -49,6 +48,7 @@ use swarm_tmux::{
 use swarm_util::environment::Environment;
 use swarm_util::error::{Base as _, IoContext};
 use swarm_util::lock::{self, Locked};
+use swarm_util::names::{AgentName, LEAD, TeamName};
 
 /// Pane option: the tmux colour of the pane's agent, read by the window's border styles.
 pub const COLOUR_OPTION: &str = "@swarm-colour";

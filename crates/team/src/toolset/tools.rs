@@ -22,13 +22,13 @@ use swarm_store::Store;
 use swarm_store::approvals;
 use swarm_store::mailbox::Envelope;
 use swarm_store::merge_queue::TASK_COMMIT_KEY;
-use swarm_store::names::{AgentName, LEAD};
 use swarm_store::protocol::{
     self, Protocol, ShutdownApproved, ShutdownRejected, ShutdownRequest, TaskAssignment,
 };
 use swarm_store::tasks::leases;
 use swarm_store::tasks::{NewTask, Status, Task, TaskPatch};
 use swarm_util::clock;
+use swarm_util::names::{AgentName, LEAD};
 
 /// The lead's means to start teammates, as `swarm spawn` would, up to a limit.
 #[derive(Debug, Clone)]

@@ -23,9 +23,9 @@ use serde::Serialize;
 use crate::error::Result;
 use swarm_store::Store;
 use swarm_store::mailbox::{self, Envelope};
-use swarm_store::names::AgentName;
 use swarm_store::protocol::Protocol;
 use swarm_util::clock;
+use swarm_util::names::AgentName;
 
 /// At most this many entries are kept per delivered log, and shown in the feed.
 pub const MAX_ENTRIES: usize = 1000;
@@ -335,7 +335,7 @@ mod tests {
     fn entries_claude_code_deletes_stay_in_the_feed_as_read() {
         let dir = tempfile::tempdir().unwrap();
         let root = swarm_store::Root::new(dir.path());
-        let team = swarm_store::TeamName::new("t").unwrap();
+        let team = swarm_util::names::TeamName::new("t").unwrap();
         let store = swarm_store::Teams::new(root.clone())
             .create_team(&team, None, dir.path())
             .unwrap();

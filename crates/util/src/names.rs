@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use swarm_util::error::Result;
+use crate::error::Result;
 
 /// The lead's fixed member name.
 pub const LEAD: &str = "team-lead";
@@ -42,7 +42,7 @@ impl TeamName {
         if valid_shape(name, |b| b == b'-', true) {
             Ok(TeamName(name.to_owned()))
         } else {
-            Err(swarm_util::error::Error::InvalidName {
+            Err(crate::error::Error::InvalidName {
                 kind: "team",
                 name: name.to_owned(),
                 rule: TEAM_RULE.to_owned(),
@@ -60,7 +60,7 @@ impl AgentName {
     pub fn new(name: &str) -> Result<AgentName> {
         let name_ok = AgentName::parse_any(name)?;
         if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name)) {
-            return Err(swarm_util::error::Error::InvalidName {
+            return Err(crate::error::Error::InvalidName {
                 kind: "agent",
                 name: name.to_owned(),
                 rule: format!("{} is reserved (reserved: {})", name, RESERVED.join(", ")),
@@ -74,7 +74,7 @@ impl AgentName {
         if valid_shape(name, |b| b == b'-' || b == b'_', false) {
             Ok(AgentName(name.to_owned()))
         } else {
-            Err(swarm_util::error::Error::InvalidName {
+            Err(crate::error::Error::InvalidName {
                 kind: "agent",
                 name: name.to_owned(),
                 rule: AGENT_RULE.to_owned(),
