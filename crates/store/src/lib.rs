@@ -15,12 +15,12 @@
 //!
 //! ```
 //! use swarm_store::mailbox::Envelope;
-//! use swarm_util::names::{AgentName, TeamName};
 //! use swarm_store::roster::NewMember;
 //! use swarm_store::tasks::NewTask;
 //! use swarm_store::{Root, Teams};
+//! use swarm_util::names::{AgentName, TeamName};
 //!
-//! # fn main() -> crate::error::Result<()> {
+//! # fn main() -> swarm_store::error::Result<()> {
 //! # let dir = tempfile::tempdir().unwrap();
 //! // The root is `~/.claude` for Claude Code's own teams.
 //! let teams = Teams::new(Root::new(dir.path()));
