@@ -35,6 +35,19 @@ pub struct TestEnv {
     /// Where this test's new teams are made: a PostgreSQL database's URL (given to every
     /// child as `SWARM_STORE_URL`), or `None` for files.
     pub store_url: Option<String>,
+    /// How its children give the database's password, which its URL never holds.
+    pub password: Option<Password>,
+    /// How this test process opens its teams (see [`TestEnv::teams`]).
+    opener: std::sync::OnceLock<std::sync::Arc<swarm_store_pg::PgOpener>>,
+}
+
+/// The two ways the README names to give a PostgreSQL team's password.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Password {
+    /// `PGPASSWORD` in every child's environment.
+    Variable,
+    /// A line in `~/.pgpass` (the test's `HOME`), mode 0600.
+    File,
 }
 
 /// Where a test's teams live: the long-jobs tests run once on each (see
@@ -67,6 +80,8 @@ impl TestEnv {
             home,
             tmux_socket,
             store_url: None,
+            password: None,
+            opener: std::sync::OnceLock::new(),
         }
     }
 
@@ -76,9 +91,26 @@ impl TestEnv {
     pub fn on(backend: Backend) -> Option<TestEnv> {
         let mut env = TestEnv::new();
         if backend == Backend::Postgres {
-            env.store_url = Some(swarm_store_pg::testing::database()?);
+            // As a user's server: over TCP, asking for a password. Which of the README's
+            // ways gives it is the test's name's to decide, so the suite tries both.
+            let name = std::thread::current().name().unwrap_or("").to_owned();
+            let way = match name.bytes().map(u32::from).sum::<u32>() % 2 {
+                0 => Password::Variable,
+                _ => Password::File,
+            };
+            env.store_url = Some(swarm_store_pg::testing::team_database()?);
+            env.give_password(way);
         }
         Some(env)
+    }
+
+    /// Gives the test database's password to every child `way`.
+    pub fn give_password(&mut self, way: Password) {
+        if way == Password::File {
+            let line = swarm_store_pg::testing::password_file_line().unwrap();
+            write_private(&self.home.join(".pgpass"), &line);
+        }
+        self.password = Some(way);
     }
 
     /// Fails the test unless `team` was made where this test makes its teams: on its
@@ -152,11 +184,16 @@ impl TestEnv {
     /// This test's teams, as the swarm binary opens them: a team with a pointer is opened
     /// on its database server.
     pub fn teams(&self) -> swarm_store::Teams {
-        // One opener for the test process, so every team of it shares one pool per server.
-        static OPENER: std::sync::OnceLock<std::sync::Arc<swarm_store_pg::PgOpener>> =
-            std::sync::OnceLock::new();
-        let opener = OPENER.get_or_init(|| {
-            let env = swarm_util::environment::Environment::default();
+        // One opener per test, so its teams share one pool per server; it finds what this
+        // test's children find in their home (a password file, a root certificate), and
+        // the shared test server's password.
+        let opener = self.opener.get_or_init(|| {
+            let password = swarm_store_pg::testing::TEAM_PASSWORD;
+            let home = self.home.display().to_string();
+            let env = swarm_util::environment::Environment::from_pairs([
+                ("PGPASSWORD", password),
+                ("HOME", home.as_str()),
+            ]);
             std::sync::Arc::new(swarm_store_pg::PgOpener::new(env))
         });
         swarm_store::Teams::new(self.store_root()).with_servers(opener.clone())
@@ -210,6 +247,9 @@ impl TestEnv {
             .current_dir(self.dir.path());
         if let Some(url) = &self.store_url {
             cmd.env("SWARM_STORE_URL", url);
+        }
+        if self.password == Some(Password::Variable) {
+            cmd.env("PGPASSWORD", swarm_store_pg::testing::TEAM_PASSWORD);
         }
         cmd
     }
@@ -902,4 +942,14 @@ pub fn member_json(status: &serde_json::Value, name: &str) -> serde_json::Value 
         .find(|m| m["name"] == name)
         .cloned()
         .unwrap_or_default()
+}
+
+/// Writes `text` to `path`, readable by its owner only (as a password file must be).
+pub fn write_private(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }

@@ -30,7 +30,13 @@ impl Lab {
         let net = SimNet::start(&env, n)?;
         net.add_all(&env);
         let db = swarm_store_pg::testing::Private::start_on(&[&net.gateway])?;
-        let url = db.url_at(&net.gateway, "postgres");
+        // Checked in full over every link; each side's password and root certificate are
+        // its own user's, where `psql` would find them.
+        let url = db.url_at(&net.gateway, Some("verify-full"));
+        give_database(&env.home, &db, &net.gateway);
+        for h in &net.hosts {
+            give_database(&h.home, &db, &net.gateway);
+        }
         let model = ScriptedModel::start_on_link(script, &net.gateway);
         Some(Lab {
             env,
@@ -91,6 +97,16 @@ impl Lab {
     }
 }
 
+/// What a user keeps in `home` to reach the team's database `db` at `address`: its
+/// password in `~/.pgpass`, the root that signed its certificate in
+/// `~/.postgresql/root.crt`.
+fn give_database(home: &std::path::Path, db: &swarm_store_pg::testing::Private, address: &str) {
+    crate::harness::write_private(&home.join(".pgpass"), &db.password_line(address));
+    let root = home.join(".postgresql/root.crt");
+    std::fs::create_dir_all(root.parent().unwrap()).unwrap();
+    std::fs::copy(db.ca(), root).unwrap();
+}
+
 #[test]
 fn a_host_is_added_checked_over_ssh_and_removed() {
     let env = TestEnv::new();
@@ -121,7 +137,24 @@ fn a_host_is_added_checked_over_ssh_and_removed() {
     let Some(db) = swarm_store_pg::testing::Private::start_on(&[&h1.gateway]) else {
         return;
     };
-    let url = db.url_at(&h1.gateway, "postgres");
+    let url = db.url_at(&h1.gateway, Some("verify-full"));
+    give_database(&env.home, &db, &h1.gateway);
+    // The lead has the password; the host does not: its teammates could not connect, so
+    // the check fails, as they would.
+    let root = h1.home.join(".postgresql/root.crt");
+    std::fs::create_dir_all(root.parent().unwrap()).unwrap();
+    std::fs::copy(db.ca(), &root).unwrap();
+    let lacking = swarm(&env, &net, &["host", "check", "h1", "--store", &url]);
+    assert_eq!(lacking.status.code(), Some(8), "{}", lacking.stdout);
+    assert!(
+        lacking
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("database") && l.contains("password")),
+        "{}",
+        lacking.stdout
+    );
+    give_database(&h1.home, &db, &h1.gateway);
     let checked = swarm(&env, &net, &["host", "check", "h1", "--store", &url]);
     assert_eq!(
         checked.status.code(),
@@ -292,7 +325,12 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     assert_eq!(state.host.as_deref(), Some("swarm-test-h1"), "{state:?}");
     // Its key reached it through the session's environment for a moment, never a command
     // line, and is not left in the host's tmux.
-    let proc_file = |what: &str| std::fs::read(format!("/proc/{}/{what}", state.pid)).unwrap();
+    // Its pid is the host's: only the host's /proc knows it.
+    let proc_file = |what: &str| {
+        let read = h1.exec(&["cat", &format!("/proc/{}/{what}", state.pid)]);
+        assert!(read.status.success(), "{read:?}");
+        read.stdout
+    };
     assert!(!String::from_utf8_lossy(&proc_file("cmdline")).contains(SECRET));
     assert!(String::from_utf8_lossy(&proc_file("environ")).contains(SECRET));
     let tmux_env = h1.exec(&["tmux", "-L", "swarm-t", "show-environment", "-t", "t-alice"]);
@@ -353,9 +391,7 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     );
 
     h1.restore();
-    let stopped = crate::harness::wait_until(Duration::from_secs(60), || {
-        !swarm_util::process::is_alive(state.pid)
-    });
+    let stopped = crate::harness::wait_until(Duration::from_secs(60), || !h1.alive(state.pid));
     if !stopped {
         evidence();
     }
@@ -443,7 +479,7 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
         swarm_store::state::Activity::Exited,
         "{bob:?}"
     );
-    assert!(!swarm_util::process::is_alive(bob.pid));
+    assert!(!h1.alive(bob.pid));
     let session = h1.exec(&["tmux", "-L", "swarm-t", "has-session", "-t", "=t-bob"]);
     assert!(!session.status.success(), "bob's session is still there");
 
@@ -456,17 +492,13 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
     let killed = with_hosts(&["--team", "t", "shutdown", "dan", "--force"]);
     let said = format!("{}{}", killed.stdout, killed.stderr);
     assert!(said.contains("SIGKILL on host h1"), "{said}");
-    assert!(!swarm_util::process::is_alive(dan.pid), "{said}");
+    assert!(!h1.alive(dan.pid), "{said}");
 
     let carol = store
         .agents()
         .read_state(&swarm_util::names::AgentName::new("carol").unwrap())
         .unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(carol.pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    h1.kill9(carol.pid);
     let mut dead = serde_json::Value::Null;
     let noticed = crate::harness::wait_until(Duration::from_secs(60), || {
         dead = member_json(&env.status_json("t", 3000), "carol");
@@ -580,12 +612,12 @@ fn the_leads_agent_tool_starts_a_teammate_on_a_host() {
     };
     let old_bob = state("bob").unwrap();
     drop(run);
-    for pid in [state("team-lead").unwrap().pid, old_bob.pid] {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(state("team-lead").unwrap().pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    // Bob's pid is h1's.
+    lab.net.hosts[0].kill9(old_bob.pid);
     // Dead by their heartbeats, as the resumed lead (10 s, the default) will judge them.
     let dead = crate::harness::wait_until(Duration::from_secs(60), || {
         let seen = env.status_json("t", 10_000);

@@ -1,10 +1,13 @@
 //! Simulated hosts, for the tests of teammates on other machines: each a Linux network
 //! namespace with its own veth address, its own `sshd` (Debian's openssh-server, on port 22
-//! of its own address, key-only, with a key made for the test) and its own filesystem view,
-//! a mount namespace where the test's directory (the lead's root, home and project), `/tmp`,
-//! `/run` and `/root` are private and empty: a remote teammate that reads a local file by
-//! mistake fails its test. The host's own files are in `/run/host` (the test's
-//! `hosts/<name>` directory), and swarm's binary at `/run/host-bin/swarm`.
+//! of its own address, key-only, with a key made for the test), its own PID namespace (a
+//! pid read on the lead's side is never one of a host's processes) and its own filesystem
+//! view, a mount namespace where the test's directory (the lead's root, home and project),
+//! `/tmp` and `/run` are private and empty: a remote teammate that reads a local file by
+//! mistake fails its test. Its user's home, `/root`, is its own (the test's
+//! `hosts/<name>/home`, [`SimHost::home`]), so what a user keeps there (`~/.pgpass`,
+//! `~/.postgresql/root.crt`) is the host's. The host's other files are in `/run/host` (the
+//! test's `hosts/<name>` directory), and swarm's binary at `/run/host-bin/swarm`.
 //!
 //! Only the namespaces' addresses are used: one /24 of 10.64.0.0/10 per network, on a
 //! bridge of its own (a switch: hosts reach each other without the machine routing), the
@@ -33,7 +36,7 @@ mount --bind "$HOST_DIR" /run/host
 touch /run/host-bin/swarm
 mount --bind "$SWARM_BIN" /run/host-bin/swarm
 mount -t tmpfs tmpfs "$ENV_DIR"
-mount -t tmpfs tmpfs /root
+mount --bind /run/host/home /root
 mount -t tmpfs tmpfs /tmp
 echo ready
 exec sleep 100000"#;
@@ -47,6 +50,8 @@ pub struct SimHost {
     pub gateway: String,
     /// Its own files, seen there as `/run/host`.
     pub dir: PathBuf,
+    /// Its user's home, seen there as `/root`.
+    pub home: PathBuf,
     veth: String,
     holder: Child,
     sshd: Option<Child>,
@@ -182,12 +187,16 @@ struct Link<'a> {
 impl SimHost {
     fn start(env: &TestEnv, name: &str, authorized: &str, link: Link) -> SimHost {
         let dir = env.dir.path().join("hosts").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).unwrap();
         let mut holder = Command::new("unshare")
             .args([
                 "--net",
                 "--mount",
                 "--uts",
+                "--pid",
+                "--fork",
+                "--mount-proc",
                 "--propagation",
                 "private",
                 "--",
@@ -215,7 +224,7 @@ impl SimHost {
             address,
             veth,
         } = link;
-        let pid = holder.id().to_string();
+        let pid = inner_pid(&holder).to_string();
         sh(&[
             "ip", "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &pid,
         ]);
@@ -236,6 +245,7 @@ impl SimHost {
             address,
             gateway: gateway.to_owned(),
             dir,
+            home,
             veth,
             holder,
             sshd: None,
@@ -256,9 +266,11 @@ impl SimHost {
         )
         .unwrap();
         let log = std::fs::File::create(self.dir.join("sshd.log")).unwrap();
-        let pid = self.holder.id().to_string();
+        let pid = inner_pid(&self.holder).to_string();
         let sshd = Command::new("nsenter")
-            .args(["-t", &pid, "-n", "-m", "-u", "--", SSHD, "-D", "-e", "-f"])
+            .args([
+                "-t", &pid, "-n", "-m", "-u", "-p", "--", SSHD, "-D", "-e", "-f",
+            ])
             .arg("/run/host/sshd_config")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -292,9 +304,23 @@ impl SimHost {
     /// arguments and environment.
     pub fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new("nsenter");
-        cmd.args(["-t", &self.holder.id().to_string(), "-n", "-m", "-u", "--"])
+        let pid = inner_pid(&self.holder).to_string();
+        cmd.args(["-t", &pid, "-n", "-m", "-u", "-p", "--"])
             .arg(program);
         cmd
+    }
+
+    /// Whether the host's process `pid` (as the host numbers it) still runs.
+    pub fn alive(&self, pid: i32) -> bool {
+        self.exec(&["kill", "-0", &pid.to_string()])
+            .status
+            .success()
+    }
+
+    /// `kill -9` of the host's process `pid`, there.
+    pub fn kill9(&self, pid: i32) {
+        let out = self.exec(&["kill", "-9", &pid.to_string()]);
+        assert!(out.status.success(), "{out:?}");
     }
 
     /// Cuts the host off the network (its link down), as a failed switch would.
@@ -336,6 +362,19 @@ impl Drop for SimHost {
             .args(["link", "del", &self.veth])
             .output();
     }
+}
+
+/// The host's first process (its PID namespace's init), as this machine numbers it: the
+/// child `unshare --fork` made, whose namespaces are all the host's.
+fn inner_pid(holder: &Child) -> u32 {
+    let pid = holder.id();
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .expect("read the host's first process");
+    children
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the host has its first process")
 }
 
 /// Runs a setup command, which must succeed.

@@ -83,7 +83,7 @@ impl Settings {
             std::path::absolute(name).ok().filter(|p| is_executable(p))
         } else {
             self.env
-                .get("PATH")
+                .get(vars::PATH)
                 .unwrap_or_default()
                 .split(':')
                 .filter(|d| !d.is_empty())

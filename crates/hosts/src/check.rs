@@ -26,9 +26,18 @@ pub struct Finding {
     pub detail: String,
 }
 
+/// The database a host's teammates would use, and the environment they would start with
+/// (what the lead sends; the host's login gives the rest, as it gives theirs).
+pub struct Database<'a> {
+    /// A URL without a password, as a spawn gives it to the host.
+    pub url: &'a str,
+    pub env: &'a [(String, String)],
+}
+
 /// Runs every check on `ssh`'s host: `version` is this swarm's `--version` line, `store`
-/// the database the host's teammates would use (a URL without a password), if any.
-pub fn check(ssh: &Ssh, version: &str, store: Option<&str>) -> Vec<Finding> {
+/// the database the host's teammates would use, if any, which is checked as a teammate
+/// there would connect: the same user, URL and environment.
+pub fn check(ssh: &Ssh, version: &str, store: Option<Database>) -> Vec<Finding> {
     let reached = ssh.run(&["true"], None, LIMIT);
     let mut found = vec![Finding {
         what: "ssh",
@@ -71,13 +80,12 @@ pub fn check(ssh: &Ssh, version: &str, store: Option<&str>) -> Vec<Finding> {
             Ok(dir.clone())
         }));
     }
-    if let Some(url) = store {
-        found.push(one(
-            ssh,
-            "database",
-            &[host.swarm_bin(), "store", "check", url],
-            |out| Ok(out.trim().to_owned()),
-        ));
+    if let Some(db) = store {
+        let pairs: Vec<String> = db.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut argv = vec!["env"];
+        argv.extend(pairs.iter().map(String::as_str));
+        argv.extend([host.swarm_bin(), "store", "check", db.url]);
+        found.push(one(ssh, "database", &argv, |out| Ok(out.trim().to_owned())));
     }
     found
 }

@@ -53,6 +53,9 @@ impl Backend for PgStore {
     fn root(&self) -> &Root {
         &self.root
     }
+    fn url_for_hosts(&self) -> Option<String> {
+        self.for_hosts.clone()
+    }
     fn delete_team(&self) -> swarm_store::error::Result<()> {
         self.delete_on_server()?;
         swarm_store::roster::delete_files(&self.root, &self.team)

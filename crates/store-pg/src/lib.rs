@@ -116,6 +116,8 @@ pub struct PgStore {
     team: TeamName,
     root: Root,
     watchers: Arc<Watchers>,
+    /// What another host is given for this database (see `Backend::url_for_hosts`).
+    for_hosts: Option<String>,
 }
 
 impl PgStore {
@@ -136,6 +138,16 @@ impl PgStore {
             db,
             team: team.clone(),
             root: root.clone(),
+            for_hosts: None,
+        }
+    }
+
+    /// This store, telling hosts to reach its database at `url` (see
+    /// [`libpq::for_hosts`]).
+    pub fn reached_by_hosts_at(self, url: String) -> PgStore {
+        PgStore {
+            for_hosts: Some(url),
+            ..self
         }
     }
 

@@ -86,7 +86,10 @@ pub fn check_url(url: &str) -> Result<()> {
 impl Opener for PgOpener {
     fn open(&self, url: &str, root: &Root, team: &TeamName, now: bool) -> Result<Store> {
         let db = self.database(url, root, now)?;
-        Ok(Store::new(PgStore::on(db, root, team)))
+        let for_hosts = crate::libpq::for_hosts(url, &self.env)?;
+        Ok(Store::new(
+            PgStore::on(db, root, team).reached_by_hosts_at(for_hosts),
+        ))
     }
 
     fn create(

@@ -3,8 +3,12 @@
 //! started on first use, and a fresh database per test ([`database`]).
 //!
 //! The server is Debian's `postgres` (found beside `initdb` on the PATH, or under
-//! `/usr/lib/postgresql/*/bin`), initialised into a temporary directory and listening only
-//! on a Unix socket in that directory (no TCP port is opened). It runs as the `postgres`
+//! `/usr/lib/postgresql/*/bin`), initialised into a temporary directory, listening on a
+//! Unix socket in that directory (trusted: the contract suite's, and the tests' own
+//! administration) and on 127.0.0.1, where it asks every role for its password
+//! (scram-sha-256), as a server set up for a team would: [`team_database`] is reached
+//! there, as [`TEAM_ROLE`], and the tests give [`TEAM_PASSWORD`] the ways the README
+//! names (`PGPASSWORD`, a password file). It runs as the `postgres`
 //! user when the tests run as root (postgres refuses root), through `setpriv`, in a clean
 //! environment (no API keys, no `PG*` settings). It is started by `setpriv --pdeathsig QUIT`
 //! from a thread that lives as long as the server, so when the test binary ends, however
@@ -51,13 +55,37 @@ pub fn tls() -> Option<Tls> {
 
 static SERVER: OnceLock<Option<Server>> = OnceLock::new();
 
-/// The one role the server asks for a password (scram-sha-256, over its socket).
+/// The one role the server asks for a password over its socket too (scram-sha-256).
 pub const PASSWORD_ROLE: &str = "swarm_pw";
 
-/// The URL of a new, empty database on the test binary's server; `None` (said loudly)
-/// where PostgreSQL is not installed.
-pub fn database() -> Option<String> {
+/// The role a team's processes connect as over TCP, and its password, which no URL holds.
+pub const TEAM_ROLE: &str = "swarm";
+pub const TEAM_PASSWORD: &str = "team-Pw-4821";
+
+/// A new, empty database as a team's users reach it: over TCP at 127.0.0.1, as
+/// [`TEAM_ROLE`] (its owner), which the server asks for [`TEAM_PASSWORD`]; the URL holds no
+/// password. `None` (said loudly) where PostgreSQL is not installed.
+pub fn team_database() -> Option<String> {
     let server = SERVER.get_or_init(start).as_ref()?;
+    let name = new_database(server, TEAM_ROLE);
+    Some(format!(
+        "host=127.0.0.1 port={} user={TEAM_ROLE} dbname={name}",
+        server.port
+    ))
+}
+
+/// A password file (`host:port:database:user:password`) that gives [`TEAM_PASSWORD`] for
+/// every database of the test server, as a user would write `~/.pgpass`; write it 0600.
+pub fn password_file_line() -> Option<String> {
+    let server = SERVER.get_or_init(start).as_ref()?;
+    Some(format!(
+        "127.0.0.1:{}:*:{TEAM_ROLE}:{TEAM_PASSWORD}\n",
+        server.port
+    ))
+}
+
+/// Makes a new database on `server`, owned by `owner`; its name.
+fn new_database(server: &Server, owner: &str) -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let name = format!(
         "t{}_{}",
@@ -67,8 +95,16 @@ pub fn database() -> Option<String> {
     let mut admin = postgres::Client::connect(&server.url("postgres"), postgres::NoTls)
         .expect("connect to the test server");
     admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .batch_execute(&format!("CREATE DATABASE {name} OWNER {owner}"))
         .expect("create a test database");
+    name
+}
+
+/// The URL of a new, empty database on the test binary's server; `None` (said loudly)
+/// where PostgreSQL is not installed.
+pub fn database() -> Option<String> {
+    let server = SERVER.get_or_init(start).as_ref()?;
+    let name = new_database(server, "postgres");
     Some(server.url(&name))
 }
 
@@ -99,7 +135,7 @@ fn require(what: &str, available: bool) -> bool {
 /// The directory of `initdb` and `postgres`: beside `initdb` on the PATH (followed through
 /// symlinks), else the newest `/usr/lib/postgresql/<version>/bin`.
 fn bin_dir() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
+    let on_path = std::env::var_os(swarm_util::vars::PATH).and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|d| d.join("initdb"))
             .find(|p| p.is_file())
@@ -136,8 +172,8 @@ fn command(bin: &Path, program: &str, as_postgres: bool, pdeathsig: bool) -> Com
     }
     cmd.arg("--").arg(bin.join(program));
     cmd.env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("LC_ALL", "C")
+        .env(swarm_util::vars::PATH, "/usr/bin:/bin")
+        .env(swarm_util::vars::LC_ALL, "C")
         .stdin(Stdio::null());
     cmd
 }
@@ -151,21 +187,29 @@ fn start() -> Option<Server> {
     sweep_stale_dirs();
     let (dir, as_postgres) = server_dir();
     let data = init_data(&bin, &dir, as_postgres);
-    // One role must give a password (the password-file test's); everyone else is trusted.
+    // Over the socket, one role must give a password (the password-file test's); everyone
+    // else is trusted there. Over TCP, everyone gives a password.
     let hba = data.join("pg_hba.conf");
     let rest = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
+    let rest: String = rest
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("host"))
+        .map(|l| format!("{l}\n"))
+        .collect();
     std::fs::write(
         &hba,
-        format!("local all {PASSWORD_ROLE} scram-sha-256\n{rest}"),
+        format!(
+            "local all {PASSWORD_ROLE} scram-sha-256\n{rest}host all all 127.0.0.1/32 scram-sha-256\n"
+        ),
     )
     .expect("write pg_hba.conf");
     // A free port (the kernel's pick, released for the server): it listens on loopback
-    // too, for TLS, which a Unix socket never uses.
+    // too, where a team's processes connect (with TLS when `openssl` made certificates).
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("find a free port")
         .port();
-    let certs = make_certs(&dir, as_postgres);
+    let certs = make_certs(&dir, as_postgres, "DNS:localhost");
     let log = std::fs::File::create(dir.join("server.log")).expect("create the server log");
     let mut server = command(&bin, "postgres", as_postgres, true);
     server
@@ -185,7 +229,7 @@ fn start() -> Option<Server> {
                 "-c".to_owned(),
                 format!("ssl_key_file={}", dir.join("server.key").display()),
             ],
-            None => vec!["-c".to_owned(), "listen_addresses=".to_owned()],
+            None => vec!["-c".to_owned(), "listen_addresses=127.0.0.1".to_owned()],
         })
         .args(["-c", "fsync=off"])
         .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
@@ -203,6 +247,13 @@ fn start() -> Option<Server> {
         }),
     };
     wait_ready(&server, &dir);
+    let mut admin = postgres::Client::connect(&server.url("postgres"), postgres::NoTls)
+        .expect("connect to the test server");
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {TEAM_ROLE} LOGIN PASSWORD '{TEAM_PASSWORD}'"
+        ))
+        .expect("make the team role");
     Some(server)
 }
 
@@ -274,6 +325,8 @@ pub struct Private {
     pid: std::sync::Mutex<Option<u32>>,
     /// The addresses it listens on besides its socket (see [`Private::start_on`]).
     listen: Vec<String>,
+    /// It made certificates for them, and speaks TLS there.
+    tls: bool,
 }
 
 impl Private {
@@ -283,7 +336,9 @@ impl Private {
     }
 
     /// A private server that also listens on these TCP addresses (the lead's side of
-    /// simulated hosts' links), trusting connections from 10.0.0.0/8 there.
+    /// simulated hosts' links), where it asks [`TEAM_ROLE`] for [`TEAM_PASSWORD`], as a
+    /// team's server would, and offers TLS with a certificate naming them, signed by
+    /// [`Private::ca`].
     pub fn start_on(addresses: &[&str]) -> Option<Private> {
         let bin = bin_dir();
         if !require("PostgreSQL (initdb and postgres)", bin.is_some()) {
@@ -293,11 +348,18 @@ impl Private {
         let (dir, as_postgres) = server_dir();
         let bin = bin.expect("checked above");
         let data = init_data(&bin, &dir, as_postgres);
+        let mut tls = false;
         if !addresses.is_empty() {
             let hba = data.join("pg_hba.conf");
             let rules = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
-            std::fs::write(&hba, format!("{rules}\nhost all all 10.0.0.0/8 trust\n"))
-                .expect("write pg_hba.conf");
+            std::fs::write(
+                &hba,
+                format!("{rules}\nhost all all 10.0.0.0/8 scram-sha-256\n"),
+            )
+            .expect("write pg_hba.conf");
+            let names: Vec<String> = addresses.iter().map(|a| format!("IP:{a}")).collect();
+            tls = make_certs(&dir, as_postgres, &names.join(",")).is_some();
+            require("openssl (for the server's certificates)", tls);
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -310,9 +372,27 @@ impl Private {
             as_postgres,
             pid: std::sync::Mutex::new(None),
             listen: addresses.iter().map(|a| (*a).to_owned()).collect(),
+            tls,
         };
         server.run();
+        if !addresses.is_empty() {
+            let mut admin = postgres::Client::connect(&server.url("postgres"), postgres::NoTls)
+                .expect("connect to the private server");
+            for sql in [
+                format!("CREATE ROLE {TEAM_ROLE} LOGIN PASSWORD '{TEAM_PASSWORD}'"),
+                format!("CREATE DATABASE team OWNER {TEAM_ROLE}"),
+            ] {
+                admin
+                    .batch_execute(&sql)
+                    .expect("make the team role and database");
+            }
+        }
         Some(server)
+    }
+
+    /// The root that signed its certificate (see [`Private::start_on`]).
+    pub fn ca(&self) -> PathBuf {
+        self.dir.join("ca.crt")
     }
 
     /// The URL of database `dbname` on it.
@@ -324,12 +404,20 @@ impl Private {
         )
     }
 
-    /// The URL of database `dbname` over TCP at `address`, one of [`Private::start_on`]'s.
-    pub fn url_at(&self, address: &str, dbname: &str) -> String {
+    /// The URL of its database `team` over TCP at `address`, one of
+    /// [`Private::start_on`]'s, as [`TEAM_ROLE`], without a password: TLS as libpq's
+    /// default (`prefer`) unless `sslmode` is given.
+    pub fn url_at(&self, address: &str, sslmode: Option<&str>) -> String {
+        let mode = sslmode.map(|m| format!(" sslmode={m}")).unwrap_or_default();
         format!(
-            "host={address} port={} user=postgres dbname={dbname} sslmode=disable",
+            "host={address} port={} user={TEAM_ROLE} dbname=team{mode}",
             self.port
         )
+    }
+
+    /// A password file's line for its team role on `address`.
+    pub fn password_line(&self, address: &str) -> String {
+        format!("{address}:{}:*:{TEAM_ROLE}:{TEAM_PASSWORD}\n", self.port)
     }
 
     /// Starts it (again), and waits until it takes connections.
@@ -347,6 +435,17 @@ impl Private {
             .arg(&self.dir)
             .args(["-p", &self.port.to_string(), "-c"])
             .arg(format!("listen_addresses={}", self.listen.join(",")))
+            .args(match self.tls {
+                true => vec![
+                    "-c".to_owned(),
+                    "ssl=on".to_owned(),
+                    "-c".to_owned(),
+                    format!("ssl_cert_file={}", self.dir.join("server.crt").display()),
+                    "-c".to_owned(),
+                    format!("ssl_key_file={}", self.dir.join("server.key").display()),
+                ],
+                false => Vec::new(),
+            })
             .stdout(log.try_clone().expect("share the server log"))
             .stderr(log);
         *self.pid.lock().unwrap() = Some(spawn_postgres(server));
@@ -378,9 +477,10 @@ impl Drop for Private {
     }
 }
 
-/// A root, another root, and a certificate for `localhost` signed by the first, made with
-/// `openssl` into `dir` (the key readable by the server only); `None` without `openssl`.
-fn make_certs(dir: &Path, as_postgres: bool) -> Option<()> {
+/// A root, another root, and a certificate for the names `san` lists (`subjectAltName`'s
+/// form, `DNS:localhost,IP:10.1.2.1`) signed by the first, made with `openssl` into `dir`
+/// (the key readable by the server only); `None` without `openssl`.
+fn make_certs(dir: &Path, as_postgres: bool, san: &str) -> Option<()> {
     let openssl = |args: &[&str]| {
         let out = Command::new("openssl")
             .args(args)
@@ -418,7 +518,7 @@ fn make_certs(dir: &Path, as_postgres: bool) -> Option<()> {
         "server.csr",
     ];
     csr.extend(ec);
-    std::fs::write(dir.join("san.cnf"), "subjectAltName=DNS:localhost\n").ok()?;
+    std::fs::write(dir.join("san.cnf"), format!("subjectAltName={san}\n")).ok()?;
     let made = root("ca", "swarm test root")
         && root("other-ca", "another root")
         && openssl(&csr)

@@ -271,6 +271,12 @@ pub trait Backend: Send + Sync {
     /// roster or pointer, logs, transcripts). Whether its members still run is the
     /// caller's to settle first; a team that does not exist is not an error.
     fn delete_team(&self) -> Result<()>;
+    /// Where a teammate on another host finds the team's shared state (a database URL
+    /// with what this process's settings fill in, never a password); `None` when the team
+    /// is this machine's files, which no host can share.
+    fn url_for_hosts(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One team's shared state: a cheap handle, cloned to wherever it is needed.

@@ -11,7 +11,7 @@ use crate::ui::cli::authorize::authorize;
 use crate::ui::cli::command::{Cli, Command};
 use crate::ui::cli::context::Ctx;
 use crate::ui::cli::identity::Actor;
-use crate::ui::cli::logging::init_logging;
+use crate::ui::cli::logging::{init_logging, log_settings};
 use crate::ui::cli::{
     agent, agents, approvals, claude_argv, completions, config, host, lead, merge, message,
     model_server, resume, run, serve, shutdown, spawn, status, store, task, team, watch,
@@ -47,6 +47,9 @@ pub fn main() -> ExitCode {
     let file = log_file(&cli, &env);
     let logs_to_file = file.is_some();
     init_logging(file);
+    if logs_to_file {
+        log_settings(&env);
+    }
     swarm_util::fault::install(&env);
     let code = match run(cli, env) {
         Ok(code) => ExitCode::from(code),

@@ -10,6 +10,7 @@ use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm::error::{Error, Result};
 use swarm_hosts::{Host, Hosts, Ssh, check};
+use swarm_team::spawn::inherit::{Place, carried};
 
 #[derive(Debug, Subcommand)]
 pub enum HostCommand {
@@ -34,7 +35,7 @@ pub struct AddArgs {
     /// user@address[:port], or an alias of your ~/.ssh/config
     pub target: String,
     /// The swarm binary on the host [default: swarm on its PATH]
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "FILE")]
     pub swarm_bin: Option<String>,
     /// The project's directory on the host, where its teammates work
     #[arg(long, value_name = "DIR")]
@@ -106,16 +107,18 @@ fn list(ctx: &Ctx, hosts: &Hosts) -> Result<()> {
 
 fn run_check(ctx: &Ctx, hosts: &Hosts, args: CheckArgs) -> Result<()> {
     let host = hosts.get(&args.name)?;
-    let store = match args.store {
-        Some(url) => Some(url),
-        None => match ctx.team() {
-            Ok(store) => ctx.teams.root().store_url(store.team())?,
-            Err(_) => None,
-        },
+    // As a spawn gives them to the host: the URL with what this environment fills in, and
+    // what the settings table sends there.
+    let url = match args.store {
+        Some(url) => Some(swarm_store_pg::libpq::for_hosts(&url, ctx.env())?),
+        None => ctx.team().ok().and_then(|store| store.url_for_hosts()),
     };
+    let (env, _) = carried(ctx.env().vars(), Place::Host);
+    let env: Vec<(String, String)> = env.into_iter().collect();
+    let store = url.as_deref().map(|url| check::Database { url, env: &env });
     let ssh = Ssh::new(host.clone(), ctx.profile.settings.dirs.ssh_config.clone());
     let version = format!("swarm {}", env!("CARGO_PKG_VERSION"));
-    let found = check::check(&ssh, &version, store.as_deref());
+    let found = check::check(&ssh, &version, store);
     if ctx.json() {
         print_json(&json!({"host": host.name, "checks": found}));
     } else {

@@ -72,7 +72,7 @@ pub struct EngineOpts {
     #[arg(long, default_value = "swarm", value_name = "ENGINE")]
     pub engine: Engine,
     /// The Claude Code client for --engine claude [default: $SWARM_CLAUDE_BIN, else claude on PATH]
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "FILE")]
     pub claude_bin: Option<PathBuf>,
 }
 

@@ -218,6 +218,7 @@ pub fn spawn_requests(def: &TeamDef, cwd: &Path) -> Vec<SpawnRequest> {
             isolation: m.isolation,
             engine: None,
             budget: Limits::default(),
+            context_window: None,
         })
         .collect()
 }

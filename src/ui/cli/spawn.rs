@@ -137,6 +137,7 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
             "--dry-run shows one spawn: give one name (each of several would go where the one before it went)",
         ));
     }
+    refuse_swarm_only_flags(&args)?;
     let reqs = requests(ctx, &args, prompt)?;
     let launcher = ctx.launcher(&store, lead_settings(ctx, &args)?, lead_dir())?;
     // `--host`, else the host the agent definition names.
@@ -153,6 +154,28 @@ pub fn run(ctx: &Ctx, args: SpawnArgs) -> Result<u8> {
         return Ok(exit::SUCCESS);
     }
     spawn_all(ctx, team, &launcher, &reqs)
+}
+
+/// A Claude Code teammate keeps its own permission rules and turns (its settings files):
+/// swarm's flags for them would not reach it, so giving them is refused, not dropped.
+fn refuse_swarm_only_flags(args: &SpawnArgs) -> Result<()> {
+    if args.engine.engine != Engine::Claude {
+        return Ok(());
+    }
+    let given: Vec<&str> = [
+        (!args.allow.is_empty(), "--allow"),
+        (args.max_turns.is_some(), "--max-turns"),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "{} applies to swarm teammates only (a Claude Code teammate follows its own settings files): drop it or use --engine swarm",
+        given.join(" and ")
+    )))
 }
 
 /// The first instructions: `--prompt-file`'s text, else `--prompt`'s, checked as a message.
@@ -193,6 +216,7 @@ fn requests(ctx: &Ctx, args: &SpawnArgs, prompt: Option<String>) -> Result<Vec<S
                 isolation: args.isolation,
                 engine: Some(args.engine.engine),
                 budget: args.budget.limits(),
+                context_window: args.context_window,
             })
         })
         .collect()
@@ -209,7 +233,6 @@ fn lead_settings(ctx: &Ctx, args: &SpawnArgs) -> Result<LeadSettings> {
     lead.permission_mode = ctx.permission_mode(args.lead_permission_mode);
     lead.allow = args.allow.iter().map(ToString::to_string).collect();
     lead.max_turns = args.max_turns;
-    lead.context_window = args.context_window;
     // The engine is this teammate's (in `req`), not the lead's that a first spawn opens.
     let lead = ctx.with_engine(lead, &args.engine)?;
     Ok(LeadSettings {

@@ -232,13 +232,16 @@ fn tls_is_used_and_checked_as_the_sslmode_asks() {
     let Some(tls) = swarm_store_pg::testing::tls() else {
         return;
     };
+    use swarm_store_pg::testing::{TEAM_PASSWORD, TEAM_ROLE};
     let url = |host: &str, settings: &str| {
         format!(
-            "host={host} port={} user=postgres dbname=postgres {settings}",
+            "host={host} port={} user={TEAM_ROLE} dbname=postgres {settings}",
             tls.port
         )
     };
-    let open = |url: &str| Database::open(url, &no_env());
+    // Over TCP the server asks for a password, as a team's would.
+    let password = Environment::from_pairs([("PGPASSWORD", TEAM_PASSWORD)]);
+    let open = |url: &str| Database::open(url, &password);
     // Whether the connection the store makes is encrypted, as the server sees it.
     let encrypted = |db: &Database| {
         db.run(Retry::Safe, "look at the connection", |c| {
@@ -275,9 +278,9 @@ fn tls_is_used_and_checked_as_the_sslmode_asks() {
     assert!(!encrypted(
         &open(&url("localhost", "sslmode=disable")).unwrap()
     ));
-    let env = Environment::from_pairs([("PGSSLMODE", "require")]);
+    let env = Environment::from_pairs([("PGSSLMODE", "require"), ("PGPASSWORD", TEAM_PASSWORD)]);
     let db = Database::open(
-        &format!("postgres://postgres@localhost:{}/postgres", tls.port),
+        &format!("postgres://{TEAM_ROLE}@localhost:{}/postgres", tls.port),
         &env,
     )
     .unwrap();

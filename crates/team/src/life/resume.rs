@@ -152,7 +152,7 @@ pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
             .find(|p| p.agent.as_deref() == Some(LEAD));
         return match lead_pane {
             Some(p) if p.dead => {
-                window.tmux().respawn_pane(p.pane, &spec)?;
+                window.restart_pane(p.pane, &spec)?;
                 Ok(window)
             }
             Some(_) => Err(Error::conflict(format!(

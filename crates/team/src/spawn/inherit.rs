@@ -23,18 +23,21 @@
 //!   are the lead's;
 //! - permission mode: plan when a plan is required (plan mode beats bypass), else the
 //!   spawn's mode, else the agent definition's `permissionMode`, else the lead's; allow
-//!   rules, the turn limit, the context window (`--context-window`) and how long to wait
-//!   for a permission answer are the lead's;
+//!   rules, the turn limit and how long to wait for a permission answer are the lead's;
+//!   the context window (`--context-window`) is the spawn's own, else the lead's on the
+//!   lead's API (another model has its own);
 //! - budget: the spawn's own (`--budget-usd`, `--budget-tokens`), never the lead's; the
 //!   team's budget reaches every agent through the team's `budget.json`;
 //! - root and tmux server are the lead's, so the team stays on one disk and one server;
-//! - environment: an allow-list copied from the lead (provider keys and URLs, proxies, CA
-//!   bundles, `SWARM_*`, `CLAUDE_CONFIG_DIR`, and `PATH`, `HOME`, `LANG`, `LC_ALL`, `USER`
-//!   so commands run as they would for the lead). Anything that looks like a credential
-//!   ([`is_secret`]: a name with KEY, TOKEN, SECRET, PASSWORD or AUTH, or a proxy URL)
-//!   goes to `secret_env`, which never reaches a command line; it is the only way a
-//!   credential reaches a teammate, since tmux itself is never given one (see
-//!   [`swarm_tmux::Tmux::hide_env`]).
+//! - environment ([`environment`]): what the settings table (`swarm_util::vars`) says
+//!   travels to the [`Place`] the process runs at, copied from the lead's: provider keys
+//!   and URLs, proxies, CA bundles, swarm's settings, the `PG*` settings of a PostgreSQL
+//!   team, and `PATH`, `HOME`, `LANG`, `USER` so commands run as they would for the lead.
+//!   On another host, what is the host's own (`HOME`, `PATH`, `PGPASSWORD`, the password
+//!   file, certificates...) stays the host's, and the database's address reaches it in the
+//!   URL it is given. What the table marks secret goes to `secret_env`, which never reaches
+//!   a command line; it is the only way a credential reaches a teammate, since tmux itself
+//!   is never given one (see [`swarm_tmux::Tmux::hide_env`]).
 //!
 //! Every valued flag is written `--flag=value`, so a value starting with `-` is still a
 //! value.
@@ -59,7 +62,7 @@ use swarm_llm::Provider;
 use swarm_util::environment::is_secret;
 use swarm_util::meter::Limits;
 use swarm_util::names::{AgentName, TeamName, agent_id};
-use swarm_util::vars;
+use swarm_util::vars::{self, Travel};
 
 /// The lead's side of the inheritance.
 #[derive(Debug, Clone, PartialEq)]
@@ -223,6 +226,8 @@ pub struct SpawnSpec {
     pub definition_permission_mode: Option<PermissionMode>,
     /// Its own budget, given to a swarm teammate as `--budget-usd`/`--budget-tokens`.
     pub budget: Limits,
+    /// Its own context window (`--context-window`), over the lead's.
+    pub context_window: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,40 +238,15 @@ pub struct TeammateCommand {
     pub cwd: PathBuf,
 }
 
-const PASSED: [&str; 25] = [
-    vars::ANTHROPIC_API_KEY,
-    vars::ANTHROPIC_AUTH_TOKEN,
-    vars::ANTHROPIC_BASE_URL,
-    vars::ANTHROPIC_VERSION,
-    vars::OPENAI_API_KEY,
-    vars::OPENAI_BASE_URL,
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "NODE_EXTRA_CA_CERTS",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    vars::CLAUDE_CONFIG_DIR,
-    "PATH",
-    vars::HOME,
-    "LANG",
-    "LC_ALL",
-    vars::USER,
-];
-
-/// Set per teammate, never copied from the lead.
-const IDENTITY: [&str; 3] = [
-    vars::SWARM_AGENT_ID,
-    vars::SWARM_AGENT_NAME,
-    vars::SWARM_TEAM,
-];
+/// Where a process swarm starts runs, which decides what of the caller's environment it
+/// gets (the settings table's `panes` or `hosts` column, `swarm_util::vars`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// In a pane on this machine.
+    Here,
+    /// On another host, over ssh: what is the host's own stays the host's.
+    Host,
+}
 
 /// Environment variables that choose every teammate's model, in order.
 pub const SUBAGENT_MODEL_VARS: [&str; 2] =
@@ -350,6 +330,7 @@ pub fn teammate_command(
     lead: &LeadSettings,
     env: &BTreeMap<String, String>,
     spawn: &SpawnSpec,
+    place: Place,
 ) -> TeammateCommand {
     let mut argv = vec![
         lead.exe.display().to_string(),
@@ -383,7 +364,10 @@ pub fn teammate_command(
     };
     let model = resolve_model(lead, env, spawn);
     let api = resolve_api(lead, spawn);
-    model_and_limits(&mut argv, lead, &api, model, lead.rate_limit_wait, mode);
+    let window = spawn
+        .context_window
+        .or(lead.context_window.filter(|_| !api.own));
+    model_and_limits(&mut argv, lead, &api, model, window, mode);
     if let Some(usd) = spawn.budget.usd {
         argv.push(format!("--budget-usd={usd}"));
     }
@@ -391,7 +375,7 @@ pub fn teammate_command(
         argv.push(format!("--budget-tokens={n}"));
     }
 
-    let (mut plain, secret) = environment(lead, env);
+    let (mut plain, secret) = environment(lead, env, place);
     if api.own {
         plain.retain(|k, _| !LEAD_API.contains(&k.as_str()));
     }
@@ -424,7 +408,7 @@ pub fn lead_command(
         lead,
         &api,
         lead.model.clone(),
-        lead.rate_limit_wait,
+        lead.context_window,
         lead.permission_mode,
     );
     if lead.engine == Engine::Claude {
@@ -434,20 +418,20 @@ pub fn lead_command(
         }
     }
     argv.extend(extra.iter().cloned());
-    let (plain, secret) = environment(lead, env);
+    let (plain, secret) = environment(lead, env, Place::Here);
     with_identity(argv, plain, secret, &AgentName::lead(), team, cwd)
 }
 
 /// The flags a `swarm` agent is started with, in the order every command line gives them:
 /// the `api`'s provider, `model`, the `api`'s base URL, then the lead's API version (on the
-/// lead's API only), `rate_limit_wait`, permission `mode`, allow rules, turn limit, context
-/// window (on the lead's API only), permission timeout.
+/// lead's API only), how long to wait out rate limits, permission `mode`, allow rules,
+/// turn limit, `context_window`, permission timeout.
 fn model_and_limits(
     argv: &mut Vec<String>,
     lead: &LeadSettings,
     api: &Api,
     model: Option<String>,
-    rate_limit_wait: Option<u64>,
+    context_window: Option<u64>,
     mode: PermissionMode,
 ) {
     if let Some(p) = &api.provider {
@@ -464,7 +448,7 @@ fn model_and_limits(
     if let Some(v) = lead.anthropic_version.as_ref().filter(|_| !api.own) {
         argv.push(format!("--anthropic-version={v}"));
     }
-    if let Some(s) = rate_limit_wait {
+    if let Some(s) = lead.rate_limit_wait {
         argv.push(format!("--rate-limit-wait={s}"));
     }
     argv.push(format!("--permission-mode={mode}"));
@@ -474,7 +458,7 @@ fn model_and_limits(
     if let Some(n) = lead.max_turns {
         argv.push(format!("--max-turns={n}"));
     }
-    if let Some(n) = lead.context_window.filter(|_| !api.own) {
+    if let Some(n) = context_window {
         argv.push(format!("--context-window={n}"));
     }
     if let Some(t) = lead.permission_timeout {
@@ -531,7 +515,7 @@ pub fn claude_command(
         flag(&mut argv, "model", &m);
     }
 
-    let (mut plain, secret) = environment(lead, env);
+    let (mut plain, secret) = environment(lead, env, Place::Here);
     // Claude Code's own settings variables: what the user set for the client reaches it.
     for (k, v) in env {
         if is_claude_setting(k) && !v.is_empty() && !is_secret(k) {
@@ -611,34 +595,42 @@ fn flag(argv: &mut Vec<String>, name: &str, value: &str) {
     }
 }
 
-/// The environment a process started for the lead gets: the allow-list, split into plain
-/// and secret, plus the lead's root and tmux server. No identity: callers add it.
+/// The environment a process started for the lead gets at `place`: each variable of the
+/// settings table that travels there, split into plain and secret as the table says, plus
+/// the lead's root and tmux server. No identity: callers add it.
 pub fn environment(
     lead: &LeadSettings,
     env: &BTreeMap<String, String>,
+    place: Place,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let (mut plain, secret) = carried(env, place);
+    plain.insert(vars::SWARM_ROOT.to_owned(), lead.root.display().to_string());
+    if let Some(s) = &lead.tmux_socket {
+        plain.insert(vars::SWARM_TMUX_SOCKET.to_owned(), s.clone());
+    }
+    (plain, secret)
+}
+
+/// What of `env` the settings table sends to a process at `place`, as plain and secret.
+pub fn carried(
+    env: &BTreeMap<String, String>,
+    place: Place,
 ) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
     let mut plain = BTreeMap::new();
     let mut secret = BTreeMap::new();
-    for (k, v) in env {
-        let passed = PASSED.contains(&k.as_str())
-            || (k.starts_with("SWARM_") && !IDENTITY.contains(&k.as_str()));
-        if !passed || v.is_empty() {
+    for var in vars::ALL {
+        let travel = match place {
+            Place::Here => var.panes,
+            Place::Host => var.hosts,
+        };
+        let Some(value) = env.get(var.name).filter(|v| !v.is_empty()) else {
             continue;
-        }
-        if is_secret(k) {
-            secret.insert(k.clone(), v.clone());
-        } else {
-            plain.insert(k.clone(), v.clone());
-        }
-    }
-    plain.insert(vars::SWARM_ROOT.to_owned(), lead.root.display().to_string());
-    match &lead.tmux_socket {
-        Some(s) => {
-            plain.insert(vars::SWARM_TMUX_SOCKET.to_owned(), s.clone());
-        }
-        None => {
-            plain.remove(vars::SWARM_TMUX_SOCKET);
-        }
+        };
+        match travel {
+            Travel::Env => plain.insert(var.name.to_owned(), value.clone()),
+            Travel::Secret => secret.insert(var.name.to_owned(), value.clone()),
+            Travel::Here | Travel::Swarm | Travel::HostOwn | Travel::InUrl => None,
+        };
     }
     (plain, secret)
 }
@@ -686,6 +678,7 @@ mod tests {
             definition_base_url: None,
             definition_permission_mode: None,
             budget: Limits::default(),
+            context_window: None,
         }
     }
 
@@ -709,7 +702,7 @@ mod tests {
 
     #[test]
     fn golden_teammate_command() {
-        let cmd = teammate_command(&lead(), &env(), &spawn());
+        let cmd = teammate_command(&lead(), &env(), &spawn(), Place::Here);
         assert_eq!(
             cmd.argv,
             [
@@ -788,7 +781,14 @@ mod tests {
         let identity: Vec<(&str, &str)> = cmd
             .env
             .iter()
-            .filter(|(k, _)| IDENTITY.contains(&k.as_str()))
+            .filter(|(k, _)| {
+                [
+                    vars::SWARM_AGENT_ID,
+                    vars::SWARM_AGENT_NAME,
+                    vars::SWARM_TEAM,
+                ]
+                .contains(&k.as_str())
+            })
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         assert_eq!(
@@ -822,12 +822,12 @@ mod tests {
             usd: Some(2.5),
             tokens: Some(40_000),
         };
-        let argv = teammate_command(&lead(), &env(), &s).argv;
+        let argv = teammate_command(&lead(), &env(), &s, Place::Here).argv;
         assert_eq!(
             argv[argv.len() - 2..],
             ["--budget-usd=2.5", "--budget-tokens=40000"]
         );
-        let argv = teammate_command(&lead(), &env(), &spawn()).argv;
+        let argv = teammate_command(&lead(), &env(), &spawn(), Place::Here).argv;
         assert!(!argv.iter().any(|a| a.starts_with("--budget")), "{argv:?}");
     }
 
@@ -836,14 +836,14 @@ mod tests {
         let mut s = spawn();
         s.plan_mode_required = true;
         s.permission_mode = Some(PermissionMode::AcceptEdits);
-        let cmd = teammate_command(&lead(), &env(), &s);
+        let cmd = teammate_command(&lead(), &env(), &s, Place::Here);
         assert!(cmd.argv.contains(&"--plan-mode-required".to_owned()));
         assert!(cmd.argv.contains(&"--permission-mode=plan".to_owned()));
         assert!(!cmd.argv.iter().any(|a| a.contains("bypass")));
         let mut s = spawn();
         s.permission_mode = Some(PermissionMode::AcceptEdits);
         s.model = Some("-odd-model".into());
-        let cmd = teammate_command(&lead(), &env(), &s);
+        let cmd = teammate_command(&lead(), &env(), &s, Place::Here);
         assert!(
             cmd.argv
                 .contains(&"--permission-mode=acceptEdits".to_owned())
@@ -856,7 +856,7 @@ mod tests {
         let mut l = lead();
         l.model = None;
         l.anthropic_version = None;
-        let cmd = teammate_command(&l, &env(), &spawn());
+        let cmd = teammate_command(&l, &env(), &spawn(), Place::Here);
         assert!(
             !cmd.argv
                 .iter()
@@ -867,7 +867,7 @@ mod tests {
     }
 
     fn model_of(lead: &LeadSettings, env: &BTreeMap<String, String>, s: &SpawnSpec) -> Vec<String> {
-        teammate_command(lead, env, s)
+        teammate_command(lead, env, s, Place::Here)
             .argv
             .into_iter()
             .filter(|a| a.starts_with("--model"))
@@ -923,7 +923,7 @@ mod tests {
         env.insert("SWARM_MODEL".into(), "claude-sonnet-4-5".into());
         env.insert("SWARM_SUBAGENT_MODEL".into(), "lead-chosen".into());
         let flags = |s: &SpawnSpec| -> Vec<String> {
-            teammate_command(&lead, &env, s)
+            teammate_command(&lead, &env, s, Place::Here)
                 .argv
                 .into_iter()
                 .filter(|a| {
@@ -934,7 +934,7 @@ mod tests {
                 .collect()
         };
         let plain = |s: &SpawnSpec| -> Vec<String> {
-            teammate_command(&lead, &env, s)
+            teammate_command(&lead, &env, s, Place::Here)
                 .env
                 .into_iter()
                 .map(|(k, _)| k)
@@ -1010,7 +1010,7 @@ mod tests {
     #[test]
     fn the_leads_api_version_and_context_window_stay_on_the_leads_api() {
         let model_flags = |s: &SpawnSpec| -> Vec<String> {
-            teammate_command(&lead(), &env(), s)
+            teammate_command(&lead(), &env(), s, Place::Here)
                 .argv
                 .into_iter()
                 .filter(|a| {
@@ -1031,7 +1031,7 @@ mod tests {
     #[test]
     fn definition_permission_mode_sits_between_the_spawns_and_the_leads() {
         let mode = |s: &SpawnSpec| {
-            teammate_command(&lead(), &env(), s)
+            teammate_command(&lead(), &env(), s, Place::Here)
                 .argv
                 .into_iter()
                 .find(|a| a.starts_with("--permission-mode="))

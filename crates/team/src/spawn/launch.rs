@@ -53,6 +53,9 @@ pub struct SpawnRequest {
     pub engine: Option<Engine>,
     /// Its own budget (swarm teammates only).
     pub budget: Limits,
+    /// Its own context window (swarm teammates only); `None`: the lead's, on the lead's
+    /// API, else its model's.
+    pub context_window: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -208,7 +211,9 @@ impl Launcher {
         settings.lead_verify_key = key.map(|k| k.to_arg());
         let spec = spec(self.store.team(), prepared, color);
         let mut cmd = match self.engine(&prepared.req) {
-            Engine::Swarm => inherit::teammate_command(&settings, &self.env, &spec),
+            Engine::Swarm => {
+                inherit::teammate_command(&settings, &self.env, &spec, inherit::Place::Here)
+            }
             Engine::Claude => {
                 let claude = ClaudeSpawn {
                     bin: self.claude_bin()?.to_path_buf(),
@@ -317,6 +322,11 @@ impl Launcher {
                     "a budget applies to swarm teammates only (Claude Code keeps its own accounts): drop --budget-usd/--budget-tokens or use --engine swarm",
                 ));
             }
+            if req.context_window.is_some() {
+                return Err(Error::usage(
+                    "a context window applies to swarm teammates only (Claude Code sizes its own): drop --context-window or use --engine swarm",
+                ));
+            }
         }
         let prepared = self.prepare(req)?;
         let api = inherit::resolve_api(&self.lead, &spec(self.store.team(), &prepared, ""));
@@ -355,7 +365,7 @@ impl Launcher {
     /// would only die in its pane, so the spawn is refused here with the reason. On its
     /// own `api`, the lead's variables do not reach it (see [`inherit`]).
     pub(crate) fn check_model(&self, name: &AgentName, api: &inherit::Api) -> Result<()> {
-        let (plain, secret) = inherit::environment(&self.lead, &self.env);
+        let (plain, secret) = inherit::environment(&self.lead, &self.env, inherit::Place::Here);
         let given = |flag: &Option<String>, var: &str| {
             flag.clone()
                 .or_else(|| plain.get(var).filter(|_| !api.own).cloned())
@@ -640,7 +650,7 @@ impl Launcher {
         }
         let window = self.ensure_window(lead_cmd).and_then(|(window, opened)| {
             if !opened && let Some(pane) = self.stopped_lead(&window)? {
-                window.tmux().respawn_pane(pane, &pane_spec(lead_cmd))?;
+                window.restart_pane(pane, &pane_spec(lead_cmd))?;
             }
             Ok((window, opened))
         });
@@ -794,6 +804,7 @@ pub(crate) fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSp
         definition_base_url: def.and_then(|d| d.base_url.clone()),
         definition_permission_mode: def.and_then(|d| d.permission_mode),
         budget: req.budget,
+        context_window: req.context_window,
     }
 }
 

@@ -73,7 +73,7 @@ impl Launcher {
     /// Spawns `req` on the host `ssh` reaches (its `cwd` is ignored: the host's directory).
     pub fn spawn_on_host(&self, req: &SpawnRequest, ssh: &Ssh) -> Result<Spawned> {
         let host = ssh.host();
-        let url = self.store.root().store_url(self.store.team())?.ok_or_else(|| {
+        let url = self.store.url_for_hosts().ok_or_else(|| {
             Error::usage(format!(
                 "a teammate on another host needs its team on PostgreSQL: team '{}' is files on this machine; make it with `swarm team create {} --store URL`",
                 self.store.team(), self.store.team()
@@ -146,8 +146,7 @@ impl Launcher {
         let host = ssh.host();
         let url = self
             .store
-            .root()
-            .store_url(self.store.team())?
+            .url_for_hosts()
             .unwrap_or_else(|| "URL".to_owned());
         let dir = host.dir.clone().unwrap_or_else(|| "DIR".to_owned());
         let (mut lines, dir) = match remote_worktree::plan(self.store.team(), &req.name, &self.cwd)?
@@ -366,20 +365,11 @@ impl Launcher {
         settings.session_id = config.lead_session_id.clone();
         let key = swarm_store::mailbox::lead_key::verify_key(self.store.root(), self.store.team())?;
         settings.lead_verify_key = key.map(|k| k.to_arg());
-        let mut env = self.env.clone();
-        // This machine's paths mean nothing there.
-        for local in [
-            vars::SWARM_SSH_CONFIG,
-            vars::SWARM_TIMINGS,
-            vars::SWARM_PROJECT_DIR,
-        ] {
-            env.remove(local);
-        }
         let spec = inherit::SpawnSpec {
             cwd: dir.into(),
             ..spec.clone()
         };
-        let mut cmd = inherit::teammate_command(&settings, &env, &spec);
+        let mut cmd = inherit::teammate_command(&settings, &self.env, &spec, inherit::Place::Host);
         cmd.env
             .push((vars::SWARM_PROJECT_DIR.to_owned(), dir.to_owned()));
         cmd.cwd = dir.into();

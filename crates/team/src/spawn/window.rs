@@ -639,6 +639,28 @@ impl TeamWindow {
 
     /// Runs a pane's setup; on failure removes the half-made pane so no untagged
     /// placeholder is left behind.
+    /// Starts `spec` again in `pane`, a dead pane of this window (a stopped lead's), its
+    /// secrets handed over as for a new pane: a bare `respawn-pane` would start it without
+    /// them. On failure the pane stays as it was.
+    pub fn restart_pane(&self, pane: PaneId, spec: &PaneSpec) -> Result<()> {
+        let restart = TmuxCommand::respawn_pane(pane, spec)?;
+        let names: Vec<&str> = spec.secret_env.iter().map(|(k, _)| k.as_str()).collect();
+        if !names.is_empty() {
+            self.tmux
+                .set_session_environment_quietly(self.session, &spec.secret_env)?;
+        }
+        let result = self.tmux.run_batch(&[restart]);
+        if !names.is_empty()
+            && let Err(e) = self.tmux.unset_session_environment(self.session, &names)
+        {
+            tracing::warn!(
+                "failed to remove secrets from tmux session {}: {e}",
+                self.session
+            );
+        }
+        Ok(result.map(drop)?)
+    }
+
     fn run_or_discard(&self, batch: &[TmuxCommand], pane: PaneId) -> Result<()> {
         if let Err(e) = self.tmux.run_batch(batch) {
             let _ = self.tmux.kill_pane(pane);

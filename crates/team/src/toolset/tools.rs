@@ -871,6 +871,7 @@ fn agent_request(input: &Value, ctx: &ToolContext) -> Result<SpawnRequest, ToolO
         // Per-agent budgets are the person's to give (`swarm spawn`); the lead's
         // teammates keep to the team's.
         budget: Default::default(),
+        context_window: None,
     })
 }
 
