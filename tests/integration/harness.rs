@@ -437,7 +437,7 @@ pub fn require(what: &str, available: bool) -> bool {
         return true;
     }
     assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
+        !swarm_util::environment::in_ci(),
         "{what} is missing, and under CI=true nothing may be skipped (.ci/run installs it)"
     );
     eprintln!("SKIPPED: {what} is missing; this test did not run");

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::harness::{Backend, ScriptedModel, TestEnv, member_json, run};
+use crate::pg_team::BEAT_TIMEOUT_MS;
 use crate::sim_hosts::SimNet;
 
 /// `swarm ARGS` with the simulated hosts' ssh settings.
@@ -352,7 +353,7 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
             .count()
     };
     assert_eq!(ssh_to(&h1.address) + ssh_to(&h2.address), 0);
-    let shown = env.status_json("t", 3000);
+    let shown = env.status_json("t", BEAT_TIMEOUT_MS);
     assert_eq!(
         member_json(&shown, "alice")["host"],
         "swarm-test-h1",
@@ -362,7 +363,7 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     h1.cut();
     let mut dead = serde_json::Value::Null;
     let declared = crate::harness::wait_until(Duration::from_secs(60), || {
-        dead = member_json(&env.status_json("t", 3000), "alice");
+        dead = member_json(&env.status_json("t", BEAT_TIMEOUT_MS), "alice");
         dead["state"] == "dead"
     });
     if !declared {
@@ -395,10 +396,15 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     if !stopped {
         evidence();
     }
-    assert!(stopped, "alice did not stop once fenced");
+    assert!(stopped, "alice did not stop once back");
+    // Stopped because the database refused her as fenced, not for any other reason: her
+    // log on h1 says so (her exit code is in no state: the database refuses her writes).
+    let log = h1.exec(&["cat", "/root/.claude/teams/t/logs/alice.log"]);
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("this process was declared dead"), "{log}");
     let task = store.tasks().get("1").unwrap();
     assert_eq!(task.owner.as_deref(), Some("bob"), "{task:?}");
-    env.status_json("t", 3000);
+    env.status_json("t", BEAT_TIMEOUT_MS);
     let told = env
         .lead_inbox("t")
         .into_iter()
@@ -501,7 +507,7 @@ fn a_remote_teammate_is_shut_down_over_ssh_and_one_killed_there_is_noticed() {
     h1.kill9(carol.pid);
     let mut dead = serde_json::Value::Null;
     let noticed = crate::harness::wait_until(Duration::from_secs(60), || {
-        dead = member_json(&env.status_json("t", 3000), "carol");
+        dead = member_json(&env.status_json("t", BEAT_TIMEOUT_MS), "carol");
         dead["state"] == "dead"
     });
     assert!(noticed, "carol's death was never noticed: {dead}");

@@ -39,7 +39,16 @@ mount -t tmpfs tmpfs "$ENV_DIR"
 mount --bind /run/host/home /root
 mount -t tmpfs tmpfs /tmp
 echo ready
-exec sleep 100000"#;
+exec python3 -c "$REAPER""#;
+
+/// The host's init (pid 1 of its PID namespace), as a real host's: it reaps whatever is
+/// left to it (a teammate whose tmux server went), so a process that ended is gone.
+const REAPER: &str = r#"import os, time
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(0.2)"#;
 
 /// One simulated host.
 pub struct SimHost {
@@ -208,6 +217,7 @@ impl SimHost {
             .env("HOST_NAME", format!("swarm-test-{name}"))
             .env("SWARM_BIN", SWARM)
             .env("ENV_DIR", env.dir.path())
+            .env("REAPER", REAPER)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -310,11 +320,14 @@ impl SimHost {
         cmd
     }
 
-    /// Whether the host's process `pid` (as the host numbers it) still runs.
+    /// Whether the host's process `pid` (as the host numbers it) still runs: it exists
+    /// there, and has not ended (a zombie has).
     pub fn alive(&self, pid: i32) -> bool {
-        self.exec(&["kill", "-0", &pid.to_string()])
-            .status
-            .success()
+        let stat = self.exec(&["cat", &format!("/proc/{pid}/stat")]);
+        let stat = String::from_utf8_lossy(&stat.stdout);
+        // `pid (comm) S ...`: the state follows the last parenthesis.
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        state.is_some_and(|s| !s.starts_with('Z'))
     }
 
     /// `kill -9` of the host's process `pid`, there.

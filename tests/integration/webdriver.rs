@@ -43,7 +43,7 @@ impl Browser {
         let (Some(chromium), Some(driver)) = (chromium, driver) else {
             let why = "SKIPPED: the browser tests need chromium and chromedriver (apt-get install chromium chromium-driver)";
             assert!(
-                std::env::var_os("CI").is_none(),
+                !swarm_util::environment::in_ci(),
                 "{why}; .ci/run installs them"
             );
             eprintln!("{why}");

@@ -8,9 +8,13 @@
 //! - a failure to reach or talk to the server is [`Error::Unavailable`] (exit code 11), one
 //!   lowercase line naming the server; a lock of the database not had within the lock
 //!   timeout is the same, and so is a role that lacks a privilege swarm needs;
-//! - a server this process reached before and finds away (a restart) is waited for, up to
-//!   [`OUTAGE_WAIT`] per call: a connection not made is always tried again (nothing was
-//!   sent), a transaction lost with its connection only as below;
+//! - a server found away (refusing connections, its socket gone, starting up or shutting
+//!   down, a connection reset: see `away`) is waited for, up to [`OUTAGE_WAIT`] per call,
+//!   when it is known to run there: this process reached it before, or the team's pointer
+//!   names it ([`Database::expected`]); a connection not made is always tried again (nothing
+//!   was sent), a transaction lost with its connection only as below. Anything else (a
+//!   server never reached at a URL a person gave, a name that does not resolve, a refused
+//!   password or role) is said at once;
 //! - a transaction is retried on a fresh connection where the caller says its work is
 //!   idempotent ([`Retry::Safe`]: running it twice leaves what running it once does), or
 //!   where its work may run again and it certainly did not commit
@@ -42,12 +46,20 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_secs(15);
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long connecting may take, unless the URL sets `connect_timeout`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a connection may sit silent before the first probe, between probes, and how
+/// many unanswered probes end it: a dead peer is found within about 25 s.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
+/// How long sent data may stay unacknowledged before the connection is given up.
+const UNACKNOWLEDGED: Duration = Duration::from_secs(30);
 /// Tries of one transaction that may be retried (see [`Retry`]).
 const TRIES: u32 = 4;
-/// How long one call waits for a server it reached before and finds away (a restart, a
-/// failover), trying again with a growing pause, before it fails with
-/// [`Error::Unavailable`]; a longer outage is its caller's to wait out (an agent's loop
-/// does, and says so).
+/// How long one call waits for a server known to run there (reached before by this process,
+/// or named by the team's pointer) that it finds away (a restart, a failover), trying again
+/// with a growing pause, before it fails with [`Error::Unavailable`]; a longer outage is
+/// its caller's to wait out (an agent's loop does, and says so).
 pub const OUTAGE_WAIT: Duration = Duration::from_secs(10);
 
 /// Whether a transaction may run again after its connection failed mid-way.
@@ -103,6 +115,9 @@ pub struct Database {
     idle: Mutex<Vec<Client>>,
     /// This process has connected to it at least once (see [`Database::rides_out`]).
     reached: AtomicBool,
+    /// A server is known to run there: the team's pointer names it (see
+    /// [`Database::expected`]).
+    expected: bool,
     /// The fencing token of the agent process this is, once it registered (see
     /// [`Database::fence`]).
     fence: Mutex<Option<i64>>,
@@ -130,12 +145,31 @@ impl Database {
         env: &Environment,
         lock_timeout: Duration,
     ) -> Result<Database> {
-        let db = Database::lazy(url, env, lock_timeout)?;
-        off_runtime(|| {
-            let client = db.connect()?;
-            db.give_back(client);
-            Ok(db)
-        })
+        Database::lazy(url, env, lock_timeout)?.reach(true)
+    }
+
+    /// This database, connected to once, so a server that cannot be reached is said now.
+    /// With `wait`, a server found away is waited for as every call waits for it (see
+    /// [`Database::rides_out`]); without, one try.
+    pub fn reach(self, wait: bool) -> Result<Database> {
+        if wait {
+            // Nothing to do but connect: `run` waits for the server as it should.
+            self.run(Retry::Once, "connect to", |_| Ok(()))?;
+            return Ok(self);
+        }
+        let client = off_runtime(|| self.take())?;
+        self.give_back(client);
+        Ok(self)
+    }
+
+    /// This database, with a server known to run at its URL: the team's pointer names it
+    /// (the team was made there), so a server found away (see `away`) before this process
+    /// ever reached it is restarting, and waited for as one reached before would be
+    /// ([`OUTAGE_WAIT`]), not taken for a wrong URL. A name that does not resolve, a refused
+    /// password or role are still said at once.
+    pub fn expected(mut self) -> Database {
+        self.expected = true;
+        self
     }
 
     /// The database at `url`, parsed (what it leaves out filled from `env`) but not
@@ -159,6 +193,15 @@ impl Database {
         if config.get_application_name().is_none() {
             config.application_name("swarm");
         }
+        // A connection whose other end vanished (a host cut off, a server's machine gone)
+        // fails within about half a minute instead of blocking a call for TCP's quarter of
+        // an hour: probes on an idle one, and a bound on data left unacknowledged.
+        config
+            .keepalives(true)
+            .keepalives_idle(KEEPALIVE_IDLE)
+            .keepalives_interval(KEEPALIVE_INTERVAL)
+            .keepalives_retries(KEEPALIVE_RETRIES)
+            .tcp_user_timeout(UNACKNOWLEDGED);
         Ok(Database {
             at: describe(&config),
             lock_timeout,
@@ -166,6 +209,7 @@ impl Database {
             tls,
             idle: Mutex::new(Vec::new()),
             reached: AtomicBool::new(false),
+            expected: false,
             fence: Mutex::new(None),
         })
     }
@@ -176,25 +220,29 @@ impl Database {
         &self.at
     }
 
-    fn connect(&self) -> Result<Client> {
-        let connected = match &self.tls {
+    /// A new connection, set up with this database's timeouts.
+    fn connect(&self) -> std::result::Result<Client, postgres::Error> {
+        let mut client = match &self.tls {
             Some(tls) => self.config.connect(tls.clone()),
             None => self.config.connect(NoTls),
-        };
-        let mut client = connected.map_err(|e| self.unavailable("connect to", &e))?;
+        }?;
         self.reached.store(true, Ordering::Relaxed);
-        client
-            .batch_execute(&format!(
-                "SET lock_timeout = {}; SET statement_timeout = {}",
-                self.lock_timeout.as_millis(),
-                STATEMENT_TIMEOUT.as_millis()
-            ))
-            .map_err(|e| self.unavailable("set up a connection to", &e))?;
+        client.batch_execute(&format!(
+            "SET lock_timeout = {}; SET statement_timeout = {}",
+            self.lock_timeout.as_millis(),
+            STATEMENT_TIMEOUT.as_millis()
+        ))?;
         Ok(client)
     }
 
     /// A connection of the pool (or a new one), the caller's until it gives it back.
     pub(crate) fn take(&self) -> Result<Client> {
+        self.try_take()
+            .map_err(|e| self.unavailable("connect to", &e, false))
+    }
+
+    /// [`Database::take`], with the driver's error.
+    fn try_take(&self) -> std::result::Result<Client, postgres::Error> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(c) if !c.is_closed() => Ok(c),
@@ -235,21 +283,24 @@ impl Database {
         let mut away_since = None;
         loop {
             tries += 1;
-            let mut client = match self.take() {
+            let mut client = match self.try_take() {
                 Ok(c) => c,
                 // Nothing was sent, so trying again makes nothing twice, whatever `retry`
                 // says.
-                Err(e) if self.rides_out(&mut away_since) => {
-                    tracing::debug!("waiting for the database: {e}");
+                Err(e) if self.rides_out(&mut away_since, &e) => {
+                    tracing::debug!("waiting for the database: {}", cause(&e));
                     backoff(tries);
                     continue;
                 }
                 Err(e) if retry == Retry::Safe && tries < TRIES => {
-                    tracing::debug!("retrying after a failed connection: {e}");
+                    tracing::debug!("retrying after a failed connection: {}", cause(&e));
                     backoff(tries);
                     continue;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    let waited = waited_out(away_since, &e);
+                    return Err(self.unavailable("connect to", &e, waited));
+                }
             };
             let outcome = work(&mut client);
             self.give_back(client);
@@ -267,11 +318,15 @@ impl Database {
             let again = rerun
                 && match kind(&e) {
                     Kind::RolledBack => tries < TRIES,
-                    Kind::Connection => tries < TRIES || self.rides_out(&mut away_since),
+                    Kind::Connection => tries < TRIES || self.rides_out(&mut away_since, &e),
                     _ => false,
                 };
             if !again {
-                return Err(self.failed(what, &e));
+                return Err(if waited_out(away_since, &e) {
+                    self.unavailable(&format!("{what}: lost"), &e, true)
+                } else {
+                    self.failed(what, &e)
+                });
             }
             tracing::debug!(
                 "retrying after a database failure: {}",
@@ -281,12 +336,15 @@ impl Database {
         }
     }
 
-    /// Whether a call that found the server away (first at `away_since`, set now if not
-    /// yet) waits on for it: only for a server this process has reached before (one never
-    /// reached is a wrong url or a server not started, said at once), and for up to
+    /// Whether a call that failed with `e` waits on for the server (first found away at
+    /// `away_since`, set now if not yet): only when `e` says the server is away (see
+    /// `away`), only for a server known to run there (this process reached it before, or
+    /// the team's pointer names it: [`Database::expected`]; one never reached at a URL a
+    /// person gave is a wrong URL or a server not started, said at once), and for up to
     /// [`OUTAGE_WAIT`].
-    fn rides_out(&self, away_since: &mut Option<Instant>) -> bool {
-        self.reached.load(Ordering::Relaxed)
+    fn rides_out(&self, away_since: &mut Option<Instant>, e: &postgres::Error) -> bool {
+        (self.expected || self.reached.load(Ordering::Relaxed))
+            && away(e)
             && away_since.get_or_insert_with(Instant::now).elapsed() < OUTAGE_WAIT
     }
 
@@ -339,7 +397,7 @@ impl Database {
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.take() {
+            match self.try_take() {
                 Ok(mut client) => {
                     let status = client
                         .query_one("SELECT txid_status($1)", &[&xid])
@@ -353,15 +411,22 @@ impl Database {
                         _ => None,
                     };
                 }
-                Err(_) if self.rides_out(&mut away_since) => backoff(tries),
+                Err(e) if self.rides_out(&mut away_since, &e) => backoff(tries),
                 Err(_) => return None,
             }
         }
     }
 
-    fn unavailable(&self, doing: &str, e: &postgres::Error) -> Error {
+    /// The server could not be reached (or was lost) while doing `doing`; `waited`: the
+    /// call waited [`OUTAGE_WAIT`] for it, which the line says.
+    fn unavailable(&self, doing: &str, e: &postgres::Error, waited: bool) -> Error {
+        let waited = if waited {
+            format!("; it did not come back within {} s", OUTAGE_WAIT.as_secs())
+        } else {
+            String::new()
+        };
         Error::Unavailable(format!(
-            "failed to {doing} the team's database at {}: {}; check that the server runs and that the store url is right",
+            "failed to {doing} the team's database at {}: {}{waited}; check that the server runs and that the store url is right",
             self.at,
             cause(e)
         ))
@@ -370,7 +435,7 @@ impl Database {
     /// A database failure while doing `what`, as swarm's error.
     pub(crate) fn failed(&self, what: &str, e: &postgres::Error) -> Error {
         match kind(e) {
-            Kind::Connection => self.unavailable(&format!("{what}: lost"), e),
+            Kind::Connection => self.unavailable(&format!("{what}: lost"), e, false),
             Kind::LockTimeout => Error::Busy(format!(
                 "failed to {what}: a lock in the team's database at {} stayed held for more than {:?}; retry",
                 self.at, self.lock_timeout
@@ -471,6 +536,51 @@ fn kind(e: &postgres::Error) -> Kind {
     } else {
         Kind::Other
     }
+}
+
+/// Whether a call that first found the server away at `away_since` gave up waiting for it
+/// ([`OUTAGE_WAIT`] passed), failing with `e`, a sign that it is still away.
+fn waited_out(away_since: Option<Instant>, e: &postgres::Error) -> bool {
+    away_since.is_some_and(|since| since.elapsed() >= OUTAGE_WAIT) && away(e)
+}
+
+/// Whether `e` says the server is away for now, as a restart or a failover leaves it: it
+/// refused the connection or reset it, its Unix socket is gone, it took too long to
+/// answer, it is starting up or shutting down (`57P03`), it ended the session
+/// (`57P01`, `57P02`), or the connection closed or failed (`08…`, end of file). Not: a
+/// name that does not resolve, a refused password or role (`28…`), a database or
+/// privilege missing, a TLS failure: none of these pass by waiting.
+fn away(e: &postgres::Error) -> bool {
+    use std::io::ErrorKind as Io;
+    if let Some(code) = e.code() {
+        return code.code().starts_with("08")
+            || *code == SqlState::ADMIN_SHUTDOWN
+            || *code == SqlState::CRASH_SHUTDOWN
+            || *code == SqlState::CANNOT_CONNECT_NOW;
+    }
+    if e.is_closed() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                Io::ConnectionRefused
+                    | Io::ConnectionReset
+                    | Io::ConnectionAborted
+                    | Io::NotConnected
+                    | Io::BrokenPipe
+                    | Io::UnexpectedEof
+                    | Io::TimedOut
+                    | Io::NotFound
+                    | Io::HostUnreachable
+                    | Io::NetworkUnreachable
+            );
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// The driver's message, on one line, with its cause: "error connecting to server:

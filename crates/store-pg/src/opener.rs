@@ -9,14 +9,19 @@
 //! - a URL holding a password is refused before anything is made, with a line saying
 //!   where passwords go (`~/.pgpass`, `PGPASSWORD`): the URL is recorded in the team's
 //!   pointer, and a password must never be in a file of swarm's or on a command line;
-//! - a server that cannot be reached is not remembered: the next open tries again.
+//! - a server that cannot be reached is not remembered: the next open tries again;
+//! - a URL from a team's pointer ([`UrlSource::Pointer`]) names a server the team was made
+//!   on: its [`Database`] is [`Database::expected`], so a server found away there (a
+//!   restart) is waited for, by a fresh command as by a process that reached it before; a
+//!   URL a person gave ([`UrlSource::Given`]) is not, and one that cannot be reached is
+//!   said at once.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use swarm_store::Root;
-use swarm_store::backends::Opener;
+use swarm_store::backends::{Opener, UrlSource};
 use swarm_store::error::{Error, Result};
 use swarm_store::roster::TeamConfig;
 use swarm_store::seam::Store;
@@ -42,18 +47,31 @@ impl PgOpener {
         }
     }
 
-    /// The database at `url`, reached and migrated (once per process); without `now`, one
+    /// The database at `url` (from `from`), reached and migrated (once per process); with
+    /// `now`, a server found away is waited for if `from` says one runs there; without, one
     /// that cannot be reached yet is a database that will connect at its first use.
-    fn database(&self, url: &str, root: &Root, now: bool) -> Result<Arc<Database>> {
+    fn database(
+        &self,
+        url: &str,
+        from: UrlSource,
+        root: &Root,
+        now: bool,
+    ) -> Result<Arc<Database>> {
         let mut databases = self.databases.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(db) = databases.get(url) {
             return Ok(db.clone());
         }
-        let reached =
-            Database::with_lock_timeout(url, &self.env, root.lock_timeout()).and_then(|db| {
-                migrate::migrate(&db)?;
-                Ok(Arc::new(db))
-            });
+        let unreached = || -> Result<Database> {
+            let db = Database::lazy(url, &self.env, root.lock_timeout())?;
+            Ok(match from {
+                UrlSource::Pointer => db.expected(),
+                UrlSource::Given => db,
+            })
+        };
+        let reached = unreached()?.reach(now).and_then(|db| {
+            migrate::migrate(&db)?;
+            Ok(Arc::new(db))
+        });
         match reached {
             Ok(db) => {
                 databases.insert(url.to_owned(), db.clone());
@@ -61,11 +79,7 @@ impl PgOpener {
             }
             Err(Error::Unavailable(why)) if !now => {
                 tracing::warn!("{why}; carrying on until it can be reached");
-                Ok(Arc::new(Database::lazy(
-                    url,
-                    &self.env,
-                    root.lock_timeout(),
-                )?))
+                Ok(Arc::new(unreached()?))
             }
             Err(e) => Err(e),
         }
@@ -84,8 +98,15 @@ pub fn check_url(url: &str) -> Result<()> {
 }
 
 impl Opener for PgOpener {
-    fn open(&self, url: &str, root: &Root, team: &TeamName, now: bool) -> Result<Store> {
-        let db = self.database(url, root, now)?;
+    fn open(
+        &self,
+        url: &str,
+        from: UrlSource,
+        root: &Root,
+        team: &TeamName,
+        now: bool,
+    ) -> Result<Store> {
+        let db = self.database(url, from, root, now)?;
         let for_hosts = crate::libpq::for_hosts(url, &self.env)?;
         Ok(Store::new(
             PgStore::on(db, root, team).reached_by_hosts_at(for_hosts),
@@ -101,7 +122,7 @@ impl Opener for PgOpener {
         cwd: &Path,
     ) -> Result<TeamConfig> {
         check_url(url)?;
-        let db = self.database(url, root, true)?;
+        let db = self.database(url, UrlSource::Given, root, true)?;
         PgStore::on(db, root, team).create_team(description, cwd)
     }
 }

@@ -27,12 +27,33 @@ use swarm_util::atomic;
 use swarm_util::error::{Base as _, IoContext};
 use swarm_util::names::TeamName;
 
+/// Where the URL given to [`Opener::open`] comes from, which says what a server found away
+/// means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlSource {
+    /// The team's pointer: the team was made there, so a server there refusing connections,
+    /// starting up or shutting down is restarting, and is waited for (a bounded time, the
+    /// opener's) as one the process reached before would be.
+    Pointer,
+    /// A person (a link's URL, a team being made): nothing says a server runs there, so one
+    /// that cannot be reached is a wrong URL or a server not started, said at once.
+    Given,
+}
+
 /// Opens teams on database servers, by URL: given to [`crate::teams::Teams`] at the edge.
 pub trait Opener: Send + Sync {
-    /// `team` at `url`. With `now`, connects now, so an unreachable server is this call's
-    /// error; without it, a server that cannot be reached yet gives a handle whose every
-    /// operation fails with `Error::Unavailable` until the server returns.
-    fn open(&self, url: &str, root: &Root, team: &TeamName, now: bool) -> Result<Store>;
+    /// `team` at `url`, which comes from `from`. With `now`, connects now, so an
+    /// unreachable server is this call's error; without it, a server that cannot be reached
+    /// yet gives a handle whose every operation fails with `Error::Unavailable` until the
+    /// server returns.
+    fn open(
+        &self,
+        url: &str,
+        from: UrlSource,
+        root: &Root,
+        team: &TeamName,
+        now: bool,
+    ) -> Result<Store>;
     /// Makes `team` at `url` (refusing a URL that holds a password, and a team that exists
     /// there).
     fn create(

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::backends::Opener;
+use crate::backends::{Opener, UrlSource};
 use crate::error::{Error, Result};
 use crate::layout::Root;
 use crate::roster::{self, TeamConfig};
@@ -82,15 +82,16 @@ impl Teams {
     }
 
     /// `team`, opened. A team on a server is opened without waiting for its server (see
-    /// [`Opener::open`]); a pointer that cannot be read, or no opener to follow it, is an
+    /// [`Opener::open`]), whose calls wait a while for it if it is away (it was made there:
+    /// [`UrlSource::Pointer`]); a pointer that cannot be read, or no opener to follow it, is an
     /// error: carrying on with the files would split the team's state.
     pub fn open(&self, team: &TeamName) -> Result<Store> {
         self.open_on(team, false)
     }
 
     /// [`Teams::open`], connecting now to a team's server: an unreachable one is an error
-    /// (`Error::Unavailable`) naming it without its password. For a command, once, before
-    /// it acts.
+    /// (`Error::Unavailable`) naming it without its password, after a bounded wait if it is
+    /// only away (restarting: [`UrlSource::Pointer`]). For a command, once, before it acts.
     pub fn connect(&self, team: &TeamName) -> Result<Store> {
         self.open_on(team, true)
     }
@@ -100,7 +101,9 @@ impl Teams {
             None => Ok(Store::new(crate::file_store::FileStore::new(
                 &self.root, team,
             ))),
-            Some(url) => self.opener(team)?.open(&url, &self.root, team, now),
+            Some(url) => self
+                .opener(team)?
+                .open(&url, UrlSource::Pointer, &self.root, team, now),
         }
     }
 
@@ -153,7 +156,7 @@ impl Teams {
         let config = opener.create(url, &self.root, team, description, cwd)?;
         let written = self.root.write_pointer(team, url);
         if written.is_err() {
-            let made = opener.open(url, &self.root, team, true);
+            let made = opener.open(url, UrlSource::Given, &self.root, team, true);
             let _ = made.and_then(|store| store.delete_team());
         }
         written.map(|()| config)
@@ -182,7 +185,7 @@ impl Teams {
             None => {
                 // Read before the pointer is written, so a wrong url leaves nothing here.
                 self.opener(team)?
-                    .open(url, root, team, true)?
+                    .open(url, UrlSource::Given, root, team, true)?
                     .roster()
                     .load()?;
                 root.write_pointer(team, url)?;

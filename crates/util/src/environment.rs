@@ -8,6 +8,10 @@
 //! Which variables may hold a credential is decided here, by [`is_secret`], once for every
 //! layer: a teammate gets those only the documented way (never in a command line), and no
 //! tmux process swarm starts gets them at all.
+//!
+//! Whether a test runs in CI ([`in_ci`]: `CI` set to a true value) is decided here too,
+//! once for every test gate (a test that cannot run for want of a tool fails in CI, and
+//! elsewhere says SKIPPED).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -92,6 +96,16 @@ impl Environment {
         &self.vars
     }
 
+    /// Whether this environment is CI's: `CI` holds a true value (`1`, `true` or `yes`, in
+    /// any case), as CI services set it. `CI=false`, `CI=0` or an empty `CI` is not.
+    pub fn in_ci(&self) -> bool {
+        self.get("CI").is_some_and(|v| {
+            ["1", "true", "yes"]
+                .iter()
+                .any(|t| v.trim().eq_ignore_ascii_case(t))
+        })
+    }
+
     /// The name of every variable [`is_secret`] matches, set or empty, readable or not:
     /// what a child that must not see a credential has removed from its environment.
     pub fn secret_names(&self) -> Vec<OsString> {
@@ -104,9 +118,28 @@ impl Environment {
     }
 }
 
+/// Whether this process runs in CI ([`Environment::in_ci`] of its environment): the one
+/// rule of every test gate, where nothing may be skipped.
+pub fn in_ci() -> bool {
+    Environment::capture().in_ci()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ci_is_a_true_value_of_ci_in_any_case() {
+        for value in ["1", "true", "TRUE", "True", "yes", "YES", " true "] {
+            let env = Environment::from_pairs([("CI", value)]);
+            assert!(env.in_ci(), "{value:?}");
+        }
+        for value in ["", "0", "false", "no", "off", "maybe"] {
+            let env = Environment::from_pairs([("CI", value)]);
+            assert!(!env.in_ci(), "{value:?}");
+        }
+        assert!(!Environment::from_pairs([("PATH", "/bin")]).in_ci());
+    }
 
     #[test]
     fn secrets_are_named_by_rule() {

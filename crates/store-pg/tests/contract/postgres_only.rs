@@ -657,9 +657,6 @@ fn a_database_of_the_first_schema_is_migrated_forward_keeping_its_data() {
     assert!(!swarm_store::Agents::lead_running(&store));
 }
 
-/// How many calls the database's absence refused (the sign that a crash came mid-work).
-static REFUSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
 /// Retries `op` until it succeeds, as an agent does while its database is away (each retry
 /// the same call: a send keeps its message id, so a retry of one that went through before
 /// the crash makes no second copy).
@@ -670,7 +667,6 @@ fn until_ok<T>(mut op: impl FnMut() -> swarm_store::error::Result<T>) -> T {
             Ok(v) => return v,
             Err(e) if Instant::now() < deadline => {
                 assert!(e.away().is_some(), "only the server's absence: {e}");
-                REFUSED.fetch_add(1, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(100));
             }
             Err(e) => panic!("the database did not come back: {e}"),
@@ -706,23 +702,36 @@ fn a_database_crash_mid_run_loses_no_acknowledged_write_and_doubles_none() {
             .unwrap();
     }
     // Writers and claimers at work, each with its own handle, while the server crashes
-    // twice (an immediate shutdown) and comes back.
+    // twice (an immediate shutdown) and comes back. Each crash waits for sends acknowledged
+    // since the last (so it comes mid-work), and every sender goes on past the second
+    // restart: the sends span both crashes. (Counting the calls the outage refused would
+    // not tell: a call waits out a crash of a server it reached, so hardly any is.)
     let done = AtomicBool::new(false);
+    let acked = std::sync::atomic::AtomicUsize::new(0);
     let (sent, claimed) = std::thread::scope(|s| {
         let sending: Vec<_> = senders
             .iter()
             .map(|from| {
-                let (url, team) = (url.clone(), team.clone());
+                let (url, team, done, acked) = (url.clone(), team.clone(), &done, &acked);
                 s.spawn(move || {
                     let mine = PgStore::connect(&url, &no_env(), &nowhere(), &team).unwrap();
-                    (0..100)
-                        .map(|i| {
-                            let e = Envelope::new(from, format!("{from}-{i}"));
-                            until_ok(|| mine.send("sink", e.clone()));
-                            std::thread::sleep(Duration::from_millis(10));
-                            format!("{from}-{i}")
-                        })
-                        .collect::<Vec<_>>()
+                    let mut sent = Vec::new();
+                    let mut after = 0;
+                    // Bounded: a server that never comes back fails `until_ok` first.
+                    for i in 0..10_000 {
+                        if done.load(Ordering::SeqCst) {
+                            after += 1;
+                            if after > 20 {
+                                break;
+                            }
+                        }
+                        let e = Envelope::new(from, format!("{from}-{i}"));
+                        until_ok(|| mine.send("sink", e.clone()));
+                        acked.fetch_add(1, Ordering::SeqCst);
+                        sent.push(format!("{from}-{i}"));
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    sent
                 })
             })
             .collect();
@@ -741,14 +750,20 @@ fn a_database_crash_mid_run_loses_no_acknowledged_write_and_doubles_none() {
                 })
             })
             .collect();
-        s.spawn(|| {
+        let crashing = s.spawn(|| {
+            let mut mid_work = true;
             for _ in 0..2 {
-                std::thread::sleep(Duration::from_millis(300));
+                let before = acked.load(Ordering::SeqCst);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while acked.load(Ordering::SeqCst) < before + 40 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                mid_work &= acked.load(Ordering::SeqCst) >= before + 40;
                 server.crash();
-                std::thread::sleep(Duration::from_millis(500));
                 server.run();
             }
             done.store(true, Ordering::SeqCst);
+            mid_work
         });
         let sent: Vec<String> = sending
             .into_iter()
@@ -758,6 +773,10 @@ fn a_database_crash_mid_run_loses_no_acknowledged_write_and_doubles_none() {
             .into_iter()
             .flat_map(|h| h.join().unwrap())
             .collect();
+        assert!(
+            crashing.join().unwrap(),
+            "a crash came before 40 more sends were acknowledged"
+        );
         (sent, claimed)
     });
     assert!(
