@@ -30,14 +30,20 @@ pub(crate) const BEAT_TIMEOUT_MS: u64 = swarm_store::liveness::DEFAULT_TIMEOUT.a
 /// `team` in the database at `url`, read there directly (no pointer, no files).
 fn in_database(url: &str, env: &TestEnv, team: &str) -> PgStore {
     let scratch = Root::new(env.dir.path().join("elsewhere"));
-    let no_env = swarm_util::environment::Environment::default();
-    PgStore::connect(url, &no_env, &scratch, &TeamName::new(team).unwrap()).unwrap()
+    PgStore::connect(url, &password(), &scratch, &TeamName::new(team).unwrap()).unwrap()
 }
 
-/// Runs `sql` on the database at `url` (as the test server's superuser), returning the
-/// first column of its first row as text, if it returns one.
+/// The environment this test process reaches a team's database with: the test server's
+/// password, as its children get it.
+fn password() -> Environment {
+    Environment::from_pairs([("PGPASSWORD", swarm_store_pg::testing::TEAM_PASSWORD)])
+}
+
+/// Runs `sql` on the database at `url` (as the URL's user: the database's owner, or a
+/// private server's superuser), returning the first column of its first row as text, if
+/// it returns one.
 fn sql(url: &str, sql: &str) -> Option<String> {
-    let db = Database::open(url, &Environment::default()).unwrap();
+    let db = Database::open(url, &password()).unwrap();
     db.run(Retry::Once, "run the test's statement", |c| {
         let rows = c.query(sql, &[])?;
         Ok(rows.first().map(|r| r.get::<_, String>(0)))

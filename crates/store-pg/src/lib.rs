@@ -72,6 +72,7 @@ mod backend;
 mod budget;
 pub mod connect;
 mod holds;
+pub mod host_url;
 pub mod libpq;
 mod mail;
 mod merge_queue;
@@ -143,7 +144,7 @@ impl PgStore {
     }
 
     /// This store, telling hosts to reach its database at `url` (see
-    /// [`libpq::for_hosts`]).
+    /// [`host_url::for_hosts`]).
     pub fn reached_by_hosts_at(self, url: String) -> PgStore {
         PgStore {
             for_hosts: Some(url),

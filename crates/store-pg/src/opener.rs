@@ -107,7 +107,7 @@ impl Opener for PgOpener {
         now: bool,
     ) -> Result<Store> {
         let db = self.database(url, from, root, now)?;
-        let for_hosts = crate::libpq::for_hosts(url, &self.env)?;
+        let for_hosts = crate::host_url::for_hosts(url, &self.env)?;
         Ok(Store::new(
             PgStore::on(db, root, team).reached_by_hosts_at(for_hosts),
         ))

@@ -110,7 +110,7 @@ fn run_check(ctx: &Ctx, hosts: &Hosts, args: CheckArgs) -> Result<()> {
     // As a spawn gives them to the host: the URL with what this environment fills in, and
     // what the settings table sends there.
     let url = match args.store {
-        Some(url) => Some(swarm_store_pg::libpq::for_hosts(&url, ctx.env())?),
+        Some(url) => Some(swarm_store_pg::host_url::for_hosts(&url, ctx.env())?),
         None => ctx.team().ok().and_then(|store| store.url_for_hosts()),
     };
     let (env, _) = carried(ctx.env().vars(), Place::Host);
