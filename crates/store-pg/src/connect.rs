@@ -150,7 +150,7 @@ impl Database {
 
     /// This database, connected to once, so a server that cannot be reached is said now.
     /// With `wait`, a server found away is waited for as every call waits for it (see
-    /// [`Database::rides_out`]); without, one try.
+    /// `Database::rides_out`); without, one try.
     pub fn reach(self, wait: bool) -> Result<Database> {
         if wait {
             // Nothing to do but connect: `run` waits for the server as it should.
