@@ -107,7 +107,10 @@ class Host:
             time.sleep(0.05)
 
     def inside(self, argv, **kw):
-        """Starts `argv` on the host (its network, mounts and name)."""
+        """Starts `argv` on the host (its network, mounts and name), with the host's own
+        environment, as its login would give it: never this process's (a `SWARM_ROOT` set
+        where the bench runs names a directory of this machine, not of the host)."""
+        kw.setdefault("env", {"PATH": os.environ["PATH"], "HOME": "/root"})
         return subprocess.Popen(["nsenter", "-t", self.pid, "-n", "-m", "-u", "--", *argv], **kw)
 
     def model_server(self, script):

@@ -45,6 +45,7 @@ mod rate_limits;
 mod resume;
 mod run_progress;
 mod scale;
+mod settings_matrix;
 mod settings_table;
 mod setup_cleanup;
 mod sizes;

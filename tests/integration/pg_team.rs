@@ -476,13 +476,26 @@ fn sends_ride_out_a_fast_restart_of_their_teams_server() {
 
 #[test]
 fn the_demo_job_completes_on_a_postgres_team() {
-    let Some(url) = swarm_store_pg::testing::database() else {
+    let Some(url) = swarm_store_pg::testing::team_database() else {
         return;
     };
     let _heavy = crate::harness::heavy();
     let env = TestEnv::new();
     let job = env.dir.path().join("job");
-    // The URL from the environment, as a person would set it once.
+    // As the README says: the URL from the environment, set once, and the server's password
+    // in PGPASSWORD, nothing else. Every pane (lead and teammates) must connect with it.
+    let field = |key: &str| {
+        url.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .unwrap()
+            .to_owned()
+    };
+    let readme_url = format!(
+        "postgres://{}@127.0.0.1:{}/{}",
+        field("user"),
+        field("port"),
+        field("dbname")
+    );
     let out = run_timeout(
         env.swarm(&[
             "demo",
@@ -491,7 +504,8 @@ fn the_demo_job_completes_on_a_postgres_team() {
             "--dir",
             &job.display().to_string(),
         ])
-        .env("SWARM_STORE_URL", &url),
+        .env("SWARM_STORE_URL", &readme_url)
+        .env("PGPASSWORD", swarm_store_pg::testing::TEAM_PASSWORD),
         Duration::from_secs(180),
     )
     .success();
@@ -523,7 +537,7 @@ fn the_demo_job_completes_on_a_postgres_team() {
             .exists()
     );
     assert!(!env.root.join("tasks").join(team).exists());
-    let tasks = in_database(&url, &env, team).tasks().list().unwrap();
+    let tasks = in_database(&readme_url, &env, team).tasks().list().unwrap();
     assert_eq!(tasks.len(), 4, "{tasks:?}");
     assert!(
         tasks
@@ -533,19 +547,32 @@ fn the_demo_job_completes_on_a_postgres_team() {
     );
 }
 
-/// `swarm run --store URL`: the team is made in the database, and its lead (started in
-/// tmux with only `--root`) finds it there through the pointer: its task and its state are
-/// rows, and no task file is written.
+/// `swarm run --store postgres:///` with the server named by `PG*` variables and the
+/// password in `~/.pgpass`, as a user whose `psql` already works has it: the team is made
+/// in the database, and its lead (started in tmux with only `--root`) reaches the same
+/// server through the pointer and those variables: its task and its state are rows, and
+/// no task file is written.
 #[test]
 fn a_run_with_store_makes_its_team_in_the_database_and_its_lead_works_there() {
-    let Some(url) = swarm_store_pg::testing::database() else {
+    let Some(url) = swarm_store_pg::testing::team_database() else {
         return;
     };
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
+    env.give_password(crate::harness::Password::File);
+    let field = |key: &str| {
+        url.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .unwrap()
+            .to_owned()
+    };
     let model = ScriptedModel::lead_with_one_task("build");
     let mut cmd = env.swarm(&["run", "build it", "--team", "t", "--no-attach"]);
     cmd.args(["--provider", "scripted", "--base-url", &model.url()])
-        .args(["--store", &url])
+        .args(["--store", "postgres:///"])
+        .env("PGHOST", "127.0.0.1")
+        .env("PGPORT", field("port"))
+        .env("PGUSER", field("user"))
+        .env("PGDATABASE", field("dbname"))
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut run = Guarded(Some(cmd.spawn().unwrap()));

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::PgStore;
 use swarm_store::Root;
 use swarm_store::seam::{
-    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, Roster,
-    TaskBoard, Topic, Worktrees,
+    Agents, Approvals, Backend, Budget, Hold, LaunchRecords, Mailboxes, MergeQueue, NotForHosts,
+    Roster, TaskBoard, Topic, Worktrees,
 };
 use swarm_util::meter::RateGate;
 use swarm_util::names::TeamName;
@@ -53,7 +53,7 @@ impl Backend for PgStore {
     fn root(&self) -> &Root {
         &self.root
     }
-    fn url_for_hosts(&self) -> Option<String> {
+    fn url_for_hosts(&self) -> Result<String, NotForHosts> {
         self.for_hosts.clone()
     }
     fn delete_team(&self) -> swarm_store::error::Result<()> {

@@ -12,6 +12,7 @@ use postgres::config::Host;
 use crate::connect::redact;
 use crate::{libpq, tls};
 use swarm_store::error::{Error, Result};
+use swarm_store::seam::NotForHosts;
 use swarm_util::environment::Environment;
 use swarm_util::error::Base as _;
 use swarm_util::vars;
@@ -21,21 +22,21 @@ use swarm_util::vars;
 /// written into it, in `key=value` form, so the host reaches the same server as the same
 /// user. Never a password, and never this machine's files (the password file, a root
 /// certificate named by `PGSSLROOTCERT`): those are the host's own. A root certificate the
-/// URL itself names is kept, as given.
-pub fn for_hosts(url: &str, env: &Environment) -> Result<String> {
+/// URL itself names is kept, as given. A server reached through a Unix socket is this
+/// machine's: [`NotForHosts::Socket`].
+pub fn for_hosts(url: &str, env: &Environment) -> Result<std::result::Result<String, NotForHosts>> {
     let (rest, given) = tls::take_settings(url);
     let mut config = Config::from_str(&rest)
         .map_err(|e| Error::usage(format!("failed to read the store url {}: {e}", redact(url))))?;
     libpq::fill_address(&mut config, env)?;
     let mut words = Vec::new();
-    let hosts: Vec<String> = config
-        .get_hosts()
-        .iter()
-        .map(|h| match h {
-            Host::Tcp(name) => name.clone(),
-            Host::Unix(path) => path.display().to_string(),
-        })
-        .collect();
+    let mut hosts = Vec::new();
+    for host in config.get_hosts() {
+        match host {
+            Host::Tcp(name) => hosts.push(name.clone()),
+            Host::Unix(path) => return Ok(Err(NotForHosts::Socket(path.display().to_string()))),
+        }
+    }
     words.push(("host", hosts.join(",")));
     let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
     if !ports.is_empty() {
@@ -63,7 +64,7 @@ pub fn for_hosts(url: &str, env: &Environment) -> Result<String> {
         .into_iter()
         .map(|(k, v)| format!("{k}={}", quoted(&v)))
         .collect();
-    Ok(pairs.join(" "))
+    Ok(Ok(pairs.join(" ")))
 }
 
 /// A value as the `key=value` form reads it: quoted when it holds a space or a quote.
@@ -94,14 +95,14 @@ mod tests {
             ("PGSSLROOTCERT", "/home/lead/ca.pem"),
             ("PGCONNECT_TIMEOUT", "7"),
         ]);
-        let url = for_hosts("postgres:///", &here).unwrap();
+        let url = for_hosts("postgres:///", &here).unwrap().unwrap();
         assert_eq!(
             url,
             "host=db.example port=7000 user=swarm dbname=teams connect_timeout=7 sslmode=verify-full"
         );
         // What the URL says wins, and its own root certificate stays; it reads back.
         let given = "postgres://bob@10.0.0.5:5433/swarm?sslmode=require&sslrootcert=/etc/ca.pem";
-        let url = for_hosts(given, &here).unwrap();
+        let url = for_hosts(given, &here).unwrap().unwrap();
         assert_eq!(
             url,
             "host=10.0.0.5 port=5433 user=bob dbname=swarm connect_timeout=7 sslmode=require sslrootcert=/etc/ca.pem"
@@ -112,5 +113,14 @@ mod tests {
         assert_eq!(back.get_ports(), [5433]);
         assert_eq!(quoted("a b'c"), r"'a b\'c'");
         assert!(Config::from_str(&format!("dbname={}", quoted("a b'c"))).is_ok());
+    }
+
+    #[test]
+    fn a_server_reached_through_a_unix_socket_is_not_for_hosts() {
+        let here = env(&[("PGHOST", "/run/postgresql")]);
+        assert_eq!(
+            for_hosts("postgres:///swarm", &here).unwrap(),
+            Err(NotForHosts::Socket("/run/postgresql".to_owned()))
+        );
     }
 }

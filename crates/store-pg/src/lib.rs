@@ -96,6 +96,7 @@ use serde::de::DeserializeOwned;
 
 use swarm_store::Root;
 use swarm_store::error::{Error, Result};
+use swarm_store::seam::NotForHosts;
 use swarm_util::environment::Environment;
 use swarm_util::error::Base as _;
 use swarm_util::names::TeamName;
@@ -118,7 +119,7 @@ pub struct PgStore {
     root: Root,
     watchers: Arc<Watchers>,
     /// What another host is given for this database (see `Backend::url_for_hosts`).
-    for_hosts: Option<String>,
+    for_hosts: std::result::Result<String, NotForHosts>,
 }
 
 impl PgStore {
@@ -139,15 +140,15 @@ impl PgStore {
             db,
             team: team.clone(),
             root: root.clone(),
-            for_hosts: None,
+            for_hosts: Err(NotForHosts::Files),
         }
     }
 
     /// This store, telling hosts to reach its database at `url` (see
     /// [`host_url::for_hosts`]).
-    pub fn reached_by_hosts_at(self, url: String) -> PgStore {
+    pub fn reached_by_hosts_at(self, url: std::result::Result<String, NotForHosts>) -> PgStore {
         PgStore {
-            for_hosts: Some(url),
+            for_hosts: url,
             ..self
         }
     }

@@ -272,11 +272,19 @@ pub trait Backend: Send + Sync {
     /// caller's to settle first; a team that does not exist is not an error.
     fn delete_team(&self) -> Result<()>;
     /// Where a teammate on another host finds the team's shared state (a database URL
-    /// with what this process's settings fill in, never a password); `None` when the team
-    /// is this machine's files, which no host can share.
-    fn url_for_hosts(&self) -> Option<String> {
-        None
+    /// with what this process's settings fill in, never a password), or why no host can.
+    fn url_for_hosts(&self) -> std::result::Result<String, NotForHosts> {
+        Err(NotForHosts::Files)
     }
+}
+
+/// Why a team's shared state cannot be reached from another host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotForHosts {
+    /// The team is this machine's files.
+    Files,
+    /// Its database is reached through a Unix socket in this directory: this machine's.
+    Socket(String),
 }
 
 /// One team's shared state: a cheap handle, cloned to wherever it is needed.

@@ -10,7 +10,9 @@ use crate::ui::cli::context::Ctx;
 use crate::ui::cli::output::print_json;
 use swarm::error::{Error, Result};
 use swarm_hosts::{Host, Hosts, Ssh, check};
+use swarm_store::seam::NotForHosts;
 use swarm_team::spawn::inherit::{Place, carried};
+use swarm_util::error::Base as _;
 
 #[derive(Debug, Subcommand)]
 pub enum HostCommand {
@@ -111,7 +113,17 @@ fn run_check(ctx: &Ctx, hosts: &Hosts, args: CheckArgs) -> Result<()> {
     // what the settings table sends there.
     let url = match args.store {
         Some(url) => Some(swarm_store_pg::host_url::for_hosts(&url, ctx.env())?),
-        None => ctx.team().ok().and_then(|store| store.url_for_hosts()),
+        None => ctx.team().ok().map(|store| store.url_for_hosts()),
+    };
+    let url = match url {
+        Some(Err(NotForHosts::Socket(dir))) => {
+            return Err(Error::usage(format!(
+                "the database is reached through a Unix socket in {dir}, which host '{}' cannot reach: give --store a URL that names the server's address, e.g. postgres://swarm@db.example/swarm",
+                host.name
+            )));
+        }
+        Some(Ok(url)) => Some(url),
+        Some(Err(NotForHosts::Files)) | None => None,
     };
     let (env, _) = carried(ctx.env().vars(), Place::Host);
     let env: Vec<(String, String)> = env.into_iter().collect();

@@ -33,6 +33,7 @@ mod output;
 mod reap;
 mod resume;
 mod run;
+mod run_plan;
 mod serve;
 mod shutdown;
 mod spawn;

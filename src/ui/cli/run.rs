@@ -13,6 +13,7 @@ use crate::ui::cli::options::{
     BudgetOpts, EngineOpts, MergeOpts, ModelOpts, PermissionOpts, StoreOpts,
 };
 use crate::ui::cli::resume;
+use crate::ui::cli::run_plan;
 use swarm::error::{Error, Result};
 use swarm_config::agents::Catalog;
 use swarm_config::permissions::Approver;
@@ -59,6 +60,10 @@ pub struct RunArgs {
     /// Where the team works [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Print what the run would start, made nowhere: the lead's command, each member's, and
+    /// a teammate's as the lead would start one (secrets by name only; JSON with --json)
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub model: ModelOpts,
     #[command(flatten)]
@@ -129,7 +134,9 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
     let llm = ctx.llm_config(&args.model)?;
     let budget = args.budget.limits();
     warn_unpriced(&budget, &llm.model);
-    if let Some(code) = resume::offer(ctx, &here)? {
+    if !args.dry_run
+        && let Some(code) = resume::offer(ctx, &here)?
+    {
         return Ok(code);
     }
     let team = match (&ctx.global.team, &def) {
@@ -154,6 +161,9 @@ pub fn run(ctx: &Ctx, mut args: RunArgs) -> Result<u8> {
         members: &members,
         hosts: &args.hosts,
     };
+    if args.dry_run {
+        return run_plan::show(ctx, lead, &team, &here, &goal);
+    }
     // The team is made, then opened once: everything below gets this handle.
     let store = team_run::make_team(&teams, &team, &here, &goal, lead.permission_mode)?;
     let launcher = ctx.launcher(&store, lead, here)?;
@@ -205,7 +215,6 @@ pub fn spawn_requests(def: &TeamDef, cwd: &Path) -> Vec<SpawnRequest> {
     def.members
         .iter()
         .map(|m| SpawnRequest {
-            name: m.name.clone(),
             prompt: m.prompt.clone(),
             agent_type: m.agent_type.clone(),
             model: m.model.clone(),
@@ -213,12 +222,9 @@ pub fn spawn_requests(def: &TeamDef, cwd: &Path) -> Vec<SpawnRequest> {
             base_url: m.base_url.clone(),
             permission_mode: m.permission_mode,
             plan_mode_required: m.plan_mode,
-            cwd: cwd.to_path_buf(),
             color: m.color.clone(),
             isolation: m.isolation,
-            engine: None,
-            budget: Limits::default(),
-            context_window: None,
+            ..SpawnRequest::plain(m.name.clone(), cwd.to_path_buf())
         })
         .collect()
 }

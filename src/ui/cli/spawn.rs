@@ -3,7 +3,6 @@
 // The doc comments here are clap's help text, where `<team>` is a placeholder, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -217,6 +216,7 @@ fn requests(ctx: &Ctx, args: &SpawnArgs, prompt: Option<String>) -> Result<Vec<S
                 engine: Some(args.engine.engine),
                 budget: args.budget.limits(),
                 context_window: args.context_window,
+                anthropic_version: args.anthropic_version.clone(),
             })
         })
         .collect()
@@ -227,7 +227,6 @@ fn lead_settings(ctx: &Ctx, args: &SpawnArgs) -> Result<LeadSettings> {
     let mut lead = ctx.lead_settings()?;
     lead.provider = args.lead_provider.map(|p| p.to_string());
     lead.base_url = args.lead_base_url.clone().filter(|u| !u.is_empty());
-    lead.anthropic_version = args.anthropic_version.clone();
     lead.rate_limit_wait = args.rate_limit_wait;
     lead.model = args.lead_model.clone().filter(|m| !m.is_empty());
     lead.permission_mode = ctx.permission_mode(args.lead_permission_mode);
@@ -246,16 +245,12 @@ fn dry_run(ctx: &Ctx, launcher: &Launcher, req: &SpawnRequest) -> Result<()> {
     let dry = launcher.dry_run(req)?;
     let cmd = &dry.command;
     if ctx.json() {
-        let redacted = cmd
-            .secret_env
-            .iter()
-            .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
         print_json(&json!({
             "commands": dry.tmux,
             "cwd": cmd.cwd,
             "engine": req.engine.map(|e| e.to_string()),
             "argv": cmd.argv,
-            "env": cmd.env.iter().cloned().chain(redacted).collect::<BTreeMap<_, _>>(),
+            "env": cmd.shown_env(),
             "worktree": dry.worktree.as_ref().map(|w| worktree_json(&w.path, &w.branch, &w.base)),
         }));
         return Ok(());

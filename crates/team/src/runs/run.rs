@@ -87,21 +87,27 @@ pub fn make_team(
 pub fn launch(launcher: &Launcher, goal: &Goal) -> Result<TeamWindow> {
     let store = &launcher.store;
     let goal_file = store.root().goal_path(store.team());
-    let mut extra = vec![
-        format!("--goal-file={}", goal_file.display()),
-        format!("--approver={}", goal.approver.as_str()),
-        format!("--teammates={}", goal.teammates),
-        format!("--cwd={}", launcher.cwd.display()),
-    ];
-    if !goal.hosts.is_empty() {
-        extra.push(format!("--hosts={}", goal.hosts.join(",")));
-    }
-    let lead = launcher.lead_command(&extra);
+    let lead = launcher.lead_command(&lead_extra(&goal_file, goal, &launcher.cwd));
     if !goal.members.is_empty() {
         start_members(launcher, goal.members, &lead)?;
     }
     let (window, _) = launcher.ensure_window(&lead)?;
     Ok(window)
+}
+
+/// What a run's lead is told besides its settings: where its goal is, who approves, how
+/// many teammates it may have, where the team works, the hosts its teammates go on.
+pub fn lead_extra(goal_file: &std::path::Path, goal: &Goal, cwd: &std::path::Path) -> Vec<String> {
+    let mut extra = vec![
+        format!("--goal-file={}", goal_file.display()),
+        format!("--approver={}", goal.approver.as_str()),
+        format!("--teammates={}", goal.teammates),
+        format!("--cwd={}", cwd.display()),
+    ];
+    if !goal.hosts.is_empty() {
+        extra.push(format!("--hosts={}", goal.hosts.join(",")));
+    }
+    extra
 }
 
 /// Spawns `members` all or none, opening the team window with `lead` in its first pane:

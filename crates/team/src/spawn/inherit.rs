@@ -228,6 +228,8 @@ pub struct SpawnSpec {
     pub budget: Limits,
     /// Its own context window (`--context-window`), over the lead's.
     pub context_window: Option<u64>,
+    /// Its own `anthropic-version` header (`--anthropic-version`), over the lead's.
+    pub anthropic_version: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,6 +238,17 @@ pub struct TeammateCommand {
     pub env: Vec<(String, String)>,
     pub secret_env: Vec<(String, String)>,
     pub cwd: PathBuf,
+}
+
+impl TeammateCommand {
+    /// Its whole environment as a dry run shows it: each secret by name, `<redacted>`.
+    pub fn shown_env(&self) -> std::collections::BTreeMap<String, String> {
+        let redacted = self
+            .secret_env
+            .iter()
+            .map(|(k, _)| (k.clone(), "<redacted>".to_owned()));
+        self.env.iter().cloned().chain(redacted).collect()
+    }
 }
 
 /// Where a process swarm starts runs, which decides what of the caller's environment it
@@ -364,10 +377,16 @@ pub fn teammate_command(
     };
     let model = resolve_model(lead, env, spawn);
     let api = resolve_api(lead, spawn);
-    let window = spawn
-        .context_window
-        .or(lead.context_window.filter(|_| !api.own));
-    model_and_limits(&mut argv, lead, &api, model, window, mode);
+    let own = ModelLimits {
+        context_window: spawn
+            .context_window
+            .or(lead.context_window.filter(|_| !api.own)),
+        anthropic_version: spawn
+            .anthropic_version
+            .clone()
+            .or_else(|| lead.anthropic_version.clone().filter(|_| !api.own)),
+    };
+    model_and_limits(&mut argv, lead, &api, model, own, mode);
     if let Some(usd) = spawn.budget.usd {
         argv.push(format!("--budget-usd={usd}"));
     }
@@ -403,12 +422,16 @@ pub fn lead_command(
         base_url: lead.base_url.clone(),
         own: false,
     };
+    let own = ModelLimits {
+        context_window: lead.context_window,
+        anthropic_version: lead.anthropic_version.clone(),
+    };
     model_and_limits(
         &mut argv,
         lead,
         &api,
         lead.model.clone(),
-        lead.context_window,
+        own,
         lead.permission_mode,
     );
     if lead.engine == Engine::Claude {
@@ -422,16 +445,24 @@ pub fn lead_command(
     with_identity(argv, plain, secret, &AgentName::lead(), team, cwd)
 }
 
+/// What of an agent's model settings is its own to have: the spawn's, else the lead's when
+/// the agent is on the lead's API (the lead's model's window and API version mean nothing
+/// on another).
+struct ModelLimits {
+    context_window: Option<u64>,
+    anthropic_version: Option<String>,
+}
+
 /// The flags a `swarm` agent is started with, in the order every command line gives them:
-/// the `api`'s provider, `model`, the `api`'s base URL, then the lead's API version (on the
-/// lead's API only), how long to wait out rate limits, permission `mode`, allow rules,
-/// turn limit, `context_window`, permission timeout.
+/// the `api`'s provider, `model`, the `api`'s base URL, then the API version (not for an
+/// OpenAI-compatible server, which has none), how long to wait out rate limits,
+/// permission `mode`, allow rules, turn limit, context window, permission timeout.
 fn model_and_limits(
     argv: &mut Vec<String>,
     lead: &LeadSettings,
     api: &Api,
     model: Option<String>,
-    context_window: Option<u64>,
+    own: ModelLimits,
     mode: PermissionMode,
 ) {
     if let Some(p) = &api.provider {
@@ -443,9 +474,8 @@ fn model_and_limits(
     if let Some(u) = &api.base_url {
         argv.push(format!("--base-url={u}"));
     }
-    // The lead's API version and context window are its model's: a teammate on another
-    // API has its own (its provider's defaults, its model's window from the table).
-    if let Some(v) = lead.anthropic_version.as_ref().filter(|_| !api.own) {
+    let openai = api.provider.as_deref() == Some(Provider::OpenAi.as_str());
+    if let Some(v) = own.anthropic_version.filter(|_| !openai) {
         argv.push(format!("--anthropic-version={v}"));
     }
     if let Some(s) = lead.rate_limit_wait {
@@ -458,7 +488,7 @@ fn model_and_limits(
     if let Some(n) = lead.max_turns {
         argv.push(format!("--max-turns={n}"));
     }
-    if let Some(n) = context_window {
+    if let Some(n) = own.context_window {
         argv.push(format!("--context-window={n}"));
     }
     if let Some(t) = lead.permission_timeout {
@@ -679,6 +709,7 @@ mod tests {
             definition_permission_mode: None,
             budget: Limits::default(),
             context_window: None,
+            anthropic_version: None,
         }
     }
 

@@ -56,6 +56,32 @@ pub struct SpawnRequest {
     /// Its own context window (swarm teammates only); `None`: the lead's, on the lead's
     /// API, else its model's.
     pub context_window: Option<u64>,
+    /// Its own `anthropic-version` header; `None`: the lead's, on the lead's API.
+    pub anthropic_version: Option<String>,
+}
+
+impl SpawnRequest {
+    /// A teammate called `name`, working in `cwd`, with nothing of its own: all else as
+    /// its definition or the lead says.
+    pub fn plain(name: AgentName, cwd: PathBuf) -> SpawnRequest {
+        SpawnRequest {
+            name,
+            prompt: None,
+            agent_type: None,
+            model: None,
+            provider: None,
+            base_url: None,
+            permission_mode: None,
+            plan_mode_required: false,
+            cwd,
+            color: None,
+            isolation: None,
+            engine: None,
+            budget: Limits::default(),
+            context_window: None,
+            anthropic_version: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -805,6 +831,7 @@ pub(crate) fn spec(team: &TeamName, prepared: &Prepared, color: &str) -> SpawnSp
         definition_permission_mode: def.and_then(|d| d.permission_mode),
         budget: req.budget,
         context_window: req.context_window,
+        anthropic_version: req.anthropic_version.clone(),
     }
 }
 

@@ -33,6 +33,7 @@ use swarm_hosts::error::Error as HostError;
 use swarm_store::Store;
 use swarm_store::mailbox::Envelope;
 use swarm_store::roster::NewMember;
+use swarm_store::seam::NotForHosts;
 use swarm_tmux::{NewSession, PaneSpec, Tmux};
 use swarm_util::error::Base as _;
 use swarm_util::names::LEAD;
@@ -73,11 +74,14 @@ impl Launcher {
     /// Spawns `req` on the host `ssh` reaches (its `cwd` is ignored: the host's directory).
     pub fn spawn_on_host(&self, req: &SpawnRequest, ssh: &Ssh) -> Result<Spawned> {
         let host = ssh.host();
-        let url = self.store.url_for_hosts().ok_or_else(|| {
-            Error::usage(format!(
-                "a teammate on another host needs its team on PostgreSQL: team '{}' is files on this machine; make it with `swarm team create {} --store URL`",
-                self.store.team(), self.store.team()
-            ))
+        let team = self.store.team();
+        let url = self.store.url_for_hosts().map_err(|why| match why {
+            NotForHosts::Files => Error::usage(format!(
+                "a teammate on another host needs its team on PostgreSQL: team '{team}' is files on this machine; make it with `swarm team create {team} --store URL`"
+            )),
+            NotForHosts::Socket(dir) => Error::usage(format!(
+                "team '{team}' reaches its database through a Unix socket in {dir}, which another host cannot: make the team with a URL that names the server's address, e.g. --store postgres://swarm@db.example/swarm"
+            )),
         })?;
         let dir = host.dir.clone().ok_or_else(|| {
             Error::usage(format!(
@@ -147,7 +151,7 @@ impl Launcher {
         let url = self
             .store
             .url_for_hosts()
-            .unwrap_or_else(|| "URL".to_owned());
+            .unwrap_or_else(|_| "URL".to_owned());
         let dir = host.dir.clone().unwrap_or_else(|| "DIR".to_owned());
         let (mut lines, dir) = match remote_worktree::plan(self.store.team(), &req.name, &self.cwd)?
         {

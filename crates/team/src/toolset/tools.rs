@@ -872,6 +872,7 @@ fn agent_request(input: &Value, ctx: &ToolContext) -> Result<SpawnRequest, ToolO
         // teammates keep to the team's.
         budget: Default::default(),
         context_window: None,
+        anthropic_version: None,
     })
 }
 
