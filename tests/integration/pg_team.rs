@@ -218,6 +218,35 @@ fn a_store_url_with_a_password_is_refused_before_anything_is_made() {
         );
         assert!(!out.stderr.contains("s3cret"), "{}", out.stderr);
     }
+    // Every spelling the driver reads as a password, on every command that takes a URL:
+    // refused in one line that shows none of it, before anything is made or sent.
+    env.run(&["host", "add", "h1", "root@10.255.0.9", "--dir", "/srv/p"])
+        .success();
+    for url in [
+        "postgres://bob@localhost/swarm?%70assword=s3cret",
+        "postgres://bob@localhost/swarm?sslmode=require&PassWord=s3cret",
+        "host=localhost user=bob password = s3cret dbname=swarm",
+        "postgres://bob:s3cret@localhost/swarm?bogus=1",
+    ] {
+        for args in [
+            &["team", "create", "secret", "--store", url][..],
+            &["store", "check", url],
+            &["store", "migrate", url],
+            &["host", "check", "h1", "--store", url],
+            &["team", "link", "secret", "--store", url],
+        ] {
+            let out = env.run(args).failure(2);
+            assert!(
+                out.stderr.contains("holds a password")
+                    && !out.stderr.contains("s3cret")
+                    && !out.stdout.contains("s3cret")
+                    && out.stderr.trim().lines().count() == 1,
+                "{args:?}:\n{}{}",
+                out.stdout,
+                out.stderr
+            );
+        }
+    }
     assert!(!env.root.join("teams").exists());
 }
 

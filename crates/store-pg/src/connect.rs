@@ -176,6 +176,7 @@ impl Database {
     /// reached: its first use connects, and fails with [`Error::Unavailable`] while the
     /// server cannot be reached.
     pub fn lazy(url: &str, env: &Environment, lock_timeout: Duration) -> Result<Database> {
+        crate::opener::check_url(url)?;
         let (rest, tls_given) = tls::take_settings(url);
         let mut config = Config::from_str(&rest).map_err(|e| {
             Error::usage(format!(
@@ -632,45 +633,68 @@ fn describe(config: &Config) -> String {
     at
 }
 
-/// `url` with its password replaced by `***`, in either form: `postgres://user:pw@host/db`
-/// and `key=value` settings (`password=pw`). For anything that shows a store's URL.
+/// `url` as it may be shown: itself when it holds no password, else the server it names
+/// (`host:port (database d, user u)`), or, if it cannot be read, nothing of it. Never any
+/// part of a password, in any spelling the driver takes.
 pub fn redact(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let (authority, tail) = match rest.find(['/', '?']) {
-            Some(i) => rest.split_at(i),
-            None => (rest, ""),
-        };
-        let authority = match authority.rsplit_once('@') {
-            Some((userinfo, hosts)) => match userinfo.split_once(':') {
-                Some((user, _)) => format!("{user}:***@{hosts}"),
-                None => authority.to_owned(),
-            },
-            None => authority.to_owned(),
-        };
-        let tail = redact_query(tail);
-        return format!("{scheme}://{authority}{tail}");
+    if !holds_password(url) {
+        return url.to_owned();
     }
-    url.split_whitespace()
-        .map(|kv| match kv.split_once('=') {
-            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-            _ => kv.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    match Config::from_str(&tls::take_settings(url).0) {
+        Ok(config) => describe(&config),
+        Err(_) => "(not shown: it holds a password)".to_owned(),
+    }
 }
 
-fn redact_query(tail: &str) -> String {
-    let Some((path, query)) = tail.split_once('?') else {
-        return tail.to_owned();
-    };
-    let query: Vec<String> = query
-        .split('&')
-        .map(|kv| match kv.split_once('=') {
-            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-            _ => kv.to_owned(),
-        })
-        .collect();
-    format!("{path}?{}", query.join("&"))
+/// Whether `url` holds a password as the driver reads it: `user:pw@`, `?password=`,
+/// `?%70assword=`, `password = pw` and every other spelling its parser takes. A URL it
+/// cannot read counts when anything in it could be one, so nothing unsure is kept or shown.
+pub fn holds_password(url: &str) -> bool {
+    match Config::from_str(&tls::take_settings(url).0) {
+        Ok(config) => config.get_password().is_some(),
+        Err(_) => could_hold_password(url),
+    }
+}
+
+/// For a URL the driver cannot read: a colon in a URL's user part, or the word
+/// `password` anywhere once percent-decoded.
+fn could_hold_password(url: &str) -> bool {
+    if let Some((_, rest)) = url.split_once("://") {
+        let authority = rest.split(['/', '?']).next().unwrap_or("");
+        if authority
+            .rsplit_once('@')
+            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+        {
+            return true;
+        }
+    }
+    percent_decoded(url)
+        .to_ascii_lowercase()
+        .contains("password")
+}
+
+/// `text` with each `%XY` turned into its byte (others kept as they are).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -678,25 +702,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn passwords_are_redacted_in_every_form() {
-        for (url, shown) in [
-            (
-                "postgres://bob:s3cret@db.example:5433/swarm",
-                "postgres://bob:***@db.example:5433/swarm",
-            ),
-            (
-                "postgresql://bob:s3cret@h1,h2/swarm?sslmode=require&password=s3cret",
-                "postgresql://bob:***@h1,h2/swarm?sslmode=require&password=***",
-            ),
-            (
-                "host=db user=bob password=s3cret dbname=swarm",
-                "host=db user=bob password=*** dbname=swarm",
-            ),
-            ("postgres://bob@db/swarm", "postgres://bob@db/swarm"),
+    fn a_password_is_found_and_never_shown_in_any_spelling_the_driver_takes() {
+        for url in [
+            "postgres://bob:s3cret@db.example:5433/swarm",
+            "postgresql://bob@h1,h2/swarm?sslmode=require&password=s3cret",
+            "postgres://bob@db/swarm?%70assword=s3cret",
+            "postgres://bob@db/swarm?PASSWORD=s3cret",
+            "host=db user=bob password=s3cret dbname=swarm",
+            "host=db user=bob password = s3cret dbname=swarm",
+            "host=db user=bob password='s3cret' dbname=swarm",
+            // Unreadable, yet named: not shown either.
+            "postgres://bob:s3cret@db/swarm?bogus=1",
+            "postgres://bob@db/swarm?bogus=1&%70assword=s3cret",
         ] {
-            assert_eq!(redact(url), shown);
-            assert!(!redact(url).contains("s3cret"));
+            assert!(holds_password(url), "{url}");
+            assert!(!redact(url).contains("s3cret"), "{url}: {}", redact(url));
         }
+        assert_eq!(
+            redact("postgres://bob:s3cret@db.example:5433/swarm"),
+            "db.example:5433 (database swarm, user bob)"
+        );
+        for url in [
+            "postgres://bob@db/swarm",
+            "host=db user=bob dbname=swarm sslmode=verify-full",
+            "postgres:///swarm",
+        ] {
+            assert!(!holds_password(url), "{url}");
+            assert_eq!(redact(url), url);
+        }
+        assert_eq!(percent_decoded("%70a%zz%"), "pa%zz%");
     }
 
     #[test]
