@@ -276,6 +276,35 @@ fn swarm_as_a_claude_code_leads_teammate_obeys_only_the_signed_lead() {
         "{logged}"
     );
 
+    // The lead's own signature on a request made for another teammate (Claude Code's
+    // signature binds no recipient, so a copy verifies): taken, logged, not obeyed.
+    store
+        .mail()
+        .deliver(
+            &mate,
+            lead.sign(from_lead(&shutdown_request("shutdown-3@someone-else"))),
+        )
+        .unwrap();
+    assert!(
+        wait_until(T, || env.acknowledged(
+            TEAM,
+            "mate",
+            "shutdown-3@someone-else"
+        )),
+        "the misdirected request was never taken; mate's log:\n{}",
+        log()
+    );
+    env.wait_read_past(TEAM, "mate");
+    assert!(
+        !lead_heard("shutdown_approved"),
+        "a shutdown for someone else was obeyed"
+    );
+    assert!(
+        log().contains("it names someone-else, not mate"),
+        "{}",
+        log()
+    );
+
     let pid = store
         .roster()
         .load()

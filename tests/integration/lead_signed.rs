@@ -135,3 +135,105 @@ fn a_swarm_teammate_ignores_a_forged_lead_and_obeys_the_signed_one() {
     assert!(out.contains("agreed and exited"), "{out}");
     assert!(!env.on_roster("t", "bob"));
 }
+
+/// The entries of `agent`'s delivered log whose text holds `needle`, as JSON.
+fn delivered_with(env: &TestEnv, agent: &str, needle: &str) -> Vec<Value> {
+    let log = env
+        .root
+        .join(format!("teams/t/inboxes/{agent}.delivered.jsonl"));
+    std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["text"].as_str().is_some_and(|t| t.contains(needle)))
+        .collect()
+}
+
+/// The lead's word is bound to its recipient (issue 34 item 3): what the lead signed for
+/// bob, copied from bob's delivered log into carol's inbox (news, and bob's own shutdown
+/// request), is dropped by carol, who keeps working; bob keeps what he believed in a file
+/// of his own, so a copy put back after a restart is still a replay; and the delivered
+/// logs that hold signed entries are their reader's only.
+#[test]
+fn what_the_lead_signed_for_one_teammate_is_refused_by_another() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("ok")));
+    let work = env.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    for name in ["bob", "carol"] {
+        let mut spawn = env.swarm(&["--team", "t", "spawn", name, "--cwd"]);
+        spawn
+            .arg(&work)
+            .env("SWARM_PROVIDER", "scripted")
+            .env("SWARM_BASE_URL", model.url());
+        run(&mut spawn).success();
+    }
+    let idle = |name: &str| {
+        let agent = AgentName::new(name).unwrap();
+        wait_until(T, || {
+            env.store("t")
+                .agents()
+                .read_state(&agent)
+                .is_some_and(|s| s.activity == Activity::Idle)
+        })
+    };
+    assert!(idle("bob") && idle("carol"), "a teammate never went idle");
+
+    env.run(&["--team", "t", "send", "bob", "FOR-BOB-ONLY: take task 7"])
+        .success();
+    assert!(
+        wait_until(T, || model_saw(&model, "FOR-BOB-ONLY")),
+        "bob never heard the lead"
+    );
+    let out = env
+        .run(&["--team", "t", "shutdown", "bob"])
+        .success()
+        .stdout;
+    assert!(out.contains("agreed and exited"), "{out}");
+
+    // bob's log is his only, and holds both, signed for him.
+    let bob_log = env.root.join("teams/t/inboxes/bob.delivered.jsonl");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&bob_log).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{}", bob_log.display());
+    let news = delivered_with(&env, "bob", "FOR-BOB-ONLY");
+    let shutdown = delivered_with(&env, "bob", "shutdown_request");
+    assert!(
+        news.len() == 1 && shutdown.len() == 1,
+        "{news:?} {shutdown:?}"
+    );
+    assert!(news[0]["lead_sig_to"].is_string(), "{}", news[0]);
+    // What bob believed is on record, for his next start.
+    let seen = std::fs::read_to_string(env.root.join("teams/t/lead_seen/bob.json")).unwrap();
+    assert!(seen.contains(news[0]["msg_id"].as_str().unwrap()), "{seen}");
+
+    // Copied into carol's inbox: both dropped, logged, and carol works on.
+    write_into_inbox(&env, "carol", news[0].clone());
+    write_into_inbox(&env, "carol", shutdown[0].clone());
+    let log = env.root.join("teams/t/logs/carol.log");
+    assert!(
+        wait_until(T, || std::fs::read_to_string(&log).is_ok_and(|l| l
+            .matches("does not match the lead's key for carol in team t")
+            .count()
+            >= 2)),
+        "carol logged no drop: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    env.wait_read_past("t", "carol");
+    let carol = AgentName::new("carol").unwrap();
+    let state = env.store("t").agents().read_state(&carol).unwrap();
+    assert_ne!(
+        state.activity,
+        Activity::Exited,
+        "carol obeyed bob's shutdown"
+    );
+    assert!(state.process_alive(), "carol is gone");
+    assert!(env.on_roster("t", "carol"));
+    let requests = model.requests();
+    let carols = requests
+        .iter()
+        .filter(|r| r.body.to_string().contains("carol"))
+        .any(|r| r.body.to_string().contains("FOR-BOB-ONLY"));
+    assert!(!carols, "carol's model saw bob's news");
+}

@@ -65,7 +65,7 @@ pub(crate) fn deliver_all(
     }
     let mut keys = Vec::with_capacity(copies.len());
     for (to, origin, envelope) in copies {
-        let envelope = &lead_key::seal(&store.root, &store.team, envelope.clone())?;
+        let envelope = &lead_key::seal(&store.root, &store.team, to, envelope.clone())?;
         let key = envelope.key();
         let made = tx.execute(
             "INSERT INTO messages (team, agent, origin, key, envelope) VALUES ($1, $2, $3, $4, $5)

@@ -138,6 +138,14 @@ impl Root {
             .join(format!("{agent}.delivered.jsonl"))
     }
 
+    /// What `agent` believed from its lead, kept across its restarts (see
+    /// `store::mailbox::lead_seen`): this host's own.
+    pub fn lead_seen_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.team_dir(team)
+            .join("lead_seen")
+            .join(format!("{agent}.json"))
+    }
+
     /// swarm's own queue of messages on their way into `agent`'s inbox (see `mailbox`).
     pub fn spool_dir(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.team_dir(team).join("spool").join(agent.as_str())

@@ -61,6 +61,9 @@ pub struct TeammateArgs {
     /// The lead's Ed25519 public key, <epoch ms>.<base64url SPKI DER>: mail in the lead's name counts only when signed with it (lead_sig)
     #[arg(long, value_name = "KEY", value_parser = lead_key)]
     pub lead_verify_key: Option<LeadKey>,
+    /// Started by swarm's lead: only its signatures for this teammate (lead_sig_to) count
+    #[arg(long, hide = true, requires = "lead_verify_key")]
+    pub bound_lead_sig: bool,
     /// The agent type a Claude Code lead chose (its --agent-type): loaded when defined here, else a warning and none
     #[arg(long, hide = true, value_name = "TYPE")]
     pub claude_agent_type: Option<String>,
@@ -135,6 +138,7 @@ impl TeammateArgs {
             agent_type: self.agent_type,
             cwd: self.cwd,
             lead_key: self.lead_verify_key,
+            bound_lead_sig: self.bound_lead_sig,
             claude_agent_type: self.claude_agent_type,
             claude_model: self.claude_model,
             claude_flags: self.claude_flag,

@@ -29,7 +29,9 @@ use crate::lead_sig::LeadGuard;
 use crate::sender::forged;
 use swarm_store::Store;
 use swarm_store::mailbox::{Delivery, bell};
-use swarm_store::protocol::{PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest};
+use swarm_store::protocol::{
+    PermissionResponse, PlanApprovalResponse, Protocol, ShutdownRequest, shutdown_target,
+};
 use swarm_team::spawn::prompt::wrap_message;
 use swarm_util::names::{AgentName, LEAD};
 use swarm_util::watcher::DirWatcher;
@@ -158,8 +160,17 @@ impl Inbox {
                 None => self.mail.push(for_model(e.text.clone())),
                 Some(Protocol::ShutdownRequest(req)) => {
                     consumed.push(d.key.clone());
-                    if e.from == LEAD {
+                    let target = shutdown_target(&req.request_id);
+                    if e.from == LEAD && target == Some(self.me.as_str()) {
                         self.protocol.push_back(Incoming::Shutdown(req));
+                    } else if e.from == LEAD {
+                        // A request made for another teammate, copied here.
+                        tracing::warn!(
+                            "ignoring shutdown request {}: it names {}, not {}",
+                            req.request_id,
+                            target.unwrap_or("no one"),
+                            self.me
+                        );
                     } else {
                         tracing::warn!(
                             "ignoring a shutdown request from {}: only {LEAD} may ask",

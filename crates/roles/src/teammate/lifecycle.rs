@@ -39,7 +39,7 @@ use swarm_config::profile::Profile;
 use swarm_store::Store;
 use swarm_store::Teams;
 use swarm_store::liveness;
-use swarm_store::protocol::{Protocol, ShutdownApproved};
+use swarm_store::protocol::{Protocol, ShutdownApproved, shutdown_target};
 use swarm_store::state::{Activity, AgentState, ExitInfo};
 use swarm_team::spawn::prompt::{self};
 use swarm_team::toolset::tools::TeamTools;
@@ -96,7 +96,13 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         if roster_lead != LEAD && !roster_lead.is_empty() {
             names.push(roster_lead.to_owned());
         }
-        LeadGuard::new(key, names)
+        let team = opts.store.team();
+        let guard = LeadGuard::new(key, names).kept_in(opts.store.root(), team, &opts.name);
+        if opts.bound_lead_sig {
+            guard.bound_to(team, &opts.name)
+        } else {
+            guard
+        }
     });
     let inbox = Inbox::open(&opts.store, &opts.name).guarded_by(guard.clone());
     let mut rt = Runtime {
@@ -361,7 +367,9 @@ impl Runtime {
                     mail.iter().any(|d| {
                         d.envelope.from == LEAD
                             && d.envelope.protocol().is_some_and(|p| {
-                                matches!(p, Protocol::ShutdownRequest(_)) && p.signed_by(LEAD)
+                                matches!(&p, Protocol::ShutdownRequest(r)
+                                    if shutdown_target(&r.request_id) == Some(me.as_str()))
+                                    && p.signed_by(LEAD)
                             })
                             && guard.as_ref().is_none_or(|g| g.believes(&d.envelope))
                     })

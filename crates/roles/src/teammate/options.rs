@@ -57,6 +57,9 @@ pub struct TeammateOptions {
     pub context_window: Option<u64>,
     /// `--lead-verify-key`: mail in the lead's name counts only when signed with it.
     pub lead_key: Option<LeadKey>,
+    /// `--bound-lead-sig`: started by swarm's lead, so only a signature for this teammate
+    /// of this team counts (`lead_sig_to`).
+    pub bound_lead_sig: bool,
     /// The exit code an error ends the teammate with (the binary's mapping).
     pub exit_code: ExitCode,
 }
@@ -74,6 +77,7 @@ pub struct TeammateFlags {
     pub agent_type: Option<String>,
     pub cwd: Option<PathBuf>,
     pub lead_key: Option<LeadKey>,
+    pub bound_lead_sig: bool,
     /// The agent type a Claude Code lead chose: loaded when defined here.
     pub claude_agent_type: Option<String>,
     /// The model a Claude Code lead chose.
@@ -173,6 +177,7 @@ impl TeammateOptions {
             resumed: flags.resume,
             context_window: flags.model.context_window,
             lead_key: flags.lead_key,
+            bound_lead_sig: flags.bound_lead_sig,
             exit_code,
         })
     }

@@ -5,7 +5,7 @@
 //! appended since its last look.
 
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use serde_json::Value;
@@ -28,7 +28,9 @@ pub(super) fn append_delivered(root: &Root, path: &Path, entries: &[Value]) -> R
         std::fs::OpenOptions::new()
             .create(true)
             .read(true)
-            .append(true),
+            .append(true)
+            // It holds the lead's signed entries: only their reader's to read.
+            .mode(0o600),
         "open",
         path,
     )?;

@@ -23,9 +23,9 @@ use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::mailbox::envelope::Envelope;
-use crate::mailbox::lead_sig::{LeadKey, LeadSigner};
+use crate::mailbox::lead_sig::{LeadKey, LeadSigner, Recipient};
 use swarm_util::error::{Base as _, IoContext};
-use swarm_util::names::{LEAD, TeamName};
+use swarm_util::names::{AgentName, LEAD, TeamName};
 
 /// The signers this process has read or made, by key file: the private key is read once
 /// and kept in memory.
@@ -77,12 +77,18 @@ pub fn verify_key(root: &Root, team: &TeamName) -> Result<Option<LeadKey>> {
 /// backend calls it in the one step that puts envelopes in inboxes (the file store's
 /// `mailbox::send::deliver`, PostgreSQL's `deliver_all`), whatever the write (a send, a
 /// system note, an approval's answer).
-pub fn seal(root: &Root, team: &TeamName, e: Envelope) -> Result<Envelope> {
+/// Each copy is signed for its recipient `to` as well (`lead_sig_to`), so it holds in that
+/// teammate's inbox only.
+pub fn seal(root: &Root, team: &TeamName, to: &AgentName, e: Envelope) -> Result<Envelope> {
     if e.from != LEAD {
         return Ok(e);
     }
+    let recipient = Recipient {
+        team: team.to_string(),
+        name: to.to_string(),
+    };
     Ok(match signer(root, team)? {
-        Some(signer) => signer.sign(e),
+        Some(signer) => signer.sign_for(e, &recipient),
         None => e,
     })
 }
@@ -200,7 +206,7 @@ mod tests {
         let resumed = load_or_create(&root, &team).unwrap();
         let signed = resumed.sign(Envelope::new(LEAD, "shut down"));
         assert_eq!(
-            first.check(&signed, &HashSet::new()),
+            first.check(&signed, &HashSet::new(), None),
             Ok(signed.msg_id.as_deref().unwrap())
         );
         assert_eq!(
@@ -213,7 +219,8 @@ mod tests {
         );
 
         // Only the lead's mail is signed.
-        let peer = seal(&lead, &team, Envelope::new("bob", "hi")).unwrap();
+        let bob = AgentName::new("bob").unwrap();
+        let peer = seal(&lead, &team, &bob, Envelope::new("bob", "hi")).unwrap();
         assert!(!peer.extra.contains_key("lead_sig"));
     }
 

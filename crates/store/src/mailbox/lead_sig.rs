@@ -18,6 +18,15 @@
 //! swarm's own lead signs the same way with one key per team, kept in a 0600 file for a
 //! resumed lead and a person's CLI ([`super::lead_key`]); the teammate's side of the check,
 //! `LeadGuard`, lives with the teammate (`swarm_roles::lead_sig`).
+//!
+//! Claude Code's array names neither the team nor the recipient, so one teammate's signed
+//! entry verifies in another's inbox. swarm's lead therefore also signs each copy for its
+//! recipient: `lead_sig_to`, over `["swarm-team-lead-entry-v2", team, recipient, msg_id,
+//! from, timestamp, text, summary, color, from_plugin]`. A teammate swarm's lead started
+//! (`--bound-lead-sig`) believes only that one, for its own team and name; a Claude Code
+//! teammate reads `lead_sig` as it always has and ignores the other. Either way an entry
+//! older than [`MAX_AGE_MS`] is refused, and the `msg_id`s believed are kept across
+//! restarts by the teammate ([`super::lead_seen`]).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -35,8 +44,23 @@ use swarm_util::error::Base as _;
 /// What the signed array starts with: the scheme and its version.
 pub const DOMAIN: &str = "claude-team-lead-entry-v1";
 
+/// What the recipient-bound array starts with (swarm's own, beside Claude Code's).
+pub const BOUND_DOMAIN: &str = "swarm-team-lead-entry-v2";
+
 /// How much older than its key a signed entry may claim to be (Claude Code's allowance).
 pub const CLOCK_SKEW_MS: i64 = 120_000;
+
+/// The oldest a signed entry may be when a teammate reads it: a day. An entry the lead
+/// wrote longer ago than that (to a teammate down for a day) is dropped, so a teammate's
+/// record of what it believed need only reach back that far.
+pub const MAX_AGE_MS: i64 = 24 * 3600 * 1000;
+
+/// Whom a recipient-bound signature names: the team and the teammate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recipient {
+    pub team: String,
+    pub name: String,
+}
 
 /// The DER of an Ed25519 SubjectPublicKeyInfo up to the 32 key bytes (RFC 8410): a
 /// sequence of the algorithm (OID 1.3.101.112, no parameters) and a 33-byte bit string.
@@ -82,34 +106,54 @@ impl LeadKey {
     }
 
     /// Whether `e`, written in a lead's name, is the lead's: its `msg_id` if so, why not
-    /// if not. `accepted` holds the `msg_id`s this teammate already believed.
+    /// if not. `accepted` holds the `msg_id`s this teammate already believed; `bound`,
+    /// given to a teammate swarm's lead started, is who it is, and then only a signature
+    /// for it (`lead_sig_to`) counts.
     pub fn check<'e>(
         &self,
         e: &'e Envelope,
         accepted: &HashSet<String>,
+        bound: Option<&Recipient>,
     ) -> std::result::Result<&'e str, String> {
-        let sig = match e.extra.get("lead_sig") {
-            Some(Value::String(s)) => s,
-            Some(_) => return Err("its lead_sig is not a string".to_owned()),
-            None => return Err("it is not signed (no lead_sig)".to_owned()),
-        };
         let Some(msg_id) = e.msg_id.as_deref() else {
             return Err("it has no msg_id to check the signature against".to_owned());
         };
+        let (field, bytes) = match bound {
+            Some(to) => ("lead_sig_to", bound_bytes(e, msg_id, to)),
+            None => ("lead_sig", signed_bytes(e, msg_id)),
+        };
+        let sig = match e.extra.get(field) {
+            Some(Value::String(s)) => s,
+            Some(_) => return Err(format!("its {field} is not a string")),
+            None => return Err(format!("it is not signed (no {field})")),
+        };
         let sig = URL_SAFE_NO_PAD_INDIFFERENT
             .decode(sig)
-            .map_err(|_| "its lead_sig is not base64url".to_owned())?;
+            .map_err(|_| format!("its {field} is not base64url"))?;
         UnparsedPublicKey::new(&ED25519, &self.key)
-            .verify(signed_bytes(e, msg_id).as_bytes(), &sig)
-            .map_err(|_| "its lead_sig does not match the lead's key".to_owned())?;
+            .verify(bytes.as_bytes(), &sig)
+            .map_err(|_| match bound {
+                Some(to) => format!(
+                    "its {field} does not match the lead's key for {} in team {}",
+                    to.name, to.team
+                ),
+                None => format!("its {field} does not match the lead's key"),
+            })?;
         match clock::parse_iso_ms(&e.timestamp) {
-            Some(t) if t >= self.made_ms - CLOCK_SKEW_MS => {}
-            _ => {
+            Some(t) if t < self.made_ms - CLOCK_SKEW_MS => {
                 return Err(format!(
                     "its timestamp {} predates the lead's key",
                     e.timestamp
                 ));
             }
+            Some(t) if t < clock::now_ms() - MAX_AGE_MS => {
+                return Err(format!(
+                    "its timestamp {} is more than a day old",
+                    e.timestamp
+                ));
+            }
+            Some(_) => {}
+            None => return Err(format!("its timestamp {} is not one", e.timestamp)),
         }
         if accepted.contains(msg_id) {
             return Err(format!(
@@ -126,6 +170,26 @@ pub(crate) fn signed_bytes(e: &Envelope, msg_id: &str) -> String {
     let from_plugin = e.extra.get("from_plugin").and_then(Value::as_str);
     Value::Array(vec![
         Value::String(DOMAIN.to_owned()),
+        Value::String(msg_id.to_owned()),
+        Value::String(e.from.clone()),
+        Value::String(e.timestamp.clone()),
+        Value::String(e.text.clone()),
+        opt(e.summary.as_deref()),
+        opt(e.color.as_deref()),
+        opt(from_plugin),
+    ])
+    .to_string()
+}
+
+/// What the lead signs for `e` sent to `to`: the recipient-bound array of the module
+/// comment.
+pub(crate) fn bound_bytes(e: &Envelope, msg_id: &str, to: &Recipient) -> String {
+    let opt = |v: Option<&str>| v.map_or(Value::Null, |s| Value::String(s.to_owned()));
+    let from_plugin = e.extra.get("from_plugin").and_then(Value::as_str);
+    Value::Array(vec![
+        Value::String(BOUND_DOMAIN.to_owned()),
+        Value::String(to.team.clone()),
+        Value::String(to.name.clone()),
         Value::String(msg_id.to_owned()),
         Value::String(e.from.clone()),
         Value::String(e.timestamp.clone()),
@@ -200,7 +264,20 @@ impl LeadSigner {
         }
     }
 
-    /// `e` with its `lead_sig` (and a `msg_id` if it had none).
+    /// `e` signed as Claude Code's lead signs (see [`LeadSigner::sign`]) and for its
+    /// recipient `to` too (`lead_sig_to`).
+    pub fn sign_for(&self, e: Envelope, to: &Recipient) -> Envelope {
+        let mut e = self.sign(e);
+        let msg_id = e.msg_id.clone().unwrap_or_default();
+        let sig = self.pair.sign(bound_bytes(&e, &msg_id, to).as_bytes());
+        e.extra.insert(
+            "lead_sig_to".to_owned(),
+            Value::String(URL_SAFE_NO_PAD.encode(sig.as_ref())),
+        );
+        e
+    }
+
+    /// `e` with its `lead_sig` (and a `msg_id` if it had none), as Claude Code's lead signs.
     pub fn sign(&self, mut e: Envelope) -> Envelope {
         let msg_id = e
             .msg_id
@@ -233,12 +310,12 @@ mod tests {
         let signed = signer.sign(lead_mail("please take task 1"));
         let mut accepted = HashSet::new();
         assert_eq!(
-            key.check(&signed, &accepted),
+            key.check(&signed, &accepted, None),
             Ok(signed.msg_id.as_deref().unwrap())
         );
         accepted.insert(signed.msg_id.clone().unwrap());
         assert!(
-            key.check(&signed, &accepted)
+            key.check(&signed, &accepted, None)
                 .unwrap_err()
                 .contains("replay")
         );
@@ -254,19 +331,19 @@ mod tests {
         ] {
             let mut forged = signed.clone();
             tamper(&mut forged);
-            let why = key.check(&forged, &accepted).unwrap_err();
+            let why = key.check(&forged, &accepted, None).unwrap_err();
             assert_eq!(why, "its lead_sig does not match the lead's key");
         }
         let mut unsigned = signed.clone();
         unsigned.extra.remove("lead_sig");
         assert!(
-            key.check(&unsigned, &accepted)
+            key.check(&unsigned, &accepted, None)
                 .unwrap_err()
                 .contains("not signed")
         );
         // Signed by another lead.
         let other = LeadSigner::generate().unwrap().sign(lead_mail("stop"));
-        assert!(key.check(&other, &accepted).is_err());
+        assert!(key.check(&other, &accepted, None).is_err());
     }
 
     #[test]
@@ -284,7 +361,12 @@ mod tests {
         let back = LeadSigner::from_file(&signer.to_file()).unwrap();
         assert_eq!(back.verify_key(), signer.verify_key());
         let signed = back.sign(lead_mail("from the file"));
-        assert!(signer.verify_key().check(&signed, &HashSet::new()).is_ok());
+        assert!(
+            signer
+                .verify_key()
+                .check(&signed, &HashSet::new(), None)
+                .is_ok()
+        );
         assert!(!format!("{back:?}").contains(&URL_SAFE_NO_PAD.encode(&signer.pkcs8)));
         assert!(LeadSigner::from_file(b"{}").is_none());
     }
@@ -297,9 +379,43 @@ mod tests {
         let old = signer.sign(old);
         let why = signer
             .verify_key()
-            .check(&old, &HashSet::new())
+            .check(&old, &HashSet::new(), None)
             .unwrap_err();
         assert!(why.contains("predates"), "{why}");
+    }
+
+    #[test]
+    fn a_bound_signature_holds_only_for_its_team_and_recipient_and_a_day() {
+        let signer = LeadSigner::generate().unwrap();
+        let key = signer.verify_key();
+        let to = |team: &str, name: &str| Recipient {
+            team: team.into(),
+            name: name.into(),
+        };
+        let none = HashSet::new();
+        let for_bob = signer.sign_for(lead_mail("shut down"), &to("t", "bob"));
+        assert!(key.check(&for_bob, &none, Some(&to("t", "bob"))).is_ok());
+        // Copied to carol, or to bob of another team: refused, though Claude Code's own
+        // signature still verifies (it binds neither).
+        for other in [to("t", "carol"), to("u", "bob")] {
+            let why = key.check(&for_bob, &none, Some(&other)).unwrap_err();
+            assert!(why.contains("does not match"), "{why}");
+        }
+        assert!(key.check(&for_bob, &none, None).is_ok());
+        // Claude Code's signature alone is not enough for a bound teammate.
+        let v1 = signer.sign(lead_mail("shut down"));
+        let why = key.check(&v1, &none, Some(&to("t", "bob"))).unwrap_err();
+        assert!(why.contains("no lead_sig_to"), "{why}");
+        // A day and a minute old: refused, however well signed.
+        let mut stale = lead_mail("old news");
+        stale.timestamp = clock::iso_from_ms(clock::now_ms() - MAX_AGE_MS - 60_000);
+        let old_signer = LeadSigner::from_pkcs8(&signer.pkcs8, 0).unwrap();
+        let stale = old_signer.sign_for(stale, &to("t", "bob"));
+        let why = old_signer
+            .verify_key()
+            .check(&stale, &none, Some(&to("t", "bob")))
+            .unwrap_err();
+        assert!(why.contains("more than a day old"), "{why}");
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod envelope;
 pub mod inbox;
 mod inbox_file;
 pub mod lead_key;
+pub mod lead_seen;
 pub mod lead_sig;
 pub mod send;
 

@@ -133,7 +133,7 @@ pub(crate) fn deliver(
     envelope: Envelope,
 ) -> Result<String> {
     check_text(&envelope.text)?;
-    let envelope = super::lead_key::seal(root, team, envelope)?;
+    let envelope = super::lead_key::seal(root, team, to, envelope)?;
     let key = envelope.key();
     let spool = root.spool_dir(team, to);
     files::check(root, &spool)?;

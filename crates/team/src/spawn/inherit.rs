@@ -359,6 +359,8 @@ pub fn teammate_command(
     }
     if let Some(key) = &lead.lead_verify_key {
         argv.push(format!("--lead-verify-key={key}"));
+        // swarm's lead signs each copy for its recipient: only those count.
+        argv.push("--bound-lead-sig".to_owned());
     }
     if spawn.plan_mode_required {
         argv.push("--plan-mode-required".to_owned());
@@ -746,6 +748,7 @@ mod tests {
                 "--agent-color=blue",
                 "--parent-session-id=11111111-2222-3333-4444-555555555555",
                 "--lead-verify-key=1767225600000.MCowBQYDK2VwAyEA",
+                "--bound-lead-sig",
                 "--cwd=/work/repo",
                 "--provider=anthropic",
                 "--model=claude-sonnet-4-5",
