@@ -103,7 +103,11 @@ pub fn exit_code(e: &(dyn std::error::Error + 'static)) -> u8 {
             match e {
                 Team::Pane(_) => return exit::TMUX,
                 Team::LeadGone(_) => return exit::MODEL,
-                Team::OnHost(_) | Team::StillRunning(_) | Team::Hook(_) | Team::Runtime(_) => {
+                Team::OnHost(_)
+                | Team::StillRunning(_)
+                | Team::Unsigned(_)
+                | Team::Hook(_)
+                | Team::Runtime(_) => {
                     return exit::FAILURE;
                 }
                 _ => continue,

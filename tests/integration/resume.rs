@@ -497,7 +497,73 @@ fn resume_refuses_a_running_team_and_an_unknown_one(backend: Backend) {
     assert!(out.stderr.contains("no unfinished team"), "{}", out.stderr);
 }
 
+/// The lead runs nothing it did not write (issue 34 item 2): a launch record changed by
+/// anyone without the team's lead key (a host's role writing the row, a hand edit) is
+/// refused by `swarm resume` in one line, exit 1, and by a resumed lead for a teammate,
+/// and the command it names never runs.
+fn a_launch_record_the_lead_did_not_sign_is_never_run(backend: Backend) {
+    let Some(env) = TestEnv::with_team_on(backend, "t", &[]) else {
+        return;
+    };
+    let model = ScriptedModel::start(Script::new().default_reply(Reply::text("OK.")));
+    let mut spawn = env.swarm(&["--team", "t", "spawn", "bob"]);
+    spawn
+        .env("SWARM_PROVIDER", "scripted")
+        .env("SWARM_BASE_URL", model.url());
+    crate::harness::run(&mut spawn).success();
+    let bob = swarm_util::names::AgentName::new("bob").unwrap();
+    assert!(
+        wait_until(LONG, || env.store("t").agents().read_state(&bob).is_some()
+            && lead_pid(&env).is_some()),
+        "bob or the lead never started"
+    );
+    kill9(&env, "bob");
+    kill9(&env, "team-lead");
+    let marker = env.dir.path().join("ran-by-the-lead");
+    let store = env.store("t");
+    let records = store.launches();
+    let forge = |agent: &str| {
+        let mut record = records.read_launch(agent).unwrap().unwrap();
+        let original = record.clone();
+        record.argv = vec![
+            "sh".into(),
+            "-c".into(),
+            format!("id > {}", marker.display()),
+        ];
+        records.save_launch(agent, &record).unwrap();
+        original
+    };
+
+    // The lead's own record, forged: resume refuses it.
+    let lead_record = forge("team-lead");
+    let out = env.run(&["resume", "t", "--no-attach"]).failure(1);
+    assert!(
+        out.stderr.contains("not signed by the team's lead key")
+            && out.stderr.trim().lines().count() == 1,
+        "{}",
+        out.stderr
+    );
+
+    // The lead's put back, bob's forged: the lead resumes, and leaves bob stopped.
+    records.save_launch("team-lead", &lead_record).unwrap();
+    forge("bob");
+    let mut resume = start_resume(&env, env.dir.path(), &["t"]);
+    let log = env.root.join("teams/t/logs/team-lead.log");
+    assert!(
+        wait_until(LONG, || std::fs::read_to_string(&log)
+            .is_ok_and(|l| l.contains("resume: bob: not restarted")
+                && l.contains("not signed by the team's lead key"))),
+        "the resumed lead said nothing of bob's record:\n{}\n{}",
+        lead_log(&env),
+        read(&env, "resume.err")
+    );
+    assert!(!marker.exists(), "the lead's machine ran a forged record");
+    assert_eq!(teammate_processes(&env, "bob"), 0);
+    drop(resume.0.take().map(|mut c| c.kill()));
+}
+
 on_every_backend!(
+    a_launch_record_the_lead_did_not_sign_is_never_run,
     a_killed_lead_is_resumed_and_adopts_its_living_teammates,
     a_teammate_that_died_with_its_lead_is_restarted_beside_its_dead_pane,
     a_dead_tmux_server_is_resumed_with_every_unfinished_teammate,

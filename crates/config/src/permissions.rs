@@ -29,6 +29,17 @@ pub enum PermissionMode {
 }
 
 impl PermissionMode {
+    /// How much it lets an agent do unasked: plan < default < acceptEdits <
+    /// bypassPermissions. What the lead granted bounds what a restart may give.
+    pub fn latitude(self) -> u8 {
+        match self {
+            PermissionMode::Plan => 0,
+            PermissionMode::Default => 1,
+            PermissionMode::AcceptEdits => 2,
+            PermissionMode::BypassPermissions => 3,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             PermissionMode::Default => "default",

@@ -5,6 +5,9 @@
 //! secrets in from its own environment.
 //!
 //! Written whole and atomically by whoever started the pane; read by whoever restarts it.
+//! A record is run by the lead's machine, and on PostgreSQL any host's role can write the
+//! row, so the lead signs it (`sig`, with the team's lead key, over [`signed_bytes`]) and
+//! a restart runs only a record whose signature holds (`team::life::resume`).
 
 use std::path::PathBuf;
 
@@ -33,6 +36,28 @@ pub struct LaunchRecord {
     /// are the host's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The lead's signature over [`signed_bytes`] (base64url Ed25519), made by the
+    /// process that wrote the record when it signs for the lead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
+}
+
+/// What the lead signs for `agent`'s record in `team`: the compact JSON array
+/// `["swarm-launch-record-v1", team, agent, argv, env, secret_names, cwd, engine, host]`.
+pub fn signed_bytes(team: &TeamName, agent: &str, record: &LaunchRecord) -> Vec<u8> {
+    serde_json::json!([
+        "swarm-launch-record-v1",
+        team.as_str(),
+        agent,
+        record.argv,
+        record.env,
+        record.secret_names,
+        record.cwd,
+        record.engine,
+        record.host,
+    ])
+    .to_string()
+    .into_bytes()
 }
 
 /// Writes `agent`'s record, replacing an older one.

@@ -39,6 +39,11 @@ pub enum Error {
     #[error("{0}")]
     LeadGone(String),
 
+    /// Something the lead's machine would run was not written by the lead (a launch record
+    /// without the lead's valid signature): it is not run.
+    #[error("{0}")]
+    Unsigned(String),
+
     /// A task hook refused a task that then could not be taken back.
     #[error("{0}")]
     Hook(String),
@@ -72,6 +77,7 @@ impl Error {
             Error::OnHost(m) => Error::OnHost(m.clone()),
             Error::StillRunning(m) => Error::StillRunning(m.clone()),
             Error::LeadGone(m) => Error::LeadGone(m.clone()),
+            Error::Unsigned(m) => Error::Unsigned(m.clone()),
             Error::Hook(m) => Error::Hook(m.clone()),
             Error::Runtime(m) => Error::Runtime(m.clone()),
         }

@@ -230,6 +230,7 @@ mod tests {
             cwd: "/".into(),
             engine: engine.map(str::to_owned),
             host: None,
+            sig: None,
         };
         assert_eq!(
             provider_of(&record(

@@ -25,6 +25,7 @@ fn launch(argv0: &str) -> LaunchRecord {
         cwd: PathBuf::from("/work"),
         engine: Some("swarm".into()),
         host: Some("h1".into()),
+        sig: Some("c2ln".into()),
     }
 }
 

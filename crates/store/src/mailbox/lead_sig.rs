@@ -105,6 +105,15 @@ impl LeadKey {
         format!("{}.{}", self.made_ms, URL_SAFE_NO_PAD.encode(der))
     }
 
+    /// Whether `sig` (base64url) is this key's signature of `bytes`.
+    pub fn verifies(&self, bytes: &[u8], sig: &str) -> bool {
+        URL_SAFE_NO_PAD_INDIFFERENT.decode(sig).is_ok_and(|sig| {
+            UnparsedPublicKey::new(&ED25519, &self.key)
+                .verify(bytes, &sig)
+                .is_ok()
+        })
+    }
+
     /// Whether `e`, written in a lead's name, is the lead's: its `msg_id` if so, why not
     /// if not. `accepted` holds the `msg_id`s this teammate already believed; `bound`,
     /// given to a teammate swarm's lead started, is who it is, and then only a signature
@@ -262,6 +271,12 @@ impl LeadSigner {
             made_ms: self.made_ms,
             key,
         }
+    }
+
+    /// The base64url Ed25519 signature of `bytes` (for what the lead writes besides mail:
+    /// launch records).
+    pub fn sign_bytes(&self, bytes: &[u8]) -> String {
+        URL_SAFE_NO_PAD.encode(self.pair.sign(bytes).as_ref())
     }
 
     /// `e` signed as Claude Code's lead signs (see [`LeadSigner::sign`]) and for its

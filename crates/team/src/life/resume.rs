@@ -31,8 +31,9 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::spawn::inherit::{Engine, TeammateCommand};
 use crate::spawn::launch::{Launcher, pane_spec};
-use crate::spawn::launch_record::{RESUME_FLAG, command_from};
+use crate::spawn::launch_record::{RESUME_FLAG, command_from, read_signed};
 use crate::spawn::window::{self as team_window, Placement, TeamWindow};
+use swarm_config::permissions::PermissionMode;
 use swarm_store::Store;
 use swarm_store::Teams;
 use swarm_store::documents;
@@ -129,9 +130,7 @@ pub fn resume_lead(launcher: &Launcher) -> Result<TeamWindow> {
     let store = &launcher.store;
     let team = store.team();
     check_resumable(store)?;
-    let record = store
-        .launches()
-        .read_launch(LEAD)?
+    let record = read_signed(store, LEAD)?
         .ok_or_else(|| Error::not_found(format!("team '{team}' has no launch record")))?;
     let mut cmd = command_from(record, &launcher.env);
     cmd.argv.push(RESUME_FLAG.to_owned());
@@ -253,7 +252,7 @@ fn respawn_one(
     } else if let Some(pid) = m.pid.filter(|p| swarm_util::process::is_alive(*p)) {
         return Ok(format!("adopted: still running (pid {pid})"));
     }
-    let Some(record) = store.launches().read_launch(&m.name)? else {
+    let Some(record) = read_signed(store, &m.name)? else {
         return Ok("not restarted: swarm did not start it (no launch record)".to_owned());
     };
     let engine = record
@@ -277,7 +276,8 @@ fn respawn_one(
         cmd.cwd = launcher.cwd.clone();
     }
     with_current_lead_key(store, &mut cmd)?;
-    how.insert(0, carry_on(engine, &mut cmd, m, st.as_ref()));
+    let granted = granted_mode(store, &cmd);
+    how.insert(0, carry_on(engine, &mut cmd, m, st.as_ref(), granted));
     // Its old process must not be reported dead by the lead's supervisor, which
     // would hand out the tasks it is about to continue.
     if let Some(pid) = st.as_ref().map(|s| s.pid).or(m.pid) {
@@ -373,11 +373,17 @@ fn carry_on(
     cmd: &mut TeammateCommand,
     m: &roster::Member,
     st: Option<&AgentState>,
+    granted: Option<PermissionMode>,
 ) -> String {
     match engine {
         Engine::Swarm => {
-            // The mode it had last, which an approved plan may have changed.
-            let mode = st.and_then(|s| s.mode.clone()).or(m.mode.clone());
+            // The mode it had last, which an approved plan may have changed, but never
+            // more than the lead granted: its state and roster entry are the teammate's
+            // (or its host's) to write.
+            let mode = st
+                .and_then(|s| s.mode.clone())
+                .or(m.mode.clone())
+                .filter(|mode| within(mode, granted));
             if let Some(mode) = mode {
                 for a in cmd
                     .argv
@@ -398,6 +404,32 @@ fn carry_on(
             }
             None => "respawned fresh: its Claude Code session id is not known".to_owned(),
         },
+    }
+}
+
+/// The most the lead granted `cmd`'s teammate: the mode of its signed record or of the
+/// lead's own (a teammate inherits the lead's; an approved plan gives no more than that).
+fn granted_mode(store: &Store, cmd: &TeammateCommand) -> Option<PermissionMode> {
+    let mode_of = |argv: &[String]| {
+        argv.iter()
+            .find_map(|a| a.strip_prefix("--permission-mode="))
+            .and_then(|m| m.parse::<PermissionMode>().ok())
+    };
+    let lead = read_signed(store, LEAD)
+        .ok()
+        .flatten()
+        .and_then(|r| mode_of(&r.argv));
+    [mode_of(&cmd.argv), lead]
+        .into_iter()
+        .flatten()
+        .max_by_key(|m| m.latitude())
+}
+
+/// Whether `mode` is no more than `granted` (nothing is, when nothing was granted).
+fn within(mode: &str, granted: Option<PermissionMode>) -> bool {
+    match (mode.parse::<PermissionMode>(), granted) {
+        (Ok(mode), Some(granted)) => mode.latitude() <= granted.latitude(),
+        _ => false,
     }
 }
 
@@ -457,4 +489,21 @@ fn drop_stale_requests(store: &Store, agent: &AgentName) {
         &AgentName::lead(),
         &|p| matches!(p, Protocol::TeammateTerminated(t) if t.agent.as_deref() == Some(agent.as_str())),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restart_never_gives_more_latitude_than_the_lead_granted() {
+        let granted = Some(PermissionMode::AcceptEdits);
+        assert!(within("plan", granted));
+        assert!(within("default", granted));
+        assert!(within("acceptEdits", granted));
+        // A state (the teammate's, or its host's, to write) asking for more: refused.
+        assert!(!within("bypassPermissions", granted));
+        assert!(!within("anything", granted));
+        assert!(!within("default", None));
+    }
 }

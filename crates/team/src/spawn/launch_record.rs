@@ -6,10 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::spawn::inherit::{Engine, TeammateCommand};
 use swarm_store::Store;
-use swarm_store::launch_record::LaunchRecord;
+use swarm_store::launch_record::{self, LaunchRecord};
+use swarm_store::mailbox::lead_key;
 
 /// The flag a resumed `swarm lead` or `swarm teammate` is started with.
 pub const RESUME_FLAG: &str = "--resume";
@@ -32,7 +33,7 @@ pub fn save_launch_on(
     engine: Engine,
     host: Option<&str>,
 ) -> Result<()> {
-    let record = LaunchRecord {
+    let mut record = LaunchRecord {
         argv: cmd
             .argv
             .iter()
@@ -44,8 +45,34 @@ pub fn save_launch_on(
         cwd: cmd.cwd.clone(),
         engine: Some(engine.to_string()),
         host: host.map(str::to_owned),
+        sig: None,
     };
+    if let Some(signer) = lead_key::signer(store.root(), store.team())? {
+        let bytes = launch_record::signed_bytes(store.team(), agent, &record);
+        record.sig = Some(signer.sign_bytes(&bytes));
+    }
     Ok(store.launches().save_launch(agent, &record)?)
+}
+
+/// `agent`'s record, if the lead wrote it: with the team's lead key here, only a record
+/// whose signature holds is returned, so a restart never runs what someone else (a host's
+/// role in the team's database, a hand edit) wrote. A team with no key here (its records
+/// made before keys) is read as it is.
+pub fn read_signed(store: &Store, agent: &str) -> Result<Option<LaunchRecord>> {
+    let Some(record) = store.launches().read_launch(agent)? else {
+        return Ok(None);
+    };
+    let Some(key) = lead_key::verify_key(store.root(), store.team())? else {
+        return Ok(Some(record));
+    };
+    let bytes = launch_record::signed_bytes(store.team(), agent, &record);
+    match &record.sig {
+        Some(sig) if key.verifies(&bytes, sig) => Ok(Some(record)),
+        _ => Err(Error::Unsigned(format!(
+            "failed to restart {agent}: its launch record in team '{}' is not signed by the team's lead key, so it was not written by the lead and is not run; start {agent} again with `swarm spawn`",
+            store.team()
+        ))),
+    }
 }
 
 /// The command a record describes, its secrets taken from `env` (the restarting
