@@ -13,7 +13,7 @@ pub const CODES: [(u8, &str); 13] = [
     (exit::SUCCESS, "success"),
     (
         exit::FAILURE,
-        "failure: I/O error, or a file swarm could not read and would not rewrite",
+        "failure: I/O error, a file swarm could not read and would not rewrite, or a launch record the lead did not sign",
     ),
     (
         exit::USAGE,
