@@ -417,6 +417,73 @@ fn teammates_on_two_hosts_share_a_team_and_a_lost_host_gives_its_task_back() {
     assert_eq!(told, 1);
 }
 
+/// A team whose teammates are all on other hosts, spawned by hand as the README shows, is
+/// supervised on the lead's machine (issue 35 item 2): the first spawn opens the team
+/// window with the lead in it, and when the host is cut off its teammate is declared dead
+/// and its task goes back, with nobody running `swarm status`.
+#[test]
+fn a_team_spawned_on_hosts_by_hand_is_supervised_and_a_cut_host_gives_its_task_back() {
+    let Some(lab) = Lab::start(1, ScriptedModel::slow_alice_quick_bob(60_000)) else {
+        return;
+    };
+    let (env, h1) = (&lab.env, &lab.net.hosts[0]);
+    env.run(&["team", "create", "t", "--store", &lab.url])
+        .success();
+    env.run(&["--team", "t", "task", "add", "build the thing"])
+        .success();
+    let out = run(lab
+        .swarm(&["--team", "t", "spawn", "alice", "--host", "h1"])
+        .env("ANTHROPIC_API_KEY", SECRET));
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let store = env.store("t");
+    let alice = swarm_util::names::AgentName::new("alice").unwrap();
+    let lead = swarm_util::names::AgentName::lead();
+    let holding = crate::harness::wait_until(Duration::from_secs(60), || {
+        store
+            .agents()
+            .read_state(&alice)
+            .is_some_and(|s| s.current_task.as_deref() == Some("1"))
+            && store.agents().lead_running()
+    });
+    if !holding {
+        env.print_evidence();
+    }
+    assert!(holding, "alice never took the task, or no lead runs here");
+    // The supervisor is the lead, in the team window on this machine.
+    let lead_state = store.agents().read_state(&lead).unwrap();
+    assert_eq!(
+        lead_state.host.as_deref(),
+        Some(swarm_store::liveness::this_host()),
+        "{lead_state:?}"
+    );
+
+    h1.cut();
+    let returned = crate::harness::wait_until(Duration::from_secs(60), || {
+        store
+            .tasks()
+            .get("1")
+            .is_ok_and(|t| t.owner.as_deref() != Some("alice"))
+    });
+    if !returned {
+        env.print_evidence();
+    }
+    assert!(
+        returned,
+        "alice's task never came back: {:?}",
+        store.tasks().get("1")
+    );
+    // The lead noticed, by the heartbeat (it says so once the task is back).
+    let log = env.root.join("teams/t/logs/team-lead.log");
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        crate::harness::wait_until(Duration::from_secs(30), || said()
+            .contains("alice was terminated (its heartbeat stopped")),
+        "{}",
+        said()
+    );
+    h1.restore();
+}
+
 /// Steering teammates on another host: `swarm shutdown --force` ends a remote teammate's
 /// session over ssh (never a local signal) and it stops cleanly, its session gone there;
 /// a remote teammate killed with `kill -9` is noticed by its silence, as a lost host is.

@@ -321,6 +321,18 @@ impl Launcher {
         Ok((window, true))
     }
 
+    /// The team window with its lead running: opened with `lead_cmd` in its first pane if
+    /// it is not open, the lead restarted if it stopped there. Every spawn, here or on a
+    /// host, goes through it, so no teammate joins a team nobody supervises. Returns the
+    /// window and whether this call opened it.
+    pub fn supervised_window(&self, lead_cmd: &TeammateCommand) -> Result<(TeamWindow, bool)> {
+        let (window, opened) = self.ensure_window(lead_cmd)?;
+        if !opened && let Some(pane) = self.stopped_lead(&window)? {
+            window.restart_pane(pane, &pane_spec(lead_cmd))?;
+        }
+        Ok((window, opened))
+    }
+
     /// The lead's pane, when the lead has stopped in it (a crash, or Ctrl-C in its pane,
     /// which `remain-on-exit` keeps open) and must start again: a teammate spawned into a
     /// team nobody supervises would go unwatched, its death unreported.
@@ -674,13 +686,7 @@ impl Launcher {
         if live(fates).next().is_none() {
             return false;
         }
-        let window = self.ensure_window(lead_cmd).and_then(|(window, opened)| {
-            if !opened && let Some(pane) = self.stopped_lead(&window)? {
-                window.restart_pane(pane, &pane_spec(lead_cmd))?;
-            }
-            Ok((window, opened))
-        });
-        let (mut window, opened) = match window {
+        let (mut window, opened) = match self.supervised_window(lead_cmd) {
             Ok(w) => w,
             Err(e) => {
                 live(fates).for_each(|s| s.failed = Some(e.copy()));

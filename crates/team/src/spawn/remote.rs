@@ -114,6 +114,9 @@ impl Launcher {
             .unwrap_or_else(|| config.next_color().to_owned());
         let spec = launch::spec(self.store.team(), &prepared, &color);
         let model = inherit::resolve_model(&self.lead, &self.env, &spec);
+        // Whoever spawns it (a person by hand, the lead), the team is supervised here: the
+        // lead's machine declares a silent host's teammates dead and gives their tasks back.
+        let (_, opened_window) = self.supervised_window(&self.lead_command(&[]))?;
         let roster = self.store.roster();
         roster.add_member(NewMember {
             name: req.name.clone(),
@@ -136,7 +139,7 @@ impl Launcher {
             name: req.name.to_string(),
             pane: format!("{}:{pane}", host.name),
             color,
-            opened_window: false,
+            opened_window,
             worktree: started_worktree(&self.store, req.name.as_str()),
             model,
             provider: api.provider,
