@@ -27,6 +27,8 @@ pub struct Settings {
     pub lock_timeout: Duration,
     /// `SWARM_HEARTBEAT_TIMEOUT_MS`: how long a registered process may go without a beat.
     pub heartbeat_timeout: Duration,
+    /// `SWARM_OUTAGE_WAIT_MS`: how long a call waits for a team's database to come back.
+    pub outage_wait: Duration,
     /// Off with `SWARM_DURABLE=0`: writes then skip their fsyncs (atomicity never depends
     /// on them).
     pub durable: bool,
@@ -48,6 +50,9 @@ impl Settings {
         let heartbeat_timeout = parsed(&env, vars::SWARM_HEARTBEAT_TIMEOUT_MS)
             .map(Duration::from_millis)
             .unwrap_or(swarm_store::liveness::DEFAULT_TIMEOUT);
+        let outage_wait = parsed(&env, vars::SWARM_OUTAGE_WAIT_MS)
+            .map(Duration::from_millis)
+            .unwrap_or(swarm_store::layout::DEFAULT_OUTAGE_WAIT);
         let durable = !matches!(
             env.get(vars::SWARM_DURABLE),
             Some("0" | "false" | "off" | "no")
@@ -65,6 +70,7 @@ impl Settings {
             env,
             lock_timeout,
             heartbeat_timeout,
+            outage_wait,
             durable,
             panes_per_window,
             timings,

@@ -60,7 +60,7 @@ const TRIES: u32 = 4;
 /// or named by the team's pointer) that it finds away (a restart, a failover), trying again
 /// with a growing pause, before it fails with [`Error::Unavailable`]; a longer outage is
 /// its caller's to wait out (an agent's loop does, and says so).
-pub const OUTAGE_WAIT: Duration = Duration::from_secs(10);
+pub const OUTAGE_WAIT: Duration = swarm_store::layout::DEFAULT_OUTAGE_WAIT;
 
 /// Whether a transaction may run again after its connection failed mid-way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +118,9 @@ pub struct Database {
     /// A server is known to run there: the team's pointer names it (see
     /// [`Database::expected`]).
     expected: bool,
+    /// How long one call waits for a server that is away (`SWARM_OUTAGE_WAIT_MS`, else
+    /// [`OUTAGE_WAIT`]).
+    outage_wait: Duration,
     /// The fencing token of the agent process this is, once it registered (see
     /// [`Database::fence`]).
     fence: Mutex<Option<i64>>,
@@ -211,6 +214,7 @@ impl Database {
             idle: Mutex::new(Vec::new()),
             reached: AtomicBool::new(false),
             expected: false,
+            outage_wait: OUTAGE_WAIT,
             fence: Mutex::new(None),
         })
     }
@@ -299,7 +303,7 @@ impl Database {
                     continue;
                 }
                 Err(e) => {
-                    let waited = waited_out(away_since, &e);
+                    let waited = waited_out(away_since, self.outage_wait, &e);
                     return Err(self.unavailable("connect to", &e, waited));
                 }
             };
@@ -323,7 +327,7 @@ impl Database {
                     _ => false,
                 };
             if !again {
-                return Err(if waited_out(away_since, &e) {
+                return Err(if waited_out(away_since, self.outage_wait, &e) {
                     self.unavailable(&format!("{what}: lost"), &e, true)
                 } else {
                     self.failed(what, &e)
@@ -346,7 +350,14 @@ impl Database {
     fn rides_out(&self, away_since: &mut Option<Instant>, e: &postgres::Error) -> bool {
         (self.expected || self.reached.load(Ordering::Relaxed))
             && away(e)
-            && away_since.get_or_insert_with(Instant::now).elapsed() < OUTAGE_WAIT
+            && away_since.get_or_insert_with(Instant::now).elapsed() < self.outage_wait
+    }
+
+    /// This database with calls waiting up to `wait` for a server that is away (see
+    /// [`Database::rides_out`]; the process's `SWARM_OUTAGE_WAIT_MS`).
+    pub fn waiting_out(mut self, wait: Duration) -> Database {
+        self.outage_wait = wait;
+        self
     }
 
     /// From now on, every transaction of this process on the database first checks that
@@ -422,7 +433,10 @@ impl Database {
     /// call waited [`OUTAGE_WAIT`] for it, which the line says.
     fn unavailable(&self, doing: &str, e: &postgres::Error, waited: bool) -> Error {
         let waited = if waited {
-            format!("; it did not come back within {} s", OUTAGE_WAIT.as_secs())
+            format!(
+                "; it did not come back within {} s",
+                self.outage_wait.as_secs_f64()
+            )
         } else {
             String::new()
         };
@@ -540,9 +554,9 @@ fn kind(e: &postgres::Error) -> Kind {
 }
 
 /// Whether a call that first found the server away at `away_since` gave up waiting for it
-/// ([`OUTAGE_WAIT`] passed), failing with `e`, a sign that it is still away.
-fn waited_out(away_since: Option<Instant>, e: &postgres::Error) -> bool {
-    away_since.is_some_and(|since| since.elapsed() >= OUTAGE_WAIT) && away(e)
+/// (`wait` passed), failing with `e`, a sign that it is still away.
+fn waited_out(away_since: Option<Instant>, wait: Duration, e: &postgres::Error) -> bool {
+    away_since.is_some_and(|since| since.elapsed() >= wait) && away(e)
 }
 
 /// Whether `e` says the server is away for now, as a restart or a failover leaves it: it

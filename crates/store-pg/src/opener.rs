@@ -62,7 +62,8 @@ impl PgOpener {
             return Ok(db.clone());
         }
         let unreached = || -> Result<Database> {
-            let db = Database::lazy(url, &self.env, root.lock_timeout())?;
+            let db = Database::lazy(url, &self.env, root.lock_timeout())?
+                .waiting_out(root.outage_wait());
             Ok(match from {
                 UrlSource::Pointer => db.expected(),
                 UrlSource::Given => db,

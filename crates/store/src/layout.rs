@@ -20,6 +20,10 @@ use swarm_util::lock;
 use swarm_util::names::{AgentName, TeamName};
 use swarm_util::vars;
 
+/// How long a call on a team's database waits for its server by default: long enough for a
+/// restart, short enough that a person is told soon.
+pub const DEFAULT_OUTAGE_WAIT: Duration = Duration::from_secs(10);
+
 #[derive(Debug, Clone)]
 pub struct Root {
     path: PathBuf,
@@ -27,6 +31,8 @@ pub struct Root {
     durable: bool,
     /// How long a registered process may go without a heartbeat (see `store::liveness`).
     heartbeat_timeout: Duration,
+    /// How long a call on a team's database waits for a server that is away (a restart).
+    outage_wait: Duration,
     /// Set when this process signs as the team's lead (see `store::lead_key`).
     signs_as_lead: bool,
 }
@@ -39,6 +45,7 @@ impl Root {
             lock_timeout: lock::DEFAULT_TIMEOUT,
             durable: true,
             heartbeat_timeout: crate::liveness::DEFAULT_TIMEOUT,
+            outage_wait: DEFAULT_OUTAGE_WAIT,
             signs_as_lead: false,
         }
     }
@@ -83,6 +90,17 @@ impl Root {
     pub fn with_heartbeat_timeout(mut self, timeout: Duration) -> Root {
         self.heartbeat_timeout = timeout.max(crate::liveness::MIN_TIMEOUT);
         self
+    }
+
+    /// This root's calls on a team's database waiting up to `wait` for a server that is
+    /// away (`SWARM_OUTAGE_WAIT_MS`).
+    pub fn with_outage_wait(mut self, wait: Duration) -> Root {
+        self.outage_wait = wait;
+        self
+    }
+
+    pub fn outage_wait(&self) -> Duration {
+        self.outage_wait
     }
 
     pub fn heartbeat_timeout(&self) -> Duration {

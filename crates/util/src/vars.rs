@@ -151,6 +151,8 @@ vars! {
         doc: "how long a shared file's lock is waited for before the write fails" }
     SWARM_HEARTBEAT_TIMEOUT_MS { default: "10000",
         doc: "how long a teammate on a PostgreSQL team may go without a heartbeat before it is declared dead (at least 3000; each beats every second)" }
+    SWARM_OUTAGE_WAIT_MS { default: "10000",
+        doc: "how long a call on a PostgreSQL team waits for its server to come back (a restart, a failover) before it fails" }
     SWARM_DURABLE { default: "1", doc: "`0` skips fsyncs (atomicity never depends on them)" }
     SWARM_STORE_URL { read_by: &[Cli], hosts: Travel::HostOwn,
         doc: "a PostgreSQL URL (no password) where `swarm team create`, `run` and `demo` make new teams (or `--store`); default: files" }

@@ -66,7 +66,8 @@ impl Ctx {
         let opener = swarm_store_pg::PgOpener::new(settings.env.clone());
         let root = Root::resolve(global.root.as_deref(), &settings.env)?
             .with_store_settings(settings.lock_timeout, settings.durable)
-            .with_heartbeat_timeout(settings.heartbeat_timeout);
+            .with_heartbeat_timeout(settings.heartbeat_timeout)
+            .with_outage_wait(settings.outage_wait);
         let teams = Teams::new(root).with_servers(std::sync::Arc::new(opener));
         Ok(Ctx {
             teams,

@@ -140,8 +140,21 @@ fn sends_through_dropped_connections_lose_nothing_and_double_nothing() {
 
 #[test]
 fn an_unreachable_server_is_one_line_naming_it_without_its_password() {
-    // Port 1 on loopback: nothing listens there, and the refusal is immediate.
-    let url = "postgres://swarm:hunter2-secret@127.0.0.1:1/teams";
+    // Port 1 on loopback: nothing listens there, and the refusal is immediate. The
+    // password comes as users give it (never in the URL, which is refused for holding one).
+    let url = "postgres://swarm@127.0.0.1:1/teams";
+    let in_url = PgStore::connect(
+        "postgres://swarm:hunter2-secret@127.0.0.1:1/teams",
+        &no_env(),
+        &nowhere(),
+        &TeamName::new("t").unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        in_url.contains("holds a password") && !in_url.contains("hunter2"),
+        "{in_url}"
+    );
     let err =
         PgStore::connect(url, &no_env(), &nowhere(), &TeamName::new("t").unwrap()).unwrap_err();
     let text = err.to_string();
