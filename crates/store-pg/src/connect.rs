@@ -354,7 +354,7 @@ impl Database {
     }
 
     /// This database with calls waiting up to `wait` for a server that is away (see
-    /// [`Database::rides_out`]; the process's `SWARM_OUTAGE_WAIT_MS`).
+    /// `Database::rides_out`; the process's `SWARM_OUTAGE_WAIT_MS`).
     pub fn waiting_out(mut self, wait: Duration) -> Database {
         self.outage_wait = wait;
         self
