@@ -12,7 +12,7 @@
 //!   listener the browser visits, another user's included, would receive a working
 //!   session; binding a cookie to a `Host` does not help, since whoever holds the cookie
 //!   can send any `Host`. `sessionStorage` belongs to one origin (scheme, host and port)
-//!   and one tab, and nothing sends it by itself: no other port, site or local process
+//!   and one tab, and nothing sends it by itself: no other port, site or local listener
 //!   ever sees the key, and no cross-site request can carry it, so it needs no CSRF token.
 //! - The page itself and its assets are served to anyone (they hold nothing of the
 //!   teams); every other request needs the session key or the bearer token: 401
