@@ -215,8 +215,12 @@ async fn serve(
         Some(acceptor) => {
             let stream = tokio::select! {
                 done = acceptor.accept(tcp) => done?,
-                _ = conn.until_closed(timeout) => {
-                    return Err(std::io::Error::other("the TLS handshake did not end in time"));
+                ended = conn.until_closed(timeout) => {
+                    let why = match ended {
+                        Ended::Evicted => "closed during the TLS handshake to make room",
+                        Ended::Idle | Ended::Silent => "the TLS handshake did not end in time",
+                    };
+                    return Err(std::io::Error::other(why));
                 }
             };
             let served = http.serve_connection(TokioIo::new(stream), svc);
