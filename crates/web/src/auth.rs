@@ -245,6 +245,9 @@ impl Auth {
             last_used: Mutex::new(now),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let Sessions { by_key, order } = &mut *sessions;
+        by_key.retain(|_, s| !s.expired(now));
+        order.retain(|k| by_key.contains_key(k));
         while sessions.order.len() >= MAX_SESSIONS
             && let Some(oldest) = sessions.order.pop_front()
         {
