@@ -39,12 +39,12 @@ def register(bench):
 class Stream:
     """One event-stream client: notes when each probe message first shows in a feed event."""
 
-    def __init__(self, host, port, cookie):
+    def __init__(self, host, port, session):
         self.seen = {}
         self.members = 0
         self.sock = socket.create_connection((host, port), timeout=120)
         self.sock.sendall((f"GET /api/teams/bench/events HTTP/1.1\r\nhost: {host}:{port}\r\n"
-                           f"cookie: {cookie}\r\naccept: text/event-stream\r\n\r\n").encode())
+                           f"x-swarm-session: {session}\r\naccept: text/event-stream\r\n\r\n").encode())
         self.thread = threading.Thread(target=self.read, daemon=True)
         self.thread.start()
 
@@ -75,7 +75,7 @@ class Stream:
 
 
 def login(base, token):
-    """The session cookie `GET /?token=` sets."""
+    """The session key `GET /?token=` redirects to (`/#session=KEY`), which the page sends in a header."""
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
             return None
@@ -83,8 +83,10 @@ def login(base, token):
     try:
         opener.open(f"{base}?token={token}", timeout=10)
     except urllib.error.HTTPError as e:
-        return e.headers["set-cookie"].split(";")[0]
-    raise SystemExit("bench: swarm serve did not answer the token with a cookie")
+        to = e.headers["location"] or ""
+        if to.startswith("/#session="):
+            return to[len("/#session="):]
+    raise SystemExit("bench: swarm serve did not answer the token with a session")
 
 
 def webdriver(base_url, method, path, body=None):
@@ -116,7 +118,7 @@ def first_paint(env, page):
         "browserName": "chrome", "goog:chromeOptions": {"binary": chromium, "args": args}}}})["sessionId"]
     s = f"/session/{session}"
     try:
-        webdriver(url, "POST", s + "/url", {"url": page})  # trades the token for the cookie
+        webdriver(url, "POST", s + "/url", {"url": page})  # trades the token for a session in this tab
         base = page.split("?")[0]
         fcp, shown = [], []
         for _ in range(5):
@@ -162,8 +164,8 @@ def serve_suite():
             raise SystemExit(f"bench: swarm serve printed {line!r}")
         base, token = line.split("?token=")
         host, port = base[len("http://"):].rstrip("/").split(":")
-        cookie = login(base, token)
-        streams = [Stream(host, int(port), cookie) for _ in range(CLIENTS)]
+        session = login(base, token)
+        streams = [Stream(host, int(port), session) for _ in range(CLIENTS)]
         B.wait_for(lambda: all(s.members == 17 for s in streams), 60, "the clients to see 17 members")
         time.sleep(3)
 

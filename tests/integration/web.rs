@@ -90,23 +90,25 @@ impl Serve {
         raw(&self.addr, method, path, headers, body)
     }
 
-    /// A new session: its cookie (`swarm_session=…`) and its CSRF token.
-    pub fn login(&self) -> (String, String) {
+    /// A new session: its key, which the page sends in `x-swarm-session`.
+    pub fn login(&self) -> String {
         let r = self.request("GET", &format!("/?token={}", self.token), &[], b"");
         assert_eq!(r.status, 303, "{r:?}");
-        let set = r.header("set-cookie").unwrap().to_owned();
-        let cookie = set.split(';').next().unwrap().to_owned();
-        let session = self.request("GET", "/api/session", &[("cookie", &cookie)], b"");
+        assert!(
+            r.header("set-cookie").is_none(),
+            "a session in a cookie: {r:?}"
+        );
+        let key = r.header("location").unwrap();
+        let key = key.strip_prefix("/#session=").unwrap().to_owned();
+        let session = self.request("GET", "/api/session", &[("x-swarm-session", &key)], b"");
         assert_eq!(session.status, 200, "{session:?}");
-        let csrf = session.json()["csrf"].as_str().unwrap().to_owned();
-        (cookie, csrf)
+        key
     }
 
-    /// Headers of an action from this server's own page, in session `(cookie, csrf)`.
-    pub fn page_headers<'a>(&'a self, session: &'a (String, String)) -> Vec<(&'a str, String)> {
+    /// Headers of an action from this server's own page, in the session with `key`.
+    pub fn page_headers(&self, key: &str) -> Vec<(&'static str, String)> {
         vec![
-            ("cookie", session.0.clone()),
-            ("x-csrf-token", session.1.clone()),
+            ("x-swarm-session", key.to_owned()),
             ("origin", format!("http://{}", self.addr)),
             ("content-type", "application/json".to_owned()),
         ]
@@ -257,13 +259,12 @@ fn nothing_is_served_without_the_token_and_the_token_opens_a_session() {
         64,
         "a fresh token is printed with the address"
     );
-    // No token: the page says how to get in and shows nothing of the team.
+    // No token: nothing of the team. The page and its script are no secret: they come,
+    // and the page says how to get in.
     for path in [
-        "/",
         "/api/teams",
         "/api/teams/t",
         "/api/teams/t/events",
-        "/assets/app.js",
         "/nowhere",
     ] {
         let r = serve.request("GET", path, &[], b"");
@@ -274,20 +275,25 @@ fn nothing_is_served_without_the_token_and_the_token_opens_a_session() {
             r.body
         );
     }
-    // A wrong token, as a query, a bearer or a forged cookie.
+    for path in ["/", "/assets/app.js"] {
+        let r = serve.request("GET", path, &[], b"");
+        assert_eq!(r.status, 200, "{path}: {r:?}");
+        assert!(
+            !r.body.contains("bob"),
+            "{path} showed the team: {}",
+            r.body
+        );
+    }
+    // A wrong token, as a query, a bearer or a forged session key.
     let wrong = "0".repeat(64);
     let r = serve.request("GET", &format!("/?token={wrong}"), &[], b"");
     assert_eq!(r.status, 401, "{r:?}");
-    assert!(r.header("set-cookie").is_none());
+    assert!(r.body.contains("needs the access token"), "{r:?}");
+    assert!(r.header("location").is_none());
     let bearer = format!("Bearer {wrong}");
     let r = serve.request("GET", "/api/teams", &[("authorization", &bearer)], b"");
     assert_eq!((r.status, r.error_code().as_str()), (401, "unauthorized"));
-    let r = serve.request(
-        "GET",
-        "/api/teams",
-        &[("cookie", "swarm_session=forged")],
-        b"",
-    );
+    let r = serve.request("GET", "/api/teams", &[("x-swarm-session", &wrong)], b"");
     assert_eq!(r.status, 401, "{r:?}");
     // The token in a query anywhere but the page's address is not taken either.
     let r = serve.request(
@@ -297,20 +303,16 @@ fn nothing_is_served_without_the_token_and_the_token_opens_a_session() {
         b"",
     );
     assert_eq!(r.status, 401, "{r:?}");
-    // The right token: a session cookie, and the token leaves the address bar.
+    // The right token: to the page, with a session key in the fragment (which a browser
+    // sends nowhere), and no cookie (which a browser sends to every port of the host).
     let r = serve.request("GET", &format!("/?token={}", serve.token), &[], b"");
     assert_eq!(r.status, 303, "{r:?}");
-    assert_eq!(r.header("location"), Some("/"));
-    let cookie = r.header("set-cookie").unwrap();
-    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
-        assert!(cookie.contains(attr), "{cookie}");
-    }
-    assert!(
-        !cookie.contains(&serve.token),
-        "the cookie is not the token"
-    );
-    let cookie = cookie.split(';').next().unwrap();
-    let r = serve.request("GET", "/", &[("cookie", cookie)], b"");
+    assert!(r.header("set-cookie").is_none(), "{r:?}");
+    let key = r.header("location").unwrap();
+    let key = key.strip_prefix("/#session=").unwrap();
+    assert_eq!(key.len(), 64, "{key}");
+    assert!(!key.contains(&serve.token), "the key is not the token");
+    let r = serve.request("GET", "/", &[], b"");
     assert_eq!(r.status, 200, "{r:?}");
     assert!(r.body.contains("/assets/app.js"));
     let csp = r.header("content-security-policy").unwrap();
@@ -318,7 +320,8 @@ fn nothing_is_served_without_the_token_and_the_token_opens_a_session() {
         csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
         "{csp}"
     );
-    let r = serve.request("GET", "/api/teams/t/members", &[("cookie", cookie)], b"");
+    let session = [("x-swarm-session", key)];
+    let r = serve.request("GET", "/api/teams/t/members", &session, b"");
     let members = r.json()["members"].clone();
     let names: Vec<&str> = members
         .as_array()
@@ -327,6 +330,10 @@ fn nothing_is_served_without_the_token_and_the_token_opens_a_session() {
         .map(|m| m["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["team-lead", "bob", "carol"]);
+    // The key is no cookie: sent as one, it opens nothing.
+    let as_cookie = format!("swarm_session={key}; x-swarm-session={key}");
+    let r = serve.request("GET", "/api/teams", &[("cookie", &as_cookie)], b"");
+    assert_eq!(r.status, 401, "{r:?}");
     let teams = serve.request(
         "GET",
         "/api/teams",
@@ -337,17 +344,93 @@ fn nothing_is_served_without_the_token_and_the_token_opens_a_session() {
     // No secret in the log, even at debug.
     let log = serve.log();
     assert!(!log.contains(&serve.token), "the token reached the log");
-    assert!(
-        !log.contains(cookie.trim_start_matches("swarm_session=")),
-        "a cookie reached the log"
+    assert!(!log.contains(key), "a session key reached the log");
+}
+
+/// Whether the server closed `tcp` (non-blocking): what it sent before, if it did.
+fn closed_by_server(tcp: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tcp.read(&mut buf) {
+            Ok(0) => return Some(got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
+            Err(_) => return Some(got), // reset
+        }
+    }
+}
+
+#[test]
+fn idle_connections_make_way_for_a_logged_in_request() {
+    let env = TestEnv::new();
+    team_with_a_plan(&env);
+    // A long client timeout: if idle sockets held their places until it, the request
+    // below would not be answered within the test's timeout.
+    let serve = Serve::start(&env, &["--client-timeout", "120s"]);
+    let session = serve.login();
+    let mut idle: Vec<TcpStream> = (0..256)
+        .map(|_| TcpStream::connect(&serve.addr).unwrap())
+        .collect();
+    let r = serve.request(
+        "GET",
+        "/api/teams/t/members",
+        &[("x-swarm-session", &session)],
+        b"",
     );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["members"][1]["name"], "bob", "{r:?}");
+    // The server closed the excess at once, unanswered: all but the newest 32 at most.
+    for tcp in &idle {
+        tcp.set_nonblocking(true).unwrap();
+    }
+    let mut closed = vec![None; idle.len()];
+    assert!(
+        wait_until(T, || {
+            for (tcp, seen) in idle.iter_mut().zip(closed.iter_mut()) {
+                if seen.is_none() {
+                    *seen = closed_by_server(tcp);
+                }
+            }
+            closed.iter().filter(|c| c.is_some()).count() >= 256 - 32
+        }),
+        "only {} of 256 idle connections were closed",
+        closed.iter().filter(|c| c.is_some()).count()
+    );
+    assert!(
+        closed.iter().flatten().all(|sent| sent.is_empty()),
+        "an evicted connection was answered"
+    );
+    // A kept-alive connection left idle after its answer is closed well before the
+    // client timeout.
+    let mut kept = TcpStream::connect(&serve.addr).unwrap();
+    kept.set_read_timeout(Some(T)).unwrap();
+    let req = format!(
+        "GET /api/teams HTTP/1.1\r\nhost: {}\r\nx-swarm-session: {session}\r\n\r\n",
+        serve.addr
+    );
+    kept.write_all(req.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = kept
+            .read(&mut buf)
+            .expect("the idle kept-alive connection stayed open");
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert_eq!(text.matches("HTTP/1.1").count(), 1, "{text}");
 }
 
 /// What an attack is, the headers and body it sends, and the status it must get.
 type Attack<'a> = (&'a str, Vec<(&'a str, String)>, Vec<u8>, u16);
 
 #[test]
-fn actions_from_another_site_or_without_the_csrf_token_are_refused_and_change_nothing() {
+fn actions_from_another_site_or_port_or_without_the_session_are_refused_and_change_nothing() {
     let env = TestEnv::new();
     let id = team_with_a_plan(&env);
     let serve = Serve::start(&env, &[]);
@@ -385,20 +468,19 @@ fn actions_from_another_site_or_without_the_csrf_token_are_refused_and_change_no
             401,
         ),
         (
-            "a cross-site form post in the session (a browser that sent the cookie)",
+            "a cross-site form post in the session's key as a cookie",
             vec![
-                ("cookie", session.0.clone()),
+                ("cookie", format!("x-swarm-session={session}")),
                 ("content-type", "application/x-www-form-urlencoded".into()),
                 ("origin", "http://evil.example".into()),
             ],
             format!("approve=true&token={}", serve.token).into_bytes(),
-            403,
+            401,
         ),
         (
-            "a forged Origin with the session's own CSRF token",
+            "a forged Origin with the session's key",
             vec![
-                ("cookie", session.0.clone()),
-                ("x-csrf-token", session.1.clone()),
+                ("x-swarm-session", session.clone()),
                 ("origin", "http://evil.example".into()),
                 ("content-type", "application/json".into()),
             ],
@@ -406,21 +488,10 @@ fn actions_from_another_site_or_without_the_csrf_token_are_refused_and_change_no
             403,
         ),
         (
-            "the session without its CSRF token",
+            "the session from a page on another port",
             vec![
-                ("cookie", session.0.clone()),
-                ("origin", origin.clone()),
-                ("content-type", "application/json".into()),
-            ],
-            approve.to_vec(),
-            403,
-        ),
-        (
-            "a wrong CSRF token",
-            vec![
-                ("cookie", session.0.clone()),
-                ("x-csrf-token", "0".repeat(64)),
-                ("origin", origin.clone()),
+                ("x-swarm-session", session.clone()),
+                ("origin", "http://127.0.0.1:1".into()),
                 ("content-type", "application/json".into()),
             ],
             approve.to_vec(),
@@ -429,8 +500,7 @@ fn actions_from_another_site_or_without_the_csrf_token_are_refused_and_change_no
         (
             "the session with no Origin or Referer",
             vec![
-                ("cookie", session.0.clone()),
-                ("x-csrf-token", session.1.clone()),
+                ("x-swarm-session", session.clone()),
                 ("content-type", "application/json".into()),
             ],
             approve.to_vec(),
@@ -449,8 +519,7 @@ fn actions_from_another_site_or_without_the_csrf_token_are_refused_and_change_no
         (
             "a form body from this very page",
             vec![
-                ("cookie", session.0.clone()),
-                ("x-csrf-token", session.1.clone()),
+                ("x-swarm-session", session.clone()),
                 ("origin", origin.clone()),
                 ("content-type", "application/x-www-form-urlencoded".into()),
             ],
@@ -491,7 +560,7 @@ fn actions_from_another_site_or_without_the_csrf_token_are_refused_and_change_no
     let via = a.resolved_via.unwrap();
     assert!(via.starts_with("web session web-"), "{via}");
     assert!(
-        !via.contains(&session.0[14..]),
+        !via.contains(&session),
         "the record holds the session's secret"
     );
     let answer = mail_of(&env, "bob");
@@ -616,7 +685,7 @@ fn an_oversized_body_and_slow_clients_are_refused() {
         "{out}"
     );
     // Meanwhile the server serves others, and nothing was delivered.
-    let r = serve.request("GET", "/api/teams", &[("cookie", &session.0)], b"");
+    let r = serve.request("GET", "/api/teams", &[("x-swarm-session", &session)], b"");
     assert_eq!(r.status, 200);
     assert!(mail_of(&env, "bob").is_empty());
     assert_eq!(env.tree(), before);
@@ -764,11 +833,11 @@ fn messages_and_broadcasts_go_through_the_mailboxes_and_errors_have_one_shape() 
 }
 
 /// Reads server-sent events from `serve`'s stream of team `t` until `until` says stop.
-fn read_events(serve: &Serve, cookie: &str, mut until: impl FnMut(&str, &Value) -> bool) {
+fn read_events(serve: &Serve, session: &str, mut until: impl FnMut(&str, &Value) -> bool) {
     let mut tcp = TcpStream::connect(&serve.addr).unwrap();
     tcp.set_read_timeout(Some(T)).unwrap();
     let req = format!(
-        "GET /api/teams/t/events HTTP/1.1\r\nhost: {}\r\ncookie: {cookie}\r\naccept: text/event-stream\r\n\r\n",
+        "GET /api/teams/t/events HTTP/1.1\r\nhost: {}\r\nx-swarm-session: {session}\r\naccept: text/event-stream\r\n\r\n",
         serve.addr
     );
     tcp.write_all(req.as_bytes()).unwrap();
@@ -803,10 +872,10 @@ fn the_event_stream_sends_every_part_then_each_change() {
     let env = TestEnv::new();
     team_with_a_plan(&env);
     let serve = Serve::start(&env, &[]);
-    let (cookie, _) = serve.login();
+    let session = serve.login();
     let mut first = Vec::new();
     let mut sent = false;
-    read_events(&serve, &cookie, |event, v| {
+    read_events(&serve, &session, |event, v| {
         first.push(event.to_owned());
         if event == "approvals" {
             assert_eq!(v[0]["agent"], "bob", "{v}");
@@ -845,7 +914,7 @@ fn the_event_stream_sends_every_part_then_each_change() {
 }
 
 #[test]
-fn over_tls_the_page_is_served_and_the_cookie_is_secure() {
+fn over_tls_the_page_is_served_and_a_session_opens() {
     let env = TestEnv::new();
     team_with_a_plan(&env);
     let (cert, key) = (
@@ -910,19 +979,20 @@ fn over_tls_the_page_is_served_and_the_cookie_is_secure() {
         .no_proxy()
         .build()
         .unwrap();
-    let (status, cookie) = rt.block_on(async {
+    let (status, to) = rt.block_on(async {
         let r = client
             .get(format!("{}?token={}", serve.base, serve.token))
             .send()
             .await
             .unwrap();
+        assert!(r.headers().get("set-cookie").is_none(), "{r:?}");
         (
             r.status().as_u16(),
-            r.headers()["set-cookie"].to_str().unwrap().to_owned(),
+            r.headers()["location"].to_str().unwrap().to_owned(),
         )
     });
     assert_eq!(status, 303);
-    assert!(cookie.contains("; Secure"), "{cookie}");
+    assert!(to.starts_with("/#session="), "{to}");
     let teams: Value = rt.block_on(async {
         client
             .get(format!("{}api/teams", serve.base))
@@ -961,31 +1031,66 @@ fn beyond_loopback_without_a_token_file_it_warns_and_with_one_prints_no_token() 
         "{warned}"
     );
     let token = env.dir.path().join("token");
-    std::fs::write(&token, "a-long-enough-secret-token\n").unwrap();
+    let secret = "a-long-enough-secret-token-0123456789";
+    write_private(&token, &format!("{secret}\n"));
     let serve = Serve::start(&env, &["--token-file", token.to_str().unwrap()]);
     assert!(
         serve.token.is_empty(),
         "printed a token it was given: {}",
         serve.base
     );
-    let r = serve.request(
-        "GET",
-        "/api/teams",
-        &[("authorization", "Bearer a-long-enough-secret-token")],
-        b"",
-    );
+    let bearer = format!("Bearer {secret}");
+    let r = serve.request("GET", "/api/teams", &[("authorization", &bearer)], b"");
     assert_eq!(r.status, 200, "{r:?}");
-    std::fs::write(&token, "short").unwrap();
-    let out = env
-        .run(&[
+}
+
+/// Writes `text` to `path`, readable by its owner alone.
+fn write_private(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+#[test]
+fn a_weak_or_world_readable_token_file_is_refused_in_one_line() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = TestEnv::new();
+    let token = env.dir.path().join("token");
+    let serve_with = |env: &TestEnv| {
+        env.run(&[
             "serve",
             "--listen",
             "127.0.0.1:0",
             "--token-file",
             token.to_str().unwrap(),
         ])
-        .failure(2);
-    assert!(out.stderr.contains("at least 16"), "{}", out.stderr);
+        .failure(2)
+    };
+    // The review's token: short, one character, and world-readable.
+    std::fs::write(&token, "aaaaaaaaaaaaaaaa").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = serve_with(&env);
+    assert!(
+        out.stderr.contains("readable by others (mode 644)"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("chmod 600"), "{}", out.stderr);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    write_private(&token, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    let out = serve_with(&env);
+    assert!(out.stderr.contains("is weak"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("openssl rand -hex 32"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("aaaaaaaa"),
+        "the token shown: {}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
 }
 
 /// A webhook on loopback: answers 500 to its first post and 200 after; keeps every body.
@@ -1246,7 +1351,7 @@ fn a_held_merge_is_queued_again_from_the_page() {
         "{entry:?}"
     );
     // The run that follows says what it came to, on the team's pages.
-    read_events(&serve, &session.0, |event, v| {
+    read_events(&serve, &session, |event, v| {
         event == "notices"
             && v.as_array()
                 .unwrap()

@@ -1,9 +1,12 @@
 //! `swarm serve` in a real browser (headless Chromium through WebDriver): a scripted team
 //! appears live, bob's plan is approved from the page and bob goes on, a message typed in
 //! the page reaches the teammate's inbox, and the page without the token shows nothing.
+//! The session stays in its tab: a listener on another port the browser visits gets
+//! nothing of it, and a page whose session is over says to open the printed address.
 //! With `SWARM_WEB_SCREENSHOTS=DIR`, the main views are saved there at desktop and phone
 //! widths (the README's come from `SWARM_WEB_SCREENSHOTS=docs`).
 
+use std::io::{Read, Write};
 use std::time::Duration;
 
 use serde_json::json;
@@ -229,4 +232,50 @@ fn a_team_shows_live_in_the_browser_and_the_page_approves_sends_and_needs_the_to
         "the message never reached bob"
     );
     browser.wait_for_text("#feed .entry", "hello bob, from the browser");
+    the_session_stays_in_its_tab(&browser, &serve);
+}
+
+/// The session's key is in the tab's sessionStorage, in no cookie: a listener on another
+/// port of the same address, visited by the same browser, gets nothing of it; a page
+/// whose session is over says to open the printed address again.
+fn the_session_stays_in_its_tab(browser: &Browser, serve: &Serve) {
+    let key = browser.run("return sessionStorage.getItem('swarm-session');", json!([]));
+    let key = key.as_str().expect("the page keeps its session").to_owned();
+    assert_eq!(key.len(), 64, "{key}");
+    let cookies = browser.run("return document.cookie;", json!([]));
+    assert_eq!(cookies, "", "the page has cookies");
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_url = format!("http://{}/", other.local_addr().unwrap());
+    let seen = std::thread::spawn(move || {
+        let (mut tcp, _) = other.accept().unwrap();
+        tcp.set_read_timeout(Some(T)).unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && tcp.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        let page = "<!doctype html><title>another listener</title><p>another listener";
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+            page.len()
+        );
+        let _ = tcp.write_all(answer.as_bytes());
+        String::from_utf8_lossy(&head).into_owned()
+    });
+    browser.open(&other_url);
+    browser.wait_for_text("body", "another listener");
+    let head = seen.join().unwrap();
+    assert!(head.starts_with("GET / "), "{head}");
+    assert!(!head.contains(&key), "another port got the session: {head}");
+    assert!(!head.to_ascii_lowercase().contains("cookie"), "{head}");
+    // Back on the server's page in a tab whose session the server does not know (as after
+    // it expired or the server restarted): the page says what to do.
+    browser.open(&format!("{}#session={}", serve.base, "0".repeat(64)));
+    browser.wait_for_text("#shut-out", "open the address swarm serve printed again");
+    let left = browser.run("return sessionStorage.getItem('swarm-session');", json!([]));
+    assert_eq!(
+        left,
+        serde_json::Value::Null,
+        "the page kept a dead session"
+    );
 }

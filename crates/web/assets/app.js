@@ -1,18 +1,22 @@
 // swarm serve's page: one team live over server-sent events, and the actions a person
 // takes on it. No framework, no build step. Everything the team wrote (names, messages,
 // plans, pane text) is untrusted: it only ever reaches the page as text nodes.
+// The session's key lives in this tab's sessionStorage and goes out in a header, never in
+// a cookie (a browser would send a cookie to every port of the host).
 'use strict';
 
 const PARTS = ['team', 'members', 'tasks', 'feed', 'approvals', 'mergeQueue', 'panes', 'notices'];
 const COLOURS = ['red', 'blue', 'green', 'yellow', 'purple', 'orange', 'pink', 'cyan'];
 
+const SESSION = 'swarm-session';
+
 const state = {
-  csrf: null,
+  session: null,
   teams: [],
   team: null,
   parts: {},
   selected: 0,
-  source: null,
+  stream: null,
   seenNotices: 0,
   // What a person set on a request's card (mode, feedback, rejecting), kept across redraws.
   drafts: {},
@@ -70,14 +74,35 @@ function tokens(n) {
   return String(n);
 }
 
+// The key the login redirect left in the address (`#session=…`), moved into this tab's
+// sessionStorage and out of the address bar; else the one kept there.
+function takeSession() {
+  const m = location.hash.match(/^#session=([0-9a-f]+)$/);
+  if (m) {
+    sessionStorage.setItem(SESSION, m[1]);
+    history.replaceState(null, '', location.pathname);
+  }
+  return sessionStorage.getItem(SESSION);
+}
+
+// Shows only `text`: the page has no session (any more).
+function shutOut(text) {
+  sessionStorage.removeItem(SESSION);
+  state.session = null;
+  if (state.stream) state.stream.abort();
+  document.body.replaceChildren(h('p', { id: 'shut-out', class: 'shut-out' }, text));
+}
+
+const AGAIN = 'This session is over (it expired, or the server restarted): open the address swarm serve printed again.';
+
 async function api(method, path, body) {
-  const headers = { 'X-CSRF-Token': state.csrf || '' };
+  const headers = { 'X-Swarm-Session': state.session || '' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const r = await fetch(path, {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
-    credentials: 'same-origin',
+    credentials: 'omit',
   });
   let data = null;
   try {
@@ -85,11 +110,13 @@ async function api(method, path, body) {
   } catch (_) {
     data = null;
   }
+  if (r.status === 401) shutOut(AGAIN);
   if (!r.ok) throw new Error((data && data.error && data.error.message) || r.status + ' ' + r.statusText);
   return data;
 }
 
 function toast(text, ok) {
+  if (!state.session) return;
   const t = h('div', { class: 'toast ' + (ok ? 'ok' : 'bad'), role: 'status' }, text);
   $('toasts').append(t);
   setTimeout(() => t.remove(), ok ? 5000 : 10000);
@@ -371,6 +398,7 @@ function selectedApproval() {
 }
 
 function onKey(ev) {
+  if (!state.session) return;
   const typing = ev.target.closest('input, textarea, select');
   if (ev.key === 'Escape') {
     if (typing) ev.target.blur();
@@ -394,32 +422,77 @@ function onKey(ev) {
 // ---- the team and its stream ----
 
 function connect(team) {
-  if (state.source) state.source.close();
+  if (state.stream) state.stream.abort();
   state.team = team;
   state.parts = {};
   state.seenNotices = Date.now() - 2000;
   for (const id of ['members', 'tasks', 'feed', 'approvals', 'merge', 'panes']) $(id).replaceChildren();
   $('team').value = team;
   if (location.hash.slice(1) !== team) history.replaceState(null, '', '#' + encodeURIComponent(team));
-  const source = new EventSource(teamPath('/events'));
-  state.source = source;
-  for (const part of PARTS) {
-    source.addEventListener(part, (ev) => {
-      const value = JSON.parse(ev.data);
-      state.parts[part] = value;
-      render[part](value);
-      document.body.dataset.version = ev.lastEventId;
-    });
-  }
-  source.onopen = () => setLink(true);
-  // The browser reconnects by itself, unless the server refused the stream (it restarted
-  // and forgot this session, say): then only a new visit with the token gets in.
-  source.onerror = () => setLink(false, source.readyState === EventSource.CLOSED);
+  state.stream = new AbortController();
+  follow(teamPath('/events'), state.stream.signal);
 }
 
-function setLink(up, closed) {
+function onPart(part, data, id) {
+  if (!PARTS.includes(part)) return;
+  const value = JSON.parse(data);
+  state.parts[part] = value;
+  render[part](value);
+  document.body.dataset.version = id;
+}
+
+// The team's event stream, read with fetch (an EventSource cannot send the session's
+// header), again after a pause whenever it breaks, until aborted or refused.
+async function follow(path, signal) {
+  let pause = 500;
+  while (!signal.aborted) {
+    try {
+      const r = await fetch(path, { headers: { 'X-Swarm-Session': state.session }, credentials: 'omit', signal });
+      if (r.status === 401) return shutOut(AGAIN);
+      if (!r.ok) throw new Error(r.status + ' ' + r.statusText);
+      setLink(true);
+      pause = 500;
+      await readEvents(r.body, onPart);
+    } catch (_) {
+      if (signal.aborted) return;
+    }
+    setLink(false);
+    await new Promise((done) => setTimeout(done, pause));
+    pause = Math.min(pause * 2, 10000);
+  }
+}
+
+// Server-sent events from a response body: calls `on(name, data, id)` for each.
+async function readEvents(body, on) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let end;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      const ev = { name: 'message', data: [], id: '' };
+      for (const line of block.split('\n')) {
+        if (!line || line.startsWith(':')) continue;
+        const i = line.indexOf(':');
+        const field = i < 0 ? line : line.slice(0, i);
+        const v = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+        if (field === 'event') ev.name = v;
+        else if (field === 'data') ev.data.push(v);
+        else if (field === 'id') ev.id = v;
+      }
+      if (ev.data.length) on(ev.name, ev.data.join('\n'), ev.id);
+    }
+  }
+}
+
+function setLink(up) {
   const link = $('link');
-  link.textContent = up ? 'live' : closed ? 'disconnected: open the address swarm serve printed' : 'reconnecting…';
+  if (!link) return;
+  link.textContent = up ? 'live' : 'reconnecting…';
   link.classList.toggle('up', up);
 }
 
@@ -436,20 +509,25 @@ async function start() {
   $('help-button').addEventListener('click', () => $('help').showModal());
   $('help-close').addEventListener('click', () => $('help').close());
   window.addEventListener('hashchange', () => {
+    if (location.hash.startsWith('#session=')) return location.reload();
     const t = decodeURIComponent(location.hash.slice(1));
     if (t && t !== state.team && state.teams.some((x) => x.name === t)) connect(t);
   });
   setInterval(() => {
     for (const el of document.querySelectorAll('.ago[data-ms]')) el.textContent = ago(Number(el.dataset.ms)) || '—';
   }, 5000);
+  state.session = takeSession();
+  if (!state.session) {
+    shutOut('This page needs the access token: open the address swarm serve printed.');
+    return;
+  }
   let session;
   try {
     session = await api('GET', '/api/session');
   } catch (e) {
-    $('link').textContent = e.message;
+    if (state.session) $('link').textContent = e.message;
     return;
   }
-  state.csrf = session.csrf;
   state.teams = session.teams;
   $('team').replaceChildren(...session.teams.map((t) => h('option', { value: t.name }, t.name)));
   if (!session.teams.length) {

@@ -2,22 +2,36 @@
 //! checks every request passes before it reaches a route.
 //!
 //! - The token is made at start (or read from `--token-file`). `GET /?token=…` with the
-//!   right one opens a session: a random cookie (`HttpOnly`, `SameSite=Strict`, `Secure`
-//!   over TLS) and a redirect to `/`, so the token leaves the address bar. A script sends
-//!   `Authorization: Bearer TOKEN` instead. A token anywhere else (another path, a
-//!   query on a POST, a form field) is never accepted.
-//! - Every other request needs the cookie or the bearer token: 401 otherwise.
-//! - An action (any method but GET and HEAD) from a session needs the session's CSRF token
-//!   in `X-CSRF-Token` and an `Origin` (or, lacking one, a `Referer`) of this very origin
-//!   (scheme and `Host`): 403 otherwise. A bearer caller needs no CSRF token (a browser
-//!   never adds that header by itself), but a foreign `Origin` is refused all the same.
+//!   right one opens a session and redirects to `/#session=KEY`: the page moves the key
+//!   into its tab's `sessionStorage` and drops it from the address bar, then sends it in
+//!   `X-Swarm-Session` on every request. A script sends `Authorization: Bearer TOKEN`
+//!   instead. A token anywhere else (another path, a query on a POST, a form field) is
+//!   never accepted.
+//! - Why a key in a header and not a cookie: a browser sends a cookie set by
+//!   `127.0.0.1:8484` to every port of `127.0.0.1` (RFC 6265 §8.5), so any other local
+//!   listener the browser visits, another user's included, would receive a working
+//!   session; binding a cookie to a `Host` does not help, since whoever holds the cookie
+//!   can send any `Host`. `sessionStorage` belongs to one origin (scheme, host and port)
+//!   and one tab, and nothing sends it by itself: no other port, site or local listener
+//!   ever sees the key, and no cross-site request can carry it, so it needs no CSRF token.
+//! - The page itself and its assets are served to anyone (they hold nothing of the
+//!   teams); every other request needs the session key or the bearer token: 401
+//!   otherwise.
+//! - A session expires after [`IDLE_LIMIT`] without a request or [`MAX_AGE`] after it was
+//!   opened, whichever comes first: 401, and the page says to open the printed address
+//!   again. At most [`MAX_SESSIONS`] are kept; the oldest goes first.
+//! - An action (any method but GET and HEAD) needs an `Origin` (or, lacking one, a
+//!   `Referer`) of this very origin (scheme and `Host`) from a session, and no foreign one
+//!   from a bearer caller: 403 otherwise.
 //!
-//! Secrets are compared in constant time, never logged, and a session is known outside
-//! this module by its label (`web-1a2b3c4d`), which names it in approval records.
+//! The token is compared in constant time (a session's key is looked up in a hash map
+//! with random keys); no secret is logged, and a session is known outside this module by
+//! its label (`web-1a2b3c4d`), which names it in approval records.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
@@ -28,16 +42,20 @@ use crate::error::{Error, Result};
 use crate::errors::ApiError;
 use swarm_util::error::Base as _;
 
-/// The cookie a session is kept in.
-pub const COOKIE: &str = "swarm_session";
-/// The header an action from a session carries its CSRF token in.
-pub const CSRF_HEADER: &str = "x-csrf-token";
+/// The header a page sends its session's key in.
+pub const SESSION_HEADER: &str = "x-swarm-session";
 /// Sessions kept at once; the oldest goes first (its browser logs in again).
-const MAX_SESSIONS: usize = 256;
+pub const MAX_SESSIONS: usize = 256;
+/// A session unused this long is over.
+pub const IDLE_LIMIT: Duration = Duration::from_secs(12 * 3600);
+/// A session this old is over, used or not.
+pub const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The shortest token `--token-file` may hold.
-const MIN_TOKEN_LEN: usize = 16;
+const MIN_TOKEN_LEN: usize = 32;
+/// The fewest different characters it may be made of (`openssl rand -hex 32` has 16).
+const MIN_TOKEN_CHARS: usize = 12;
 
-/// A secret string: the access token, a session's cookie or CSRF token. Its `Debug` hides
+/// A secret string: the access token or a session's key. Its `Debug` hides
 /// it, so it cannot slip into a log through a struct that holds it.
 #[derive(Clone)]
 pub struct Secret(String);
@@ -58,15 +76,24 @@ impl Secret {
         ))
     }
 
-    /// The token in `path` (surrounding whitespace ignored): at least 16 characters, no
-    /// spaces or control characters.
+    /// The token in `path` (surrounding whitespace ignored): a file only its owner may
+    /// read, holding at least 32 printable characters without spaces, of at least 12
+    /// different ones.
     pub fn from_file(path: &Path) -> Result<Secret> {
         let text =
             std::fs::read_to_string(path).map_err(|e| Error::io("read the token file", path, e))?;
+        check_private(path)?;
         let token = text.trim();
-        if token.len() < MIN_TOKEN_LEN || !token.chars().all(|c| c.is_ascii_graphic()) {
+        let distinct = token
+            .chars()
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        if token.len() < MIN_TOKEN_LEN
+            || distinct < MIN_TOKEN_CHARS
+            || !token.chars().all(|c| c.is_ascii_graphic())
+        {
             return Err(Error::usage(format!(
-                "the token in {} must be at least {MIN_TOKEN_LEN} printable characters without spaces; write one there, e.g. `openssl rand -hex 32 > {}`",
+                "the token in {} is weak: it must be at least {MIN_TOKEN_LEN} printable characters without spaces, of at least {MIN_TOKEN_CHARS} different ones; write a random one there, e.g. `openssl rand -hex 32 > {}`",
                 path.display(),
                 path.display()
             )));
@@ -84,22 +111,72 @@ impl Secret {
     }
 }
 
+/// Refuses a token file that its group or others may read or write.
+#[cfg(unix)]
+fn check_private(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let meta = std::fs::metadata(path).map_err(|e| Error::io("read the token file", path, e))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(Error::usage(format!(
+            "the token file {} is readable by others (mode {mode:03o}); make it yours alone with `chmod 600 {}`",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_: &Path) -> Result<()> {
+    Ok(())
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// One browser's session.
+/// One browser tab's session.
 #[derive(Debug)]
 pub struct Session {
     /// What records and logs name it by.
     pub label: String,
-    csrf: Secret,
+    opened: Instant,
+    last_used: Mutex<Instant>,
 }
 
 impl Session {
-    /// The token its actions carry; the page gets it from `GET /api/session`.
-    pub fn csrf(&self) -> &str {
-        self.csrf.expose()
+    /// Whether it is over at `now` (see [`IDLE_LIMIT`] and [`MAX_AGE`]).
+    fn expired(&self, now: Instant) -> bool {
+        let last = *self.last_used.lock().unwrap_or_else(|p| p.into_inner());
+        now.saturating_duration_since(last) > IDLE_LIMIT
+            || now.saturating_duration_since(self.opened) > MAX_AGE
+    }
+
+    fn touch(&self, now: Instant) {
+        *self.last_used.lock().unwrap_or_else(|p| p.into_inner()) = now;
+    }
+}
+
+/// Why a request was not let in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// No key or token, or a wrong one.
+    Unknown,
+    /// A session that was, and is over.
+    Expired,
+}
+
+impl Refused {
+    pub fn error(self) -> ApiError {
+        match self {
+            Refused::Unknown => ApiError::unauthorized(),
+            Refused::Expired => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "this session expired (12 h unused, or 7 days old): open the address `swarm serve` printed again",
+            ),
+        }
     }
 }
 
@@ -129,10 +206,17 @@ pub struct Auth {
     sessions: Mutex<Sessions>,
 }
 
-#[derive(Debug, Default)]
+/// The live sessions by key, and their keys oldest first. Its `Debug` shows no key.
+#[derive(Default)]
 struct Sessions {
-    by_cookie: HashMap<String, Arc<Session>>,
+    by_key: HashMap<String, Arc<Session>>,
     order: VecDeque<String>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Sessions({} open)", self.by_key.len())
+    }
 }
 
 impl Auth {
@@ -148,52 +232,61 @@ impl Auth {
         if self.tls { "https" } else { "http" }
     }
 
-    /// A new session if `given` is the token: the `Set-Cookie` value and the session.
-    pub fn login(&self, given: &str) -> Option<(String, Arc<Session>)> {
+    /// A new session if `given` is the token, opened at `now`: its key and the session.
+    pub fn login(&self, given: &str, now: Instant) -> Option<(Secret, Arc<Session>)> {
         if !self.token.matches(given) {
             return None;
         }
-        let cookie = Secret::generate();
+        let key = Secret::generate();
         let label = format!("web-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
         let session = Arc::new(Session {
             label,
-            csrf: Secret::generate(),
+            opened: now,
+            last_used: Mutex::new(now),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        if sessions.order.len() >= MAX_SESSIONS
+        let Sessions { by_key, order } = &mut *sessions;
+        by_key.retain(|_, s| !s.expired(now));
+        order.retain(|k| by_key.contains_key(k));
+        while sessions.order.len() >= MAX_SESSIONS
             && let Some(oldest) = sessions.order.pop_front()
         {
-            sessions.by_cookie.remove(&oldest);
+            sessions.by_key.remove(&oldest);
         }
-        sessions.order.push_back(cookie.0.clone());
-        sessions
-            .by_cookie
-            .insert(cookie.0.clone(), Arc::clone(&session));
-        let secure = if self.tls { "; Secure" } else { "" };
-        let set = format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
-            cookie.0
-        );
-        Some((set, session))
+        sessions.order.push_back(key.0.clone());
+        sessions.by_key.insert(key.0.clone(), Arc::clone(&session));
+        Some((key, session))
     }
 
-    /// The caller a request's headers show: a session cookie, or the bearer token.
-    pub fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
-        if let Some(bearer) = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+    /// The caller a request's headers show at `now`: a live session's key, or the bearer
+    /// token. An expired session is forgotten.
+    pub fn caller(&self, headers: &HeaderMap, now: Instant) -> Result<Caller, Refused> {
+        let header = |name| {
+            headers
+                .get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+        };
+        if let Some(bearer) = header(header::AUTHORIZATION).and_then(|v| v.strip_prefix("Bearer "))
         {
-            return self.token.matches(bearer.trim()).then_some(Caller::Token);
+            return match self.token.matches(bearer.trim()) {
+                true => Ok(Caller::Token),
+                false => Err(Refused::Unknown),
+            };
         }
-        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        cookies(headers, COOKIE)
-            .find_map(|value| sessions.by_cookie.get(value).cloned())
-            .map(Caller::Session)
+        let key =
+            header(axum::http::HeaderName::from_static(SESSION_HEADER)).ok_or(Refused::Unknown)?;
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let session = sessions.by_key.get(key).cloned().ok_or(Refused::Unknown)?;
+        if session.expired(now) {
+            sessions.by_key.remove(key);
+            sessions.order.retain(|k| k != key);
+            return Err(Refused::Expired);
+        }
+        session.touch(now);
+        Ok(Caller::Session(session))
     }
 
-    /// Refuses an action that does not come from this origin, or from a session without
-    /// its CSRF token.
+    /// Refuses an action that does not come from this origin.
     pub fn check_action(&self, caller: &Caller, headers: &HeaderMap) -> Result<(), ApiError> {
         let host = headers
             .get(header::HOST)
@@ -226,29 +319,8 @@ impl Auth {
             }
             _ => {}
         }
-        if let Caller::Session(session) = caller {
-            let given = header_str(axum::http::HeaderName::from_static(CSRF_HEADER));
-            if !given.is_some_and(|g| session.csrf.matches(g)) {
-                return Err(ApiError::forbidden(
-                    "missing or wrong CSRF token: reload the page and try again",
-                ));
-            }
-        }
         Ok(())
     }
-}
-
-/// The values of cookie `name` in a request's `Cookie` headers.
-fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(move |pair| {
-            let (k, v) = pair.trim().split_once('=')?;
-            (k == name).then_some(v)
-        })
 }
 
 /// The `token` parameter of a query, if any.
@@ -260,37 +332,23 @@ fn query_token(uri: &Uri) -> Option<&str> {
 
 /// The gate in front of every route (see the module comment).
 pub async fn guard(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
-    let page = req.uri().path() == "/";
+    let path = req.uri().path();
+    let page = path == "/";
+    let read = matches!(*req.method(), Method::GET | Method::HEAD);
     if let Some(given) = query_token(req.uri()) {
-        if req.method() != Method::GET || !page {
+        if !read || !page {
             // Only the address `swarm serve` printed trades a token for a session.
             return ApiError::unauthorized().into_response();
         }
-        return match auth.login(given) {
-            Some((cookie, session)) => {
-                tracing::info!("web session {} opened", session.label);
-                (
-                    StatusCode::SEE_OTHER,
-                    [
-                        (header::LOCATION, "/".to_owned()),
-                        (header::SET_COOKIE, cookie),
-                    ],
-                )
-                    .into_response()
-            }
-            None => refused_page(),
-        };
+        return login(&auth, given);
     }
-    let Some(caller) = auth.caller(req.headers()) else {
-        return if page {
-            refused_page()
-        } else {
-            ApiError::unauthorized().into_response()
-        };
+    let public = read && (page || path.starts_with("/assets/"));
+    let caller = match auth.caller(req.headers(), Instant::now()) {
+        Ok(caller) => caller,
+        Err(_) if public => return next.run(req).await,
+        Err(refused) => return refused.error().into_response(),
     };
-    if !matches!(*req.method(), Method::GET | Method::HEAD)
-        && let Err(e) = auth.check_action(&caller, req.headers())
-    {
+    if !read && let Err(e) = auth.check_action(&caller, req.headers()) {
         tracing::warn!(
             "refused {} {}: {}",
             req.method(),
@@ -303,7 +361,20 @@ pub async fn guard(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) 
     next.run(req).await
 }
 
-/// What a browser without the token sees: a line saying how to get in, and nothing else.
+/// Trades the token for a session: to the page, with the session's key in the fragment
+/// (which no browser sends anywhere); or a line saying how to get in.
+fn login(auth: &Auth, given: &str) -> Response {
+    match auth.login(given, Instant::now()) {
+        Some((key, session)) => {
+            tracing::info!("web session {} opened", session.label);
+            let to = format!("/#session={}", key.expose());
+            (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response()
+        }
+        None => refused_page(),
+    }
+}
+
+/// What a browser with a wrong token sees: a line saying how to get in, and nothing else.
 fn refused_page() -> Response {
     (
         StatusCode::UNAUTHORIZED,
@@ -327,84 +398,136 @@ mod tests {
         h
     }
 
-    #[test]
-    fn the_token_opens_a_session_whose_cookie_is_the_key() {
-        let auth = Auth::new(Secret("t".repeat(40)), false);
-        assert!(auth.login("wrong").is_none());
-        assert!(auth.login(&"t".repeat(39)).is_none());
-        let (cookie, session) = auth.login(&"t".repeat(40)).unwrap();
-        assert!(
-            cookie.contains("HttpOnly; SameSite=Strict; Path=/"),
-            "{cookie}"
-        );
-        assert!(!cookie.contains("Secure"));
-        let value = cookie.split(';').next().unwrap();
-        let caller = auth.caller(&headers(&[("cookie", &format!("a=b; {value}"))]));
-        assert!(
-            matches!(caller, Some(Caller::Session(s)) if s.label == session.label),
-            "the cookie names the session"
-        );
-        assert!(
-            auth.caller(&headers(&[("cookie", "swarm_session=forged")]))
-                .is_none()
-        );
-        let bearer = format!("Bearer {}", "t".repeat(40));
-        assert!(matches!(
-            auth.caller(&headers(&[("authorization", &bearer)])),
-            Some(Caller::Token)
-        ));
-        assert!(
-            auth.caller(&headers(&[("authorization", "Bearer nope")]))
-                .is_none()
-        );
-        assert!(format!("{:?}", auth).contains("Secret(…)"));
-        assert!(!format!("{:?}", auth).contains("tttt"));
+    fn session_key(key: &Secret) -> HeaderMap {
+        headers(&[(SESSION_HEADER, key.expose())])
     }
 
     #[test]
-    fn an_action_needs_this_origin_and_the_sessions_csrf_token() {
+    fn the_token_opens_a_session_whose_key_is_sent_in_a_header() {
+        let auth = Auth::new(Secret("t".repeat(40)), false);
+        let now = Instant::now();
+        assert!(auth.login("wrong", now).is_none());
+        assert!(auth.login(&"t".repeat(39), now).is_none());
+        let (key, session) = auth.login(&"t".repeat(40), now).unwrap();
+        let caller = auth.caller(&session_key(&key), now);
+        assert!(
+            matches!(caller, Ok(Caller::Session(s)) if s.label == session.label),
+            "the key names the session"
+        );
+        // Not from a cookie: a browser sends those to every port of the host.
+        let cookie = format!("swarm_session={}; {SESSION_HEADER}={}", key.0, key.0);
+        assert_eq!(
+            auth.caller(&headers(&[("cookie", &cookie)]), now).err(),
+            Some(Refused::Unknown)
+        );
+        assert_eq!(
+            auth.caller(&headers(&[(SESSION_HEADER, "forged")]), now)
+                .err(),
+            Some(Refused::Unknown)
+        );
+        let bearer = format!("Bearer {}", "t".repeat(40));
+        assert!(matches!(
+            auth.caller(&headers(&[("authorization", &bearer)]), now),
+            Ok(Caller::Token)
+        ));
+        assert_eq!(
+            auth.caller(&headers(&[("authorization", "Bearer nope")]), now)
+                .err(),
+            Some(Refused::Unknown)
+        );
+        assert!(format!("{:?}", auth).contains("Secret(…)"));
+        assert!(!format!("{:?}", auth).contains("tttt"));
+        assert!(!format!("{:?}", auth).contains(&key.0));
+    }
+
+    #[test]
+    fn a_session_expires_when_unused_for_12_hours_or_7_days_old() {
         let auth = Auth::new(Secret::generate(), false);
-        let (_, session) = auth.login(auth.token.expose()).unwrap();
+        let start = Instant::now();
+        let hour = Duration::from_secs(3600);
+        let (idle, _) = auth.login(auth.token.expose(), start).unwrap();
+        let (busy, _) = auth.login(auth.token.expose(), start).unwrap();
+        // Used every 11 hours, it lives on; left alone for 12 hours and more, it is over.
+        let mut t = start;
+        for _ in 0..14 {
+            t += 11 * hour;
+            if t > start + MAX_AGE {
+                break;
+            }
+            assert!(
+                auth.caller(&session_key(&busy), t).is_ok(),
+                "at {:?}",
+                t - start
+            );
+        }
+        assert_eq!(
+            auth.caller(
+                &session_key(&idle),
+                start + 12 * hour + Duration::from_secs(1)
+            )
+            .err(),
+            Some(Refused::Expired)
+        );
+        // Forgotten once found over.
+        assert_eq!(
+            auth.caller(&session_key(&idle), start + hour).err(),
+            Some(Refused::Unknown)
+        );
+        // Past 7 days, even a session in use is over.
+        let late = start + MAX_AGE + Duration::from_secs(1);
+        auth.sessions.lock().unwrap().by_key[&busy.0].touch(late);
+        assert_eq!(
+            auth.caller(&session_key(&busy), late).err(),
+            Some(Refused::Expired)
+        );
+        assert!(
+            Refused::Expired
+                .error()
+                .message
+                .contains("open the address")
+        );
+    }
+
+    #[test]
+    fn the_oldest_session_goes_past_the_limit() {
+        let auth = Auth::new(Secret::generate(), false);
+        let now = Instant::now();
+        let (first, _) = auth.login(auth.token.expose(), now).unwrap();
+        for _ in 0..MAX_SESSIONS {
+            auth.login(auth.token.expose(), now).unwrap();
+        }
+        assert_eq!(
+            auth.caller(&session_key(&first), now).err(),
+            Some(Refused::Unknown)
+        );
+        assert_eq!(auth.sessions.lock().unwrap().by_key.len(), MAX_SESSIONS);
+    }
+
+    #[test]
+    fn an_action_needs_this_origin() {
+        let auth = Auth::new(Secret::generate(), false);
+        let (_, session) = auth.login(auth.token.expose(), Instant::now()).unwrap();
         let caller = Caller::Session(Arc::clone(&session));
         let host = ("host", "127.0.0.1:8000");
-        let ok = headers(&[
-            host,
-            ("origin", "http://127.0.0.1:8000"),
-            ("x-csrf-token", session.csrf()),
-        ]);
+        let ok = headers(&[host, ("origin", "http://127.0.0.1:8000")]);
         assert_eq!(auth.check_action(&caller, &ok), Ok(()));
-        let forged = headers(&[
-            host,
-            ("origin", "http://evil.example"),
-            ("x-csrf-token", session.csrf()),
-        ]);
+        let forged = headers(&[host, ("origin", "http://evil.example")]);
         assert_eq!(
             auth.check_action(&caller, &forged).unwrap_err().status,
             StatusCode::FORBIDDEN
         );
-        let no_csrf = headers(&[host, ("origin", "http://127.0.0.1:8000")]);
-        assert_eq!(
-            auth.check_action(&caller, &no_csrf).unwrap_err().status,
-            StatusCode::FORBIDDEN
-        );
-        let no_origin = headers(&[host, ("x-csrf-token", session.csrf())]);
+        let other_port = headers(&[host, ("origin", "http://127.0.0.1:9000")]);
+        assert!(auth.check_action(&caller, &other_port).is_err());
+        let no_origin = headers(&[host]);
         assert_eq!(
             auth.check_action(&caller, &no_origin).unwrap_err().status,
             StatusCode::FORBIDDEN
         );
-        let referer = headers(&[
-            host,
-            ("referer", "http://127.0.0.1:8000/"),
-            ("x-csrf-token", session.csrf()),
-        ]);
+        let referer = headers(&[host, ("referer", "http://127.0.0.1:8000/")]);
         assert_eq!(auth.check_action(&caller, &referer), Ok(()));
-        let lookalike = headers(&[
-            host,
-            ("referer", "http://127.0.0.1:8000.evil.example/"),
-            ("x-csrf-token", session.csrf()),
-        ]);
+        let lookalike = headers(&[host, ("referer", "http://127.0.0.1:8000.evil.example/")]);
         assert!(auth.check_action(&caller, &lookalike).is_err());
-        // A script with the token needs no CSRF token, but not from a foreign page either.
+        // A script with the token may send no Origin, but not a foreign one either.
         assert_eq!(auth.check_action(&Caller::Token, &headers(&[host])), Ok(()));
         assert!(
             auth.check_action(&Caller::Token, &headers(&[host, ("origin", "null")]))
@@ -413,17 +536,43 @@ mod tests {
     }
 
     #[test]
-    fn a_token_file_must_hold_a_real_token() {
+    fn a_token_file_must_hold_a_strong_token_only_its_owner_reads() {
+        use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
-        std::fs::write(&path, "short\n").unwrap();
-        let err = Secret::from_file(&path).unwrap_err();
-        assert!(err.to_string().contains("at least 16"), "{err}");
-        std::fs::write(&path, "  0123456789abcdef0123\n").unwrap();
-        assert_eq!(
-            Secret::from_file(&path).unwrap().expose(),
-            "0123456789abcdef0123"
-        );
+        let write = |text: &str, mode: u32| {
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        let strong = "0123456789abcdef0123456789abcdef01";
+        for weak in [
+            "short",
+            &"a".repeat(40),
+            &"abcdefghij".repeat(4),
+            "0123456789abcdef0123456789abcde",
+        ] {
+            write(weak, 0o600);
+            let err = Secret::from_file(&path).unwrap_err();
+            assert!(
+                err.to_string().contains("is weak: it must be at least 32"),
+                "{weak}: {err}"
+            );
+            assert!(
+                weak.len() < 6 || !err.to_string().contains(weak),
+                "the token shown: {err}"
+            );
+        }
+        write(&format!("  {strong}\n"), 0o600);
+        assert_eq!(Secret::from_file(&path).unwrap().expose(), strong);
+        for mode in [0o644, 0o640, 0o604, 0o620] {
+            write(strong, mode);
+            let err = Secret::from_file(&path).unwrap_err();
+            assert!(
+                err.to_string().contains("readable by others"),
+                "{mode:o}: {err}"
+            );
+            assert!(err.to_string().contains("chmod 600"), "{err}");
+        }
         let err = Secret::from_file(&dir.path().join("missing")).unwrap_err();
         assert!(
             err.to_string().contains("failed to read the token file"),

@@ -12,6 +12,14 @@
 //! holds the team or the page up. The body has `text` (what Slack's incoming webhooks
 //! show, and ntfy with `?tpl=1&m={{.text}}`) beside the event's fields.
 //!
+//! The text holds what agents wrote (a plan's summary, a reason), so it is made safe for
+//! the target its URL names ([`Target`]): for Slack (`hooks.slack.com`) `&`, `<` and `>`
+//! are escaped, so `<!channel>` or `<@U123>` cannot mention anyone and `<url|text>`
+//! cannot disguise a link; for ntfy (`ntfy.sh`, a host named `ntfy.…`, or a URL with
+//! ntfy's `tpl` parameter) it is one line of plain text, without control characters, fit
+//! for a title; any other webhook gets the JSON as serde writes it (no HTML is made
+//! anywhere).
+//!
 //! A webhook URL may hold a secret (Slack's do): only its host is ever logged.
 
 use std::collections::HashSet;
@@ -50,6 +58,64 @@ pub struct Event {
     pub at: String,
     /// The event's own facts (the request, the member, the branch...).
     pub detail: Value,
+}
+
+/// What a webhook URL is, by its host and query: how an event's text is made safe for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Slack,
+    Ntfy,
+    Webhook,
+}
+
+impl Target {
+    pub fn of(url: &reqwest::Url) -> Target {
+        let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+        let ntfy_query = url.query_pairs().any(|(k, _)| k == "tpl");
+        if host == "hooks.slack.com" {
+            Target::Slack
+        } else if host == "ntfy.sh" || host.starts_with("ntfy.") || ntfy_query {
+            Target::Ntfy
+        } else {
+            Target::Webhook
+        }
+    }
+
+    /// `text` as this target should get it.
+    pub fn escape(self, text: &str) -> String {
+        match self {
+            Target::Slack => text
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;"),
+            Target::Ntfy => one_line(text),
+            Target::Webhook => text.to_owned(),
+        }
+    }
+
+    /// The JSON body of `event` for this target.
+    pub fn body(self, event: &Event) -> Vec<u8> {
+        let event = Event {
+            text: self.escape(&event.text),
+            ..event.clone()
+        };
+        serde_json::to_vec(&event).expect("plain data serializes")
+    }
+}
+
+/// `text` on one line: each run of whitespace or control characters becomes one space.
+fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split(|c: char| c.is_whitespace() || c.is_control()) {
+        if word.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 /// Sends events to the `--notify` URLs.
@@ -115,12 +181,12 @@ impl Notifier {
                 continue;
             }
             event.link = format!("{}#{}", self.link, event.team);
-            let body = Arc::new(serde_json::to_vec(&event).expect("plain data serializes"));
             for url in &self.urls {
+                let body = Arc::new(Target::of(url).body(&event));
                 let post = post(
                     self.client.clone(),
                     url.clone(),
-                    Arc::clone(&body),
+                    body,
                     self.backoff.clone(),
                     Arc::clone(&self.slots),
                 );
@@ -430,5 +496,44 @@ mod tests {
         let mut later = after.clone();
         later.budget = budget(0.95);
         assert!(events(Some(&after), &later).is_empty());
+    }
+
+    #[test]
+    fn each_target_gets_text_it_cannot_misread() {
+        let url = |u: &str| reqwest::Url::parse(u).unwrap();
+        let slack = Target::of(&url("https://hooks.slack.com/services/T0/B0/X"));
+        let ntfy = Target::of(&url("https://ntfy.sh/topic?tpl=1&m={{.text}}"));
+        let own_ntfy = Target::of(&url("https://push.example/topic?tpl=1"));
+        let hook = Target::of(&url("https://hooks.example/in"));
+        assert_eq!(
+            (slack, ntfy, own_ntfy, hook),
+            (Target::Slack, Target::Ntfy, Target::Ntfy, Target::Webhook)
+        );
+        let text = "[t] bob asks for permission: <!channel> <@U123> ping & <https://evil|docs>\n\tline\u{7}two";
+        assert_eq!(
+            slack.escape(text),
+            "[t] bob asks for permission: &lt;!channel&gt; &lt;@U123&gt; ping &amp; &lt;https://evil|docs&gt;\n\tline\u{7}two"
+        );
+        assert_eq!(
+            ntfy.escape(text),
+            "[t] bob asks for permission: <!channel> <@U123> ping & <https://evil|docs> line two"
+        );
+        let event = Event {
+            event: "approval_waiting",
+            team: "t".into(),
+            text: text.into(),
+            link: "http://127.0.0.1:8484/#t".into(),
+            at: "2026-01-01T00:00:00Z".into(),
+            detail: json!({"summary": "<!channel>"}),
+        };
+        // Slack's body has no `<` left in its text; a plain webhook gets the text as it is,
+        // in JSON that reads back to it.
+        let body: Value = serde_json::from_slice(&slack.body(&event)).unwrap();
+        assert!(!body["text"].as_str().unwrap().contains('<'), "{body}");
+        let body: Value = serde_json::from_slice(&hook.body(&event)).unwrap();
+        assert_eq!(body["text"], text);
+        assert_eq!(body["detail"]["summary"], "<!channel>");
+        let body: Value = serde_json::from_slice(&ntfy.body(&event)).unwrap();
+        assert!(!body["text"].as_str().unwrap().contains('\n'), "{body}");
     }
 }

@@ -4,9 +4,9 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /` | the page |
-//! | `GET /assets/{name}` | its script, style sheet and icon |
-//! | `GET /api/session` | this session's label and CSRF token, the teams served |
+//! | `GET /` | the page (to anyone: it holds nothing of the teams) |
+//! | `GET /assets/{name}` | its script, style sheet and icon (to anyone) |
+//! | `GET /api/session` | this session's label, the teams served |
 //! | `GET /api/teams` | the teams served |
 //! | `GET /api/teams/{team}` | the team's whole view |
 //! | `GET /api/teams/{team}/{part}` | `members`, `tasks`, `feed`, `approvals`, `merge-queue` |
@@ -85,14 +85,12 @@ async fn session(
     State(app): State<Arc<App>>,
     axum::Extension(caller): axum::Extension<Caller>,
 ) -> Result<Json<Value>, ApiError> {
-    let (label, csrf) = match &caller {
-        Caller::Session(s) => (Some(s.label.clone()), Some(s.csrf().to_owned())),
-        Caller::Token => (None, None),
+    let label = match &caller {
+        Caller::Session(s) => Some(s.label.clone()),
+        Caller::Token => None,
     };
     let teams = team_list(&app).await?;
-    Ok(Json(
-        json!({"session": label, "csrf": csrf, "teams": teams}),
-    ))
+    Ok(Json(json!({"session": label, "teams": teams})))
 }
 
 async fn teams(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {

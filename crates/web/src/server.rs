@@ -3,15 +3,16 @@
 //!
 //! A client has `client_timeout` to send its first request's head: past it, it gets
 //! `408 Request Timeout` and the connection closes (over TLS it is closed: the handshake,
-//! also bounded, is where such a client stalls). Later requests on a kept-alive
-//! connection are bounded the same way by hyper, which closes the connection; a body is
-//! bounded where it is read ([`crate::actions`]). At most [`MAX_CONNECTIONS`] connections
-//! are served at once; more wait to be accepted.
+//! also bounded, is where such a client stalls). A kept-alive connection is closed after
+//! [`crate::conns::KEEP_ALIVE_IDLE`] without a request, and a head begun is bounded by hyper too; a body
+//! is bounded where it is read ([`crate::actions`]). How many connections are open at
+//! once, from one client and in all, and which idle one makes room for a new one, is
+//! [`crate::conns`]'s: a connection past the limits is closed at once, never left waiting.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -19,12 +20,12 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 use crate::app::App;
 use crate::app::InFlight;
 use crate::auth::{Auth, Secret};
+use crate::conns::{Admitted, Conn, Conns, Ended, Tracked};
 use crate::error::{Error, Result};
 use crate::hub::{Hubs, TmuxFor};
 use crate::notify::Notifier;
@@ -33,9 +34,6 @@ use swarm_store::Teams;
 use swarm_team::life::shutdown::LadderOptions;
 use swarm_util::error::Base as _;
 use swarm_util::names::TeamName;
-
-/// Connections served at once.
-pub const MAX_CONNECTIONS: usize = 256;
 
 /// What `swarm serve` was asked for.
 pub struct Options {
@@ -151,11 +149,8 @@ async fn accept_loop(
     tls: Option<TlsAcceptor>,
     timeout: Duration,
 ) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let conns = Arc::new(Conns::default());
     loop {
-        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-            return;
-        };
         let (tcp, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
@@ -165,15 +160,40 @@ async fn accept_loop(
                 continue;
             }
         };
+        let Some(admitted) = conns.admit(peer.ip()) else {
+            tracing::debug!("closed a connection from {peer}: its connections are all busy");
+            continue; // `tcp` drops: closed at once
+        };
         let router = router.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
-            let _slot = slot;
-            if let Err(e) = serve(tcp, router, tls, timeout).await {
+            if let Err(e) = serve(tcp, router, tls, timeout, admitted).await {
                 tracing::debug!("connection from {peer}: {e}");
             }
         });
     }
+}
+
+/// The router as hyper calls it, each request marking `conn` busy until its response's
+/// body is sent.
+fn tracked(
+    router: axum::Router,
+    conn: Arc<Conn>,
+) -> impl hyper::service::Service<
+    hyper::Request<Incoming>,
+    Response = hyper::Response<axum::body::Body>,
+    Error = Infallible,
+    Future = impl Send,
+> + Clone {
+    let inner = TowerToHyperService::new(router);
+    hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let busy = conn.begin();
+        let call = hyper::service::Service::call(&inner, req);
+        async move {
+            let response = call.await?;
+            Ok(response.map(|inner| axum::body::Body::new(Tracked { inner, busy })))
+        }
+    })
 }
 
 async fn serve(
@@ -181,17 +201,11 @@ async fn serve(
     router: axum::Router,
     tls: Option<TlsAcceptor>,
     timeout: Duration,
+    admitted: Admitted,
 ) -> std::io::Result<()> {
     let _ = tcp.set_nodelay(true);
-    let seen = Arc::new(AtomicBool::new(false));
-    let svc = {
-        let seen = Arc::clone(&seen);
-        let inner = TowerToHyperService::new(router);
-        hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-            seen.store(true, Ordering::SeqCst);
-            hyper::service::Service::call(&inner, req)
-        })
-    };
+    let conn = Arc::clone(&admitted.conn);
+    let svc = tracked(router, Arc::clone(&conn));
     let mut http = hyper::server::conn::http1::Builder::new();
     // hyper's own bound (it closes the connection) comes after ours (which answers 408).
     http.timer(TokioTimer::new())
@@ -199,28 +213,37 @@ async fn serve(
         .max_buf_size(64 * 1024);
     match tls {
         Some(acceptor) => {
-            let stream = tokio::time::timeout(timeout, acceptor.accept(tcp))
-                .await
-                .map_err(|_| std::io::Error::other("the TLS handshake timed out"))??;
-            http.serve_connection(TokioIo::new(stream), svc)
-                .await
-                .map_err(std::io::Error::other)
+            let stream = tokio::select! {
+                done = acceptor.accept(tcp) => done?,
+                ended = conn.until_closed(timeout) => {
+                    let why = match ended {
+                        Ended::Evicted => "closed during the TLS handshake to make room",
+                        Ended::Idle | Ended::Silent => "the TLS handshake did not end in time",
+                    };
+                    return Err(std::io::Error::other(why));
+                }
+            };
+            let served = http.serve_connection(TokioIo::new(stream), svc);
+            tokio::select! {
+                done = served => done.map_err(std::io::Error::other),
+                _ = conn.until_closed(timeout) => Ok(()),
+            }
         }
         None => {
             // A second handle on the socket, to answer a client too slow for hyper to.
             let std = tcp.into_std()?;
             let spare = TcpStream::from_std(std.try_clone()?)?;
             let tcp = TcpStream::from_std(std)?;
-            let mut conn = Box::pin(http.serve_connection(TokioIo::new(tcp), svc));
-            tokio::select! {
-                done = &mut conn => return done.map_err(std::io::Error::other),
-                () = tokio::time::sleep(timeout) => {}
+            let served = http.serve_connection(TokioIo::new(tcp), svc);
+            let ended = tokio::select! {
+                done = served => return done.map_err(std::io::Error::other),
+                ended = conn.until_closed(timeout) => ended,
+            };
+            // Our handle is closed now: the spare one answers a silent client.
+            match ended {
+                Ended::Silent => too_slow(spare).await,
+                Ended::Evicted | Ended::Idle => Ok(()),
             }
-            if seen.load(Ordering::SeqCst) {
-                return conn.await.map_err(std::io::Error::other);
-            }
-            drop(conn); // closes our handle: the spare one answers
-            too_slow(spare).await
         }
     }
 }

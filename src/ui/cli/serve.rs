@@ -17,7 +17,7 @@ pub struct ServeArgs {
     /// Where to listen: an address and port (port 0 picks a free one); beyond loopback, give --token-file and TLS
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8484")]
     pub listen: SocketAddr,
-    /// Read the access token from this file (at least 16 characters) instead of making one and printing it
+    /// Read the access token from this file (yours alone, mode 600; 32+ characters, 12+ different ones) instead of making one and printing it
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Serve HTTPS with this certificate chain (PEM; with --tls-key)
