@@ -179,7 +179,7 @@ impl Database {
     /// reached: its first use connects, and fails with [`Error::Unavailable`] while the
     /// server cannot be reached.
     pub fn lazy(url: &str, env: &Environment, lock_timeout: Duration) -> Result<Database> {
-        crate::opener::check_url(url)?;
+        check_url(url)?;
         let (rest, tls_given) = tls::take_settings(url);
         let mut config = Config::from_str(&rest).map_err(|e| {
             Error::usage(format!(
@@ -647,6 +647,19 @@ fn describe(config: &Config) -> String {
     at
 }
 
+/// Refuses a URL with a password in it, in any spelling the driver reads (see the
+/// module's invariants): every URL a command is given, a pointer holds or a host is sent
+/// passes here before it is used ([`Database::lazy`]).
+pub fn check_url(url: &str) -> Result<()> {
+    if !holds_password(url) {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "failed to use the store url {}: it holds a password, which swarm would record in the team's files; give the url without it and put the password in ~/.pgpass or PGPASSWORD",
+        redact(url)
+    )))
+}
+
 /// `url` as it may be shown: itself when it holds no password, else the server it names
 /// (`host:port (database d, user u)`), or, if it cannot be read, nothing of it. Never any
 /// part of a password, in any spelling the driver takes.
@@ -754,5 +767,21 @@ mod tests {
             describe(&config),
             "db.example:5433 (database swarm, user bob)"
         );
+    }
+
+    #[test]
+    fn a_url_with_a_password_is_refused_naming_where_passwords_go() {
+        for url in [
+            "postgres://bob:s3cret@db/swarm",
+            "host=db user=bob password=s3cret dbname=swarm",
+            "postgres://bob@db/swarm?password=s3cret",
+            "postgres://bob@db/swarm?%70assword=s3cret",
+            "host=db user=bob password = s3cret dbname=swarm",
+        ] {
+            let e = check_url(url).unwrap_err().to_string();
+            assert!(!e.contains("s3cret"), "{e}");
+            assert!(e.contains("~/.pgpass or PGPASSWORD"), "{e}");
+        }
+        check_url("postgres://bob@db:5433/swarm?sslmode=require").unwrap();
     }
 }

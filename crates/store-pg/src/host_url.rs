@@ -25,7 +25,7 @@ use swarm_util::vars;
 /// URL itself names is kept, as given. A server reached through a Unix socket is this
 /// machine's: [`NotForHosts::Socket`].
 pub fn for_hosts(url: &str, env: &Environment) -> Result<std::result::Result<String, NotForHosts>> {
-    crate::opener::check_url(url)?;
+    crate::connect::check_url(url)?;
     let (rest, given) = tls::take_settings(url);
     let mut config = Config::from_str(&rest)
         .map_err(|e| Error::usage(format!("failed to read the store url {}: {e}", redact(url))))?;

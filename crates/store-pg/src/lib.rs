@@ -104,8 +104,8 @@ use swarm_util::names::TeamName;
 use crate::connect::Fail;
 use crate::watch::Watchers;
 
-pub use connect::{Database, redact};
-pub use opener::{PgOpener, check_url};
+pub use connect::{Database, check_url, redact};
+pub use opener::PgOpener;
 
 /// One team's state in one database, and the local root of the process that opened it.
 ///

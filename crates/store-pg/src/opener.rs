@@ -26,10 +26,9 @@ use swarm_store::error::{Error, Result};
 use swarm_store::roster::TeamConfig;
 use swarm_store::seam::Store;
 use swarm_util::environment::Environment;
-use swarm_util::error::Base as _;
 use swarm_util::names::TeamName;
 
-use crate::connect::{Database, holds_password, redact};
+use crate::connect::Database;
 use crate::{PgStore, migrate};
 
 /// Opens teams on PostgreSQL servers, keeping one pool of connections per URL.
@@ -87,19 +86,6 @@ impl PgOpener {
     }
 }
 
-/// Refuses a URL with a password in it, in any spelling the driver reads (see the
-/// module's invariants): every URL a command is given, a pointer holds or a host is sent
-/// passes here before it is used ([`Database::lazy`](crate::connect::Database::lazy)).
-pub fn check_url(url: &str) -> Result<()> {
-    if !holds_password(url) {
-        return Ok(());
-    }
-    Err(Error::usage(format!(
-        "failed to use the store url {}: it holds a password, which swarm would record in the team's files; give the url without it and put the password in ~/.pgpass or PGPASSWORD",
-        redact(url)
-    )))
-}
-
 impl Opener for PgOpener {
     fn open(
         &self,
@@ -126,26 +112,5 @@ impl Opener for PgOpener {
     ) -> Result<TeamConfig> {
         let db = self.database(url, UrlSource::Given, root, true)?;
         PgStore::on(db, root, team).create_team(description, cwd)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_url_with_a_password_is_refused_naming_where_passwords_go() {
-        for url in [
-            "postgres://bob:s3cret@db/swarm",
-            "host=db user=bob password=s3cret dbname=swarm",
-            "postgres://bob@db/swarm?password=s3cret",
-            "postgres://bob@db/swarm?%70assword=s3cret",
-            "host=db user=bob password = s3cret dbname=swarm",
-        ] {
-            let e = check_url(url).unwrap_err().to_string();
-            assert!(!e.contains("s3cret"), "{e}");
-            assert!(e.contains("~/.pgpass or PGPASSWORD"), "{e}");
-        }
-        check_url("postgres://bob@db:5433/swarm?sslmode=require").unwrap();
     }
 }
