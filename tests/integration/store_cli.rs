@@ -14,9 +14,9 @@ fn normalise(text: &str, cwd: &str) -> String {
         regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap();
     let ts = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z").unwrap();
     let ms = regex::Regex::new(r"\b\d{13}\b").unwrap();
-    let sig = regex::Regex::new(r#""lead_sig": "[A-Za-z0-9_-]{86}""#).unwrap();
+    let sig = regex::Regex::new(r#""(lead_sig(?:_to)?)": "[A-Za-z0-9_-]{86}""#).unwrap();
     let s = text.replace(cwd, "<CWD>");
-    let s = sig.replace_all(&s, r#""lead_sig": "<SIG>""#);
+    let s = sig.replace_all(&s, r#""$1": "<SIG>""#);
     let s = uuid.replace_all(&s, "<UUID>");
     let s = ts.replace_all(&s, "<TS>");
     ms.replace_all(&s, "<MS>").into_owned()
