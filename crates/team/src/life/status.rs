@@ -238,11 +238,22 @@ pub fn observe(store: &Store, tmux: Option<&Tmux>) -> Result<TeamStatus> {
 /// ignores the request still shows as being shut down, and how far that got.
 pub const SHUTDOWN_STEP: &str = "swarmShutdownStep";
 
+/// Whether `s`'s pid may stand for its liveness: a process of this host that never
+/// registered a heartbeat.
+fn judged_here(s: &AgentState) -> bool {
+    s.token.is_none()
+        && s.host
+            .as_deref()
+            .is_none_or(|h| h == swarm_store::liveness::this_host())
+}
+
 /// The team's heartbeats, by fencing token, and the timeout they are judged by; none on a
 /// backend whose liveness is the pid.
 struct Beats {
     by_token: HashMap<i64, Heartbeat>,
     timeout: std::time::Duration,
+    /// Whether the backend keeps heartbeats at all (else liveness is the pid).
+    kept: bool,
 }
 
 impl Beats {
@@ -252,6 +263,7 @@ impl Beats {
             None
         });
         Beats {
+            kept: beats.is_some(),
             by_token: beats.into_iter().flatten().map(|b| (b.token, b)).collect(),
             timeout: store.root().heartbeat_timeout(),
         }
@@ -357,6 +369,12 @@ impl Facts<'_> {
 
     fn alive(&self, pid: Option<i32>) -> bool {
         match self.state {
+            // No beat to judge it by, on a backend that keeps them: it registered after the
+            // heartbeats were read, or it runs on another host and has not registered yet.
+            // Either way its pid is no evidence here (it may be another host's).
+            Some(s) if self.beats.of(Some(s)).is_none() && self.beats.kept && !judged_here(s) => {
+                s.activity != Activity::Exited
+            }
             Some(s) => {
                 s.alive(self.beats.of(Some(s)), self.beats.timeout)
                     && s.activity != Activity::Exited
@@ -811,6 +829,46 @@ pub fn is_lead(m: &MemberStatus) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_with_no_beat_in_the_snapshot_is_never_judged_by_a_pid_here() {
+        let m = Member {
+            name: "alice".into(),
+            ..Member::default()
+        };
+        // A pid that is no process of this host.
+        let mut s = AgentState::new(Activity::Working);
+        s.pid = i32::MAX - 7;
+        s.start_ticks = None;
+        let beats = |kept: bool| Beats {
+            by_token: HashMap::new(),
+            timeout: std::time::Duration::from_secs(10),
+            kept,
+        };
+        let alive = |s: &AgentState, beats: &Beats| {
+            Facts {
+                m: &m,
+                state: Some(s),
+                pane: None,
+                tmux_known: false,
+                beats,
+            }
+            .alive(Some(s.pid))
+        };
+        // Registered after the beats were read (a token, no beat yet): alive.
+        s.token = Some(42);
+        assert!(alive(&s, &beats(true)));
+        // On another host, not registered yet: alive (starting), whatever its pid here.
+        s.token = None;
+        s.host = Some("another-host".into());
+        assert!(alive(&s, &beats(true)));
+        // A process of this host that never beat: its pid decides.
+        s.host = None;
+        assert!(!alive(&s, &beats(true)));
+        // On files, the pid is the liveness.
+        s.token = Some(42);
+        assert!(!alive(&s, &beats(false)));
+    }
 
     fn member(name: &str, state: &str, detail: Option<&str>) -> MemberStatus {
         MemberStatus {
