@@ -350,3 +350,48 @@ fn panes_per_window_is_configurable() {
     assert_eq!(counts, [2, 2], "{per_window:?}");
     env.run(&["team", "delete", "t", "--force"]).success();
 }
+
+/// Several `swarm spawn` processes at once into a team with no window yet: one opens the
+/// window (with one lead), the others find it and add their teammates to it; none is
+/// refused for the window the others opened (found by `scripts/bench hosts`, whose three
+/// spawns at once failed with "team 'bench' already has tmux panes").
+#[test]
+fn spawns_at_once_into_a_team_with_no_window_share_the_one_they_open() {
+    let env = TestEnv::with_team("t", &[]);
+    let model = idle_model();
+    let names = ["ann", "ben", "cat", "dan"];
+    let children: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let mut cmd = env.swarm(&["--team", "t", "spawn", name, "--prompt", "stand by"]);
+            cmd.env("SWARM_PROVIDER", "scripted")
+                .env("SWARM_BASE_URL", model.url())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(
+        wait_until(T, || {
+            let s = status(&env);
+            names
+                .iter()
+                .all(|n| member(&s, n).is_some_and(|m| m["alive"] == true))
+        }),
+        "not all registered: {}",
+        status(&env)
+    );
+    let leads = panes(&env)
+        .into_iter()
+        .filter(|(_, agent, _)| agent == "team-lead")
+        .count();
+    assert_eq!(leads, 1, "{:?}", panes(&env));
+}

@@ -301,13 +301,25 @@ impl Launcher {
             return Ok((w, false));
         }
         let placement = Placement::for_caller(&self.tmux, &self.caller)?;
-        let window = TeamWindow::open(
+        let opened = TeamWindow::open(
             &self.tmux,
             self.store.team(),
             &pane_spec(lead),
             placement,
             self.window_options(),
-        )?;
+        );
+        let window = match opened {
+            Ok(window) => window,
+            // Another spawn opened it between this one's look and its open (several
+            // spawns at once into a team with no window): use that one.
+            Err(e) if matches!(e.base(), Some(swarm_util::error::Error::Conflict(_))) => {
+                match TeamWindow::find(&self.tmux, self.store.team(), self.window_options())? {
+                    Some(w) => return Ok((w, false)),
+                    None => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         team_window::record_server(&self.store, &window)?;
         crate::spawn::launch_record::save_launch(&self.store, LEAD, lead, self.lead.engine)?;
         let pane = window
