@@ -953,3 +953,11 @@ pub fn write_private(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
+
+/// The value of `key` in a `key=value` database URL (as the test servers give them).
+pub fn url_setting(url: &str, key: &str) -> String {
+    url.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in {url}"))
+        .to_owned()
+}

@@ -513,12 +513,7 @@ fn the_demo_job_completes_on_a_postgres_team() {
     let job = env.dir.path().join("job");
     // As the README says: the URL from the environment, set once, and the server's password
     // in PGPASSWORD, nothing else. Every pane (lead and teammates) must connect with it.
-    let field = |key: &str| {
-        url.split_whitespace()
-            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-            .unwrap()
-            .to_owned()
-    };
+    let field = |key: &str| crate::harness::url_setting(&url, key);
     let readme_url = format!(
         "postgres://{}@127.0.0.1:{}/{}",
         field("user"),
@@ -588,12 +583,7 @@ fn a_run_with_store_makes_its_team_in_the_database_and_its_lead_works_there() {
     };
     let mut env = TestEnv::new();
     env.give_password(crate::harness::Password::File);
-    let field = |key: &str| {
-        url.split_whitespace()
-            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-            .unwrap()
-            .to_owned()
-    };
+    let field = |key: &str| crate::harness::url_setting(&url, key);
     let model = ScriptedModel::lead_with_one_task("build");
     let mut cmd = env.swarm(&["run", "build it", "--team", "t", "--no-attach"]);
     cmd.args(["--provider", "scripted", "--base-url", &model.url()])

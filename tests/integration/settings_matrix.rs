@@ -46,12 +46,7 @@ struct Database {
 impl Database {
     fn new() -> Option<Database> {
         let url = swarm_store_pg::testing::team_database()?;
-        let field = |key: &str| {
-            url.split_whitespace()
-                .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-                .unwrap()
-                .to_owned()
-        };
+        let field = |key: &str| crate::harness::url_setting(&url, key);
         Some(Database {
             port: field("port"),
             dbname: field("dbname"),
@@ -499,11 +494,13 @@ fn has_run_of(argv: &[String], words: &[String]) -> bool {
 }
 
 /// A cell of the matrix judged: `None` when it is as `outcome` says, else what is wrong.
+/// `value` is the flag's value, which a command it is not for must not carry.
 fn judge(
     cell: &str,
     outcome: &Outcome,
     out: &Run,
     argv: Result<Vec<String>, String>,
+    value: &str,
 ) -> Option<String> {
     match (outcome, argv) {
         (Outcome::Reaches(words), Ok(argv)) if has_run_of(&argv, words) => None,
@@ -514,6 +511,9 @@ fn judge(
             None
         }
         (Outcome::Refused, got) => Some(format!("{cell}: not refused in one line: {got:?}")),
+        (Outcome::NotFor(_), Ok(argv)) if carries(&argv, value) => {
+            Some(format!("{cell}: {value} reached {argv:?}"))
+        }
         (Outcome::NotFor(_), Ok(_)) => None,
         (Outcome::NotFor(why), Err(e)) => {
             Some(format!("{cell}: failed ({e}), expected only ({why})"))
@@ -555,15 +555,8 @@ fn every_spawn_flag_reaches_its_teammate_whatever_else_is_given() {
                 .env("OPENAI_API_KEY", "sk-matrix"));
             let outcome = spawn_outcome(flag, modifier);
             let cell = format!("{:?} with {modifier}", flag.given);
-            wrong.extend(judge(&cell, &outcome, &out, spawned_argv(&out)));
-            if let Outcome::NotFor(_) = outcome
-                && let Ok(argv) = spawned_argv(&out)
-            {
-                let value = flag.given.last().unwrap();
-                if carries(&argv, value) {
-                    wrong.push(format!("{cell}: {value} reached {argv:?}"));
-                }
-            }
+            let value = flag.given.last().unwrap();
+            wrong.extend(judge(&cell, &outcome, &out, spawned_argv(&out), value));
         }
     }
     assert!(
@@ -723,13 +716,8 @@ fn every_run_flag_reaches_the_lead_and_its_teammates_whatever_else_is_given() {
                 cells += 1;
                 let cell = format!("{:?} with {modifier}, for {who}", flag.given);
                 let outcome = run_outcome(flag, modifier, &who);
-                wrong.extend(judge(&cell, &outcome, &out, Ok(argv.clone())));
-                if let Outcome::NotFor(_) = outcome {
-                    let value = flag.given.last().unwrap();
-                    if carries(&argv, value) {
-                        wrong.push(format!("{cell}: {value} reached {argv:?}"));
-                    }
-                }
+                let value = flag.given.last().unwrap();
+                wrong.extend(judge(&cell, &outcome, &out, Ok(argv), value));
             }
         }
     }
