@@ -20,6 +20,9 @@ like every suite it asserts nothing.
              (SWARM_FAULT=lock.after_mkdir:kill, or that state made by hand if the point does
              not exist yet): how long the next sender takes; and the same after a holder
              killed once its lock directory was refreshed (held over 2 s)
+  attacks    the adversarial host suite (crates/store-pg/tests/contract/host_rights.rs):
+             a row per attempt of a hostile host with a database role of its own, each
+             refused or without effect (PostgreSQL only)
 
 Every scenario ends with a scan for JSON files under its root that do not parse.
 SWARM_FAULTS_SCALE (default 1) multiplies the trial counts; SWARM_FAULTS_SEED replays
@@ -33,6 +36,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -510,6 +514,33 @@ def dead_owner(points, figures):
         env.close()
 
 
+def attacks(figures):
+    """The adversarial host suite (crates/store-pg/tests/contract/host_rights.rs): a hostile
+    host's attempts through SQL with its own database role, and through signed mail and
+    URLs, against a real server with per-host roles. A row per attempt: refused (an error)
+    or no effect (rows it cannot see); the test fails if any went through."""
+    if not bench_store_pg.bin_dir():
+        log("faults: attacks skipped: no PostgreSQL (Debian's postgresql package)")
+        return
+    report = os.path.join(tempfile.mkdtemp(prefix="swarm-attacks-"), "attacks.json")
+    run = subprocess.run(
+        ["cargo", "test", "--release", "-p", "swarm-store-pg", "--test", "contract", "--",
+         "--exact", "host_rights::a_hostile_host_gets_nowhere"],
+        cwd=B.REPO, env={**os.environ, "SWARM_ATTACKS_REPORT": report},
+        capture_output=True, text=True, timeout=900)
+    rows = read_json(report, [])
+    figures["faults.attacks_allowed"] = 0 if run.returncode == 0 else 1
+    if run.returncode != 0:
+        log(f"faults: attacks: the suite failed:\n{run.stdout[-3000:]}{run.stderr[-3000:]}")
+    for row in rows:
+        key = "faults.attack." + re.sub(r"[^a-z0-9]+", "_", row["attempt"].lower()).strip("_")[:48]
+        figures[key] = row["outcome"].split(":")[0]
+        B.target(key, "refused or no effect")
+    figures["faults.attack_attempts"] = len(rows)
+    B.target("faults.attack_attempts", ">= 20")
+    B.target("faults.attacks_allowed", "0")
+
+
 def faults_suite():
     log(f"seed {SEED} (SWARM_FAULTS_SEED replays it), scale {SCALE}")
     rng = random.Random(SEED)
@@ -519,7 +550,8 @@ def faults_suite():
                        ("edges", lambda: edges(rng, figures)), ("diskfull", lambda: disk_full(figures)),
                        ("stopped", lambda: stopped_holder(points, figures)),
                        ("deadowner", lambda: dead_owner(points, figures)),
-                       ("restarts", lambda: bench_store_pg.restarts(figures))):
+                       ("restarts", lambda: bench_store_pg.restarts(figures)),
+                       ("attacks", lambda: attacks(figures))):
         start = time.monotonic()
         step()
         log(f"{name}: {time.monotonic() - start:.1f} s")

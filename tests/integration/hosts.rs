@@ -19,7 +19,9 @@ fn swarm(env: &TestEnv, net: &SimNet, args: &[&str]) -> crate::harness::Run {
 pub(crate) struct Lab {
     pub env: TestEnv,
     pub net: SimNet,
-    _db: swarm_store_pg::testing::Private,
+    pub db: swarm_store_pg::testing::Private,
+    /// Each host's database role, in the order of `net.hosts`.
+    pub roles: Vec<String>,
     pub url: String,
     pub model: ScriptedModel,
 }
@@ -29,20 +31,25 @@ impl Lab {
     pub fn start(n: usize, script: swarm_model_server::Script) -> Option<Lab> {
         let env = TestEnv::new();
         let net = SimNet::start(&env, n)?;
-        net.add_all(&env);
         let db = swarm_store_pg::testing::Private::start_on(&[&net.gateway])?;
+        // Each host has a database role of its own, which may change only its own agents'
+        // rows, made as `swarm host add --db-role` tells an administrator.
+        let roles: Vec<_> = net.hosts.iter().map(|h| db.host_role(&h.name)).collect();
+        let names: Vec<String> = roles.iter().map(|r| r.name.clone()).collect();
+        net.add_all_as(&env, &names);
         // Checked in full over every link; each side's password and root certificate are
         // its own user's, where `psql` would find them.
         let url = db.url_at(&net.gateway, Some("verify-full"));
-        give_database(&env.home, &db, &net.gateway);
-        for h in &net.hosts {
-            give_database(&h.home, &db, &net.gateway);
+        give_database(&env.home, &db, &db.password_line(&net.gateway));
+        for (h, role) in net.hosts.iter().zip(&roles) {
+            give_database(&h.home, &db, &db.password_line_for(&net.gateway, role));
         }
         let model = ScriptedModel::start_on_link(script, &net.gateway);
         Some(Lab {
             env,
             net,
-            _db: db,
+            db,
+            roles: names,
             url,
             model,
         })
@@ -101,8 +108,12 @@ impl Lab {
 /// What a user keeps in `home` to reach the team's database `db` at `address`: its
 /// password in `~/.pgpass`, the root that signed its certificate in
 /// `~/.postgresql/root.crt`.
-fn give_database(home: &std::path::Path, db: &swarm_store_pg::testing::Private, address: &str) {
-    crate::harness::write_private(&home.join(".pgpass"), &db.password_line(address));
+pub(crate) fn give_database(
+    home: &std::path::Path,
+    db: &swarm_store_pg::testing::Private,
+    pgpass: &str,
+) {
+    crate::harness::write_private(&home.join(".pgpass"), pgpass);
     let root = home.join(".postgresql/root.crt");
     std::fs::create_dir_all(root.parent().unwrap()).unwrap();
     std::fs::copy(db.ca(), root).unwrap();
@@ -139,7 +150,7 @@ fn a_host_is_added_checked_over_ssh_and_removed() {
         return;
     };
     let url = db.url_at(&h1.gateway, Some("verify-full"));
-    give_database(&env.home, &db, &h1.gateway);
+    give_database(&env.home, &db, &db.password_line(&h1.gateway));
     // The lead has the password; the host does not: its teammates could not connect, so
     // the check fails, as they would.
     let root = h1.home.join(".postgresql/root.crt");
@@ -155,7 +166,7 @@ fn a_host_is_added_checked_over_ssh_and_removed() {
         "{}",
         lacking.stdout
     );
-    give_database(&h1.home, &db, &h1.gateway);
+    give_database(&h1.home, &db, &db.password_line(&h1.gateway));
     let checked = swarm(&env, &net, &["host", "check", "h1", "--store", &url]);
     assert_eq!(
         checked.status.code(),
@@ -241,6 +252,14 @@ fn bad_hosts_are_refused_in_one_line() {
         (vec!["host", "add", "x", "--", "-oProxyCommand=evil"], 2),
         (vec!["host", "add", "x", "root@h:99999"], 2),
         (vec!["host", "add", "bad name", "root@h"], 2),
+        (
+            vec!["host", "add", "x", "root@h", "--db-role", "Bad; DROP"],
+            2,
+        ),
+        (
+            vec!["host", "add", "x", "root@h", "--db-role", "swarm_host"],
+            2,
+        ),
         (vec!["host", "remove", "nothere"], 3),
     ] {
         let out = env.run(&args).failure(code);
@@ -251,9 +270,23 @@ fn bad_hosts_are_refused_in_one_line() {
             out.stderr
         );
     }
-    env.run(&["host", "add", "x", "root@h"]).success();
+    let one_role = env.run(&["host", "add", "x", "root@h"]).success();
+    assert!(one_role.stdout.contains("--db-role"), "{}", one_role.stdout);
     let again = env.run(&["host", "add", "x", "root@other"]).failure(4);
     assert!(again.stderr.contains("exists already"), "{}", again.stderr);
+    // A role of its own: what an administrator runs to make it, and where it is kept.
+    let added = env
+        .run(&["host", "add", "y", "root@h", "--db-role", "swarm_y"])
+        .success();
+    assert!(
+        added
+            .stdout
+            .contains("CREATE ROLE swarm_y LOGIN IN ROLE swarm_host;"),
+        "{}",
+        added.stdout
+    );
+    let listed = env.run(&["host", "list"]).success();
+    assert!(listed.stdout.contains("role swarm_y"), "{}", listed.stdout);
 }
 
 /// A host ssh cannot reach is its own exit code (11, unreachable): one line naming the
@@ -825,4 +858,86 @@ fn an_agent_definition_names_the_host_its_teammates_start_on() {
     let out = run(&mut lab.swarm(&["--team", "t", "spawn", "bob", "--agent-type", "gpu"]));
     assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
     lab.wait_until_bob_is_on_h1();
+}
+
+/// A host with a role of its own (issue 34): its teammate works, `swarm host check` passes
+/// as that role, and a shell there with the host's own `~/.pgpass` (what a model with a
+/// Bash tool on it has) cannot rewrite what the lead's machine runs, forge the lead's
+/// roster entry, or read another team.
+#[test]
+fn a_shell_on_a_host_with_its_own_role_cannot_reach_the_leads_rows() {
+    use swarm_model_server::{Reply, Script};
+    let Some(lab) = Lab::start(1, Script::new().default_reply(Reply::text("Done."))) else {
+        return;
+    };
+    let (env, h1) = (&lab.env, &lab.net.hosts[0]);
+    env.run(&["team", "create", "t", "--store", &lab.url])
+        .success();
+    env.run(&["team", "create", "other", "--store", &lab.url])
+        .success();
+    let checked = run(&mut lab.swarm(&["--team", "t", "host", "check", "h1"]));
+    assert_eq!(checked.status.code(), Some(0), "{}", checked.stdout);
+    let role = &lab.roles[0];
+    assert!(
+        checked
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("ok") && l.contains("database") && l.contains(role.as_str())),
+        "{}",
+        checked.stdout
+    );
+    let out = run(&mut lab.swarm(&["--team", "t", "spawn", "bob", "--host", "h1"]));
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    lab.wait_until_bob_is_on_h1();
+    let record = env.store("t").launches().read_launch("bob").unwrap();
+    assert!(record.is_some());
+
+    // As a shell on h1 would: psql with the host's HOME, its password file and its role.
+    let url = format!(
+        "{} user={role}",
+        lab.url.replace(" sslmode=verify-full", "")
+    );
+    let psql = |sql: &str| {
+        let out = h1
+            .command("psql")
+            .env_clear()
+            .env("HOME", "/root")
+            .env("PATH", "/usr/bin:/bin")
+            .env("PGSSLMODE", "verify-full")
+            .args([url.as_str(), "-X", "-A", "-t", "-c", sql])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (ok, said) = psql("SELECT current_user");
+    assert!(ok && said.trim() == role, "{said}");
+    let (ok, said) = psql(
+        r#"UPDATE launch_records SET record = jsonb_set(record, '{argv}', '["sh","-c","id > /tmp/x"]')"#,
+    );
+    assert!(!ok && said.contains("permission denied"), "{said}");
+    let (ok, said) = psql(
+        r#"UPDATE teams SET config = jsonb_set(config, '{leadAgentId}', '"bob@t"') WHERE name = 't'"#,
+    );
+    assert!(!ok && said.contains("a host's role may not"), "{said}");
+    let (ok, said) = psql("SELECT count(*) FROM teams WHERE name = 'other'");
+    assert!(ok && said.trim() == "0", "{said}");
+    let (ok, said) = psql("SELECT count(*) FROM teams WHERE name = 't'");
+    assert!(ok && said.trim() == "1", "its own team it reads: {said}");
+    assert_eq!(
+        env.store("t").launches().read_launch("bob").unwrap(),
+        record,
+        "the launch record is the lead's"
+    );
+    assert_eq!(
+        env.store("t").roster().load().unwrap().lead_agent_id,
+        "team-lead@t"
+    );
 }

@@ -81,9 +81,11 @@ fn a_lead_on_one_host_lands_the_work_of_teammates_on_two_others() {
     };
     let (lead, h2, h3) = (&lab.net.hosts[0], &lab.net.hosts[1], &lab.net.hosts[2]);
     let ssh_config = lab.net.give_ssh_to(lead);
+    // The lead's machine is h1 here: it has the lead's database role, as the user does.
+    crate::hosts::give_database(&lead.home, &lab.db, &lab.db.password_line(&lab.net.gateway));
     let job = lead.dir.join("job");
     swarm_demo::job::make_job(&job, Job::Worktrees).unwrap();
-    for h in [h2, h3] {
+    for (h, role) in [h2, h3].into_iter().zip(&lab.roles[1..]) {
         let target = format!("root@{}", h.address);
         let added = on_lead(
             &lab,
@@ -98,6 +100,8 @@ fn a_lead_on_one_host_lands_the_work_of_teammates_on_two_others() {
                 "/run/host-bin/swarm",
                 "--dir",
                 "/run/host/project",
+                "--db-role",
+                role,
             ],
         )
         .output()

@@ -158,19 +158,28 @@ impl SimNet {
     /// Records every host with `swarm host add`, its swarm the test's, its project
     /// directory `/run/host/project` (made here).
     pub fn add_all(&self, env: &TestEnv) {
-        for h in &self.hosts {
+        self.add_all_as(env, &[]);
+    }
+
+    /// [`SimNet::add_all`], host `i` given database role `roles[i]` where there is one.
+    pub fn add_all_as(&self, env: &TestEnv, roles: &[String]) {
+        for (i, h) in self.hosts.iter().enumerate() {
             std::fs::create_dir_all(h.dir.join("project")).unwrap();
-            env.run(&[
+            let target = format!("root@{}", h.address);
+            let mut args = vec![
                 "host",
                 "add",
                 &h.name,
-                &format!("root@{}", h.address),
+                &target,
                 "--swarm-bin",
                 "/run/host-bin/swarm",
                 "--dir",
                 "/run/host/project",
-            ])
-            .success();
+            ];
+            if let Some(role) = roles.get(i) {
+                args.extend(["--db-role", role]);
+            }
+            env.run(&args).success();
         }
     }
 }

@@ -38,6 +38,10 @@ pub struct Host {
     /// The project's directory on the host, where its teammates work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
+    /// The database role its teammates connect as (a member of `swarm_host`, which may
+    /// change only its own agents' rows); `None`: the lead's role, which may change all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_role: Option<String>,
 }
 
 impl Host {
@@ -89,7 +93,39 @@ impl Host {
             port,
             swarm_bin: None,
             dir: None,
+            db_role: None,
         })
+    }
+
+    /// Sets the database role its teammates connect as: a plain PostgreSQL name
+    /// (lowercase letters, digits and `_`, not starting with a digit, at most 63).
+    pub fn with_db_role(mut self, role: &str) -> Result<Host> {
+        let ok = (1..=63).contains(&role.len())
+            && !role.starts_with(|c: char| c.is_ascii_digit())
+            && role
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && !role.starts_with("pg_")
+            && role != "swarm_host";
+        if !ok {
+            return Err(Error::InvalidName {
+                kind: "database role",
+                name: role.to_owned(),
+                rule: "use lowercase letters, digits and '_' (at most 63, not starting with a digit or pg_, not swarm_host itself)".to_owned(),
+            });
+        }
+        self.db_role = Some(role.to_owned());
+        Ok(self)
+    }
+
+    /// The database URL its teammates get: `for_hosts` (what the lead resolved, never a
+    /// password) as its own role when it has one (in `key=value` form the last `user`
+    /// counts).
+    pub fn database_url(&self, for_hosts: &str) -> String {
+        match &self.db_role {
+            Some(role) => format!("{for_hosts} user={role}"),
+            None => for_hosts.to_owned(),
+        }
     }
 
     /// `user@address`, as ssh takes it (the port apart).

@@ -455,6 +455,11 @@ impl Database {
                 "failed to {what}: a lock in the team's database at {} stayed held for more than {:?}; retry",
                 self.at, self.lock_timeout
             )),
+            Kind::HostLimit => Error::Database(format!(
+                "failed to {what} in the team's database at {}: {}; a host's role may change only its own agents' rows (see docs/design/hosts.md, \"What a host may do\")",
+                self.at,
+                cause(e)
+            )),
             Kind::Privilege => Error::Unavailable(format!(
                 "failed to {what} in the team's database at {}: {}; the role needs all rights on swarm's tables and sequences there (have the database's owner run `swarm store migrate`, then `GRANT ALL ON ALL TABLES IN SCHEMA public` and the same `ON ALL SEQUENCES` to it, or use the owner's role)",
                 self.at,
@@ -528,6 +533,8 @@ enum Kind {
     LockTimeout,
     /// The role may not do it (`insufficient_privilege`).
     Privilege,
+    /// A host's role was refused a row that is not its agents' (see [`crate::rights`]).
+    HostLimit,
     Other,
 }
 
@@ -540,6 +547,12 @@ fn kind(e: &postgres::Error) -> Kind {
         Kind::RolledBack
     } else if *code == SqlState::LOCK_NOT_AVAILABLE {
         Kind::LockTimeout
+    } else if code.code() == crate::rights::REFUSED
+        || *code == SqlState::INSUFFICIENT_PRIVILEGE
+            && e.as_db_error()
+                .is_some_and(|d| d.message().contains("row-level security"))
+    {
+        Kind::HostLimit
     } else if *code == SqlState::INSUFFICIENT_PRIVILEGE {
         Kind::Privilege
     } else if code.code().starts_with("08")

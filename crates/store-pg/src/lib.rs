@@ -80,6 +80,7 @@ pub mod migrate;
 mod opener;
 mod rate_gate;
 mod records;
+mod rights;
 mod roster;
 mod tasks;
 #[cfg(feature = "testing")]

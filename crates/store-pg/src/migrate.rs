@@ -32,6 +32,9 @@
 //! Version 5: `processes`, one row per registered process of an agent (its host, pid, last
 //! beat by the server's clock, and when it was declared dead), keyed by its fencing token
 //! from the sequence `fences`: a token is never handed out twice in a database.
+//!
+//! Version 6: row-level security and the checks that keep a host's role to its own agents'
+//! rows (see the crate's `rights` module).
 
 use crate::connect::{Database, Fail, Retry};
 use swarm_store::error::{Error, Result};
@@ -152,6 +155,7 @@ CREATE TABLE processes (
 );
 CREATE INDEX processes_newest ON processes (team, agent, token DESC);
 ",
+    crate::rights::HOST_RIGHTS,
 ];
 
 /// The newest schema version this swarm knows.
@@ -190,6 +194,7 @@ pub fn migrate(db: &Database) -> Result<i32> {
             let version = i as i32 + 1;
             tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&version])?;
         }
+        grant_hosts(tx)?;
         Ok(before)
     })
 }
@@ -207,4 +212,26 @@ pub fn version(db: &Database) -> Result<i32> {
             .query_one("SELECT coalesce(max(version), 0) FROM schema_version", &[])?
             .get(0))
     })
+}
+
+/// Gives `swarm_host` its rights when it exists and lacks them; does nothing for a host's
+/// role, or where this role may not grant (it does not own the tables): then a host's
+/// role has no rights here, which is safe, and `swarm host check` says so.
+fn grant_hosts(tx: &mut postgres::Transaction<'_>) -> std::result::Result<(), Fail> {
+    let wanted: bool = tx
+        .query_one(
+            // CASE, not AND: the checks need the role, and AND may run them first.
+            "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'swarm_host')
+                           OR swarm_is_host() THEN false
+                    ELSE NOT has_table_privilege('swarm_host', 'processes', 'INSERT')
+                         AND pg_has_role((SELECT tableowner FROM pg_tables
+                                           WHERE schemaname = current_schema()
+                                             AND tablename = 'teams'), 'USAGE') END",
+            &[],
+        )?
+        .get(0);
+    if wanted {
+        tx.execute("SELECT swarm_grant_hosts()", &[])?;
+    }
+    Ok(())
 }

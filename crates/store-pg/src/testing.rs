@@ -108,6 +108,57 @@ pub fn database() -> Option<String> {
     Some(server.url(&name))
 }
 
+/// A database role of a host's own: a member of `swarm_host` (made with it on first use),
+/// asked for its own password over TCP as every role is. What an administrator makes
+/// once per host from what `swarm host add --db-role` prints.
+#[derive(Debug, Clone)]
+pub struct HostRole {
+    pub name: String,
+    pub password: String,
+}
+
+/// A new host role `<label>_<pid>_<n>` on the test binary's server; `None` (said loudly)
+/// where PostgreSQL is not installed.
+pub fn host_role(label: &str) -> Option<HostRole> {
+    let server = SERVER.get_or_init(start).as_ref()?;
+    Some(make_host_role(&server.url("postgres"), label))
+}
+
+/// Makes a host role on the server `admin_url` reaches as its superuser.
+fn make_host_role(admin_url: &str, label: &str) -> HostRole {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    static GROUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let name = format!(
+        "{label}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let password = format!("{name}-Pw-77");
+    let mut admin =
+        postgres::Client::connect(admin_url, postgres::NoTls).expect("connect to the test server");
+    {
+        let _one = GROUP.lock().unwrap_or_else(|p| p.into_inner());
+        let exists: bool = admin
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'swarm_host')",
+                &[],
+            )
+            .expect("look for swarm_host")
+            .get(0);
+        if !exists {
+            admin
+                .batch_execute("CREATE ROLE swarm_host NOLOGIN")
+                .expect("make swarm_host");
+        }
+    }
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE swarm_host"
+        ))
+        .expect("make a host role");
+    HostRole { name, password }
+}
+
 impl Server {
     fn url(&self, dbname: &str) -> String {
         format!(
@@ -390,6 +441,11 @@ impl Private {
         Some(server)
     }
 
+    /// A new role of a host's own on it (see [`host_role`]).
+    pub fn host_role(&self, label: &str) -> HostRole {
+        make_host_role(&self.url("postgres"), label)
+    }
+
     /// The root that signed its certificate (see [`Private::start_on`]).
     pub fn ca(&self) -> PathBuf {
         self.dir.join("ca.crt")
@@ -418,6 +474,14 @@ impl Private {
     /// A password file's line for its team role on `address`.
     pub fn password_line(&self, address: &str) -> String {
         format!("{address}:{}:*:{TEAM_ROLE}:{TEAM_PASSWORD}\n", self.port)
+    }
+
+    /// A password file's line for host role `role` on `address`.
+    pub fn password_line_for(&self, address: &str, role: &HostRole) -> String {
+        format!(
+            "{address}:{}:*:{}:{}\n",
+            self.port, role.name, role.password
+        )
     }
 
     /// Starts it (again), and waits until it takes connections.

@@ -68,6 +68,11 @@ pub struct TeamConfig {
     pub extra: Map<String, Value>,
 }
 
+/// The member field naming the database role of the host a member is placed on (swarm's):
+/// the database's row-level security reads it (`swarm_store_pg`'s rights), and a host
+/// cannot change it.
+pub const DB_ROLE_FIELD: &str = "dbRole";
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {

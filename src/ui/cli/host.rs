@@ -42,6 +42,10 @@ pub struct AddArgs {
     /// The project's directory on the host, where its teammates work
     #[arg(long, value_name = "DIR")]
     pub dir: Option<String>,
+    /// The database role its teammates connect as, which may change only their own rows
+    /// (prints what an administrator runs to make it) [default: the lead's role]
+    #[arg(long, value_name = "ROLE")]
+    pub db_role: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -71,18 +75,53 @@ fn add(ctx: &Ctx, hosts: &Hosts, args: AddArgs) -> Result<()> {
     let mut host = Host::parse(&args.name, &args.target)?;
     host.swarm_bin = args.swarm_bin;
     host.dir = args.dir;
+    if let Some(role) = &args.db_role {
+        host = host.with_db_role(role)?;
+    }
     hosts.add(host.clone())?;
+    let sql = host.db_role.as_deref().map(role_sql);
     if ctx.json() {
-        print_json(&host);
-    } else {
-        println!(
-            "added host {} ({}); check it with `swarm host check {}`",
-            host.name,
-            host.target(),
-            host.name
-        );
+        let mut shown = serde_json::to_value(&host).unwrap_or_default();
+        if let (Some(sql), Some(map)) = (&sql, shown.as_object_mut()) {
+            map.insert("sql".into(), json!(sql));
+        }
+        print_json(&shown);
+        return Ok(());
+    }
+    println!(
+        "added host {} ({}); check it with `swarm host check {}`",
+        host.name,
+        host.target(),
+        host.name
+    );
+    match sql {
+        Some(sql) => {
+            println!(
+                "its teammates connect as database role {}; have an administrator of the server run, once:",
+                host.db_role.as_deref().unwrap_or_default()
+            );
+            for line in sql {
+                println!("  {line}");
+            }
+        }
+        None => println!(
+            "its teammates connect as your own database role, which may change every row of every team there; give it one of its own with --db-role ROLE"
+        ),
     }
     Ok(())
+}
+
+/// What an administrator runs to make `role` a host's: the group role `swarm_host` (once
+/// per server), the role in it, and its password, which the host keeps in its own
+/// `~/.pgpass`. The tables' rights come with the team's database (`swarm store migrate`).
+fn role_sql(role: &str) -> Vec<String> {
+    vec![
+        "CREATE ROLE swarm_host NOLOGIN;   -- once per server; skip if it exists".to_owned(),
+        format!("CREATE ROLE {role} LOGIN IN ROLE swarm_host;"),
+        format!("\\password {role}   -- in psql; put it in the host's ~/.pgpass"),
+        "-- then, as the lead: swarm store migrate URL (gives swarm_host its rights there)"
+            .to_owned(),
+    ]
 }
 
 fn list(ctx: &Ctx, hosts: &Hosts) -> Result<()> {
@@ -101,6 +140,9 @@ fn list(ctx: &Ctx, hosts: &Hosts) -> Result<()> {
         }
         if let Some(dir) = &h.dir {
             line.push_str(&format!("  dir {dir}"));
+        }
+        if let Some(role) = &h.db_role {
+            line.push_str(&format!("  role {role}"));
         }
         println!("{line}");
     }
@@ -122,7 +164,7 @@ fn run_check(ctx: &Ctx, hosts: &Hosts, args: CheckArgs) -> Result<()> {
                 host.name
             )));
         }
-        Some(Ok(url)) => Some(url),
+        Some(Ok(url)) => Some(host.database_url(&url)),
         Some(Err(NotForHosts::Files)) | None => None,
     };
     let (env, _) = carried(ctx.env().vars(), Place::Host);
@@ -140,6 +182,11 @@ fn run_check(ctx: &Ctx, hosts: &Hosts, args: CheckArgs) -> Result<()> {
                 if f.ok { "ok  " } else { "FAIL" },
                 f.what,
                 f.detail
+            );
+        }
+        if url.is_some() && host.db_role.is_none() {
+            println!(
+                "note database as your own role, which may change every row of every team there; for a role of its own, remove the host and add it with --db-role ROLE"
             );
         }
     }

@@ -7,6 +7,7 @@ mod agents;
 mod approvals;
 mod backends;
 mod budget;
+mod host_rights;
 mod mail;
 mod merge_queue;
 mod postgres_only;

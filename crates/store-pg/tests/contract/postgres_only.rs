@@ -651,6 +651,10 @@ fn a_database_of_the_first_schema_is_migrated_forward_keeping_its_data() {
             "DROP TABLE approvals, agent_states, exit_reports, holds, merge_queues, budgets,
                         spend, launch_records, worktrees, rate_gates, processes;
              DROP SEQUENCE fences;
+             DROP FUNCTION swarm_is_host, swarm_my_agents, swarm_my_teams, swarm_refuse,
+                 swarm_check_roster, swarm_check_task, swarm_check_list, swarm_check_message,
+                 swarm_check_mailbox, swarm_check_approval, swarm_check_process,
+                 swarm_grant_hosts CASCADE;
              DELETE FROM schema_version WHERE version > 1;",
         )
         .unwrap();

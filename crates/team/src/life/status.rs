@@ -207,6 +207,13 @@ pub fn observe(store: &Store, tmux: Option<&Tmux>) -> Result<TeamStatus> {
                 current,
                 &beats,
             );
+            if let Some(placed) = crate::spawn::remote::host_of(m)
+                && swarm_store::liveness::is_here(st.host.as_deref())
+            {
+                // A host's own word that its teammate runs here would have this machine
+                // signal one of its own pids: the lead placed it there, and it stays there.
+                st.host = Some(placed.to_owned());
+            }
             st.transcript = AgentName::parse_any(&m.name)
                 .ok()
                 .map(|a| store.root().transcript_path(store.team(), &a))

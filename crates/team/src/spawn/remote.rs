@@ -83,6 +83,7 @@ impl Launcher {
                 "team '{team}' reaches its database through a Unix socket in {dir}, which another host cannot: make the team with a URL that names the server's address, e.g. --store postgres://swarm@db.example/swarm"
             )),
         })?;
+        let url = host.database_url(&url);
         let dir = host.dir.clone().ok_or_else(|| {
             Error::usage(format!(
                 "host '{}' names no project directory; add it again with --dir DIR",
@@ -151,10 +152,12 @@ impl Launcher {
     /// its usual place: the spawn asks the host.
     pub fn dry_run_on_host(&self, req: &SpawnRequest, ssh: &Ssh) -> Result<Vec<String>> {
         let host = ssh.host();
-        let url = self
-            .store
-            .url_for_hosts()
-            .unwrap_or_else(|_| "URL".to_owned());
+        let url = host.database_url(
+            &self
+                .store
+                .url_for_hosts()
+                .unwrap_or_else(|_| "URL".to_owned()),
+        );
         let dir = host.dir.clone().unwrap_or_else(|| "DIR".to_owned());
         let (mut lines, dir) = match remote_worktree::plan(self.store.team(), &req.name, &self.cwd)?
         {
@@ -223,6 +226,12 @@ impl Launcher {
         let name = req.name.as_str();
         self.store.roster().update_member(name, |m| {
             m.extra.insert(HOST_FIELD.into(), host.name.clone().into());
+            if let Some(role) = &host.db_role {
+                m.extra.insert(
+                    swarm_store::roster::DB_ROLE_FIELD.into(),
+                    role.clone().into(),
+                );
+            }
             m.backend_type = Some("tmux".to_owned());
             m.engine = Some("swarm".to_owned());
         })?;
