@@ -121,6 +121,10 @@ pub struct PgStore {
     watchers: Arc<Watchers>,
     /// What another host is given for this database (see `Backend::url_for_hosts`).
     for_hosts: std::result::Result<String, NotForHosts>,
+    /// The tasks this handle last read, by id: the row's version (`xmin`, the transaction
+    /// that wrote it) and its document (see `tasks`).
+    seen_tasks:
+        Arc<std::sync::Mutex<std::collections::HashMap<i64, (i64, swarm_store::tasks::Task)>>>,
 }
 
 impl PgStore {
@@ -142,6 +146,7 @@ impl PgStore {
             team: team.clone(),
             root: root.clone(),
             for_hosts: Err(NotForHosts::Files),
+            seen_tasks: Arc::default(),
         }
     }
 

@@ -40,16 +40,47 @@ pub(crate) fn lock_list(store: &PgStore, tx: Tx) -> std::result::Result<i64, Fai
         .ok_or_else(|| Fail::Swarm(store.no_team()))
 }
 
-/// Every task, in id order.
+/// Every task, in id order: the ids and row versions first, then only the documents that
+/// changed since this handle last read them (a board of thousands where little moves costs
+/// a list of numbers, not thousands of documents to parse). A version is the writing
+/// transaction's id: two different documents of one row never share it once committed.
 fn all_tasks(
     store: &PgStore,
     client: &mut impl GenericClient,
 ) -> std::result::Result<Vec<Task>, Fail> {
+    let team = store.team.as_str();
     let rows = client.query(
-        "SELECT doc FROM tasks WHERE team = $1 ORDER BY id",
-        &[&store.team.as_str()],
+        "SELECT id, xmin::text::bigint FROM tasks WHERE team = $1 ORDER BY id",
+        &[&team],
     )?;
-    Ok(rows.iter().map(|r| r.get::<_, Json<Task>>(0).0).collect())
+    let versions: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let stale: Vec<i64> = {
+        let seen = store.seen_tasks.lock().unwrap_or_else(|p| p.into_inner());
+        versions
+            .iter()
+            .filter(|(id, v)| seen.get(id).is_none_or(|(at, _)| at != v))
+            .map(|(id, _)| *id)
+            .collect()
+    };
+    let fresh = if stale.is_empty() {
+        Vec::new()
+    } else {
+        client.query(
+            "SELECT id, xmin::text::bigint, doc FROM tasks WHERE team = $1 AND id = ANY($2)",
+            &[&team, &stale],
+        )?
+    };
+    let mut seen = store.seen_tasks.lock().unwrap_or_else(|p| p.into_inner());
+    for r in &fresh {
+        seen.insert(r.get(0), (r.get(1), r.get::<_, Json<Task>>(2).0));
+    }
+    let listed: std::collections::HashSet<i64> = versions.iter().map(|(id, _)| *id).collect();
+    seen.retain(|id, _| listed.contains(id));
+    // A row changed between the two reads is listed at its newer version: as read last.
+    Ok(versions
+        .iter()
+        .filter_map(|(id, _)| seen.get(id).map(|(_, t)| t.clone()))
+        .collect())
 }
 
 /// Only a decimal id names a task, as in the file store.

@@ -94,7 +94,12 @@ impl Backend for FileStore {
             Topic::Mail => DirWatcher::new(&root.inbox_dir(team), |_| true, wake),
             Topic::State(agent) => DirWatcher::file(&root.state_path(team, &agent), wake),
             Topic::States => DirWatcher::new(&root.state_dir(team), |_| true, wake),
-            Topic::Tasks => DirWatcher::new(&root.tasks_dir(team), |_| true, wake),
+            // Task files only: a claim's index and lock files change on every idle look.
+            Topic::Tasks => DirWatcher::new(
+                &root.tasks_dir(team),
+                |p| p.extension().is_some_and(|e| e == "json"),
+                wake,
+            ),
             Topic::Roster => DirWatcher::file(&root.roster_path(team), wake),
             Topic::Approvals => DirWatcher::new(&root.approvals_dir(team), |_| true, wake),
         };

@@ -68,6 +68,7 @@
 
 pub mod approvals;
 pub mod backends;
+pub mod board;
 pub mod budget;
 pub mod documents;
 pub mod error;

@@ -329,15 +329,18 @@ async fn supervise(opts: LeadOptions, draw_table: bool, stop: CancellationToken)
     let mut events: Vec<String> = Vec::new();
     let mut interval = tokio::time::interval(opts.reconcile_every);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The task list is read again only when it changed: an idle team over a large board
+    // costs its lead almost nothing.
+    let board = std::sync::Arc::new(swarm_store::board::Board::new());
     loop {
         tokio::select! {
             _ = interval.tick() => {}
             _ = stop.cancelled() => return,
         }
         let (store, tmux) = (opts.store.clone(), opts.tmux.clone());
-        let dirs = opts.ladder.dirs.clone();
+        let (dirs, board) = (opts.ladder.dirs.clone(), board.clone());
         match tokio::task::spawn_blocking(move || {
-            supervisor::reconcile(&store, tmux.as_ref(), &dirs)
+            supervisor::reconcile_on(&store, tmux.as_ref(), &dirs, Some(&board))
         })
         .await
         {

@@ -167,6 +167,7 @@ mod tests {
             tasks: Default::default(),
             leases: Vec::new(),
             budget: None,
+            open_owners: Vec::new(),
         };
         assert_eq!(
             waiting_for(tasks, &seen),

@@ -122,6 +122,7 @@ pub async fn run(opts: TeammateOptions) -> Result<i32> {
         report: Report::default(),
         idle_sent: false,
         backoff_until: None,
+        board: swarm_store::board::Board::new(),
         pending_approval: None,
         caught: Arc::new(Mutex::new(None)),
         done_tasks: Vec::new(),

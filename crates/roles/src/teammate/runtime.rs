@@ -69,6 +69,8 @@ pub(super) struct Runtime {
     pub(super) report: Report,
     pub(super) idle_sent: bool,
     pub(super) backoff_until: Option<Instant>,
+    /// Whether the task list may have changed since it last looked for a task to claim.
+    pub(super) board: swarm_store::board::Board,
     /// The request id of an approved shutdown, answered by `finish`.
     pub(super) pending_approval: Option<String>,
     /// The signal that stopped it, if one did.

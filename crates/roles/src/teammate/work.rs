@@ -95,8 +95,15 @@ impl Runtime {
         if self.ctx.cancel.is_cancelled() {
             return Ok(Some(Stop::Signalled));
         }
+        // Over a board that did not change since the last look there is nothing new to
+        // claim: an idle teammate reads the list only when it changes (or now and then).
         if self.backoff_until.is_none_or(|t| Instant::now() >= t)
-            && let Some(task) = self.store.tasks().next(self.opts.name.as_str())?
+            && self.board.changed(&self.store)
+            && let Some(task) = self
+                .store
+                .tasks()
+                .next(self.opts.name.as_str())
+                .inspect_err(|_| self.board.touch())?
         {
             return self.work_on_task(engine, task, false).await;
         }
@@ -325,6 +332,8 @@ impl Runtime {
                 self.display.error(&e.to_string());
                 self.report.failure = Some(e.to_string());
                 self.backoff_until = Some(Instant::now() + FAILURE_BACKOFF);
+                // Looked at once the back-off is over, changed or not.
+                self.board.touch();
                 if let Some(id) = task {
                     // Let someone else have it rather than sit on it.
                     let _ = self.store.tasks().update(

@@ -94,11 +94,15 @@ pub(super) struct Mirror {
 }
 
 impl Mirror {
+    /// Linear in the edges: a board where one task blocks thousands is read every pass.
     pub(super) fn of(tasks: &[Task]) -> Mirror {
         let mut waiting: HashMap<String, Vec<String>> = HashMap::new();
+        let mut edges: HashSet<(&str, &str)> = HashSet::new();
         for t in tasks {
             for b in &t.blocked_by {
-                push_unique(waiting.entry(b.clone()).or_default(), &t.id);
+                if edges.insert((b, &t.id)) {
+                    waiting.entry(b.clone()).or_default().push(t.id.clone());
+                }
             }
         }
         Mirror {
@@ -111,14 +115,18 @@ impl Mirror {
     /// `blockedBy` confirms (or that name a task not in the list), then the missing ones.
     pub(super) fn blocks(&self, task: &Task) -> Option<Vec<String>> {
         let should = self.waiting.get(&task.id).map(Vec::as_slice).unwrap_or(&[]);
-        let mut blocks = Vec::new();
+        let confirmed: HashSet<&str> = should.iter().map(String::as_str).collect();
+        let mut taken: HashSet<&str> = HashSet::with_capacity(should.len());
+        let mut blocks = Vec::with_capacity(should.len());
         for b in &task.blocks {
-            if !self.known.contains(b) || should.contains(b) {
-                push_unique(&mut blocks, b);
+            if (!self.known.contains(b) || confirmed.contains(b.as_str())) && taken.insert(b) {
+                blocks.push(b.clone());
             }
         }
         for w in should {
-            push_unique(&mut blocks, w);
+            if taken.insert(w) {
+                blocks.push(w.clone());
+            }
         }
         (blocks != task.blocks).then_some(blocks)
     }

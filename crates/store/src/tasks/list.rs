@@ -30,8 +30,8 @@ use crate::error::{Error, Result};
 use crate::files;
 use crate::layout::Root;
 use crate::tasks::graph::{Mirror, check_new_edges, dedup, missing_dependency, push_unique};
-use crate::tasks::index;
 use crate::tasks::model::{NewTask, Status, Task, TaskPatch};
+use crate::tasks::{index, seen};
 use swarm_util::error::{Base as _, IoContext};
 use swarm_util::names::TeamName;
 use swarm_util::{fault, json, lock};
@@ -172,15 +172,30 @@ impl TaskList {
         Ok(mirror.apply(tasks))
     }
 
-    /// Every task as it is on disk, in numeric id order.
+    /// Every task as it is on disk, in numeric id order: a file unchanged since this
+    /// process last read it is not parsed again, one half written is read again
+    /// ([`seen`]).
     pub(super) fn read_all(&self) -> Result<Vec<Task>> {
         let mut tasks = Vec::new();
+        let mut listing = seen::Listing::of(&self.dir);
         for id in self.ids_on_disk()? {
-            if let Some(t) = self.read_task(&id.to_string())? {
+            let path = self.task_path(&id.to_string());
+            if let Some(t) = listing.task(id, &mut || self.parse_task(&path))? {
                 tasks.push(t);
             }
         }
         Ok(tasks)
+    }
+
+    /// The task file at `path`, parsed.
+    fn parse_task(&self, path: &std::path::Path) -> Result<seen::Parsed> {
+        Ok(match files::read(&self.root, path)? {
+            Some(bytes) => match json::parse::<Task>(&bytes) {
+                Ok(t) => seen::Parsed::Task(Box::new(t)),
+                Err(e) => seen::Parsed::Unparsable(e.to_string()),
+            },
+            None => seen::Parsed::Missing,
+        })
     }
 
     pub fn get(&self, id: &str) -> Result<Task> {

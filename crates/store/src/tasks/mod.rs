@@ -8,6 +8,8 @@
 //! - [`claim`]: claiming a named task, or the next ready one;
 //! - [`graph`]: the dependency graph: edge and cycle checks, id lists without repeats;
 //! - [`index`]: the claim index, `.swarm-index`;
+//! - `seen`: what this process last read of each task file, so a whole-list read parses
+//!   only what changed (and reads a half-written file again);
 //! - [`leases`]: advisory file leases, the files a task names under `metadata.swarmFiles`.
 //!
 //! Invariants (each module's doc says where and how they hold):
@@ -31,6 +33,7 @@ pub mod index;
 pub mod leases;
 pub mod list;
 pub mod model;
+mod seen;
 
 pub(crate) use list::TaskList;
 pub use model::{ClaimRefusal, NewTask, Status, Task, TaskPatch};

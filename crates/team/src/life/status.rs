@@ -115,6 +115,10 @@ pub struct TeamStatus {
     /// The team's budget and what it has spent, when a run gave it one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetStatus>,
+    /// Who owns an open task, as read with the counts (the supervisor's look for owners
+    /// that left, without reading the board again).
+    #[serde(skip)]
+    pub open_owners: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -142,6 +146,16 @@ impl TeamStatus {
 
 /// Looks at the team. `tmux` is the server the team's panes live on, if any.
 pub fn observe(store: &Store, tmux: Option<&Tmux>) -> Result<TeamStatus> {
+    observe_on(store, tmux, None)
+}
+
+/// [`observe`], the tasks read through `board` when one is given (a watcher's passes: read
+/// again only when they changed).
+pub fn observe_on(
+    store: &Store,
+    tmux: Option<&Tmux>,
+    board: Option<&swarm_store::board::Board>,
+) -> Result<TeamStatus> {
     let config = store.roster().load()?;
     let panes = match tmux.map(|t| t.list_panes()) {
         Some(Ok(panes)) => Some(panes),
@@ -160,10 +174,13 @@ pub fn observe(store: &Store, tmux: Option<&Tmux>) -> Result<TeamStatus> {
         .flatten()
         .map(|p| (p.pane.to_string(), p))
         .collect();
-    let tasks = store.tasks().list().unwrap_or_default();
+    let tasks = match board {
+        Some(board) => board.tasks(store).unwrap_or_default(),
+        None => std::sync::Arc::new(store.tasks().list().unwrap_or_default()),
+    };
     let beats = Beats::read(store);
     let mut counts = TaskCounts::default();
-    for t in &tasks {
+    for t in tasks.iter() {
         match t.status {
             Status::Pending => counts.pending += 1,
             Status::InProgress => counts.in_progress += 1,
@@ -232,6 +249,7 @@ pub fn observe(store: &Store, tmux: Option<&Tmux>) -> Result<TeamStatus> {
         members,
         tasks: counts,
         leases: leases::overlaps(&tasks),
+        open_owners: open_owners(&tasks),
         budget: Some(store.budget().limits())
             .filter(|l| !l.is_none())
             .map(|limits| BudgetStatus {
@@ -252,6 +270,19 @@ fn judged_here(s: &AgentState) -> bool {
         && s.host
             .as_deref()
             .is_none_or(|h| h == swarm_store::liveness::this_host())
+}
+
+/// The owners of open tasks, each once, sorted.
+fn open_owners(tasks: &[swarm_store::tasks::Task]) -> Vec<String> {
+    let mut owners: Vec<String> = tasks
+        .iter()
+        .filter(|t| t.is_open())
+        .filter_map(|t| t.owner.clone())
+        .filter(|o| !o.is_empty())
+        .collect();
+    owners.sort();
+    owners.dedup();
+    owners
 }
 
 /// The team's heartbeats, by fencing token, and the timeout they are judged by; none on a
@@ -912,6 +943,7 @@ mod tests {
 
     fn team() -> TeamStatus {
         TeamStatus {
+            open_owners: Vec::new(),
             team: "t".to_owned(),
             description: None,
             tmux_reachable: true,

@@ -53,14 +53,24 @@ pub fn reconcile(
     tmux: Option<&Tmux>,
     dirs: &UserDirs,
 ) -> Result<(TeamStatus, Vec<Reported>)> {
-    let seen = status::observe(store, tmux)?;
+    reconcile_on(store, tmux, dirs, None)
+}
+
+/// [`reconcile`], the tasks read through `board` (see `status::observe_on`).
+pub fn reconcile_on(
+    store: &Store,
+    tmux: Option<&Tmux>,
+    dirs: &UserDirs,
+    board: Option<&swarm_store::board::Board>,
+) -> Result<(TeamStatus, Vec<Reported>)> {
+    let seen = status::observe_on(store, tmux, board)?;
     if let Err(e) = record_requests(store, &seen) {
         tracing::warn!("failed to record the teammates' requests: {e}");
     }
     tell_blocked(store, &seen);
     record_seen_panes(store, &seen);
     let mut reported = report_exits(store, &seen, dirs);
-    match release_orphans(store) {
+    match release_orphans(store, &seen) {
         Ok(orphans) => reported.extend(orphans),
         Err(e) => tracing::warn!("failed to return the tasks of members who left: {e}"),
     }
@@ -207,28 +217,19 @@ fn tell_blocked(store: &Store, seen: &TeamStatus) {
 
 /// Returns to pending every open task whose owner is not on the roster. The roster is read
 /// after the tasks, so an owner that joined meanwhile is found there.
-fn release_orphans(store: &Store) -> Result<Vec<Reported>> {
+fn release_orphans(store: &Store, seen: &TeamStatus) -> Result<Vec<Reported>> {
     let list = store.tasks();
-    let mut owners: Vec<String> = list
-        .list()?
-        .into_iter()
-        .filter(|t| t.is_open())
-        .filter_map(|t| t.owner)
-        .filter(|o| !o.is_empty())
-        .collect();
-    owners.sort();
-    owners.dedup();
-    if owners.is_empty() {
+    if seen.open_owners.is_empty() {
         return Ok(Vec::new());
     }
     let config = store.roster().load()?;
     let mut reported = Vec::new();
-    for owner in owners {
-        let name = owner.split('@').next().unwrap_or(&owner);
+    for owner in &seen.open_owners {
+        let name = owner.split('@').next().unwrap_or(owner);
         if config.member(name).is_some() {
             continue;
         }
-        let released: Vec<String> = list.release(&owner)?.into_iter().map(|t| t.id).collect();
+        let released: Vec<String> = list.release(owner)?.into_iter().map(|t| t.id).collect();
         if released.is_empty() {
             continue;
         }
