@@ -95,3 +95,92 @@ impl Board {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::NewTask;
+    use crate::{Root, Teams};
+    use swarm_util::names::TeamName;
+
+    /// Waits up to 5 s for `board` to say the list changed.
+    fn noticed(board: &Board, store: &Store) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if board.changed(store) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    #[test]
+    fn a_task_written_is_noticed_and_a_claims_bookkeeping_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let teams = Teams::new(Root::new(dir.path()));
+        let team = TeamName::new("t").unwrap();
+        teams.create_team(&team, None, dir.path()).unwrap();
+        let store = teams.open(&team).unwrap();
+        let board = Board::new();
+        assert!(board.changed(&store), "the first look reads");
+        assert!(!board.changed(&store));
+        let made = store
+            .tasks()
+            .create(NewTask {
+                subject: "new".into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+        assert!(noticed(&board, &store), "a new task is noticed");
+        // A look for a task to claim that finds none drops the claim index: not a change.
+        while board.changed(&store) {}
+        store.tasks().next("bob").unwrap();
+        assert!(noticed(&board, &store), "a claim is a change");
+        while board.changed(&store) {}
+        assert!(store.tasks().next("carol").unwrap().is_none());
+        // The index and lock files the fruitless look wrote, then a positive sign that
+        // events are delivered (a task rewritten in place, as Claude Code writes).
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!board.changed(&store), "nothing but bookkeeping changed");
+        let path = dir.path().join(format!("tasks/t/{}.json", made.id));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"new\"", "\"renamed\"")).unwrap();
+        assert!(
+            noticed(&board, &store),
+            "a task written in place is noticed"
+        );
+        assert_eq!(store.tasks().list().unwrap()[0].subject, "renamed");
+    }
+
+    #[test]
+    fn tasks_are_read_again_only_after_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let teams = Teams::new(Root::new(dir.path()));
+        let team = TeamName::new("t").unwrap();
+        teams.create_team(&team, None, dir.path()).unwrap();
+        let store = teams.open(&team).unwrap();
+        let board = Board::new();
+        assert!(board.tasks(&store).unwrap().is_empty());
+        // A task file written (as Claude Code writes one) is noticed and read...
+        let first = board.tasks(&store).unwrap();
+        std::fs::write(
+            dir.path().join("tasks/t/1.json"),
+            r#"{"id":"1","subject":"a","status":"pending"}"#,
+        )
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut seen = first.len();
+        while seen == 0 && Instant::now() < deadline {
+            seen = board.tasks(&store).unwrap().len();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(seen, 1, "a task file written is noticed and read");
+        // ...and with nothing changed since, the same list is given, not read again.
+        let again = board.tasks(&store).unwrap();
+        assert!(
+            Arc::ptr_eq(&again, &board.tasks(&store).unwrap()),
+            "no change: no read"
+        );
+    }
+}
