@@ -1366,3 +1366,43 @@ fn a_held_merge_is_queued_again_from_the_page() {
     );
     assert_eq!((r.status, r.error_code().as_str()), (400, "bad_request"));
 }
+
+/// `GET /metrics` (issue 35 item 7): the served teams in Prometheus' text format, behind
+/// the same gate as every other read; its figures are the team's.
+#[test]
+fn metrics_are_served_to_a_bearer_in_prometheus_text_format() {
+    let env = TestEnv::new();
+    team_with_a_plan(&env);
+    env.run(&["--team", "t", "task", "add", "one"]).success();
+    env.run(&["--team", "t", "task", "add", "two"]).success();
+    env.run(&["--team", "t", "send", "bob", "hello"]).success();
+    let serve = Serve::start(&env, &[]);
+    let refused = serve.request("GET", "/metrics", &[], b"");
+    assert_eq!(refused.status, 401, "{refused:?}");
+    assert!(!refused.body.contains("swarm_"), "{}", refused.body);
+    let bearer = format!("Bearer {}", serve.token);
+    let r = serve.request("GET", "/metrics", &[("authorization", &bearer)], b"");
+    assert_eq!(r.status, 200, "{r:?}");
+    let text = &r.body;
+    for line in [
+        "# TYPE swarm_agents gauge",
+        r#"swarm_tasks{team="t",status="pending"} 2"#,
+        r#"swarm_tasks{team="t",status="completed"} 0"#,
+        r#"swarm_approvals_pending{team="t"} 1"#,
+        r#"swarm_messages_unread{team="t",agent="bob"} 1"#,
+        r#"swarm_messages_unread{team="t",agent="team-lead"} 1"#,
+        "# TYPE swarm_tokens counter",
+        "# EOF",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in:\n{text}"
+        );
+    }
+    let agents: u32 = text
+        .lines()
+        .filter(|l| l.starts_with("swarm_agents{team=\"t\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u32>().ok())
+        .sum();
+    assert_eq!(agents, 3, "the lead, bob and carol:\n{text}");
+}

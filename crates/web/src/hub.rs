@@ -139,7 +139,9 @@ impl Hub {
 
     /// The last view taken, or a new one if none was.
     pub fn latest(&self) -> Result<Arc<TeamView>> {
-        match self.lock().last.clone() {
+        // Not in the match: a scrutinee's guard would live through `refresh`, which locks.
+        let last = self.lock().last.clone();
+        match last {
             Some(view) => Ok(view),
             None => self.refresh(),
         }

@@ -28,6 +28,7 @@ pub mod error;
 pub mod errors;
 pub mod events;
 pub mod hub;
+pub mod metrics;
 pub mod notify;
 pub mod routes;
 pub mod serve;

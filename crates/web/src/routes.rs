@@ -15,6 +15,7 @@
 //! | `POST /api/teams/{team}/messages` | send a message or a broadcast |
 //! | `POST /api/teams/{team}/members/{name}/shutdown` | shut a teammate down |
 //! | `POST /api/teams/{team}/merge-queue/retry` | retry a held branch |
+//! | `GET /metrics` | the served teams in Prometheus' text format ([`metrics`]) |
 
 use std::sync::Arc;
 
@@ -30,12 +31,13 @@ use crate::auth::{self, Caller};
 use crate::errors::{ApiError, blocking};
 
 use crate::app::App;
-use crate::{actions, assets, events};
+use crate::{actions, assets, events, metrics};
 
 pub fn router(app: Arc<App>) -> Router {
     let api = Router::new()
         .route("/api/session", get(session))
         .route("/api/teams", get(teams))
+        .route("/metrics", get(metrics::metrics))
         .route("/api/teams/{team}", get(team))
         .route("/api/teams/{team}/events", get(stream))
         .route("/api/teams/{team}/{part}", get(part))
