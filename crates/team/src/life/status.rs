@@ -406,17 +406,26 @@ impl Facts<'_> {
     }
 
     fn alive(&self, pid: Option<i32>) -> bool {
+        // Placed on another host by the lead: no pid it writes is this host's, whatever its
+        // state says yet (it writes its state before it registers).
+        let elsewhere = crate::spawn::remote::host_of(self.m).is_some();
         match self.state {
             // No beat to judge it by, on a backend that keeps them: it registered after the
             // heartbeats were read, or it runs on another host and has not registered yet.
             // Either way its pid is no evidence here (it may be another host's).
-            Some(s) if self.beats.of(Some(s)).is_none() && self.beats.kept && !judged_here(s) => {
+            Some(s)
+                if self.beats.of(Some(s)).is_none()
+                    && self.beats.kept
+                    && (elsewhere || !judged_here(s)) =>
+            {
                 s.activity != Activity::Exited
             }
             Some(s) => {
                 s.alive(self.beats.of(Some(s)), self.beats.timeout)
                     && s.activity != Activity::Exited
             }
+            // Starting there: its first state and beat are still to come.
+            None if elsewhere => true,
             None => pid.is_some_and(swarm_util::process::is_alive),
         }
     }
@@ -906,6 +915,41 @@ mod tests {
         // On files, the pid is the liveness.
         s.token = Some(42);
         assert!(!alive(&s, &beats(false)));
+    }
+
+    /// A teammate the lead placed on another host writes its first state (no token, no
+    /// host yet) and its roster pid before it registers: neither pid is this host's.
+    #[test]
+    fn a_member_placed_on_a_host_is_never_judged_by_a_pid_here() {
+        let mut m = Member {
+            name: "alice".into(),
+            pid: Some(i32::MAX - 7),
+            ..Member::default()
+        };
+        m.extra
+            .insert(crate::spawn::remote::HOST_FIELD.into(), "h1".into());
+        let mut s = AgentState::new(Activity::Working);
+        s.pid = i32::MAX - 7;
+        s.start_ticks = None;
+        let beats = Beats {
+            by_token: HashMap::new(),
+            timeout: std::time::Duration::from_secs(10),
+            kept: true,
+        };
+        let alive = |state: Option<&AgentState>| {
+            Facts {
+                m: &m,
+                state,
+                pane: None,
+                tmux_known: false,
+                beats: &beats,
+            }
+            .alive(Some(i32::MAX - 7))
+        };
+        assert!(alive(Some(&s)), "its first state, before it registers");
+        assert!(alive(None), "no state yet: starting");
+        s.activity = Activity::Exited;
+        assert!(!alive(Some(&s)), "it said it ended");
     }
 
     fn member(name: &str, state: &str, detail: Option<&str>) -> MemberStatus {
