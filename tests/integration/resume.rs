@@ -517,8 +517,14 @@ fn a_launch_record_the_lead_did_not_sign_is_never_run(backend: Backend) {
             && lead_pid(&env).is_some()),
         "bob or the lead never started"
     );
-    kill9(&env, "bob");
-    kill9(&env, "team-lead");
+    let pids = [kill9(&env, "bob"), kill9(&env, "team-lead")];
+    // Gone, not only signalled: a resume while the lead still dies finds it running.
+    assert!(
+        wait_until(LONG, || !pids
+            .iter()
+            .any(|p| swarm_util::process::is_alive(*p))),
+        "bob or the lead outlived SIGKILL"
+    );
     let marker = env.dir.path().join("ran-by-the-lead");
     let store = env.store("t");
     let records = store.launches();
