@@ -20,6 +20,23 @@ pub(super) fn write(root: &Root, path: &Path, bytes: &[u8]) -> Result<()> {
     atomic::write(path, bytes, root.durable())
 }
 
+/// Atomically replaces each `(path, bytes)` as one group (see [`atomic::write_all`]),
+/// fsynced unless the root says not to. Results in order.
+pub(super) fn write_all(root: &Root, items: &[(&Path, &[u8])]) -> Vec<Result<()>> {
+    let checked: Vec<Result<()>> = items.iter().map(|(p, _)| check(root, p)).collect();
+    let ok: Vec<(&Path, &[u8])> = items
+        .iter()
+        .zip(&checked)
+        .filter(|(_, c)| c.is_ok())
+        .map(|(item, _)| *item)
+        .collect();
+    let mut written = atomic::write_all(&ok, root.durable()).into_iter();
+    checked
+        .into_iter()
+        .map(|c| c.and_then(|()| written.next().expect("one result per write")))
+        .collect()
+}
+
 /// Atomically replaces `path` with `bytes`, never fsynced: for files whose loss in a power
 /// cut costs nothing (an agent's state, which describes a present the power cut ends; a
 /// spool file, which its sender waits on until a durable commit carries it).

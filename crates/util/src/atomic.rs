@@ -1,7 +1,7 @@
 //! Replacing a file so that every reader sees the old bytes or the new, never a mix.
 //!
 //! Write a temp file in the same directory, fsync it, rename it over the target, fsync the
-//! directory. The temp name `.<file>.tmp.<pid>.<random>` carries the writer's pid, so
+//! directory; several files at once share the flushes ([`write_all`]). The temp name `.<file>.tmp.<pid>.<random>` carries the writer's pid, so
 //! [`collect_garbage`] can remove temp files whose writer died (or that are older than ten
 //! minutes) without touching a live writer's file.
 
@@ -20,6 +20,54 @@ const GC_AGE: Duration = Duration::from_secs(600);
 /// Atomically replaces `path` with `bytes`; `durable` adds the fsyncs that make it survive
 /// a power loss, not only a process crash.
 pub fn write(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
+    write_all(&[(path, bytes)], durable)
+        .pop()
+        .expect("one result per write")
+}
+
+/// How many temp files are flushed at once by [`write_all`]: flushes made together share
+/// the disk's, and a few threads are enough to overlap them.
+const FLUSHERS: usize = 8;
+
+/// Atomically replaces each `(path, bytes)`, as [`write()`] does one, as a group: every temp
+/// file is written and (when `durable`) flushed, several at once, before any is renamed
+/// into place, and each directory is flushed once after the renames, so N files in one
+/// directory cost about what one does. Each rename is that file's commit; a failure of one
+/// leaves the others' results as they are. Results come in the order given.
+pub fn write_all(items: &[(&Path, &[u8])], durable: bool) -> Vec<Result<()>> {
+    let staged: Vec<Result<PathBuf>> =
+        crate::parallel::map(items, FLUSHERS, |(path, bytes)| stage(path, bytes, durable));
+    let mut dirs: Vec<&Path> = Vec::new();
+    let results: Vec<Result<()>> = items
+        .iter()
+        .zip(staged)
+        .map(|((path, _), tmp)| {
+            let tmp = tmp?;
+            std::fs::rename(&tmp, path)
+                .ctx("rename into place", path)
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(&tmp);
+                })?;
+            let dir = path.parent().expect("stage checked the parent");
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+            Ok(())
+        })
+        .collect();
+    // The renames are the commits: once done the writes have happened, and reporting a
+    // failure would make callers undo or redo what readers may already have seen.
+    for dir in dirs.into_iter().filter(|_| durable) {
+        if let Err(e) = sync_dir(dir) {
+            tracing::warn!("{e}; the writes stand but may not survive a power cut");
+        }
+    }
+    results
+}
+
+/// Writes `bytes` to a new temp file beside `path` (flushed when `durable`) and returns
+/// its name; nothing is left behind on failure.
+fn stage(path: &Path, bytes: &[u8], durable: bool) -> Result<PathBuf> {
     let dir = path.parent().ok_or_else(|| {
         let none = std::io::Error::new(std::io::ErrorKind::InvalidInput, "no parent directory");
         Error::io("write", path, none)
@@ -41,18 +89,15 @@ pub fn write(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
         if durable {
             f.sync_all().ctx("fsync", &tmp)?;
         }
-        std::fs::rename(&tmp, path).ctx("rename into place", path)?;
-        // The rename is the commit: once it is done the write has happened, and reporting
-        // a failure would make callers undo or redo what readers may already have seen.
-        if durable && let Err(e) = sync_dir(dir) {
-            tracing::warn!("{e}; the write stands but may not survive a power cut");
-        }
         Ok(())
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    result
 }
 
 /// Makes directory entries (a rename, a new file) durable.

@@ -15,6 +15,7 @@ contract!(
     the_inbox_version_changes_with_every_write,
     a_removed_inbox_keeps_its_delivered_log,
     eight_senders_at_once_lose_nothing,
+    broadcasts_racing_each_other_and_single_sends_lose_nothing,
     mail_in_the_leads_name_is_signed_where_the_root_signs_as_the_lead,
 );
 
@@ -230,6 +231,54 @@ fn eight_senders_at_once_lose_nothing(team: &Team) {
         let expected: Vec<String> = (0..EACH).map(|i| format!("{name} #{i}")).collect();
         assert_eq!(own, expected);
     }
+}
+
+/// Four broadcasters and four senders to one teammate at once: on files, some copies find
+/// their inbox free and go in the broadcast's group commit, others find it taken and go
+/// through the spool; every copy arrives once, and each sender's in its order.
+fn broadcasts_racing_each_other_and_single_sends_lose_nothing(team: &Team) {
+    const EACH: usize = 15;
+    let casters: Vec<String> = (0..4).map(|i| format!("b{i}")).collect();
+    let senders: Vec<String> = (0..4).map(|i| format!("s{i}")).collect();
+    let all: Vec<&str> = casters.iter().chain(&senders).map(String::as_str).collect();
+    team.add(&all);
+    team.add(&["bob", "carol"]);
+    std::thread::scope(|scope| {
+        for (name, to) in casters
+            .iter()
+            .map(|n| (n, "*"))
+            .chain(senders.iter().map(|n| (n, "bob")))
+        {
+            let handle = team.open();
+            scope.spawn(move || {
+                for i in 0..EACH {
+                    let envelope = Envelope::new(name, format!("{name} #{i}"));
+                    let sent = handle.mail().send(to, envelope).unwrap();
+                    assert!(!sent.is_empty());
+                }
+            });
+        }
+    });
+    for (recipient, from) in [
+        ("bob", &all),
+        ("carol", &casters.iter().map(String::as_str).collect()),
+    ] {
+        let inbox = team.mail().read_unread(&agent(recipient)).unwrap();
+        let keys: HashSet<&str> = inbox.iter().map(|d| d.key.as_str()).collect();
+        assert_eq!(keys.len(), inbox.len(), "{}: no copy twice", team.kind);
+        for name in from {
+            let own: Vec<String> = inbox
+                .iter()
+                .filter(|d| d.envelope.from == *name)
+                .map(|d| d.envelope.text.clone())
+                .collect();
+            let expected: Vec<String> = (0..EACH).map(|i| format!("{name} #{i}")).collect();
+            assert_eq!(own, expected, "{}: {name}'s mail to {recipient}", team.kind);
+        }
+    }
+    // Every broadcaster's copies reached every other broadcaster and sender too.
+    let s0 = team.mail().read_unread(&agent("s0")).unwrap();
+    assert_eq!(s0.len(), casters.len() * EACH, "{}", team.kind);
 }
 
 /// A message in the lead's name, through a root that signs as the lead (the lead's process,

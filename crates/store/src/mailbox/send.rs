@@ -1,7 +1,13 @@
-//! Sending: a message goes to the recipient's spool first, and is committed into the
-//! inbox by whichever sender holds the inbox lock next, with every other message waiting
-//! there. A sender therefore never starves behind the lock, and a crash leaves a whole
-//! spool file that the next commit (or read) picks up.
+//! Sending: a message whose recipient's inbox is free is committed into it at once, with
+//! whatever waits in its spool; otherwise it goes to the spool, and is committed by
+//! whichever sender holds the inbox lock next, with every other message waiting there. A
+//! sender therefore never starves behind the lock, and a crash leaves either a whole spool
+//! file that the next commit (or read) picks up or nothing of the message at all.
+//!
+//! A broadcast is one durable act: the inboxes free at once are written as a group (every
+//! file flushed before any is renamed into place, the inboxes' directory flushed once), so a
+//! broadcast to 64 costs about what one message does, and only the copies whose inbox was
+//! busy take the spool.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -98,31 +104,96 @@ pub(crate) fn send(
         .collect()
 }
 
-/// Most deliveries of one `send` that run at once.
+/// Most spooled deliveries of one `send` that wait at once.
 const PARALLEL_DELIVERIES: usize = 64;
 
-/// Delivers each copy to its recipient, several at once: each durable commit waits on the
-/// disk's flush, and commits to different inboxes share those flushes when they run
-/// together, so a broadcast to 64 costs about what one message does, not 64 times it.
-/// Every copy is tried whatever happens to the others; results come in the order given.
+/// Delivers each copy to its recipient: those whose inbox is free now in one group commit
+/// ([`commit_group`]), the rest through their spools, several at once. Every copy is tried
+/// whatever happens to the others; results come in the order given.
 fn deliver_each(
     root: &Root,
     team: &TeamName,
     copies: &[(AgentName, Envelope)],
 ) -> Vec<Result<String>> {
-    parallel::map(copies, PARALLEL_DELIVERIES, |(to, envelope)| {
-        deliver(root, team, to, envelope.clone())
-    })
+    let mut results: Vec<Option<Result<String>>> = copies.iter().map(|_| None).collect();
+    let mut direct = Vec::new();
+    let mut spooled = Vec::new();
+    for (i, (to, envelope)) in copies.iter().enumerate() {
+        match seal_and_try(root, team, to, envelope.clone()) {
+            Ok(Ready::Direct(guard, commit, key)) => direct.push((i, guard, commit, key)),
+            Ok(Ready::Spool(envelope)) => spooled.push((i, to, envelope)),
+            Err(e) => results[i] = Some(Err(e)),
+        }
+    }
+    for (i, result) in commit_group(root, team, direct) {
+        results[i] = Some(result);
+    }
+    let waited = parallel::map(&spooled, PARALLEL_DELIVERIES, |(_, to, envelope)| {
+        deliver_spooled(root, team, to, envelope.clone())
+    });
+    for ((i, _, _), result) in spooled.iter().zip(waited) {
+        results[*i] = Some(result);
+    }
+    results
+        .into_iter()
+        .map(|r| r.expect("every copy has a result"))
+        .collect()
+}
+
+/// Where one copy goes: straight into its inbox, whose lock is held and whose new bytes are
+/// ready, or to its spool.
+enum Ready {
+    Direct(lock::Locked, Commit, String),
+    Spool(Envelope),
+}
+
+/// Seals `envelope` for `to` and takes `to`'s inbox lock if no one holds it now, preparing
+/// the inbox with the message (after whatever waits in the spool) appended.
+fn seal_and_try(root: &Root, team: &TeamName, to: &AgentName, envelope: Envelope) -> Result<Ready> {
+    check_text(&envelope.text)?;
+    let envelope = super::lead_key::seal(root, team, to, envelope)?;
+    let inbox = root.inbox_path(team, to);
+    files::check(root, &inbox)?;
+    let Some(guard) = files::try_lock(root, &inbox)? else {
+        return Ok(Ready::Spool(envelope));
+    };
+    let key = envelope.key();
+    let entry = serde_json::to_value(&envelope).expect("serialising plain data cannot fail");
+    let commit = prepare_commit(root, team, to, &guard, Some(entry))?
+        .expect("a commit carrying a message has something to write");
+    Ok(Ready::Direct(guard, commit, key))
+}
+
+/// Writes every prepared commit as one group, then clears their spools and rings their
+/// bells, each under its own lock; returns each copy's index with its result.
+fn commit_group(
+    root: &Root,
+    team: &TeamName,
+    direct: Vec<(usize, lock::Locked, Commit, String)>,
+) -> Vec<(usize, Result<String>)> {
+    let writes: Vec<(&Path, &[u8])> = direct
+        .iter()
+        .map(|(_, _, c, _)| (c.inbox.as_path(), c.bytes.as_slice()))
+        .collect();
+    let written = files::write_all(root, &writes);
+    direct
+        .into_iter()
+        .zip(written)
+        .map(|((i, guard, commit, key), w)| {
+            let result = w.map(|()| {
+                finish_commit(root, team, &commit);
+                key
+            });
+            drop(guard);
+            (i, result.map_err(Error::from))
+        })
+        .collect()
 }
 
 /// Appends `envelope` to `to`'s inbox without consulting the roster. For callers that
 /// already resolved the recipient (the runtime answering a request, the lead's supervisor).
-///
-/// The message is first written to the recipient's spool (`teams/<team>/spool/<agent>/`),
-/// then committed into the inbox by whichever sender holds the inbox lock next, together
-/// with every other message waiting there: under contention one rewrite carries many
-/// messages, and a sender never starves behind the lock, because its message only needs
-/// *someone* to commit it. Returns once the message is in the inbox (durably).
+/// Returns once the message is in the inbox (durably): at once if the inbox is free, else
+/// through its spool (see [`deliver_spooled`]).
 ///
 /// The result tells the truth: `Ok` means the message is in the inbox, once; an error means
 /// it is not and never will be (a sender that gives up settles its message's fate first).
@@ -132,8 +203,22 @@ pub(crate) fn deliver(
     to: &AgentName,
     envelope: Envelope,
 ) -> Result<String> {
-    check_text(&envelope.text)?;
-    let envelope = super::lead_key::seal(root, team, to, envelope)?;
+    deliver_each(root, team, &[(to.clone(), envelope)])
+        .pop()
+        .expect("one result per copy")
+}
+
+/// Delivers a sealed `envelope` through `to`'s spool (`teams/<team>/spool/<agent>/`): it is
+/// written there, then committed into the inbox by whichever sender holds the inbox lock
+/// next, together with every other message waiting there: under contention one rewrite
+/// carries many messages, and a sender never starves behind the lock, because its message
+/// only needs *someone* to commit it. Returns once the message is in the inbox (durably).
+fn deliver_spooled(
+    root: &Root,
+    team: &TeamName,
+    to: &AgentName,
+    envelope: Envelope,
+) -> Result<String> {
     let key = envelope.key();
     let spool = root.spool_dir(team, to);
     files::check(root, &spool)?;
@@ -141,7 +226,6 @@ pub(crate) fn deliver(
         std::fs::create_dir_all(&spool).ctx("create directory", &spool)?;
     }
     let inbox = root.inbox_path(team, to);
-    files::check(root, &inbox)?;
     let queued = spool.join(format!("{}.json", uuid::Uuid::now_v7()));
     // A crash before the commit leaves a whole spool file, which the next commit picks up;
     // power-loss durability comes from the commit's fsyncs, so none are needed here.
@@ -261,6 +345,32 @@ fn claimed_name(queued: &Path) -> PathBuf {
 
 /// Moves every spooled message of `to` into its inbox in one atomic rewrite, then rings its
 /// bell (see [`bell`]). Caller holds the inbox lock.
+pub(super) fn commit_spool(
+    root: &Root,
+    team: &TeamName,
+    to: &AgentName,
+    guard: &lock::Locked,
+) -> Result<usize> {
+    let Some(commit) = prepare_commit(root, team, to, guard, None)? else {
+        return Ok(0);
+    };
+    files::write(root, &commit.inbox, &commit.bytes)?;
+    finish_commit(root, team, &commit);
+    Ok(commit.fresh)
+}
+
+/// One rewrite of an inbox, ready to be written: its new bytes, the spool files it carries
+/// (removed once it is written) and how many messages it adds.
+struct Commit {
+    to: AgentName,
+    inbox: PathBuf,
+    bytes: Vec<u8>,
+    claimed: Vec<PathBuf>,
+    fresh: usize,
+}
+
+/// The rewrite of `to`'s inbox that carries every spooled message and then `extra`, if
+/// any; `None` if there is nothing to carry. Caller holds the inbox lock.
 ///
 /// Spool files are claimed by renaming them to `*.claimed` first, so a sender that gives up
 /// can withdraw its file only if no committer has it. A claim is never given back: a spool
@@ -268,43 +378,109 @@ fn claimed_name(queued: &Path) -> PathBuf {
 /// neither name know its message was committed. Claimed files left by a committer that
 /// died or failed (a full disk) are committed by the next one, skipping any `msg_id` the
 /// inbox already holds, unless their sender withdrew them first (see `settle`).
-pub(super) fn commit_spool(
+fn prepare_commit(
     root: &Root,
     team: &TeamName,
     to: &AgentName,
     _guard: &lock::Locked,
-) -> Result<usize> {
+    extra: Option<Value>,
+) -> Result<Option<Commit>> {
     let (spool, inbox) = (&root.spool_dir(team, to), &root.inbox_path(team, to));
     files::check(root, spool)?;
+    let claimed = claim_spool(spool);
+    let recovering = claimed.iter().any(|p| p.recovered);
+    let claimed: Vec<PathBuf> = claimed.into_iter().map(|c| c.path).collect();
+    let mut fresh = read_claimed(&claimed)?;
+    if fresh.is_empty() && extra.is_none() {
+        return Ok(None);
+    }
+    let existing = files::read(root, inbox)?.unwrap_or_else(|| b"[]".to_vec());
+    if recovering {
+        let present: HashSet<String> = parse_entries(&existing)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| v.get("msg_id").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        fresh.retain(|v| {
+            v.get("msg_id")
+                .and_then(Value::as_str)
+                .is_none_or(|id| !present.contains(id))
+        });
+    }
+    fresh.extend(extra);
+    let bytes = match append_entries(&existing, &fresh) {
+        Some(bytes) => bytes,
+        None => {
+            let mut entries = load_locked(root, inbox)?;
+            entries.extend(fresh.iter().cloned());
+            json::to_pretty(&entries)
+        }
+    };
+    Ok(Some(Commit {
+        to: to.clone(),
+        inbox: inbox.clone(),
+        bytes,
+        claimed,
+        fresh: fresh.len(),
+    }))
+}
+
+/// After a commit's write: its spool files go, then its bell rings. After the claims are
+/// gone: a reader woken now finds the spool empty and reads the inbox without waiting for
+/// the lock.
+fn finish_commit(root: &Root, team: &TeamName, commit: &Commit) {
+    for path in &commit.claimed {
+        let _ = std::fs::remove_file(path);
+    }
+    if commit.fresh > 0 {
+        bell::ring(root, team, &commit.to);
+    }
+}
+
+/// A spool file this committer holds: `recovered` if a committer before it had claimed it.
+struct Claim {
+    path: PathBuf,
+    recovered: bool,
+}
+
+/// Claims every message waiting in `spool` (renaming it to `*.claimed`) and takes over the
+/// claims of committers that died or failed; in the order they were spooled.
+fn claim_spool(spool: &Path) -> Vec<Claim> {
     let Ok(entries) = std::fs::read_dir(spool) else {
-        return Ok(0);
+        return Vec::new();
     };
     let mut names: Vec<String> = entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| !n.starts_with('.'))
         .collect();
-    if names.is_empty() {
-        return Ok(0);
-    }
     names.sort();
-    let mut recovering = false;
     let mut claimed = Vec::new();
     for name in names {
         let path = spool.join(&name);
         if name.ends_with(".json.claimed") {
-            recovering = true;
-            claimed.push(path);
+            claimed.push(Claim {
+                path,
+                recovered: true,
+            });
         } else if name.ends_with(".json") {
             let target = claimed_name(&path);
             if std::fs::rename(&path, &target).is_ok() {
-                claimed.push(target);
+                claimed.push(Claim {
+                    path: target,
+                    recovered: false,
+                });
             }
         }
     }
-    claimed.sort();
+    claimed.sort_by(|a, b| a.path.cmp(&b.path));
+    claimed
+}
+
+/// The messages in claimed spool files; one that does not parse is moved aside.
+fn read_claimed(claimed: &[PathBuf]) -> Result<Vec<Value>> {
     let mut fresh = Vec::with_capacity(claimed.len());
-    for path in &claimed {
+    for path in claimed {
         match no_symlinks::read(path).map(|b| b.map(|b| json::parse::<Value>(&b))) {
             Ok(Some(Ok(v))) if v.is_object() => fresh.push(v),
             Ok(None) => {}
@@ -321,37 +497,7 @@ pub(super) fn commit_spool(
             Err(e) => return Err(e.into()),
         }
     }
-    let existing = files::read(root, inbox)?.unwrap_or_else(|| b"[]".to_vec());
-    if recovering {
-        let present: HashSet<String> = parse_entries(&existing)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|v| v.get("msg_id").and_then(Value::as_str).map(str::to_owned))
-            .collect();
-        fresh.retain(|v| {
-            v.get("msg_id")
-                .and_then(Value::as_str)
-                .is_none_or(|id| !present.contains(id))
-        });
-    }
-    let bytes = match append_entries(&existing, &fresh) {
-        Some(bytes) => bytes,
-        None => {
-            let mut entries = load_locked(root, inbox)?;
-            entries.extend(fresh.iter().cloned());
-            json::to_pretty(&entries)
-        }
-    };
-    files::write(root, inbox, &bytes)?;
-    for path in &claimed {
-        let _ = std::fs::remove_file(path);
-    }
-    // After the claims are gone: a reader woken now finds the spool empty and reads the
-    // inbox without waiting for this lock.
-    if !fresh.is_empty() {
-        bell::ring(root, team, to);
-    }
-    Ok(fresh.len())
+    Ok(fresh)
 }
 
 /// The inbox array with `new` appended, spliced in as text so existing entries are neither
