@@ -518,11 +518,14 @@ fn a_launch_record_the_lead_did_not_sign_is_never_run(backend: Backend) {
         "bob or the lead never started"
     );
     let pids = [kill9(&env, "bob"), kill9(&env, "team-lead")];
-    // Gone, not only signalled: a resume while the lead still dies finds it running.
+    // Gone, not only signalled: a resume while the lead still dies finds it running. The
+    // lead lock is the sign: a child the lead forked as it was killed holds it until that
+    // child's exec closes it.
     assert!(
         wait_until(LONG, || !pids
             .iter()
-            .any(|p| swarm_util::process::is_alive(*p))),
+            .any(|p| swarm_util::process::is_alive(*p))
+            && !env.store("t").agents().lead_running()),
         "bob or the lead outlived SIGKILL"
     );
     let marker = env.dir.path().join("ran-by-the-lead");
