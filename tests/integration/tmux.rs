@@ -661,3 +661,77 @@ fn several_panes_are_captured_in_one_call_each_to_its_own() {
     assert!(tmux.capture_panes(&[second, first], None).is_err());
     assert!(tmux.capture_panes(&[], None).unwrap().is_empty());
 }
+
+// ---------------------------------------------------------------------------------------
+// the lead's passes reuse the pane list while nothing suggests it changed
+
+/// A list is reused while every pane's process lives and the roster is the same: a pane
+/// added meanwhile is not seen yet (the sign of reuse); a pane's process that ends, or a
+/// member added, makes the next look list afresh.
+#[test]
+fn a_pane_list_is_reused_until_a_panes_process_ends_or_the_roster_changes() {
+    use swarm_team::life::panes;
+    let env = TestEnv::new();
+    let tmux = env.tmux();
+    let keep = keeper(&env, &tmux);
+    let dir = env.dir.path();
+    let victim = tmux
+        .split_window(keep.pane, Direction::Vertical, None, &sleeper(dir))
+        .unwrap();
+    let mut config: swarm_store::roster::TeamConfig = serde_json::from_value(serde_json::json!({
+        "name": "t", "createdAt": 0, "leadAgentId": "team-lead@t", "members": []
+    }))
+    .unwrap();
+    let ids = |all: &[PaneRecord]| {
+        let mut v: Vec<String> = all.iter().map(|p| p.pane.to_string()).collect();
+        v.sort();
+        v
+    };
+    let mut said: Vec<String> = Vec::new();
+    let first = panes::list(&tmux, &config, &said).unwrap();
+    assert_eq!(first.len(), 2);
+
+    let added = tmux
+        .split_window(keep.pane, Direction::Vertical, None, &sleeper(dir))
+        .unwrap();
+    assert_eq!(tmux.list_panes().unwrap().len(), 3, "tmux has the new pane");
+    assert_eq!(
+        ids(&panes::list(&tmux, &config, &said).unwrap()),
+        ids(&first),
+        "reused: nothing ended"
+    );
+
+    // A member added to the roster: listed afresh.
+    config.members.push(swarm_store::roster::Member {
+        name: "bob".into(),
+        agent_id: "bob@t".into(),
+        tmux_pane_id: added.to_string(),
+        ..Default::default()
+    });
+    said.push("bob: idle".into());
+    let after_roster = panes::list(&tmux, &config, &said).unwrap();
+    assert!(pane(&after_roster, added).is_some(), "the roster changed");
+    // bob says something new of itself (it exits): listed afresh.
+    let third = tmux
+        .split_window(keep.pane, Direction::Vertical, None, &sleeper(dir))
+        .unwrap();
+    assert!(pane(&panes::list(&tmux, &config, &said).unwrap(), third).is_none());
+    said[0] = "bob: exited".into();
+    assert!(
+        pane(&panes::list(&tmux, &config, &said).unwrap(), third).is_some(),
+        "a member's state changed"
+    );
+
+    // A pane's process ends: listed afresh, without the killed pane.
+    let pid = pane(&after_roster, victim).unwrap().pid;
+    process::signal(pid, Signal::SIGKILL);
+    assert!(wait_until(WAIT, || !process::is_alive(pid)));
+    assert!(
+        wait_until(WAIT, || pane(
+            &panes::list(&tmux, &config, &said).unwrap(),
+            victim
+        )
+        .is_none()),
+        "a pane whose process ended was still listed"
+    );
+}
