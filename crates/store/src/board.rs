@@ -153,6 +153,63 @@ mod tests {
         assert_eq!(store.tasks().list().unwrap()[0].subject, "renamed");
     }
 
+    /// Every idle teammate looks for a task now and then; a look that finds nothing ready
+    /// must leave nothing in the task directory (a lock, a dropped index) that wakes every
+    /// other watcher of it, or an idle team's cost grows with the square of its size.
+    #[test]
+    fn a_look_that_finds_nothing_ready_leaves_no_trace_a_watcher_hears() {
+        use std::sync::{Arc, Mutex};
+        let dir = tempfile::tempdir().unwrap();
+        let teams = Teams::new(Root::new(dir.path()));
+        let team = TeamName::new("t").unwrap();
+        teams.create_team(&team, None, dir.path()).unwrap();
+        let store = teams.open(&team).unwrap();
+        let new = |subject: &str| NewTask {
+            subject: subject.into(),
+            ..NewTask::default()
+        };
+        let first = store.tasks().create(new("held")).unwrap();
+        store.tasks().next("bob").unwrap().expect("bob claims it");
+        let blocked = store.tasks().create(new("waits")).unwrap();
+        store
+            .tasks()
+            .update(
+                &blocked.id,
+                crate::tasks::TaskPatch {
+                    add_blocked_by: vec![first.id.clone()],
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        // Every entry the watch hears of, by name.
+        let heard: Arc<Mutex<Vec<String>>> = Arc::default();
+        let names = heard.clone();
+        let _watch = swarm_util::watcher::DirWatcher::new(
+            &dir.path().join("tasks/t"),
+            move |p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                names.lock().unwrap().push(name.into_owned());
+                false
+            },
+            || {},
+        );
+        for agent in ["carol", "dave", "erin"] {
+            assert!(store.tasks().next(agent).unwrap().is_none());
+        }
+        // A positive sign that the watch hears this directory: a file written in it.
+        std::fs::write(dir.path().join("tasks/t/sign"), b"x").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !heard.lock().unwrap().iter().any(|n| n == "sign") && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let heard = heard.lock().unwrap().clone();
+        assert!(heard.iter().any(|n| n == "sign"), "the watch hears nothing");
+        assert!(
+            heard.iter().all(|n| n == "sign"),
+            "the fruitless looks were heard: {heard:?}"
+        );
+    }
+
     #[test]
     fn tasks_are_read_again_only_after_a_change() {
         let dir = tempfile::tempdir().unwrap();

@@ -10,7 +10,8 @@
 //!   the lock of every candidate it does not claim;
 //! - ready means pending, unowned, not internal, and every blocker that still exists is
 //!   completed; `next` takes candidates from the claim index but re-checks each from its
-//!   file, and answers "nothing is ready" only after a full scan;
+//!   file, and answers "nothing is ready" only after a full scan (an unlocked one first,
+//!   which takes no lock when it finds nothing);
 //! - a claim does not drop the claim index: `next` saves it with the claimed task updated.
 
 use crate::error::Result;
@@ -54,6 +55,13 @@ impl TaskList {
     /// "nothing is ready" is only answered after a full scan, so a stale cache can change
     /// which ready task is picked but never claims a task twice or misses all of them.
     pub fn next(&self, agent: &str) -> Result<Option<Task>> {
+        // An unlocked look first: over a board where nothing is ready (an idle team's usual
+        // case) no lock is taken and no index dropped, so the look leaves nothing in the
+        // directory for every other watcher of it to wake for. A task that becomes ready
+        // just after is found by the look its change notice causes.
+        if !any_ready(&self.list()?) {
+            return Ok(None);
+        }
         // Only the claimed task's file changes, and each candidate is read under Claude
         // Code's per-task lock, as Claude Code's own claim does; the flock keeps swarm
         // claimers apart.
@@ -128,6 +136,23 @@ impl TaskList {
         }
         Ok(true)
     }
+}
+
+/// Whether any of `tasks` (the whole list) is ready: pending, unowned, visible, and every
+/// blocker that exists completed.
+fn any_ready(tasks: &[Task]) -> bool {
+    let status: std::collections::HashMap<&str, Status> =
+        tasks.iter().map(|t| (t.id.as_str(), t.status)).collect();
+    tasks.iter().any(|t| {
+        t.status == Status::Pending
+            && t.owner.is_none()
+            && !t.is_internal()
+            && t.blocked_by.iter().all(|b| {
+                status
+                    .get(b.as_str())
+                    .is_none_or(|s| *s == Status::Completed)
+            })
+    })
 }
 
 /// Why `agent` may not claim `task` now, given every task of the list (`None`: it may).
