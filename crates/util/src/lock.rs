@@ -461,8 +461,12 @@ impl Backoff {
 /// Keeps held directory locks fresh so Claude Code never declares them stale.
 mod refresher {
     use super::*;
+    use std::sync::Condvar;
 
     static HELD: Mutex<BTreeMap<u64, PathBuf>> = Mutex::new(BTreeMap::new());
+    /// Signalled when a lock is registered: the thread sleeps on it while none is held,
+    /// so an idle process is not woken every 2 s for nothing.
+    static HOLDING: Condvar = Condvar::new();
     static NEXT: AtomicU64 = AtomicU64::new(1);
     static START: Once = Once::new();
 
@@ -470,25 +474,29 @@ mod refresher {
         START.call_once(|| {
             let _ = std::thread::Builder::new()
                 .name("swarm-lock-refresh".into())
-                .spawn(|| {
-                    loop {
-                        std::thread::sleep(REFRESH_EVERY);
-                        let held: Vec<PathBuf> = HELD.lock().unwrap().values().cloned().collect();
-                        for p in held {
-                            if let Ok(f) = File::open(&p) {
-                                let _ = f.set_modified(SystemTime::now());
-                            }
-                        }
-                    }
-                });
+                .spawn(refresh_forever);
         });
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         HELD.lock().unwrap().insert(id, path);
+        HOLDING.notify_one();
         id
     }
 
     pub(super) fn unregister(id: u64) {
         HELD.lock().unwrap().remove(&id);
+    }
+
+    fn refresh_forever() {
+        loop {
+            drop(HOLDING.wait_while(HELD.lock().unwrap(), |held| held.is_empty()));
+            std::thread::sleep(REFRESH_EVERY);
+            let held: Vec<PathBuf> = HELD.lock().unwrap().values().cloned().collect();
+            for p in held {
+                if let Ok(f) = File::open(&p) {
+                    let _ = f.set_modified(SystemTime::now());
+                }
+            }
+        }
     }
 }
 
