@@ -17,13 +17,6 @@ pub fn is_alive(pid: i32) -> bool {
     }
 }
 
-/// True if a process with this pid exists, a zombie included: one signal-0 call and no
-/// read of `/proc`, for a question asked of many pids often, where a zombie's parent
-/// reaps it within moments.
-pub fn exists(pid: i32) -> bool {
-    pid > 0 && matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
-}
-
 fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()

@@ -1,11 +1,9 @@
 //! A team's life once its agents run: who is alive and what each does ([`status`], with
-//! the first-run [`dialogs`] that can hold a Claude Code teammate, and its [`panes`] as last
-//! listed), acting on deaths
+//! the first-run [`dialogs`] that can hold a Claude Code teammate), acting on deaths
 //! ([`supervisor`]), the shutdown ladder ([`shutdown`]), bringing a stopped team back
 //! ([`resume`]) and deleting a team ([`teardown`]).
 
 pub mod dialogs;
-pub mod panes;
 pub mod resume;
 pub mod shutdown;
 pub mod status;

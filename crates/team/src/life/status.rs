@@ -157,8 +157,7 @@ pub fn observe_on(
     board: Option<&swarm_store::board::Board>,
 ) -> Result<TeamStatus> {
     let config = store.roster().load()?;
-    let (states, said) = member_states(store, &config);
-    let panes = match tmux.map(|t| super::panes::list(t, &config, &said)) {
+    let panes = match tmux.map(|t| t.list_panes()) {
         Some(Ok(panes)) => Some(panes),
         Some(Err(e)) if e.is_absent() => None,
         Some(Err(e)) => return Err(e.into()),
@@ -191,8 +190,10 @@ pub fn observe_on(
     let members = config
         .members
         .iter()
-        .zip(states)
-        .map(|(m, state)| {
+        .map(|m| {
+            let state = AgentName::parse_any(&m.name)
+                .ok()
+                .and_then(|a| store.agents().read_state(&a));
             // A pane Claude Code (or its lead) made is found by the id the roster gives,
             // unless swarm tagged it for someone else.
             let pane = by_agent
@@ -375,33 +376,6 @@ fn member_status(
         pane_record: pane,
         state_file: state,
     }
-}
-
-/// Each member's state file, in roster order, and what each says of itself in a form that
-/// changes when the state does (its pid, activity and exit: an exit is written before the
-/// process ends), for [`super::panes::list`].
-fn member_states(
-    store: &Store,
-    config: &swarm_store::roster::TeamConfig,
-) -> (Vec<Option<AgentState>>, Vec<String>) {
-    let states: Vec<Option<AgentState>> = config
-        .members
-        .iter()
-        .map(|m| {
-            AgentName::parse_any(&m.name)
-                .ok()
-                .and_then(|a| store.agents().read_state(&a))
-        })
-        .collect();
-    let said = states
-        .iter()
-        .map(|s| {
-            s.as_ref().map_or(String::new(), |s| {
-                format!("{}:{:?}:{}", s.pid, s.activity, s.exit.is_some())
-            })
-        })
-        .collect();
-    (states, said)
 }
 
 /// What is known of one member: its roster entry, its state file, its pane, its beat.
