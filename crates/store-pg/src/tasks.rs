@@ -22,7 +22,7 @@ use crate::connect::{Fail, Retry};
 use crate::watch::{Change, notify};
 use swarm_store::error::{Error, Result};
 use swarm_store::seam::TaskBoard;
-use swarm_store::tasks::claim::refusal;
+use swarm_store::tasks::claim::{is_ready, refusal};
 use swarm_store::tasks::graph::{check_new_edges, dedup, missing_dependency, push_unique};
 use swarm_store::tasks::list::missing;
 use swarm_store::tasks::{ClaimRefusal, NewTask, Status, Task, TaskPatch};
@@ -134,18 +134,6 @@ pub(crate) fn release_in(
         released.push(task);
     }
     Ok(released)
-}
-
-/// Pending, unowned, visible, and every blocker that still exists is completed.
-fn is_ready(task: &Task, status: &HashMap<&str, Status>) -> bool {
-    task.status == Status::Pending
-        && task.owner.is_none()
-        && !task.is_internal()
-        && task.blocked_by.iter().all(|b| {
-            status
-                .get(b.as_str())
-                .is_none_or(|s| *s == Status::Completed)
-        })
 }
 
 fn take(task: &mut Task, agent: &str) {

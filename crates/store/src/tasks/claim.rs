@@ -14,6 +14,8 @@
 //!   which takes no lock when it finds nothing);
 //! - a claim does not drop the claim index: `next` saves it with the claimed task updated.
 
+use std::collections::HashMap;
+
 use crate::error::Result;
 use crate::files;
 use crate::tasks::index::{self, Index};
@@ -138,21 +140,24 @@ impl TaskList {
     }
 }
 
-/// Whether any of `tasks` (the whole list) is ready: pending, unowned, visible, and every
-/// blocker that exists completed.
+/// Whether any of `tasks` (the whole list) is ready (see [`is_ready`]).
 fn any_ready(tasks: &[Task]) -> bool {
-    let status: std::collections::HashMap<&str, Status> =
-        tasks.iter().map(|t| (t.id.as_str(), t.status)).collect();
-    tasks.iter().any(|t| {
-        t.status == Status::Pending
-            && t.owner.is_none()
-            && !t.is_internal()
-            && t.blocked_by.iter().all(|b| {
-                status
-                    .get(b.as_str())
-                    .is_none_or(|s| *s == Status::Completed)
-            })
-    })
+    let status: HashMap<&str, Status> = tasks.iter().map(|t| (t.id.as_str(), t.status)).collect();
+    tasks.iter().any(|t| is_ready(t, &status))
+}
+
+/// Whether `task` is ready to claim, given every task's status by id: pending, unowned,
+/// visible, and every blocker that still exists completed. Every backend's `next` takes
+/// ready tasks by this rule.
+pub fn is_ready(task: &Task, status: &HashMap<&str, Status>) -> bool {
+    task.status == Status::Pending
+        && task.owner.is_none()
+        && !task.is_internal()
+        && task.blocked_by.iter().all(|b| {
+            status
+                .get(b.as_str())
+                .is_none_or(|s| *s == Status::Completed)
+        })
 }
 
 /// Why `agent` may not claim `task` now, given every task of the list (`None`: it may).
