@@ -103,6 +103,16 @@ mod tests {
     use crate::{Root, Teams};
     use swarm_util::names::TeamName;
 
+    /// A file team `t` in a temp root (kept while the directory lives).
+    fn team() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let teams = Teams::new(Root::new(dir.path()));
+        let team = TeamName::new("t").unwrap();
+        teams.create_team(&team, None, dir.path()).unwrap();
+        let store = teams.open(&team).unwrap();
+        (dir, store)
+    }
+
     /// Waits up to 5 s for `board` to say the list changed.
     fn noticed(board: &Board, store: &Store) -> bool {
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -117,11 +127,7 @@ mod tests {
 
     #[test]
     fn a_task_written_is_noticed_and_a_claims_bookkeeping_is_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let teams = Teams::new(Root::new(dir.path()));
-        let team = TeamName::new("t").unwrap();
-        teams.create_team(&team, None, dir.path()).unwrap();
-        let store = teams.open(&team).unwrap();
+        let (dir, store) = team();
         let board = Board::new();
         assert!(board.changed(&store), "the first look reads");
         assert!(!board.changed(&store));
@@ -159,11 +165,7 @@ mod tests {
     #[test]
     fn a_look_that_finds_nothing_ready_leaves_no_trace_a_watcher_hears() {
         use std::sync::{Arc, Mutex};
-        let dir = tempfile::tempdir().unwrap();
-        let teams = Teams::new(Root::new(dir.path()));
-        let team = TeamName::new("t").unwrap();
-        teams.create_team(&team, None, dir.path()).unwrap();
-        let store = teams.open(&team).unwrap();
+        let (dir, store) = team();
         let new = |subject: &str| NewTask {
             subject: subject.into(),
             ..NewTask::default()
@@ -212,11 +214,7 @@ mod tests {
 
     #[test]
     fn tasks_are_read_again_only_after_a_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let teams = Teams::new(Root::new(dir.path()));
-        let team = TeamName::new("t").unwrap();
-        teams.create_team(&team, None, dir.path()).unwrap();
-        let store = teams.open(&team).unwrap();
+        let (dir, store) = team();
         let board = Board::new();
         assert!(board.tasks(&store).unwrap().is_empty());
         // A task file written (as Claude Code writes one) is noticed and read...
